@@ -1,0 +1,5 @@
+import sys
+
+from kegen.cli import main
+
+sys.exit(main())

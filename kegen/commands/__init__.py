@@ -1,0 +1,1 @@
+"""One module per `kegen` subcommand: each provides `add_arguments(parser)` and `run(args) -> int`."""

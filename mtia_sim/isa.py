@@ -1,0 +1,405 @@
+"""The programming model of the simulated MTIA PE: memory map, registers, ABI, command descriptors.
+
+This module is the single source of truth shared by the simulator (which decodes commands) and
+the compiler (`lowering/`, which emits them). `knowledge/hardware/mtia/programming.md` is
+generated from / checked against it.
+
+Memory map (one 64-bit address space; the same addresses for the core and for DMA):
+
+    0x0000_F000  EXIT_ADDR      return address given to the kernel; reaching it ends the program
+    0x0001_0000  CODE_BASE      the linked kernel image (text, rodata, data, bss), CODE_SIZE bytes
+    0x0080_0000  STACK_BASE     the core's stack, STACK_SIZE bytes; sp starts at the top
+    0x0400_0000  MMIO_BASE      command processor registers (see Reg)
+    0x1000_0000  LOCAL_BASE     this PE's local store (size from the machine description)
+    0x2000_0000  PE_WINDOW_BASE + pe * PE_WINDOW_STRIDE: PE `pe`'s local store (DMA only)
+    0x8000_0000  SRAM_BASE      on-chip shared SRAM (size from the machine description)
+    0x1_0000_0000 DRAM_BASE     off-chip DRAM
+
+Kernel ABI (standard RISC-V LP64D calling convention):
+    void kernel(uint64_t *args, int32 pid_x, int32 pid_y, int32 pid_z,
+                int32 num_x, int32 num_y, int32 num_z)
+    `args` holds one 64-bit slot per runtime argument in signature order: pointers as absolute
+    addresses, integers sign-extended to 64 bits, floats as IEEE double bits. The kernel returns
+    to EXIT_ADDR (set in ra) when done.
+
+Issuing a command: build a `CommandDescriptor` (DESC_WORDS little-endian u64 words, 8-byte
+aligned) anywhere the core can write (stack or local store), then store its address to
+Reg.DOORBELL. The command processor copies the descriptor at once, so the memory may be reused
+right after the store. Commands go to an in-order queue per unit; the command processor tracks
+read/write address ranges in the local store, so a command starts only after every earlier
+command it depends on (read-after-write, write-after-read, write-after-write) has finished.
+Before the core reads or writes local-store data that units produce or consume, it stores a unit
+mask to Reg.FENCE, which waits until those units are idle. Returning from the kernel waits for
+all units.
+
+Tensor operands: every tensor command works on an index space `shape[0..3]` (outermost first;
+unused dims are 1). Operand X's element at index (i0, i1, i2, i3) lives at
+    X.addr + (i0*X.stride[0] + i1*X.stride[1] + i2*X.stride[2] + i3*X.stride[3]) * itemsize(X.dtype)
+with strides in elements (signed; 0 broadcasts). This one form expresses contiguous blocks,
+slices, transposes, broadcasts and 1-D to 4-D strided DMA.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------------------------------------
+# Memory map
+# ---------------------------------------------------------------------------------------------
+EXIT_ADDR = 0x0000_F000
+CODE_BASE = 0x0001_0000
+CODE_SIZE = 0x0040_0000  # 4 MiB
+STACK_BASE = 0x0080_0000
+STACK_SIZE = 0x0010_0000  # 1 MiB
+MMIO_BASE = 0x0400_0000
+MMIO_SIZE = 0x1000
+LOCAL_BASE = 0x1000_0000
+PE_WINDOW_BASE = 0x2000_0000
+PE_WINDOW_STRIDE = 0x0010_0000  # 1 MiB per PE window (local stores are at most 1 MiB)
+SRAM_BASE = 0x8000_0000
+DRAM_BASE = 0x1_0000_0000
+
+ALIGNMENT = 32
+"""Tensor operands in DRAM/SRAM/local store should start on 32-byte boundaries for full-rate DMA;
+misaligned DMA is legal but costs an extra transfer beat (see the machine description)."""
+
+DESC_ALIGNMENT = 8
+
+
+class Reg(enum.IntEnum):
+    """Memory-mapped command processor registers, as offsets from MMIO_BASE (64-bit each)."""
+
+    DOORBELL = 0x00  # write: address of a CommandDescriptor -> issue it
+    FENCE = 0x08  # write: UnitMask bits -> the core waits until those units are idle
+    PROGRAM_ID_X = 0x10  # read
+    PROGRAM_ID_Y = 0x18
+    PROGRAM_ID_Z = 0x20
+    NUM_PROGRAMS_X = 0x28
+    NUM_PROGRAMS_Y = 0x30
+    NUM_PROGRAMS_Z = 0x38
+    PE_ID = 0x40  # read: index of this PE (row-major over the grid)
+    CORE_ID = 0x48  # read: 0 or 1
+    ARGS_PTR = 0x50  # read: address of the argument block
+    EXIT = 0x58  # write: end the program now with this status (non-zero = device assert failed)
+    PRINT = 0x60  # write: a 64-bit value to the debug log (tl.device_print)
+
+
+class Unit(enum.IntEnum):
+    """The fixed-function units of a PE (plus the control core itself, for counters)."""
+
+    CORE = 0
+    DMA = 1  # fabric interface
+    DPE = 2  # dot-product engine
+    SIMD = 3  # SIMD engine
+    RED = 4  # reduction engine
+    MLU = 5  # memory layout unit
+
+
+class UnitMask(enum.IntFlag):
+    DMA = 1 << Unit.DMA
+    DPE = 1 << Unit.DPE
+    SIMD = 1 << Unit.SIMD
+    RED = 1 << Unit.RED
+    MLU = 1 << Unit.MLU
+    ALL = DMA | DPE | SIMD | RED | MLU
+
+
+class DType(enum.IntEnum):
+    """Element types of tensor operands (codes in the descriptor's dtype bytes)."""
+
+    NONE = 0
+    I1 = 1  # stored as one byte, 0 or 1
+    I8 = 2
+    U8 = 3
+    I16 = 4
+    U16 = 5
+    I32 = 6
+    U32 = 7
+    I64 = 8
+    U64 = 9
+    F16 = 10
+    BF16 = 11
+    F32 = 12
+    F64 = 13
+    F8E4M3 = 14
+    F8E5M2 = 15
+
+
+ITEMSIZE: dict[DType, int] = {
+    DType.NONE: 0, DType.I1: 1, DType.I8: 1, DType.U8: 1, DType.I16: 2, DType.U16: 2,
+    DType.I32: 4, DType.U32: 4, DType.I64: 8, DType.U64: 8, DType.F16: 2, DType.BF16: 2,
+    DType.F32: 4, DType.F64: 8, DType.F8E4M3: 1, DType.F8E5M2: 1,
+}
+
+
+class Op(enum.IntEnum):
+    """Command opcodes. The unit is `op >> 8`."""
+
+    # DMA / fabric interface (unit 1)
+    DMA_COPY = 0x100  # dst <- src0 over shape; indices >= valid[k] are not read: dst gets imm0 (fill);
+    #                   when dst is outside the local store, indices >= valid[k] are not written
+    DMA_GATHER = 0x101  # dst[i] <- *(dtype*)src1[i] where src2[i] (mask, I1; src2=0: all) else imm0
+    DMA_SCATTER = 0x102  # *(dtype*)src1[i] <- src0[i] where src2[i] (mask) ; src1 holds U64 addresses
+    DMA_ATOMIC = 0x103  # old[i]=*addr; *addr = subop(*addr, src0[i]) where mask; dst <- old (dst=0: none)
+    #                     addresses in src1 (U64), mask in src2; subop: AtomicOp; CAS compares with imm0
+    # Dot-product engine (unit 2)
+    DPE_MATMUL = 0x200  # dst[M,N] = (flags & ACCUMULATE ? dst : 0) + src0[M,K] @ src1[K,N]
+    #                     shape = (M, N, K, 1); src0 strides (m, k), src1 strides (k, n), dst (m, n)
+    # SIMD engine (unit 3)
+    SIMD_UNARY = 0x300  # dst = subop(src0)                 (subop: SimdOp)
+    SIMD_BINARY = 0x301  # dst = subop(src0, src1)          (src1 may be the immediate: flags & SRC1_IMM)
+    SIMD_SELECT = 0x302  # dst = src0 ? src1 : src2         (src0 is I1)
+    SIMD_FMA = 0x303  # dst = src0 * src1 + src2
+    SIMD_CAST = 0x304  # dst(dtype_out) = convert(src0(dtype_in0)); subop: CastMode
+    SIMD_FILL = 0x305  # dst = imm0                         (splat)
+    SIMD_IOTA = 0x306  # dst[i0..i3] = imm0 + index along axis `subop` (make_range)
+    SIMD_CMP = 0x307  # dst(I1) = cmp(src0, src1)           (subop: CmpOp; src1 may be imm)
+    # Reduction engine (unit 4)
+    RED_REDUCE = 0x400  # dst = reduce(src0) along axis (subop: ReduceOp); dst stride of that axis is 0
+    RED_SCAN = 0x401  # dst = scan(src0) along axis (subop: ScanOp); flags & REVERSE scans backwards
+    # Memory layout unit (unit 5)
+    MLU_COPY = 0x500  # dst = src0 re-laid out by strides: transpose, broadcast, reshape, slice, concat
+    MLU_BITCAST = 0x501  # dst = src0 bytes reinterpreted (same itemsize)
+
+    @property
+    def unit(self) -> Unit:
+        return Unit(self.value >> 8)
+
+
+class Flags(enum.IntFlag):
+    NONE = 0
+    ACCUMULATE = 1 << 0  # DPE: add into dst
+    SRC1_IMM = 1 << 1  # SIMD_BINARY/SIMD_CMP: src1 is imm1 (scalar), not a tensor
+    SRC0_IMM = 1 << 2  # SIMD_BINARY/SIMD_CMP: src0 is imm0 (scalar), not a tensor
+    REVERSE = 1 << 3  # RED_SCAN
+    IMM_IS_INT = 1 << 4  # immediates are int64 bits (otherwise float64 bits)
+    UNSIGNED = 1 << 5  # integer ops treat operands as unsigned (div, rem, shr, cmp, max/min, cast)
+    PROPAGATE_NAN = 1 << 6  # max/min propagate NaN (tl.maximum(propagate_nan=ALL))
+
+
+class SimdOp(enum.IntEnum):
+    # binary
+    ADD = 1
+    SUB = 2
+    MUL = 3
+    DIV = 4  # float div / integer div (trunc toward zero; floor-less, like C)
+    REM = 5  # integer remainder (C semantics) / float fmod
+    MIN = 6
+    MAX = 7
+    AND = 8
+    OR = 9
+    XOR = 10
+    SHL = 11
+    SHR = 12  # arithmetic for signed, logical with Flags.UNSIGNED
+    POW = 13
+    ATAN2 = 14
+    DIV_FLOOR = 15  # python-style floor division (integers)
+    # unary
+    NEG = 32
+    ABS = 33
+    EXP = 34
+    EXP2 = 35
+    LOG = 36
+    LOG2 = 37
+    SQRT = 38
+    RSQRT = 39
+    SIGMOID = 40
+    TANH = 41
+    ERF = 42
+    SIN = 43
+    COS = 44
+    FLOOR = 45
+    CEIL = 46
+    RECIP = 47
+    NOT = 48  # bitwise not
+    ROUND = 49  # round half to even
+    TRUNC = 50
+    LOG1P = 51
+    EXPM1 = 52
+    ISNAN = 53  # dst I1
+    ISINF = 54  # dst I1
+    TAN = 55
+    ASIN = 56
+    ACOS = 57
+    ATAN = 58
+    SINH = 59
+    COSH = 60
+    GELU_TANH = 61
+
+
+TRANSCENDENTAL: frozenset[SimdOp] = frozenset({
+    SimdOp.EXP, SimdOp.EXP2, SimdOp.LOG, SimdOp.LOG2, SimdOp.SQRT, SimdOp.RSQRT, SimdOp.SIGMOID,
+    SimdOp.TANH, SimdOp.ERF, SimdOp.SIN, SimdOp.COS, SimdOp.POW, SimdOp.ATAN2, SimdOp.DIV,
+    SimdOp.RECIP, SimdOp.LOG1P, SimdOp.EXPM1, SimdOp.TAN, SimdOp.ASIN, SimdOp.ACOS, SimdOp.ATAN,
+    SimdOp.SINH, SimdOp.COSH, SimdOp.GELU_TANH,
+})
+"""Ops the SIMD engine evaluates through lookup tables + polynomial steps (slower than ALU ops)."""
+
+
+class CmpOp(enum.IntEnum):
+    EQ = 0
+    NE = 1
+    LT = 2
+    LE = 3
+    GT = 4
+    GE = 5
+
+
+class CastMode(enum.IntEnum):
+    DEFAULT = 0  # float->int truncates toward zero; int->float rounds to nearest; float->float RNE
+    RTZ = 1  # float->float round toward zero
+    BITCAST = 2
+
+
+class ReduceOp(enum.IntEnum):
+    SUM = 0
+    MAX = 1
+    MIN = 2
+    PROD = 3
+    ARGMAX = 4  # dst is I32 index of the first maximum along the axis
+    ARGMIN = 5
+    AND = 6
+    OR = 7
+    XOR = 8
+
+
+class ScanOp(enum.IntEnum):
+    SUM = 0
+    PROD = 1
+    MAX = 2
+    MIN = 3
+
+
+class AtomicOp(enum.IntEnum):
+    ADD = 0
+    MAX = 1
+    MIN = 2
+    XCHG = 3
+    AND = 4
+    OR = 5
+    XOR = 6
+    CAS = 7  # compare with imm0 (or src... ) and swap in src0
+
+
+# ---------------------------------------------------------------------------------------------
+# Command descriptor: DESC_WORDS little-endian 64-bit words
+# ---------------------------------------------------------------------------------------------
+class Field(enum.IntEnum):
+    """Word index of each descriptor field (byte offset = 8 * index)."""
+
+    OP = 0  # Op
+    SUBOP = 1  # SimdOp / CmpOp / ReduceOp / ScanOp / AtomicOp / CastMode / IOTA axis
+    FLAGS = 2  # Flags
+    DTYPES = 3  # dtype_out | dtype_in0 << 8 | dtype_in1 << 16 | dtype_in2 << 24
+    AXIS = 4  # RED_REDUCE / RED_SCAN axis (0..3)
+    DST = 5
+    SRC0 = 6
+    SRC1 = 7
+    SRC2 = 8
+    SHAPE = 9  # 4 words: 9..12
+    VALID = 13  # 4 words: 13..16 (DMA bounds; 0 means "same as shape")
+    DST_STRIDE = 17  # 4 words: 17..20
+    SRC0_STRIDE = 21  # 4 words: 21..24
+    SRC1_STRIDE = 25  # 4 words: 25..28
+    SRC2_STRIDE = 29  # 4 words: 29..32
+    IMM0 = 33  # 64-bit immediate (float64 bits, or int64 with Flags.IMM_IS_INT)
+    IMM1 = 34
+    TAG = 35  # free for the compiler: a source-location id shown in traces and error messages
+
+
+DESC_WORDS = 36
+DESC_BYTES = DESC_WORDS * 8
+MAX_DIMS = 4
+
+
+def pack_dtypes(out: DType, in0: DType = DType.NONE, in1: DType = DType.NONE, in2: DType = DType.NONE) -> int:
+    return int(out) | int(in0) << 8 | int(in1) << 16 | int(in2) << 24
+
+
+def unpack_dtypes(word: int) -> tuple[DType, DType, DType, DType]:
+    return (DType(word & 0xFF), DType(word >> 8 & 0xFF), DType(word >> 16 & 0xFF), DType(word >> 24 & 0xFF))
+
+
+def _dims(values: tuple[int, ...] | list[int], fill: int) -> list[int]:
+    vals = list(values)
+    if len(vals) > MAX_DIMS:
+        raise ValueError(f"at most {MAX_DIMS} dimensions, got {len(vals)}")
+    return [fill] * (MAX_DIMS - len(vals)) + vals  # right-align: innermost dim is last
+
+
+@dataclass
+class CommandDescriptor:
+    """A decoded command. `shape` etc. are right-aligned to MAX_DIMS (innermost dimension last)."""
+
+    op: Op
+    subop: int = 0
+    flags: Flags = Flags.NONE
+    dtype_out: DType = DType.NONE
+    dtype_in0: DType = DType.NONE
+    dtype_in1: DType = DType.NONE
+    dtype_in2: DType = DType.NONE
+    axis: int = 0
+    dst: int = 0
+    src0: int = 0
+    src1: int = 0
+    src2: int = 0
+    shape: list[int] = field(default_factory=lambda: [1, 1, 1, 1])
+    valid: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    dst_stride: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    src0_stride: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    src1_stride: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    src2_stride: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    imm0: int = 0  # raw 64 bits
+    imm1: int = 0
+    tag: int = 0
+
+    def to_words(self) -> list[int]:
+        w = [0] * DESC_WORDS
+        w[Field.OP] = int(self.op)
+        w[Field.SUBOP] = int(self.subop)
+        w[Field.FLAGS] = int(self.flags)
+        w[Field.DTYPES] = pack_dtypes(self.dtype_out, self.dtype_in0, self.dtype_in1, self.dtype_in2)
+        w[Field.AXIS] = self.axis
+        w[Field.DST], w[Field.SRC0], w[Field.SRC1], w[Field.SRC2] = self.dst, self.src0, self.src1, self.src2
+        for base, vals in ((Field.SHAPE, self.shape), (Field.VALID, self.valid),
+                           (Field.DST_STRIDE, self.dst_stride), (Field.SRC0_STRIDE, self.src0_stride),
+                           (Field.SRC1_STRIDE, self.src1_stride), (Field.SRC2_STRIDE, self.src2_stride)):
+            for i, v in enumerate(vals):
+                w[base + i] = v & 0xFFFF_FFFF_FFFF_FFFF
+        w[Field.IMM0], w[Field.IMM1], w[Field.TAG] = self.imm0, self.imm1, self.tag
+        return [x & 0xFFFF_FFFF_FFFF_FFFF for x in w]
+
+    def to_bytes(self) -> bytes:
+        return struct.pack(f"<{DESC_WORDS}Q", *self.to_words())
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> CommandDescriptor:
+        """Decode; raises ValueError naming the bad field for an unknown opcode or dtype."""
+        w = list(struct.unpack(f"<{DESC_WORDS}q", raw[:DESC_BYTES]))
+        try:
+            op = Op(w[Field.OP] & 0xFFFF_FFFF)
+        except ValueError:
+            raise ValueError(f"unknown command opcode {w[Field.OP]:#x}") from None
+        try:
+            d = unpack_dtypes(w[Field.DTYPES] & 0xFFFF_FFFF)
+        except ValueError:
+            raise ValueError(f"unknown dtype code in dtypes word {w[Field.DTYPES]:#x}") from None
+        u = [x & 0xFFFF_FFFF_FFFF_FFFF for x in w]
+        return cls(
+            op=op, subop=w[Field.SUBOP], flags=Flags(w[Field.FLAGS] & 0xFF),
+            dtype_out=d[0], dtype_in0=d[1], dtype_in1=d[2], dtype_in2=d[3], axis=w[Field.AXIS],
+            dst=u[Field.DST], src0=u[Field.SRC0], src1=u[Field.SRC1], src2=u[Field.SRC2],
+            shape=w[Field.SHAPE:Field.SHAPE + 4], valid=w[Field.VALID:Field.VALID + 4],
+            dst_stride=w[Field.DST_STRIDE:Field.DST_STRIDE + 4],
+            src0_stride=w[Field.SRC0_STRIDE:Field.SRC0_STRIDE + 4],
+            src1_stride=w[Field.SRC1_STRIDE:Field.SRC1_STRIDE + 4],
+            src2_stride=w[Field.SRC2_STRIDE:Field.SRC2_STRIDE + 4],
+            imm0=u[Field.IMM0], imm1=u[Field.IMM1], tag=w[Field.TAG],
+        )
+
+    @staticmethod
+    def dims(values: tuple[int, ...] | list[int], fill: int = 1) -> list[int]:
+        """Right-align a shape (fill=1) or strides (fill=0) to MAX_DIMS."""
+        return _dims(values, fill)
