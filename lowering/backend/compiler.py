@@ -1,0 +1,85 @@
+"""The Triton compiler backend of target `mtia`: stages ttir → tile → llir → rvasm → elf."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from triton._C.libtriton import ir, passes
+from triton.backends.compiler import BaseBackend, GPUTarget, Language
+
+from lowering.backend.options import MtiaOptions
+
+TARGET_BACKEND = "mtia"
+
+
+def _min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
+    """The dot-product engine takes any shape; Triton asks for the lower bounds (m, n, k)."""
+    return (1, 1, 1)
+
+
+class MtiaBackend(BaseBackend):
+    """Lowers Triton kernels to a relocatable RISC-V object for the simulated MTIA PE."""
+
+    binary_ext = "elf"
+
+    @staticmethod
+    def supports_target(target: GPUTarget) -> bool:
+        return target.backend == TARGET_BACKEND
+
+    def __init__(self, target: GPUTarget) -> None:
+        super().__init__(target)
+        self.binary_ext = "elf"
+
+    def hash(self) -> str:
+        from lowering import pipeline
+
+        return f"mtia-{self.target.arch}-{pipeline.PIPELINE_VERSION}"
+
+    def parse_options(self, opts: dict[str, Any]) -> MtiaOptions:
+        args = dict(opts)
+        args.setdefault("arch", str(self.target.arch))
+        return MtiaOptions.from_dict(args)
+
+    def pack_metadata(self, metadata: Any) -> tuple[Any, ...]:
+        return (metadata.num_warps, metadata.num_ctas, metadata.shared)
+
+    def get_codegen_implementation(self, options: MtiaOptions) -> dict[str, Any]:
+        return {"min_dot_size": _min_dot_size}
+
+    def get_module_map(self) -> dict[str, ModuleType]:
+        from lowering.backend import libdevice
+
+        return {"triton.language.extra.libdevice": libdevice}
+
+    def load_dialects(self, ctx: Any) -> None:
+        return None
+
+    @staticmethod
+    def make_ttir(mod: Any, metadata: dict[str, Any], options: MtiaOptions) -> Any:
+        """Triton's own TTIR clean-up passes (the same list the NVIDIA backend runs)."""
+        pm = ir.pass_manager(mod.context)
+        pm.enable_debug()
+        passes.common.add_inliner(pm)
+        passes.ttir.add_rewrite_tensor_pointer(pm)
+        passes.common.add_canonicalizer(pm)
+        passes.ttir.add_combine(pm)
+        passes.ttir.add_reorder_broadcast(pm)
+        passes.common.add_cse(pm)
+        passes.common.add_symbol_dce(pm)
+        passes.ttir.add_loop_unroll(pm)
+        pm.run(mod, "make_ttir")
+        return mod
+
+    def add_stages(self, stages: dict[str, Any], options: MtiaOptions, language: Language = Language.TRITON) -> None:
+        from lowering import pipeline
+
+        if language != Language.TRITON:
+            raise NotImplementedError("target mtia compiles Triton kernels only (not Gluon)")
+        stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
+        stages["tile"] = lambda src, metadata: pipeline.stage_tile(str(src), metadata, options)
+        stages["llir"] = lambda src, metadata: pipeline.stage_llir(src, metadata, options)
+        stages["rvasm"] = lambda src, metadata: pipeline.stage_rvasm(src, metadata, options)
+        stages["elf"] = lambda src, metadata: pipeline.stage_elf(src, metadata, options)
+
+

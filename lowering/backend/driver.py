@@ -1,0 +1,177 @@
+"""The Triton driver of target `mtia`: runs `kernel[grid](cpu_tensors...)` on the simulator.
+
+Active only on a machine without a CUDA or ROCm GPU. The launcher copies the CPU tensors'
+storages into simulator DRAM, launches the linked image over the grid, and copies every
+pointer argument's storage back.
+
+Public API for callers that read simulated time (the evaluation team):
+
+    from lowering.backend import driver
+    driver.clear_launch_history()
+    kernel[grid](...)
+    res = driver.last_launch()          # mtia_sim LaunchResult: .cycles, .seconds, .counters
+    driver.launch_history()             # every LaunchRecord since the last clear
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from triton.backends.compiler import GPUTarget
+from triton.backends.driver import DriverBase
+
+from lowering.backend.launch import LaunchRecord, SimulatorSession
+
+TARGET = GPUTarget("mtia", "2i", 1)
+
+_history: list[LaunchRecord] = []
+_history_lock = threading.Lock()
+_session: SimulatorSession | None = None
+
+
+def _get_session(machine: str) -> SimulatorSession:
+    global _session
+    if _session is None or _session.machine != machine:
+        _session = SimulatorSession(machine)
+    return _session
+
+
+def last_launch() -> Any:
+    """The `LaunchResult` (cycles, seconds, counters) of the most recent launch in this process."""
+    with _history_lock:
+        if not _history:
+            raise LookupError("no mtia kernel has been launched in this process yet")
+        return _history[-1].result
+
+
+def launch_history() -> list[LaunchRecord]:
+    """Every launch since the last `clear_launch_history()` (kernel name, grid, result)."""
+    with _history_lock:
+        return list(_history)
+
+
+def clear_launch_history() -> None:
+    with _history_lock:
+        _history.clear()
+
+
+def _record(rec: LaunchRecord) -> None:
+    with _history_lock:
+        _history.append(rec)
+        if len(_history) > 10_000:
+            del _history[: len(_history) - 10_000]
+
+
+class MtiaLauncher:
+    """Callable Triton invokes for each launch: (gx, gy, gz, stream, function, packed, meta, enter, exit, *args)."""
+
+    def __init__(self, src: Any, metadata: Any) -> None:
+        self.name: str = metadata.name
+        self.arg_types: list[str] = list(metadata.mtia_arg_types)
+        self.arg_positions: list[int] = list(metadata.mtia_arg_positions)
+        self.machine: str = metadata.machine
+        self.dual_core: bool = bool(metadata.dual_core)
+
+    def __call__(self, gx: int, gy: int, gz: int, stream: Any, function: Any, packed_metadata: Any,
+                 launch_metadata: Any, enter_hook: Callable[..., Any] | None,
+                 exit_hook: Callable[..., Any] | None, *args: Any) -> None:
+        if enter_hook is not None:
+            enter_hook(launch_metadata)
+        runtime_args = [args[i] for i in self.arg_positions]
+        session = _get_session(self.machine)
+        result = session.launch(function, (gx, gy, gz), runtime_args, self.arg_types, dual_core=self.dual_core)
+        _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result))
+        if exit_hook is not None:
+            exit_hook(launch_metadata)
+
+
+@dataclass
+class _Function:
+    """What `load_binary` returns as the 'function' handle: the kernel's name and ELF bytes."""
+
+    name: str
+    elf: bytes
+
+
+class MtiaUtils:
+    """Device utilities Triton's runtime calls (`driver.active.utils`)."""
+
+    def get_device_properties(self, device: Any) -> dict[str, int]:
+        from mtia_sim.machine import load_machine
+
+        m = load_machine("mtia2i")
+        local = int(getattr(m, "local_store_bytes", 384 * 1024))
+        return {"max_shared_mem": local, "multiprocessor_count": 64, "max_num_regs": 1 << 20,
+                "warpSize": 1, "sm_clock_rate": 1_350_000, "mem_clock_rate": 0, "mem_bus_width": 0}
+
+    def load_binary(self, name: str, kernel: bytes, shared: int, device: Any) -> tuple[Any, Any, int, int, int]:
+        fn = _Function(name, bytes(kernel))
+        return (fn, fn, 0, 0, 1 << 30)
+
+
+def _simulated_benchmarker(kernel_call: Callable[[], Any], *, quantiles: Sequence[float] | None = None,
+                           return_mode: str = "mean", **kwargs: Any) -> Any:
+    """Triton-style benchmarker reporting *simulated* milliseconds of the kernel's launches."""
+    clear_before = len(launch_history())
+    kernel_call()
+    recs = launch_history()[clear_before:]
+    ms = sum(float(r.result.seconds) for r in recs) * 1e3
+    if quantiles is not None:
+        return [ms for _ in quantiles]
+    return ms
+
+
+class MtiaDriver(DriverBase):
+    """Driver of the simulated MTIA chip (CPU torch tensors in, CPU torch tensors out)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.utils = MtiaUtils()
+        self.launcher_cls = MtiaLauncher
+
+    @classmethod
+    def is_active(cls) -> bool:
+        try:
+            import torch
+        except ImportError:
+            return True
+        return not torch.cuda.is_available() and getattr(torch.version, "hip", None) is None
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        return "uint64_t" if ty.startswith("*") else {"fp32": "float", "fp64": "double"}.get(ty, "int64_t")
+
+    def get_current_target(self) -> GPUTarget:
+        return TARGET
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def set_current_device(self, device: int) -> None:
+        return None
+
+    def get_current_stream(self, device: Any = None) -> int:
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    def get_device_interface(self) -> Any:
+        import torch
+
+        return torch.cpu
+
+    def get_benchmarker(self) -> Callable[..., Any]:
+        return _simulated_benchmarker
+
+    def get_empty_cache_for_benchmark(self) -> Any:
+        import torch
+
+        return torch.empty(16, dtype=torch.int8)
+
+    def clear_cache(self, cache: Any) -> None:
+        cache.zero_()

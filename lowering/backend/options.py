@@ -1,0 +1,80 @@
+"""Compile options of the mtia target: a frozen dataclass with a stable hash."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from typing import Any
+
+PE_MAPPINGS = ("blocked", "round_robin")
+
+
+@dataclass(frozen=True)
+class MtiaOptions:
+    """Options of one mtia compilation.
+
+    Performance options (the search's moves): `num_stages` (multi-buffering depth of loads in
+    loops; 1 = no prefetch), `pe_mapping` (program id -> PE: "blocked" or "round_robin"),
+    `dual_core` (run two programs per PE on its two cores), `machine` (machine description name),
+    `opt_level` (LLVM optimisation level for the control code, >= 2).
+    The other fields are what Triton's frontend reads from every backend's options.
+    """
+
+    num_stages: int = 1
+    pe_mapping: str = "blocked"
+    dual_core: bool = False
+    machine: str = "mtia2i"
+    opt_level: int = 2
+    # fields Triton's frontend and runtime read
+    num_warps: int = 1
+    num_ctas: int = 1
+    num_buffers_warp_spec: int = 0
+    num_consumer_groups: int = 0
+    reg_dec_producer: int = 0
+    reg_inc_consumer: int = 0
+    warp_size: int = 1
+    debug: bool = False
+    sanitize_overflow: bool = False
+    enable_fp_fusion: bool = True
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
+    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv")
+    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
+    default_dot_input_precision: str = "ieee"
+    allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
+    max_num_imprecise_acc_default: int = 0
+    extern_libs: tuple[tuple[str, str], ...] | None = None
+    backend_name: str = "mtia"
+    arch: str = "2i"
+    instrumentation_mode: str = ""
+    ir_override: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_stages < 1:
+            raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
+        if self.pe_mapping not in PE_MAPPINGS:
+            raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {self.pe_mapping!r}")
+        if self.opt_level < 2 or self.opt_level > 3:
+            raise ValueError(f"opt_level must be 2 or 3, got {self.opt_level}")
+        if isinstance(self.extern_libs, dict):
+            object.__setattr__(self, "extern_libs", tuple(sorted(self.extern_libs.items())))
+
+    def hash(self) -> str:
+        """A stable hex digest of every field (part of Triton's cache key)."""
+        key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in sorted(fields(self), key=lambda f: f.name))
+        return hashlib.sha256(key.encode()).hexdigest()
+
+    @classmethod
+    def from_dict(cls, opts: dict[str, Any]) -> MtiaOptions:
+        """Build from Triton's option dict (unknown keys are ignored, None means default)."""
+        names = {f.name for f in fields(cls)}
+        args = {k: v for k, v in opts.items() if k in names and v is not None}
+        for k in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions"):
+            if k in args:
+                args[k] = tuple(args[k])
+        return cls(**args)
+
+    @staticmethod
+    def search_space() -> dict[str, tuple[Any, ...]]:
+        """The performance options and their candidate values, for the search to enumerate."""
+        return {"num_stages": (1, 2, 3), "pe_mapping": PE_MAPPINGS, "dual_core": (False, True)}
