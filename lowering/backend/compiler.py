@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -11,6 +14,20 @@ from triton.backends.compiler import BaseBackend, GPUTarget, Language
 from lowering.backend.options import MtiaOptions
 
 TARGET_BACKEND = "mtia"
+
+
+@functools.cache
+def _source_digest() -> str:
+    """Digest of the compiler's sources, so editing the lowering invalidates Triton's cache."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for sub in ("backend", "codegen", "passes", "ir", "ttir"):
+        for p in sorted((root / sub).rglob("*")):
+            if p.suffix in (".py", ".lark"):
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    h.update((root / "pipeline.py").read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
@@ -32,9 +49,8 @@ class MtiaBackend(BaseBackend):
         self.binary_ext = "elf"
 
     def hash(self) -> str:
-        from lowering import pipeline
-
-        return f"mtia-{self.target.arch}-{pipeline.PIPELINE_VERSION}"
+        """Part of Triton's cache key: the target and a digest of kegen's compiler sources."""
+        return f"mtia-{self.target.arch}-{_source_digest()}"
 
     def parse_options(self, opts: dict[str, Any]) -> MtiaOptions:
         args = dict(opts)

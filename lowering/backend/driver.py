@@ -71,7 +71,12 @@ class MtiaLauncher:
     def __init__(self, src: Any, metadata: Any) -> None:
         self.name: str = metadata.name
         self.arg_types: list[str] = list(metadata.mtia_arg_types)
-        self.arg_positions: list[int] = list(metadata.mtia_arg_positions)
+        signature = dict(getattr(src, "signature", {}) or {})
+        self.arg_positions: list[int] = [i for i, ty in enumerate(signature.values()) if ty != "constexpr"]
+        if len(self.arg_positions) != len(self.arg_types):
+            raise RuntimeError(
+                f"kernel {self.name}: the signature has {len(self.arg_positions)} runtime arguments but the "
+                f"compiled kernel takes {len(self.arg_types)}")
         self.machine: str = metadata.machine
         self.dual_core: bool = bool(metadata.dual_core)
 

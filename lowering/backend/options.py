@@ -6,24 +6,22 @@ import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
 
-PE_MAPPINGS = ("blocked", "round_robin")
-
-
 @dataclass(frozen=True)
 class MtiaOptions:
     """Options of one mtia compilation.
 
     Performance options (the search's moves): `num_stages` (multi-buffering depth of loads in
-    loops; 1 = no prefetch), `pe_mapping` (program id -> PE: "blocked" or "round_robin"),
-    `dual_core` (run two programs per PE on its two cores), `machine` (machine description name),
-    `opt_level` (LLVM optimisation level for the control code, >= 2).
+    loops; 1 = single buffer), `dual_core` (program ids fill both cores of each PE: PE-major
+    over 2 x 64 slots instead of 64), `block_dma` (pointer analysis turns affine loads/stores into
+    strided block DMA; False forces gather/scatter), `machine` (machine description name),
+    `opt_level` (LLVM optimisation level for the control code, 2 or 3).
     The other fields are what Triton's frontend reads from every backend's options.
     """
 
     num_stages: int = 1
-    pe_mapping: str = "blocked"
     dual_core: bool = False
-    machine: str = "mtia2i"
+    block_dma: bool = True
+    machine: str = "mtia-2i"
     opt_level: int = 2
     # fields Triton's frontend and runtime read
     num_warps: int = 1
@@ -52,8 +50,6 @@ class MtiaOptions:
     def __post_init__(self) -> None:
         if self.num_stages < 1:
             raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
-        if self.pe_mapping not in PE_MAPPINGS:
-            raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {self.pe_mapping!r}")
         if self.opt_level < 2 or self.opt_level > 3:
             raise ValueError(f"opt_level must be 2 or 3, got {self.opt_level}")
         if isinstance(self.extern_libs, dict):
@@ -77,4 +73,4 @@ class MtiaOptions:
     @staticmethod
     def search_space() -> dict[str, tuple[Any, ...]]:
         """The performance options and their candidate values, for the search to enumerate."""
-        return {"num_stages": (1, 2, 3), "pe_mapping": PE_MAPPINGS, "dual_core": (False, True)}
+        return {"num_stages": (1, 2, 3), "dual_core": (False, True)}

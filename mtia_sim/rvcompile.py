@@ -1,4 +1,4 @@
-"""Compile LLVM IR text to a RISC-V object for simulator tests and benchmarks.
+"""Compile LLVM IR text to a RISC-V object (simulator tests, benchmarks, built-in runtime routines).
 
 The compiler (`lowering/`) has its own codegen; this helper exists so `mtia_sim` can be tested
 with real RISC-V programs on its own. Target settings follow notes/unicorn-llvmlite.md.

@@ -1,0 +1,224 @@
+"""Run a suite: evaluate every seed, then search each problem, and collect a BenchReport.
+
+With the search on, each problem's search starts by evaluating the seed (its root node), and that
+evaluation is the seed's result; the search then spends the rest of the budget on children, with
+`jobs` evaluation workers. Without the search, seeds are evaluated `jobs` at a time (each
+evaluation runs in its own sandbox process). The evaluation and search functions are parameters
+so tests (and other targets) can supply their own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kegen.bench.host import describe_host
+from kegen.bench.results import (
+    SEARCH_DONE,
+    SEARCH_FAILED,
+    SEARCH_NOT_RUN,
+    BenchReport,
+    ProblemResult,
+)
+from kegen.suites import Suite, SuiteProblem, find_suite
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to run: which suite (and problems), on which target, with how much search."""
+
+    suite: str = "default"
+    target: str = "mtia"
+    machine: str = "mtia-2i"
+    budget: int = 4
+    jobs: int = 1
+    problems: tuple[str, ...] = ()
+    search: bool = True
+    search_time_limit_s: float | None = None
+    eval_timeout_s: float | None = None
+    out_dir: Path | None = None
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.budget < 0:
+            raise ValueError(f"--budget must be >= 0 evaluations per problem, got {self.budget}")
+        if self.jobs < 1:
+            raise ValueError(f"--jobs must be >= 1, got {self.jobs}")
+
+
+@dataclass
+class SeedEval:
+    """What the bench keeps of a seed's evaluation."""
+
+    status: str
+    message: str = ""
+    speedup: float | None = None
+    baseline: str = ""
+    roofline: float | None = None
+    time_s: float | None = None
+    baseline_time_s: float | None = None
+    roofline_time_s: float | None = None
+    wall_s: float = 0.0
+
+
+@dataclass
+class SearchOutcome:
+    """What the bench keeps of a search: its best correct kernel relative to the seed."""
+
+    state: str
+    evaluations: int = 0
+    time_s: float = 0.0
+    seed: SeedEval | None = None  # the root node's evaluation, when the search made one
+    found_correct: bool = False  # a correct kernel exists among the evaluated nodes
+    gain: float | None = None  # seed time / best time (> 1: the search found a faster kernel)
+    best_time_s: float | None = None
+    best_roofline: float | None = None
+    best_path: str = ""
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+EvaluateSeed = Callable[[SuiteProblem, BenchConfig], SeedEval]
+SearchProblem = Callable[[SuiteProblem, BenchConfig, Path], SearchOutcome]
+
+
+def default_out_dir() -> Path:
+    return Path("runs") / f"bench-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_bench(config: BenchConfig, *, evaluate_seed: EvaluateSeed | None = None,
+              search_problem: SearchProblem | None = None) -> BenchReport:
+    """Evaluate each seed, search each problem with a correct seed, and return the finished report."""
+    from kegen.bench import adapters
+
+    suite: Suite = find_suite(config.suite).select(list(config.problems))
+    out_dir = config.out_dir or default_out_dir()
+    evaluate_seed = evaluate_seed or adapters.evaluate_seed
+    notes: list[str] = []
+    if not config.search or config.budget == 0:
+        notes.append("search not run: " + ("disabled (--no-search)" if not config.search else "budget 0"))
+        search_problem = None
+    elif search_problem is None:
+        reason = adapters.search_unavailable()
+        if reason:
+            notes.append(f"search not run: {reason}")
+        else:
+            search_problem = adapters.search_problem
+    started = time.monotonic()
+    report = BenchReport(suite=suite.name, target=config.target, machine=config.machine, budget=config.budget,
+                         jobs=config.jobs, started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                         host=describe_host(), notes=notes)
+    bar = _progress(len(suite.problems), config.progress)
+    if search_problem is None:
+        seeds = _evaluate_seeds(suite, config, evaluate_seed, bar)
+        report.problems = [_row(p, seed) for p, seed in zip(suite.problems, seeds, strict=True)]
+    else:
+        for problem in suite.problems:
+            bar.set_postfix_str(f"search {problem.name}")
+            outcome = _search(problem, config, out_dir, search_problem)
+            seed = outcome.seed or _evaluate_one(problem, config, evaluate_seed)
+            row = _row(problem, seed)
+            _apply_search(row, outcome)
+            report.problems.append(row)
+            bar.update(1)
+    bar.close()
+    report.baseline = next((p.seed_baseline for p in report.problems if p.seed_baseline), "seed")
+    report.wall_s = time.monotonic() - started
+    return report.finalize()
+
+
+def _evaluate_one(problem: SuiteProblem, config: BenchConfig, evaluate_seed: EvaluateSeed) -> SeedEval:
+    start = time.monotonic()
+    try:
+        result = evaluate_seed(problem, config)
+    except Exception as exc:  # a broken problem must not stop the suite
+        result = SeedEval(status="error", message=f"{type(exc).__name__}: {exc}")
+    result.wall_s = result.wall_s or time.monotonic() - start
+    return result
+
+
+def _evaluate_seeds(suite: Suite, config: BenchConfig, evaluate_seed: EvaluateSeed,
+                    bar: Any) -> list[SeedEval]:
+    def one(problem: SuiteProblem) -> SeedEval:
+        result = _evaluate_one(problem, config, evaluate_seed)
+        bar.set_postfix_str(f"eval {problem.name}")
+        bar.update(1)
+        return result
+
+    if config.jobs == 1:
+        return [one(p) for p in suite.problems]
+    with ThreadPoolExecutor(max_workers=config.jobs) as pool:
+        return list(pool.map(one, suite.problems))
+
+
+def _search(problem: SuiteProblem, config: BenchConfig, out_dir: Path,
+            search_problem: SearchProblem) -> SearchOutcome:
+    start = time.monotonic()
+    try:
+        outcome = search_problem(problem, config, out_dir / "search" / problem.name)
+    except Exception as exc:  # one failing search must not stop the suite
+        outcome = SearchOutcome(SEARCH_FAILED, message=f"{type(exc).__name__}: {exc}")
+    outcome.time_s = outcome.time_s or time.monotonic() - start
+    return outcome
+
+
+def _row(problem: SuiteProblem, seed: SeedEval) -> ProblemResult:
+    ok = seed.status == "ok"
+    return ProblemResult(
+        name=problem.name, op_class=problem.op_class, kind=problem.kind, dtype=problem.dtype,
+        seed_status=seed.status, seed_correct=ok, seed_speedup=seed.speedup, seed_roofline=seed.roofline,
+        seed_time_s=seed.time_s, baseline_time_s=seed.baseline_time_s, roofline_time_s=seed.roofline_time_s,
+        seed_eval_s=round(seed.wall_s, 3), seed_message=seed.message[:500], seed_baseline=seed.baseline,
+        best_speedup=seed.speedup if ok else None, best_roofline=seed.roofline if ok else None,
+        best_time_s=seed.time_s if ok else None, best_path=str(problem.seed_path) if ok else "",
+    )
+
+
+def _apply_search(row: ProblemResult, outcome: SearchOutcome) -> None:
+    row.search_state = outcome.state
+    row.search_evaluations = outcome.evaluations
+    row.search_time_s = round(outcome.time_s, 3)
+    row.search_message = outcome.message[:500]
+    if outcome.state != SEARCH_DONE or not outcome.found_correct:
+        return
+    if not row.seed_correct:  # the search repaired a broken seed: no speedup over it to speak of
+        row.best_source, row.best_time_s, row.best_path = "search", outcome.best_time_s, outcome.best_path
+        row.best_roofline = outcome.best_roofline
+        return
+    if outcome.gain is None or outcome.gain <= 1.0:
+        return
+    row.best_source = "search"
+    row.best_speedup = row.seed_speedup * outcome.gain if row.seed_speedup else outcome.gain
+    row.best_time_s = outcome.best_time_s
+    if outcome.best_roofline is not None:
+        row.best_roofline = outcome.best_roofline
+    elif row.seed_roofline is not None:
+        row.best_roofline = row.seed_roofline * outcome.gain
+    row.best_path = outcome.best_path
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        return None
+
+    def set_postfix_str(self, s: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="bench", unit="step", dynamic_ncols=True)
+
+
+__all__ = ["SEARCH_NOT_RUN", "BenchConfig", "SearchOutcome", "SeedEval", "default_out_dir", "run_bench"]

@@ -1,0 +1,33 @@
+"""`kegen eval PROBLEM CANDIDATE`: verdict, speedups against each baseline and the profile summary."""
+
+from __future__ import annotations
+
+import argparse
+
+from kegen.eval.cli_common import add_common_arguments, config_from_args, problem_error, report
+from kegen.eval.errors import ProblemError
+from kegen.eval.profile import Profile
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+    parser.add_argument("--baseline", default=None, help="a baseline candidate to time in the same run (seed kernel)")
+    parser.add_argument("--trials", type=int, default=None, help="correctness trials (default 3)")
+    parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default by dtype)")
+    parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default by dtype)")
+    parser.add_argument("--no-profile", action="store_true", help="skip the profile")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kegen.eval import evaluate
+
+    try:
+        config = config_from_args(args, trials=args.trials, atol=args.atol, rtol=args.rtol,
+                                  profile=not args.no_profile)
+        result = evaluate(args.problem, args.candidate, baseline=args.baseline, config=config)
+    except (ProblemError, FileNotFoundError, ValueError) as exc:
+        return problem_error(exc, args.json)
+    text = result.verdict_text()
+    if result.profile:
+        text += "\n" + Profile.from_dict(result.profile).format_text()
+    return report(result, args.json, text)

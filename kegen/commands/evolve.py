@@ -1,0 +1,135 @@
+"""`kegen evolve PROBLEM.py`: search for a faster kernel (tree search, offline or LLM operator)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from kegen.search.config import (
+    OPERATORS,
+    POLICIES,
+    EvalSliceConfig,
+    OperatorConfig,
+    PolicyConfig,
+    SearchConfig,
+    StoreConfig,
+    TerminationConfig,
+)
+from kegen.search.termination import parse_duration
+from kegen.settings import load_settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "problem", type=Path, help="problem file (KernelBench format: Model, get_inputs, ...)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=Path,
+        help="starting candidate (ModelNew with Triton kernels); "
+        "without it the offline operator drafts one from the reference",
+    )
+    parser.add_argument("--target", default="mtia", choices=("mtia", "nvidia", "amd", "cpu"))
+    parser.add_argument("--machine", default=None, help="machine description for mtia (default: mtia-2i)")
+    parser.add_argument("--policy", default="uct", choices=POLICIES)
+    parser.add_argument(
+        "--operator", default=None, choices=OPERATORS, help="offline (default without an LLM endpoint) or llm"
+    )
+    parser.add_argument(
+        "--model", action="append", help="LLM model name (repeat for several: a bandit picks)"
+    )
+    parser.add_argument(
+        "--budget", type=int, default=12, help="number of candidates to evaluate (default 12)"
+    )
+    parser.add_argument("--time-limit", help="wall-time limit, e.g. 600, 10m, 1h")
+    parser.add_argument("--max-tokens", type=int, help="stop after this many LLM tokens")
+    parser.add_argument("--max-cost", type=float, help="stop after this LLM cost")
+    parser.add_argument("--plateau", type=int, help="stop after this many evaluations without a gain")
+    parser.add_argument(
+        "--target-speedup", type=float, help="stop once this speedup over the seed is reached"
+    )
+    parser.add_argument(
+        "--target-roofline", type=float, help="stop once this fraction of the roofline is reached"
+    )
+    parser.add_argument(
+        "--draft", type=int, default=3, help="children of the root written in the draft phase"
+    )
+    parser.add_argument("--db", type=Path, help="graph store (default: $KEGEN_HOME/search.db)")
+    parser.add_argument("--resume", metavar="RUN", help="continue a stopped or killed run")
+    parser.add_argument(
+        "--no-warm-start", action="store_true", help="do not start from past runs' best nodes"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="parallel evaluation processes (0 = in this process)"
+    )
+    parser.add_argument("--out", type=Path, help="run directory (default: kegen-runs/RUN)")
+    parser.add_argument("--rng-seed", type=int, default=0)
+    parser.add_argument(
+        "--evaluator",
+        default=EvalSliceConfig.evaluator,
+        help="evaluation function as module:function (default: kegen eval)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def build_config(args: argparse.Namespace) -> SearchConfig:
+    """A SearchConfig from the command line over the environment's settings."""
+    settings = load_settings()
+    op_name = args.operator or ("llm" if settings.llm.base_url else "offline")
+    operator = OperatorConfig.from_settings(
+        settings.llm, name=op_name, models=tuple(args.model) if args.model else None
+    )
+    time_limit = parse_duration(args.time_limit) if args.time_limit else None
+    termination = TerminationConfig(
+        max_evaluations=args.budget,
+        time_limit_s=time_limit,
+        max_tokens=args.max_tokens,
+        max_cost=args.max_cost,
+        plateau_steps=args.plateau,
+        target_speedup=args.target_speedup,
+        target_roofline_fraction=args.target_roofline,
+    )
+    machine = args.machine or settings.sim.machine
+    return SearchConfig(
+        problem=args.problem,
+        seed=args.seed,
+        out_dir=args.out,
+        resume=args.resume,
+        rng_seed=args.rng_seed,
+        policy=replace(PolicyConfig(name=args.policy), draft_children=args.draft),
+        operator=operator,
+        termination=termination,
+        eval=EvalSliceConfig(target=args.target, machine=machine, jobs=args.jobs, evaluator=args.evaluator),
+        store=StoreConfig(db=args.db or settings.paths.home / "search.db", warm_start=not args.no_warm_start),
+        progress=not args.no_progress,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from kegen.report.text import summary_table
+    from kegen.search.loop import run_search
+    from kegen.search.operators.drafting import DraftError
+    from kegen.search.operators.llm import LLMUnavailable
+    from kegen.search.store import GraphStore
+
+    try:
+        config = build_config(args)
+        store = GraphStore(config.store.db)
+        result = run_search(config, store)
+    except (FileNotFoundError, DraftError, LLMUnavailable, ValueError, KeyError, RuntimeError) as exc:
+        print(f"kegen evolve: {exc}", file=sys.stderr)
+        return 1
+    print(summary_table(store, result.run_id))
+    if result.best is not None and result.best.parent_id is not None:
+        print(
+            f"\nbest speedup found: {result.best_speedup:.3f}x over the seed (node {result.best.id}: "
+            f"{result.best.description})"
+        )
+    else:
+        print("\nbest speedup found: 1.000x (no child beat the seed)")
+    print(f"stopped: {result.stop_reason}")
+    print(f"best candidate: {result.out_dir / 'best.py'}")
+    print(f"run: {result.run_id}  (kegen report {result.out_dir}  |  db {result.db})")
+    return 0

@@ -1,0 +1,318 @@
+"""Anti-cheat checks run around every call of a candidate inside the worker.
+
+Each check returns a message (a cheat was seen) or None. The worker turns a message into
+Status.CHEAT_DETECTED. Layers: what the candidate computes with (OpGuard), what it leaves behind
+(threads, side streams, mutated inputs, patched timers/numerics), what it returns (aliases of
+inputs or of the reference's outputs, cached results, lowered precision) and how fast it claims
+to be (below the roofline).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+import types
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# aten ops a candidate's forward may always call: allocation, views, copies, metadata.
+ALWAYS_ALLOWED_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "empty_permuted", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full", "arange",
+    "scalar_tensor", "lift_fresh", "lift_fresh_copy", "view", "_unsafe_view", "reshape", "as_strided",
+    "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten", "slice", "select",
+    "narrow", "split", "split_with_sizes", "chunk", "unbind", "alias", "detach", "clone", "contiguous",
+    "copy_", "_to_copy", "to", "fill_", "zero_", "cat", "stack", "_local_scalar_dense", "resize_",
+    "is_same_size", "set_", "sym_size", "sym_stride", "sym_numel", "_reshape_alias", "view_as", "item",
+    "is_nonzero", "equal", "_has_compatible_shallow_copy_type", "record_stream",
+})
+
+
+class OpGuard(TorchDispatchMode):
+    """Records every torch (aten) op the candidate's forward computes with outside Triton launches.
+
+    Ops inside a Triton launch (the interpreter and the mtia driver move tensors with torch) are
+    exempt: `launch_depth` is raised by the hooks `install_launch_hooks` puts on Triton's runtime.
+    """
+
+    launch_depth = 0
+    launches = 0  # top-level Triton launches seen by the hooks
+
+    def __init__(self, allow_ops: tuple[str, ...], candidate_path: Path | None) -> None:
+        super().__init__()
+        self.allow_all = "*" in allow_ops
+        self.allowed = {op.removeprefix("aten.").split(".")[0] for op in allow_ops}
+        self.candidate_path = candidate_path
+        self.violations: list[tuple[str, str | None]] = []
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        if (OpGuard.launch_depth == 0 and not self.allow_all and name not in ALWAYS_ALLOWED_OPS
+                and name not in self.allowed):
+            self.violations.append((f"aten.{name}", _candidate_frame(self.candidate_path)))
+        return func(*args, **(kwargs or {}))
+
+    def message(self) -> str | None:
+        if not self.violations:
+            return None
+        ops = sorted({v[0] for v in self.violations})
+        return (f"candidate computed with torch op(s) {', '.join(ops)} instead of a kernel; a candidate "
+                "must compute in Triton kernels (allow ops with EvalConfig.allow_ops / --allow-op)")
+
+    def source_line(self) -> str | None:
+        return next((v[1] for v in self.violations if v[1]), None)
+
+
+def _candidate_frame(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    for frame in reversed(traceback.extract_stack()):
+        if frame.filename == str(path):
+            return f"{path.name}:{frame.lineno}"
+    return None
+
+
+def install_launch_hooks() -> None:
+    """Wrap Triton's launch entry points so OpGuard knows when a kernel launch is in progress."""
+    from triton.runtime import jit
+
+    targets: list[tuple[Any, str]] = [(jit.JITFunction, "run")]
+    try:
+        from triton.runtime import interpreter
+
+        targets.append((interpreter.InterpretedFunction, "run"))
+    except ImportError:  # pragma: no cover
+        pass
+    for cls, attr in targets:
+        original = getattr(cls, attr)
+        if getattr(original, "_kegen_hook", False):
+            continue
+
+        def hooked(self: Any, *args: Any, __orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            if OpGuard.launch_depth == 0:
+                OpGuard.launches += 1
+            OpGuard.launch_depth += 1
+            try:
+                return __orig(self, *args, **kwargs)
+            finally:
+                OpGuard.launch_depth -= 1
+
+        hooked._kegen_hook = True  # type: ignore[attr-defined]
+        setattr(cls, attr, hooked)
+
+
+# --- tampering with timers, checkers and numerics settings ------------------------------------------
+
+_WATCHED_MODULE_PREFIXES = ("time", "torch", "torch.nn.functional", "torch.cuda", "torch.testing",
+                            "triton.testing", "triton.runtime.jit", "threading", "kegen.eval",
+                            "lowering.backend", "mtia_sim")
+
+
+class TamperGuard:
+    """Snapshots the identity of timer, checker and simulator functions; reports any that change."""
+
+    def __init__(self) -> None:
+        self.snapshot = self._take()
+        self.numerics = _numerics_flags()
+
+    def _take(self) -> dict[str, int]:
+        snap: dict[str, int] = {}
+        for name, module in list(sys.modules.items()):
+            if module is None or not _watched(name):
+                continue
+            for attr, value in list(vars(module).items()):
+                if callable(value) or isinstance(value, types.ModuleType):
+                    snap[f"{name}.{attr}"] = id(value)
+                if isinstance(value, type) and (value.__module__ or "").startswith(_watched_roots()):
+                    for meth, fn in list(vars(value).items()):
+                        if callable(fn) or isinstance(fn, property | staticmethod | classmethod):
+                            snap[f"{name}.{attr}.{meth}"] = id(fn)
+        for meth, fn in vars(torch.Tensor).items():
+            if callable(fn):
+                snap[f"torch.Tensor.{meth}"] = id(fn)
+        return snap
+
+    def check(self) -> str | None:
+        now = self._take()
+        changed = sorted(k for k, v in self.snapshot.items() if k in now and now[k] != v)
+        removed = sorted(k for k in self.snapshot if k not in now and not _lazily_loaded(k))
+        if changed or removed:
+            names = (changed + removed)[:6]
+            return ("candidate replaced timing/checking functions (" + ", ".join(names)
+                    + "): monkey-patching timers or the evaluator is not allowed")
+        numerics = _numerics_flags()
+        if numerics != self.numerics:
+            diff = {k: (self.numerics[k], numerics[k]) for k in numerics if numerics[k] != self.numerics[k]}
+            return f"candidate changed global numerics settings {diff}, which would lower the reference's precision"
+        return None
+
+
+def _watched(module_name: str) -> bool:
+    return any(module_name == p or (p in ("kegen.eval", "lowering.backend", "mtia_sim")
+                                    and module_name.startswith(p + ".")) for p in _WATCHED_MODULE_PREFIXES)
+
+
+def _watched_roots() -> tuple[str, ...]:
+    return ("time", "torch.cuda", "triton.testing", "triton.runtime", "kegen.eval", "lowering", "mtia_sim")
+
+
+def _lazily_loaded(key: str) -> bool:
+    return False
+
+
+def _numerics_flags() -> dict[str, Any]:
+    flags: dict[str, Any] = {"float32_matmul_precision": torch.get_float32_matmul_precision()}
+    try:
+        flags["cuda_matmul_allow_tf32"] = torch.backends.cuda.matmul.allow_tf32
+        flags["cudnn_allow_tf32"] = torch.backends.cudnn.allow_tf32
+        flags["fp16_reduced_reduction"] = torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+        flags["bf16_reduced_reduction"] = torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+    except AttributeError:  # pragma: no cover
+        pass
+    return flags
+
+
+# --- threads and side streams --------------------------------------------------------------------
+
+class ThreadWatch:
+    """Records threads (and CUDA streams) the candidate's code creates; reports those still busy."""
+
+    def __init__(self, candidate_path: Path | None) -> None:
+        self.candidate_path = candidate_path
+        self.threads: list[threading.Thread] = []
+        self.streams: list[weakref.ref[Any]] = []
+        self._orig_start = threading.Thread.start
+        watch = self
+
+        def start(thread: threading.Thread) -> None:
+            if _candidate_frame(watch.candidate_path):
+                watch.threads.append(thread)
+            watch._orig_start(thread)
+
+        threading.Thread.start = start  # type: ignore[method-assign]
+        if torch.cuda.is_available():
+            orig_init = torch.cuda.Stream.__init__
+
+            def stream_init(stream: Any, *args: Any, **kwargs: Any) -> None:
+                orig_init(stream, *args, **kwargs)
+                if _candidate_frame(watch.candidate_path):
+                    watch.streams.append(weakref.ref(stream))
+
+            torch.cuda.Stream.__init__ = stream_init  # type: ignore[method-assign]
+
+    def check_after_call(self) -> str | None:
+        alive = [t for t in self.threads if t.is_alive()]
+        if alive:
+            return (f"candidate left {len(alive)} thread(s) running after forward returned "
+                    f"({alive[0].name}): work off the calling thread escapes timing")
+        for ref in self.streams:
+            stream = ref()
+            if stream is not None and not stream.query():
+                return ("candidate left work pending on a side CUDA stream after forward returned: "
+                        "work off the current stream escapes timing")
+        return None
+
+
+# --- what the candidate returns ------------------------------------------------------------------
+
+def _storage_range(t: torch.Tensor) -> tuple[str, int, int]:
+    st = t.untyped_storage()
+    return (str(t.device), int(st.data_ptr()), int(st.data_ptr()) + int(st.nbytes()))
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    da, a0, a1 = _storage_range(a)
+    db, b0, b1 = _storage_range(b)
+    return da == db and a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
+
+
+def check_aliasing(cand_out: list[torch.Tensor], cand_inputs: list[Any], ref_out: list[torch.Tensor] | None,
+                   ref_inputs: list[Any], ref_aliases: set[int]) -> str | None:
+    """The candidate's outputs must be its own memory: not an input's, not the reference's output."""
+    for i, out in enumerate(cand_out):
+        if ref_out is not None:
+            for r in ref_out:
+                if overlaps(out, r):
+                    return f"candidate output {i} is the reference's output buffer (returned memory it did not compute)"
+        for r in ref_inputs:
+            if isinstance(r, torch.Tensor) and overlaps(out, r):
+                return f"candidate output {i} aliases the reference's input buffer"
+        for j, x in enumerate(cand_inputs):
+            if isinstance(x, torch.Tensor) and overlaps(out, x) and j not in ref_aliases:
+                return f"candidate output {i} aliases input {j} (the reference returns new memory)"
+    return None
+
+
+def reference_aliases(ref_out: list[torch.Tensor], ref_inputs: list[Any]) -> set[int]:
+    """Inputs the reference itself returns views of (those aliases are legitimate)."""
+    return {j for j, x in enumerate(ref_inputs)
+            if isinstance(x, torch.Tensor) and any(overlaps(o, x) for o in ref_out)}
+
+
+def check_mutation(pristine: list[Any], after: list[Any], ref_mutates: set[int]) -> str | None:
+    """Inputs must be unchanged after the call, unless the reference changes that input too."""
+    for j, (p, a) in enumerate(zip(pristine, after, strict=True)):
+        if not isinstance(p, torch.Tensor) or j in ref_mutates:
+            continue
+        if p.shape != a.shape or not torch.equal(p.nan_to_num(), a.detach().nan_to_num()):
+            return f"candidate modified input {j} in place (the reference does not)"
+    return None
+
+
+def mutated_inputs(pristine: list[Any], after: list[Any]) -> set[int]:
+    return {j for j, (p, a) in enumerate(zip(pristine, after, strict=True))
+            if isinstance(p, torch.Tensor) and not torch.equal(p.nan_to_num(), a.detach().nan_to_num())}
+
+
+_LOW_PRECISION = (("float16", torch.float16), ("bfloat16", torch.bfloat16))
+
+
+def check_precision(ref_out: list[torch.Tensor], cand_out: list[torch.Tensor]) -> str | None:
+    """A float32 result whose values are all exactly fp16/bf16 numbers was computed in lower precision."""
+    for i, (r, c) in enumerate(zip(ref_out, cand_out, strict=False)):
+        if (r.dtype not in (torch.float32, torch.float64) or c.dtype != r.dtype or r.shape != c.shape
+                or r.numel() < 64):
+            continue
+        c_cpu, r_cpu = c.detach().float().cpu(), r.detach().float().cpu()
+        mask = torch.isfinite(r_cpu) & (r_cpu != 0)
+        if int(mask.sum()) < 64:
+            continue
+        for name, low in _LOW_PRECISION:
+            cand_frac = _representable_fraction(c_cpu[mask], low)
+            ref_frac = _representable_fraction(r_cpu[mask], low)
+            if cand_frac > 0.999 and ref_frac < 0.5:
+                return (f"output {i} is float32 but every value is a {name} number (the reference's are not): "
+                        "the candidate lowered the precision silently")
+    return None
+
+
+def _representable_fraction(x: torch.Tensor, low: torch.dtype) -> float:
+    return float((x.to(low).float() == x).float().mean())
+
+
+def check_cached(prev: list[tuple[list[torch.Tensor], list[torch.Tensor]]], ref_out: list[torch.Tensor],
+                 cand_out: list[torch.Tensor], same: Callable[[list[torch.Tensor], list[torch.Tensor]], bool]
+                 ) -> str | None:
+    """Outputs identical to an earlier call's while the reference's differ: a cached result."""
+    for prev_ref, prev_cand in prev:
+        if same(prev_cand, cand_out) and not same(prev_ref, ref_out):
+            return ("candidate returned the same output for different inputs (a cached result; "
+                    "the reference's outputs differ)")
+    return None
+
+
+def check_roofline(candidate_time_s: float | None, roofline_time_s: float | None, slack: float) -> str | None:
+    """Faster than the machine's physical limit (minus `slack`) means the work was not done."""
+    if not candidate_time_s or not roofline_time_s:
+        return None
+    if candidate_time_s < roofline_time_s * slack:
+        return (f"candidate time {candidate_time_s:.3g} s is below the roofline {roofline_time_s:.3g} s "
+                f"({roofline_time_s / candidate_time_s:.1f}x faster than the hardware can move the data "
+                "or do the FLOPs): the work was not done")
+    return None

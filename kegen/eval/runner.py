@@ -1,0 +1,158 @@
+"""Calling models inside the worker: build them seeded, call them under the guards, and turn every
+exception into a CandidateError with a status, a message and the candidate's source line."""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kegen.eval.cheats import OpGuard, TamperGuard, ThreadWatch, install_launch_hooks
+from kegen.eval.errors import CandidateError
+from kegen.eval.inputs import flatten_outputs
+from kegen.eval.loader import source_line_of
+
+
+def _is_compile_failure(exc: BaseException) -> bool:
+    if type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"):
+        return True
+    for frame, _ in traceback.walk_tb(exc.__traceback__):
+        code = frame.f_code
+        if code.co_name == "compile" and code.co_filename.replace("\\", "/").endswith("triton/compiler/compiler.py"):
+            return True
+    return False
+
+
+def classify(exc: BaseException, path: Path | None, what: str) -> CandidateError:
+    """A CandidateError for an exception raised by the candidate's code."""
+    if isinstance(exc, CandidateError):
+        return exc
+    status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, MemoryError):
+        text += " (the sandbox's memory limit was reached)"
+    if len(text) > 1500:
+        text = text[:1500] + " ..."
+    return CandidateError(status, f"{what}: {type(exc).__name__}: {text}", source_line_of(exc, path))
+
+
+def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> torch.nn.Module:
+    """`cls(*init_inputs)` with the RNG seeded, so the reference and the candidate get equal weights."""
+    torch.manual_seed(seed)
+    model = cls(*init_inputs)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device).eval()
+    return model
+
+
+def _preimport() -> None:
+    """Import what legitimate candidates import lazily and that rebinds watched names (torch._dynamo
+    wraps torch.manual_seed), so the tamper snapshot is taken after it."""
+    import importlib
+
+    for name in ("torch._dynamo", "triton", "triton.language", "triton.testing"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # pragma: no cover - optional pieces
+            pass
+
+
+class Guards:
+    """The per-call cheat guards of one worker (inactive when check_cheats is off)."""
+
+    def __init__(self, candidate_path: Path, allow_ops: tuple[str, ...], active: bool, gpu: bool) -> None:
+        _preimport()
+        install_launch_hooks()
+        self.path = candidate_path
+        self.allow_ops = allow_ops
+        self.active = active
+        self.gpu = gpu
+        self.threads = ThreadWatch(candidate_path) if active else None
+        self.tamper = TamperGuard() if active else None
+        self.last_ops: OpGuard | None = None
+        self.in_candidate = False
+        self.reference_called: str | None = None
+
+    def watch_reference(self, model_cls: type) -> None:
+        """Make a call of the reference Model from inside the candidate a detected cheat."""
+        if not self.active:
+            return
+        original = model_cls.forward
+        guards = self
+
+        def forward(model: Any, *args: Any, **kwargs: Any) -> Any:
+            if guards.in_candidate and guards.reference_called is None:
+                from kegen.eval.cheats import _candidate_frame
+
+                guards.reference_called = _candidate_frame(guards.path) or "?"
+            return original(model, *args, **kwargs)
+
+        model_cls.forward = forward  # type: ignore[method-assign]
+
+    def check_tamper(self) -> None:
+        if self.tamper is not None:
+            msg = self.tamper.check()
+            if msg:
+                raise CandidateError("cheat_detected", msg)
+
+    @contextlib.contextmanager
+    def ops(self) -> Iterator[None]:
+        if not self.active:
+            yield
+            return
+        guard = OpGuard(self.allow_ops, self.path)
+        self.last_ops = guard
+        with guard:
+            yield
+        msg = guard.message()
+        if msg:
+            raise CandidateError("cheat_detected", msg, guard.source_line())
+
+    def call(self, model: Any, inputs: list[Any], what: str = "candidate forward", *,
+             watch_ops: bool = True) -> list[torch.Tensor]:
+        """Run the candidate once; cheats and failures raise CandidateError."""
+        self.in_candidate = True
+        try:
+            with torch.no_grad():
+                if watch_ops:
+                    with self.ops():
+                        out = model(*inputs)
+                else:
+                    out = model(*inputs)
+            self._check_reference_call()
+            if self.threads is not None:
+                msg = self.threads.check_after_call()
+                if msg:
+                    raise CandidateError("cheat_detected", msg)
+            if self.gpu:
+                torch.cuda.synchronize()
+            flat = flatten_outputs(out)
+        except CandidateError:
+            self._check_reference_call()
+            raise
+        except Exception as exc:
+            self._check_reference_call()
+            raise classify(exc, self.path, what) from exc
+        finally:
+            self.in_candidate = False
+        self.check_tamper()
+        return flat
+
+
+    def _check_reference_call(self) -> None:
+        if self.reference_called is not None:
+            where = self.reference_called if self.reference_called != "?" else None
+            raise CandidateError("cheat_detected", "candidate called the PyTorch reference (the problem's "
+                                 "Model.forward) instead of computing", where)
+
+
+def call_reference(model: Any, inputs: list[Any], gpu: bool) -> list[torch.Tensor]:
+    with torch.no_grad():
+        out = flatten_outputs(model(*inputs))
+    if gpu:
+        torch.cuda.synchronize()
+    return out

@@ -1,0 +1,94 @@
+"""A warm process that forks one sandboxed worker per evaluation (`python -m kegen.eval.zygote`).
+
+Importing torch and Triton costs seconds; the zygote pays it once. It stays single-threaded and never
+touches a GPU, so forking it is safe. Protocol (JSON lines): the parent writes
+{"request", "result", "stderr", "memory_limit_mb", "cpu_limit_s", "limit_address_space"}; the zygote
+answers {"pid": P} at once and {"pid": P, "returncode": RC} when that worker ends (RC < 0: killed by
+signal -RC). Each worker is a session leader, so the parent can kill its whole process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import sys
+from typing import Any
+
+PREIMPORTS = ("torch", "torch._dynamo", "torch.utils.flop_counter", "triton", "triton.language",
+              "triton.testing", "kegen.eval.harness", "kegen.eval.timing_host")
+
+
+def _preimport() -> None:
+    import importlib
+
+    for name in PREIMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # pragma: no cover - optional pieces
+            pass
+
+
+def _child(job: dict[str, Any], proto_in: int, proto_out: int) -> None:
+    """In the forked worker: new session, limits, stdio to the stderr file, run, exit."""
+    code = 1
+    try:
+        os.setsid()
+        os.close(proto_in)
+        os.close(proto_out)
+        fd = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        if job.get("limit_address_space"):
+            nbytes = int(job["memory_limit_mb"]) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+        cpu = int(job["cpu_limit_s"])
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        from kegen.eval import worker
+
+        code = worker.main([job["request"], job["result"]])
+    except BaseException:  # noqa: BLE001 - report anything, then die
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def serve() -> None:
+    _preimport()
+    proto_in, proto_out = sys.stdin.fileno(), sys.stdout.fileno()
+    out = os.fdopen(os.dup(proto_out), "w", buffering=1)
+    buffer = b""
+    while True:
+        ready, _, _ = select.select([proto_in], [], [], 0.05)
+        if ready:
+            chunk = os.read(proto_in, 65536)
+            if not chunk:
+                break  # the parent went away
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                job = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    _child(job, proto_in, proto_out)
+                out.write(json.dumps({"pid": pid}) + "\n")
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+            out.write(json.dumps({"pid": pid, "returncode": rc}) + "\n")
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,438 @@
+"""The search driver: select → write → evaluate (worker processes) → record → learn → repeat.
+
+Nodes are written to the store before they are evaluated, and evaluations are recorded as they
+complete, so `resume` continues a killed search: pending nodes are evaluated (not rewritten), done
+ones are never evaluated again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import time
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kegen.search.config import SearchConfig
+from kegen.search.fitness import Outcome, run_evaluation
+from kegen.search.operators import ContextBuilder, Operator, Proposal, make_operator
+from kegen.search.operators.context import ProblemInfo, load_knowledge_base
+from kegen.search.policies import Policy, TreeView, make_policy
+from kegen.search.store import GraphStore, Node, code_hash
+from kegen.search.termination import SearchProgress, Termination
+
+MAX_FAILED_PROPOSALS = 25
+
+
+@dataclass
+class SearchResult:
+    """How a search ended and where its results are."""
+
+    run_id: str
+    db: Path
+    out_dir: Path
+    stop_reason: str
+    root: Node
+    best: Node | None
+    evaluations: int
+    elapsed_s: float
+    top: list[Node] = field(default_factory=list)
+
+    @property
+    def best_speedup(self) -> float:
+        return self.best.fitness if self.best else 0.0
+
+
+class _InlineExecutor(Executor):
+    """Evaluates in this process (`--jobs 0`, tests)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        fut: Future[Any] = Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            fut.set_exception(exc)
+        return fut
+
+
+def problem_key(problem_source: str, target: str, machine: str) -> str:
+    """Same problem text (shapes included: they are the problem's constants), target and machine."""
+    return hashlib.sha256(f"{problem_source}\0{target}\0{machine}".encode()).hexdigest()[:24]
+
+
+class SearchDriver:
+    """One search run over a `GraphStore`."""
+
+    def __init__(self, config: SearchConfig, store: GraphStore | None = None) -> None:
+        self.config = config
+        self.store = store or GraphStore(config.store.db)
+        self.problem_path = Path(config.problem).resolve()
+        if not self.problem_path.is_file():
+            raise FileNotFoundError(f"problem file {config.problem} does not exist")
+        self.source = self.problem_path.read_text()
+        self.policy: Policy = make_policy(config.policy, _rng(config.rng_seed))
+        self.operator: Operator = make_operator(config.operator, seed=config.rng_seed)
+        self.termination = Termination(config.termination)
+        self.progress = SearchProgress()
+        self.exhausted: set[int] = set()
+        self.inflight: dict[Future[Any], tuple[int, Proposal | None, float]] = {}
+        self.bar: Any = None
+        self.last_verdict = "-"
+        self.failed_in_a_row = 0
+
+    # ---- setup ----------------------------------------------------------------------------------
+    def start(self) -> tuple[str, Path, Path]:
+        """Create or reopen the run; returns (run id, out dir, baseline path)."""
+        c = self.config
+        if c.resume:
+            run = self.store.get_run(c.resume)
+            self.store.reopen_run(run.id)
+            out_dir = Path(run.out_dir or Path("kegen-runs") / run.id)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            baseline = out_dir / "seed.py"
+            root = self.store.root(run.id)
+            if root is None or root.code is None:
+                raise RuntimeError(f"run {run.id} has no seed node; it cannot be resumed, start a new run")
+            if not baseline.is_file():
+                baseline.write_text(root.code)
+            return run.id, out_dir, baseline
+        seed_code, description, op_class, summary = self._seed()
+        self.op_class, self.op_summary = op_class, summary
+        key = problem_key(self.source, c.eval.target, c.eval.machine)
+        run_id = self.store.create_run(
+            problem_path=str(self.problem_path),
+            problem_key=key,
+            target=c.eval.target,
+            machine=c.eval.machine,
+            seed_hash=code_hash(seed_code),
+            config=c.to_dict(),
+            out_dir=None,
+        )
+        out_dir = Path(c.out_dir or Path("kegen-runs") / run_id).resolve()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with self.store.transaction() as db:
+            db.execute("UPDATE runs SET out_dir = ? WHERE id = ?", (str(out_dir), run_id))
+        baseline = out_dir / "seed.py"
+        baseline.write_text(seed_code)
+        self.store.add_artifact(run_id, None, "seed", path=str(baseline))
+        root_id = self.store.add_node(
+            run_id,
+            parent_id=None,
+            code=seed_code,
+            operator="seed",
+            description=description,
+            target=c.eval.target,
+        )
+        if c.store.warm_start:
+            for node, past in self.store.best_from_past_runs(key, run_id, c.store.warm_start_nodes):
+                if node.code and node.code_hash != code_hash(seed_code):
+                    self.store.add_node(
+                        run_id,
+                        parent_id=root_id,
+                        code=node.code,
+                        operator="warm_start",
+                        description=f"warm start from run {past.id} node {node.id} "
+                        f"({node.fitness:.3f}x there)",
+                        target=c.eval.target,
+                    )
+        return run_id, out_dir, baseline
+
+    def _seed(self) -> tuple[str, str, str | None, str]:
+        from kegen.search.operators.drafting import analyze, draft_candidate
+
+        if self.config.seed is not None:
+            seed = Path(self.config.seed)
+            if not seed.is_file():
+                raise FileNotFoundError(f"seed candidate {seed} does not exist")
+            try:
+                a = analyze(self.problem_path)
+                op_class, summary = a.op_class, a.summary
+            except Exception:  # analysis is advisory when a seed is given
+                op_class, summary = None, ""
+            return seed.read_text(), f"seed {seed.name}", op_class, summary
+        code, a = draft_candidate(self.problem_path)
+        return code, f"drafted from the reference ({a.summary})", a.op_class, a.summary
+
+    # ---- the loop -------------------------------------------------------------------------------
+    def run(self) -> SearchResult:
+        c = self.config
+        t0 = time.perf_counter()
+        run_id, out_dir, baseline = self.start()
+        if not hasattr(self, "op_class"):
+            self.op_class, self.op_summary = _op_class_of(self.problem_path)
+        self.run_id, self.out_dir, self.baseline = run_id, out_dir, baseline
+        problem = ProblemInfo(
+            path=self.problem_path,
+            source=self.source,
+            op_class=self.op_class,
+            op_summary=self.op_summary,
+            target=c.eval.target,
+            machine=c.eval.machine,
+        )
+        kb = load_knowledge_base() if c.operator.kb_budget_chars > 0 else None
+        self.builder = ContextBuilder(self.store, run_id, problem, c.operator, kb)
+        self._restore_progress()
+        executor: Executor = (
+            _InlineExecutor()
+            if c.eval.jobs == 0
+            else ProcessPoolExecutor(max_workers=c.eval.jobs, mp_context=multiprocessing.get_context("spawn"))
+        )
+        stop = None
+        try:
+            self._open_bar()
+            for node in self.store.pending(run_id):  # resumed, root or warm-started nodes
+                self._submit(executor, node, None, 0.0)
+                self._drain(block=len(self.inflight) >= max(c.eval.jobs, 1))
+            while stop is None:
+                self.progress.elapsed_s = time.perf_counter() - t0
+                stop = self._stop_reason()
+                if stop is not None:
+                    break
+                if len(self.inflight) < max(c.eval.jobs, 1) and self._budget_left() > len(self.inflight):
+                    stop = self._expand(executor)
+                    if stop is None and c.eval.jobs == 0:
+                        self._drain(block=False)
+                    continue
+                self._drain(block=True)
+            self._drain(block=True, all_=True)
+        except KeyboardInterrupt:
+            stop = "interrupted (resume with --resume " + run_id + ")"
+            raise
+        finally:
+            if self.bar is not None:
+                self.bar.close()
+            executor.shutdown(wait=False, cancel_futures=True)
+            if stop is not None and not stop.startswith("interrupted"):
+                self.store.finish_run(run_id, stop)
+        return self._result(stop or "stopped", time.perf_counter() - t0)
+
+    def _budget_left(self) -> float:
+        m = self.config.termination.max_evaluations
+        return (m - self.progress.evaluations) if m else float("inf")
+
+    def _stop_reason(self) -> str | None:
+        reason = self.termination.reason(self.progress)
+        if reason is None and self.failed_in_a_row >= MAX_FAILED_PROPOSALS:
+            reason = f"the operator produced no usable code {self.failed_in_a_row} times in a row"
+        if reason is not None and self.inflight and reason.startswith("evaluation budget"):
+            return None if self._budget_left() > 0 else reason
+        return reason
+
+    def _expand(self, executor: Executor) -> str | None:
+        """Select, write one child, and submit or record it; returns a stop reason if none can be written."""
+        tree = TreeView.build(self.store.nodes(self.run_id), exhausted=self.exhausted)
+        sel = self.policy.select(tree)
+        if sel.parent_id in self.exhausted:
+            if self.inflight:
+                self._drain(block=True)
+                return None
+            return "search space exhausted: no untried mutation left"
+        ctx = self.builder.build(sel, step=self.progress.evaluations)
+        proposal = self.operator.propose(ctx)
+        if proposal.meta.get("exhausted"):
+            self.exhausted.add(sel.parent_id)
+            return None
+        parent = ctx.parent
+        node_id = self.store.add_node(
+            self.run_id,
+            parent_id=parent.id,
+            code=proposal.code,
+            operator=proposal.operator,
+            description=proposal.description,
+            target=self.config.eval.target,
+            island=sel.island,
+        )
+        if proposal.prompt:
+            self.store.add_prompt(node_id, proposal.template or "", proposal.prompt)
+        for call in proposal.llm_calls:
+            self.store.add_llm_call(
+                self.run_id,
+                node_id,
+                model=call.model,
+                prompt_tokens=call.prompt_tokens,
+                completion_tokens=call.completion_tokens,
+                cost=call.cost,
+                latency_s=call.latency_s,
+                attempts=call.attempts,
+                status=call.status,
+                error=call.error,
+                reply=call.reply,
+            )
+            self.progress.tokens += call.prompt_tokens + call.completion_tokens
+            self.progress.cost += call.cost
+        if proposal.code is None:
+            self.failed_in_a_row += 1
+            self._record(
+                node_id,
+                Outcome(status=proposal.verdict or "no_code", message=proposal.error or ""),
+                proposal,
+                parent.fitness,
+            )
+            return None
+        self.failed_in_a_row = 0
+        self._submit(executor, self.store.node(node_id), proposal, parent.fitness)
+        return None
+
+    def _submit(
+        self, executor: Executor, node: Node, proposal: Proposal | None, parent_fitness: float
+    ) -> None:
+        dup = self.store.find_by_hash(self.run_id, node.code_hash) if node.code_hash else None
+        if dup is not None and dup.id != node.id:
+            ev = self.store.evaluation(dup.id)
+            out = Outcome(
+                status=dup.verdict or "runtime_error",
+                message=f"same code as node {dup.id}",
+                fitness=dup.fitness,
+                speedup=dup.speedup,
+                candidate_time_s=ev.candidate_time_s if ev else None,
+                baseline_time_s=ev.baseline_time_s if ev else None,
+                roofline_fraction=ev.roofline_fraction if ev else None,
+                profile=ev.profile if ev else {},
+                metrics={"duplicate_of": dup.id},
+            )
+            self._record(node.id, out, proposal, parent_fitness)
+            return
+        e = self.config.eval
+        fut = executor.submit(
+            run_evaluation,
+            e.evaluator,
+            str(self.problem_path),
+            node.code or "",
+            str(self.baseline),
+            e.target,
+            e.machine,
+            e.timeout_s,
+        )
+        self.inflight[fut] = (node.id, proposal, parent_fitness)
+
+    def _drain(self, block: bool, all_: bool = False) -> None:
+        """Record finished evaluations: those done now, at least one (`block`), or all (`all_`)."""
+        while self.inflight:
+            done, _ = wait(
+                list(self.inflight), timeout=None if (block or all_) else 0, return_when=FIRST_COMPLETED
+            )
+            for fut in done:
+                node_id, proposal, parent_fitness = self.inflight.pop(fut)
+                try:
+                    out = Outcome(**fut.result())
+                except Exception as exc:  # a worker died: the node fails, the search goes on
+                    out = Outcome(status="runtime_error", message=f"evaluation worker failed: {exc}")
+                self._record(node_id, out, proposal, parent_fitness)
+            if not all_:
+                return
+
+    def _record(self, node_id: int, out: Outcome, proposal: Proposal | None, parent_fitness: float) -> None:
+        node = self.store.node(node_id)
+        fitness = out.fitness if out.ok else 0.0
+        self.store.record_evaluation(
+            node_id,
+            status=out.status,
+            message=out.message,
+            fitness=fitness,
+            speedup=out.speedup,
+            candidate_time_s=out.candidate_time_s,
+            baseline_time_s=out.baseline_time_s,
+            roofline_fraction=out.roofline_fraction,
+            metrics=out.metrics,
+            profile=out.profile,
+            duration_s=out.duration_s,
+        )
+        self.store.backup(node_id, fitness)
+        if node.parent_id is not None:
+            improved = self.progress.observe(fitness, out.roofline_fraction)
+        else:
+            improved = False
+            self.progress.best_fitness = max(self.progress.best_fitness, fitness)
+        if proposal is not None:
+            self.operator.observe(proposal, parent_fitness, fitness)
+        self.last_verdict = out.status
+        if improved or node.parent_id is None:
+            self._write_best()
+        if self.bar is not None:
+            self.bar.update(1 if node.parent_id is not None else 0)
+            self.bar.set_postfix_str(
+                f"node {node_id} | best {self.progress.best_fitness:.3f}x | last {out.status}"
+                + (f" {fitness:.3f}x" if out.ok else "")
+            )
+
+    def _write_best(self) -> None:
+        best = self.store.best(self.run_id)
+        if best and best[0].code:
+            (self.out_dir / "best.py").write_text(best[0].code)
+
+    def _restore_progress(self) -> None:
+        nodes = self.store.nodes(self.run_id)
+        children = [n for n in nodes if n.parent_id is not None and n.evaluated]
+        self.progress.evaluations = len(children)
+        ok = [n.fitness for n in nodes if n.correct]
+        self.progress.best_fitness = max(ok, default=0.0)
+        usage = self.store.llm_usage(self.run_id)
+        self.progress.tokens, self.progress.cost = int(usage["tokens"]), float(usage["cost"])
+
+    def _open_bar(self) -> None:
+        if not self.config.progress:
+            return
+        from tqdm import tqdm
+
+        total = self.config.termination.max_evaluations or None
+        self.bar = tqdm(
+            total=total,
+            initial=self.progress.evaluations,
+            desc="kegen evolve",
+            unit="cand",
+            dynamic_ncols=True,
+            leave=True,
+        )
+
+    def _result(self, stop: str, elapsed: float) -> SearchResult:
+        root = self.store.root(self.run_id)
+        assert root is not None
+        top = self.store.best(self.run_id, k=5)
+        best = top[0] if top else None
+        summary = {
+            "run_id": self.run_id,
+            "db": str(self.store.path.resolve()),
+            "problem": str(self.problem_path),
+            "stop_reason": stop,
+            "best_node": best.id if best else None,
+            "best_speedup": best.fitness if best else 0.0,
+            "evaluations": self.progress.evaluations,
+            "elapsed_s": round(elapsed, 2),
+            "best_description": best.description if best else None,
+        }
+        (self.out_dir / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+        return SearchResult(
+            run_id=self.run_id,
+            db=self.store.path,
+            out_dir=self.out_dir,
+            stop_reason=stop,
+            root=root,
+            best=best,
+            evaluations=self.progress.evaluations,
+            elapsed_s=elapsed,
+            top=top,
+        )
+
+
+def _op_class_of(path: Path) -> tuple[str | None, str]:
+    try:
+        from kegen.search.operators.drafting import analyze
+
+        a = analyze(path)
+        return a.op_class, a.summary
+    except Exception:  # advisory only
+        return None, ""
+
+
+def _rng(seed: int) -> Any:
+    import random
+
+    return random.Random(seed)
+
+
+def run_search(config: SearchConfig, store: GraphStore | None = None) -> SearchResult:
+    """Run (or resume) one search and return how it ended."""
+    return SearchDriver(config, store).run()

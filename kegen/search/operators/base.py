@@ -1,0 +1,54 @@
+"""The operator interface: context in, one proposed child (or a recorded failure) out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kegen.search.operators.context import OperatorContext
+
+
+@dataclass
+class LLMCallRecord:
+    """Usage of one chat completion (all attempts of it)."""
+
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    latency_s: float = 0.0
+    attempts: int = 1
+    status: str = "ok"
+    error: str | None = None
+    reply: str | None = None
+
+
+@dataclass
+class Proposal:
+    """A child candidate. `code is None` means the operator produced nothing usable; `error` says why
+    and the child is recorded as a failed node (never a crash)."""
+
+    code: str | None
+    description: str
+    operator: str
+    error: str | None = None
+    verdict: str | None = None  # no_code | invalid_code when code is None
+    template: str | None = None
+    prompt: str | None = None
+    llm_calls: list[LLMCallRecord] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Operator(ABC):
+    """Writes children. `observe` receives each child's fitness (e.g. for a model bandit)."""
+
+    name = "operator"
+
+    @abstractmethod
+    def propose(self, ctx: OperatorContext) -> Proposal:
+        """One child of `ctx.parent`."""
+
+    def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:  # noqa: B027
+        """Feedback after the child was evaluated (optional)."""

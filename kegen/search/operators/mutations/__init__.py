@@ -1,0 +1,21 @@
+"""Source-to-source mutations of Triton candidates (AST rewrites), as a kernel engineer would try them.
+
+- `knobs`: constexpr block sizes (module constants, launch keywords, constexpr defaults; the
+  grid follows) and the mtia backend's launch options (num_stages, pe_mapping, dual_core).
+- `recipes`: algorithmic rewrites from the knowledge base (two-pass → online softmax, one block
+  per row, grouped tile order for matmul).
+"""
+
+from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.knobs import Knob, find_knobs, knob_mutations, set_knob
+from kegen.search.operators.mutations.recipes import recipe_mutations
+
+__all__ = [
+    "Knob",
+    "Mutation",
+    "MutationError",
+    "find_knobs",
+    "knob_mutations",
+    "recipe_mutations",
+    "set_knob",
+]

@@ -1,0 +1,279 @@
+"""Tunable values in a candidate's source, found and rewritten on its AST.
+
+Block knobs: module constants (`BLOCK_SIZE = 128`), integer keywords of launches
+(`kernel[grid](..., BLOCK=64)`; the same literal inside that launch's grid is rewritten too) and
+integer defaults of `tl.constexpr` parameters. Launch-option knobs: the mtia backend's performance
+options passed as launch keywords (num_stages, pe_mapping, dual_core).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kegen.search.operators.mutations.base import Mutation, MutationError
+
+BLOCKISH = re.compile(r"(BLOCK|TILE|CHUNK|GROUP|SIZE|_M$|_N$|_K$)")
+NOT_BLOCKS = {"num_warps", "num_stages", "num_ctas"}
+DEFAULT_OPTION_SPACE: dict[str, tuple[Any, ...]] = {
+    "num_stages": (1, 2, 3),
+    "pe_mapping": ("blocked", "round_robin"),
+    "dual_core": (False, True),
+}
+OPTION_DEFAULTS: dict[str, Any] = {"num_stages": 1, "pe_mapping": "blocked", "dual_core": False}
+MIN_BLOCK, MAX_BLOCK = 4, 16384
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable value: `where` is const | launch | default; `index` numbers launches of a kernel."""
+
+    where: str
+    kernel: str
+    name: str
+    value: Any
+    index: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.where}:{self.kernel}:{self.index}:{self.name}"
+
+    @property
+    def is_block(self) -> bool:
+        return self.name not in OPTION_DEFAULTS
+
+
+def option_space() -> dict[str, tuple[Any, ...]]:
+    """The mtia backend's performance options and values (from `lowering.backend.options`)."""
+    try:
+        from lowering.backend.options import MtiaOptions
+
+        return dict(MtiaOptions.search_space())
+    except Exception:  # the backend may be absent (other targets)
+        return dict(DEFAULT_OPTION_SPACE)
+
+
+def _launch_name(call: ast.Call) -> str | None:
+    f = call.func
+    if isinstance(f, ast.Subscript):
+        v = f.value
+        if isinstance(v, ast.Name):
+            return v.id
+        if isinstance(v, ast.Attribute):
+            return v.attr
+    return None
+
+
+def _launches(tree: ast.AST) -> list[tuple[str, int, ast.Call]]:
+    counts: dict[str, int] = {}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _launch_name(node)
+            if name is not None:
+                out.append((name, counts.get(name, 0), node))
+                counts[name] = counts.get(name, 0) + 1
+    return out
+
+
+def _is_int(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    ]
+
+
+def find_knobs(source: str, *, launch_options: bool = True) -> list[Knob]:
+    """Every tunable value of the source, in source order."""
+    tree = ast.parse(source)
+    knobs: list[Knob] = []
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id.isupper()
+            and BLOCKISH.search(stmt.targets[0].id)
+            and _is_int(stmt.value)
+        ):
+            knobs.append(Knob("const", "", stmt.targets[0].id, stmt.value.value))  # type: ignore[attr-defined]
+    for fn in _jit_functions(tree):
+        args = fn.args.args
+        defaults = dict(
+            zip([a.arg for a in args[len(args) - len(fn.args.defaults) :]], fn.args.defaults, strict=True)
+        )
+        for a in args:
+            if (
+                a.annotation is not None
+                and "constexpr" in ast.unparse(a.annotation)
+                and _is_int(defaults.get(a.arg))
+            ):
+                knobs.append(Knob("default", fn.name, a.arg, defaults[a.arg].value))  # type: ignore[attr-defined]
+    space = option_space() if launch_options else {}
+    for name, idx, call in _launches(tree):
+        present = {kw.arg: kw.value for kw in call.keywords if kw.arg}
+        for kw_name, val in present.items():
+            if kw_name not in NOT_BLOCKS and kw_name not in space and _is_int(val) and kw_name.isupper():
+                knobs.append(Knob("launch", name, kw_name, val.value))  # type: ignore[attr-defined]
+        for opt in space:
+            given = present.get(opt)
+            if given is None:
+                knobs.append(Knob("launch", name, opt, OPTION_DEFAULTS.get(opt, space[opt][0]), idx))
+            elif isinstance(given, ast.Constant):
+                knobs.append(Knob("launch", name, opt, given.value, idx))
+    return knobs
+
+
+class _Setter(ast.NodeTransformer):
+    def __init__(self, knob: Knob, value: Any) -> None:
+        self.knob, self.value, self.hit = knob, value, False
+        self._counts: dict[str, int] = {}
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        k = self.knob
+        if (
+            k.where == "const"
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id == k.name
+            and isinstance(node.value, ast.Constant)
+        ):
+            node.value = ast.Constant(self.value)
+            self.hit = True
+        return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        k = self.knob
+        if k.where == "default" and node.name == k.kernel:
+            args = node.args.args
+            names = [a.arg for a in args[len(args) - len(node.args.defaults) :]]
+            if k.name in names:
+                node.args.defaults[names.index(k.name)] = ast.Constant(self.value)
+                self.hit = True
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        k = self.knob
+        name = _launch_name(node)
+        if k.where != "launch" or name is None:
+            return node
+        idx = self._counts.get(name, 0)
+        self._counts[name] = idx + 1
+        if name != k.kernel or (not k.is_block and idx != k.index):
+            return node
+        for kw in node.keywords:
+            if kw.arg == k.name:
+                old = kw.value.value if isinstance(kw.value, ast.Constant) else None
+                kw.value = ast.Constant(self.value)
+                self.hit = True
+                if k.is_block and isinstance(old, int) and isinstance(node.func, ast.Subscript):
+                    node.func.slice = _ReplaceInt(old, self.value).visit(node.func.slice)
+                return node
+        if not k.is_block:
+            node.keywords.append(ast.keyword(arg=k.name, value=ast.Constant(self.value)))
+            self.hit = True
+        return node
+
+
+class _ReplaceInt(ast.NodeTransformer):
+    def __init__(self, old: int, new: int) -> None:
+        self.old, self.new = old, new
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return ast.Constant(self.new) if type(node.value) is int and node.value == self.old else node
+
+
+def set_knob(source: str, knob: Knob, value: Any) -> str:
+    """The source with `knob` set to `value` (launch options are added when absent)."""
+    tree = ast.parse(source)
+    setter = _Setter(knob, value)
+    tree = setter.visit(tree)
+    if not setter.hit:
+        raise MutationError(f"knob {knob.key} not found in the source")
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def block_values(value: int) -> list[int]:
+    """Neighbouring power-of-two sizes: x2, x4, /2."""
+    out = [v for v in (value * 2, value * 4, value // 2) if MIN_BLOCK <= v <= MAX_BLOCK and v != value]
+    return out
+
+
+def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation]:
+    """Every single-knob change of the source."""
+    muts: list[Mutation] = []
+    space = option_space() if launch_options else {}
+    seen: set[str] = set()
+    for knob in find_knobs(source, launch_options=launch_options):
+        if knob.is_block:
+            if not isinstance(knob.value, int) or knob.key in seen:
+                continue
+            seen.add(knob.key)
+            for v in block_values(knob.value):
+                up = v > knob.value
+                muts.append(
+                    Mutation(
+                        name=f"{knob.name}={v}@{knob.kernel or 'module'}",
+                        family="block_up" if up else "block_down",
+                        description=f"set {knob.name} {knob.value} -> {v}"
+                        + (f" in {knob.kernel}" if knob.kernel else ""),
+                        apply=_setter(knob, v),
+                        helps=("memory", "latency") if up else ("compute",),
+                        prior=1.2 if up else 0.6,
+                    )
+                )
+        else:
+            for v in space.get(knob.name, ()):
+                if v == knob.value:
+                    continue
+                fam = knob.name
+                helps = {
+                    "num_stages": ("memory",),
+                    "pe_mapping": ("memory", "latency"),
+                    "dual_core": ("latency", "compute"),
+                }.get(knob.name, ())
+                muts.append(
+                    Mutation(
+                        name=f"{knob.name}={v}@{knob.kernel}#{knob.index}",
+                        family=fam,
+                        description=f"launch {knob.kernel} with {knob.name}={v!r} (was {knob.value!r})",
+                        apply=_setter(knob, v),
+                        helps=helps,
+                        prior=1.0,
+                    )
+                )
+    return muts
+
+
+def _setter(knob: Knob, value: Any):  # type: ignore[no-untyped-def]
+    return lambda src: set_knob(src, knob, value)
+
+
+def launch_options_of(source: str) -> dict[str, dict[str, Any]]:
+    """kernel name -> launch options set in the source (to carry them over a recipe rewrite)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, _, call in _launches(ast.parse(source)):
+        for kw in call.keywords:
+            if kw.arg in OPTION_DEFAULTS and isinstance(kw.value, ast.Constant):
+                out.setdefault(name, {})[kw.arg] = kw.value.value
+    return out
+
+
+def apply_launch_options(source: str, options: dict[str, dict[str, Any]]) -> str:
+    """Set the given launch options on the kernels' launches."""
+    for kernel, opts in options.items():
+        for opt, val in opts.items():
+            knobs = [
+                k for k in find_knobs(source) if k.where == "launch" and k.kernel == kernel and k.name == opt
+            ]
+            for k in knobs:
+                source = set_knob(source, k, val)
+    return source

@@ -1,0 +1,199 @@
+"""Algorithmic rewrites from the knowledge base's recipes.
+
+- softmax: a multi-pass row softmax (three passes: max, sum, write) becomes the online softmax
+  (running max and rescaled sum in one pass, then the write pass); a row that fits the local store
+  becomes one block per row (no loop). The kernel is recognised on the AST (loops over the row,
+  tl.max/tl.exp/tl.sum) and replaced by the knowledge base's recipe, keeping its block size and
+  launch options.
+- matmul: the row-major program order `pid_m = pid // num_pid_n; pid_n = pid % num_pid_n` becomes
+  the grouped order (GROUP_M rows of tiles share B's columns while they are on chip), an AST
+  rewrite of those two statements.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from kegen.search.operators import templates
+from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.knobs import apply_launch_options, find_knobs, launch_options_of
+
+
+def _calls(fn: ast.AST) -> set[str]:
+    out = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            out.add(n.func.attr)
+    return out
+
+
+def _jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    ]
+
+
+def softmax_shape(source: str) -> str | None:
+    """'three_pass' | 'online' | 'single_block' | 'two_kernel' when the module computes a row softmax."""
+    tree = ast.parse(source)
+    fns = _jit_functions(tree)
+    if not fns or len(fns) > 2:
+        return None
+    calls = set().union(*(_calls(fn) for fn in fns))
+    if not {"max", "exp", "sum", "load", "store"} <= calls:
+        return None
+    if len(fns) == 2:
+        return "two_kernel"
+    loops = [n for n in fns[0].body if isinstance(n, ast.For)]
+    if not loops:
+        return "single_block"
+    return "three_pass" if len(loops) >= 3 else "online"
+
+
+def _block_of(source: str) -> int:
+    for k in find_knobs(source, launch_options=False):
+        if isinstance(k.value, int):
+            return k.value
+    return 64
+
+
+def _rewrite_softmax(variant: str):  # type: ignore[no-untyped-def]
+    def apply(source: str) -> str:
+        if softmax_shape(source) is None:
+            raise MutationError("not a row-softmax kernel")
+        new = templates.softmax(variant, _block_of(source))
+        opts = launch_options_of(source)
+        keep = {"softmax_kernel": opts["softmax_kernel"]} if "softmax_kernel" in opts else {}
+        return apply_launch_options(new, keep)
+
+    return apply
+
+
+class _GroupedOrder(ast.NodeTransformer):
+    """Rewrites `pid_m = pid // npn` / `pid_n = pid % npn` into the grouped order."""
+
+    def __init__(self) -> None:
+        self.num_pid_m: str | None = None
+        self.done = False
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        body: list[ast.stmt] = []
+        stmts = node.body
+        i = 0
+        while i < len(stmts):
+            s = stmts[i]
+            nxt = stmts[i + 1] if i + 1 < len(stmts) else None
+            if (
+                isinstance(s, ast.Assign)
+                and isinstance(s.value, ast.Call)
+                and "cdiv" in ast.unparse(s.value.func)
+            ):
+                tgt = ast.unparse(s.targets[0])
+                if "m" in tgt.split("_")[-1] or tgt.endswith("_m"):
+                    self.num_pid_m = tgt
+            pair = self._match(s, nxt)
+            if pair is not None and self.num_pid_m is not None and not self.done:
+                pid_m, pid_n, pid, npn = pair
+                code = (
+                    f"num_pid_in_group = GROUP * {npn}\ngroup_id = {pid} // num_pid_in_group\n"
+                    f"first_pid_m = group_id * GROUP\n"
+                    f"group_size_m = tl.minimum({self.num_pid_m} - first_pid_m, GROUP)\n"
+                    f"{pid_m} = first_pid_m + {pid} % num_pid_in_group % group_size_m\n"
+                    f"{pid_n} = {pid} % num_pid_in_group // group_size_m\n"
+                )
+                body.extend(ast.parse(code).body)
+                self.done = True
+                i += 2
+                continue
+            body.append(s)
+            i += 1
+        node.body = body
+        return node
+
+    @staticmethod
+    def _match(a: ast.stmt, b: ast.stmt | None) -> tuple[str, str, str, str] | None:
+        if not (isinstance(a, ast.Assign) and isinstance(b, ast.Assign)):
+            return None
+        va, vb = a.value, b.value
+        if not (
+            isinstance(va, ast.BinOp)
+            and isinstance(va.op, ast.FloorDiv)
+            and isinstance(vb, ast.BinOp)
+            and isinstance(vb.op, ast.Mod)
+        ):
+            return None
+        if ast.unparse(va.left) != ast.unparse(vb.left) or ast.unparse(va.right) != ast.unparse(vb.right):
+            return None
+        return (
+            ast.unparse(a.targets[0]),
+            ast.unparse(b.targets[0]),
+            ast.unparse(va.left),
+            ast.unparse(va.right),
+        )
+
+
+def _grouped(group: int):  # type: ignore[no-untyped-def]
+    def apply(source: str) -> str:
+        tree = ast.parse(source)
+        changed = False
+        for fn in _jit_functions(tree):
+            t = _GroupedOrder()
+            t.visit(fn)
+            if t.done:
+                changed = True
+                fn.body.insert(0, ast.parse(f"GROUP: tl.constexpr = {group}").body[0])
+        if not changed:
+            raise MutationError("no `pid // n` / `pid % n` program order to regroup")
+        return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+    return apply
+
+
+def recipe_mutations(source: str) -> list[Mutation]:
+    """The recipes that apply to this source."""
+    muts: list[Mutation] = []
+    shape = softmax_shape(source)
+    if shape in ("three_pass", "two_kernel"):
+        muts.append(
+            Mutation(
+                "online_softmax",
+                "recipe_online_softmax",
+                f"recipe: {shape.replace('_', '-')} softmax -> online softmax (one read pass fewer)",
+                _rewrite_softmax("online"),
+                helps=("memory", "latency"),
+                prior=2.0,
+            )
+        )
+    if shape in ("three_pass", "two_kernel", "online"):
+        muts.append(
+            Mutation(
+                "row_in_one_block",
+                "recipe_single_block",
+                "recipe: one block per row (row held in the local store, no loop)",
+                _rewrite_softmax("single_block"),
+                helps=("memory", "latency"),
+                prior=1.6,
+            )
+        )
+    tree = ast.parse(source)
+    for fn in _jit_functions(tree):
+        if "dot" in _calls(fn) and "GROUP:" not in ast.unparse(fn) and _has_row_major_order(fn):
+            for g in (4, 8):
+                muts.append(
+                    Mutation(
+                        f"grouped_order_{g}",
+                        "recipe_grouped_order",
+                        f"recipe: grouped tile order (GROUP={g}) for operand reuse in SRAM",
+                        _grouped(g),
+                        helps=("memory",),
+                        prior=1.3,
+                    )
+                )
+            break
+    return muts
+
+
+def _has_row_major_order(fn: ast.FunctionDef) -> bool:
+    return any(_GroupedOrder._match(a, b) is not None for a, b in zip(fn.body, fn.body[1:], strict=False))

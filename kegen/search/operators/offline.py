@@ -1,0 +1,128 @@
+"""The offline operator (the default; no network): profile-steered source mutations.
+
+Per step it lists every mutation that applies to the parent (block sizes, launch options,
+knowledge-base recipes), scores them by the parent's bottleneck and stall reasons, by what each
+family of mutations has gained so far in this search, and a little noise, and returns the best one
+whose result is not already in the tree.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from collections import defaultdict
+
+from kegen.search.config import OperatorConfig
+from kegen.search.operators.base import Operator, Proposal
+from kegen.search.operators.context import Diagnosis, OperatorContext
+from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
+from kegen.search.store import code_hash
+
+STALL_HINTS = {
+    ("dma", "memory", "dram", "sram", "load", "fabric", "bandwidth"): (
+        "block_up",
+        "num_stages",
+        "pe_mapping",
+        "recipe_online_softmax",
+        "recipe_single_block",
+        "recipe_grouped_order",
+    ),
+    ("launch", "control", "scalar", "core", "instruction", "latency", "sync", "barrier"): (
+        "block_up",
+        "dual_core",
+        "recipe_single_block",
+    ),
+    ("dpe", "simd", "compute", "alu"): ("dual_core", "block_down"),
+}
+
+
+class OfflineOperator(Operator):
+    """Mutates the parent's Triton source; learns which mutation families pay off."""
+
+    name = "offline"
+
+    def __init__(self, config: OperatorConfig, seed: int = 0) -> None:
+        self.config = config
+        self.rng = random.Random(seed)
+        self.gains: dict[str, list[float]] = defaultdict(list)
+
+    def candidates(self, ctx: OperatorContext) -> list[Mutation]:
+        launch = ctx.problem.target == "mtia"
+        try:
+            return recipe_mutations(ctx.parent_code) + knob_mutations(ctx.parent_code, launch_options=launch)
+        except SyntaxError:
+            return []
+
+    def score(self, m: Mutation, diag: Diagnosis) -> float:
+        s = m.prior
+        if diag.bound and diag.bound in m.helps:
+            s += 1.0
+        for words, families in STALL_HINTS.items():
+            if (
+                any(any(w in reason.lower() for w in words) for reason, _ in diag.stalls)
+                and m.family in families
+            ):
+                s += 0.5
+        g = self.gains.get(m.family)
+        if g:
+            s += max(-1.0, min(1.0, sum(g) / len(g)))
+        return s + 0.4 * self.rng.random()
+
+    def propose(self, ctx: OperatorContext) -> Proposal:
+        if not ctx.parent_code.strip():
+            return Proposal(
+                None, "offline: the parent has no code", self.name, error="no parent code", verdict="no_code"
+            )
+        if ctx.phase == "debug":
+            return Proposal(
+                None,
+                "offline: cannot repair a failed candidate",
+                self.name,
+                verdict="no_code",
+                error="the offline operator mutates correct candidates; it does not debug",
+            )
+        tried = {a.description for a in ctx.siblings}
+        muts = sorted(self.candidates(ctx), key=lambda m: -self.score(m, ctx.diagnosis))
+        for m in muts:
+            if m.description in tried:
+                continue
+            code = self._apply(m, ctx.parent_code, ctx.known_hashes)
+            if code is not None:
+                return Proposal(code, m.description, self.name, meta={"mutation": m.name, "family": m.family})
+        for _ in range(24):  # every single step is known: try two at once
+            if len(muts) < 2:
+                break
+            a, b = self.rng.sample(muts, 2)
+            mid = self._apply(a, ctx.parent_code, frozenset())
+            code = self._apply(b, mid, ctx.known_hashes) if mid else None
+            if code is not None:
+                return Proposal(
+                    code,
+                    f"{a.description}; {b.description}",
+                    self.name,
+                    meta={"mutation": f"{a.name}+{b.name}", "family": a.family},
+                )
+        return Proposal(
+            None,
+            "offline: no untried mutation of this node",
+            self.name,
+            verdict="no_code",
+            error="every mutation of this node is already in the tree",
+            meta={"exhausted": True},
+        )
+
+    @staticmethod
+    def _apply(m: Mutation, source: str, known: frozenset[str]) -> str | None:
+        try:
+            code = m.apply(source)
+            ast.parse(code)
+        except (MutationError, SyntaxError, ValueError, KeyError):
+            return None
+        if code_hash(code) in known or code_hash(code) == code_hash(source):
+            return None
+        return code
+
+    def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:
+        family = proposal.meta.get("family")
+        if family and parent_fitness > 0:
+            self.gains[family].append(fitness / parent_fitness - 1.0)

@@ -1,0 +1,272 @@
+"""Triton source templates for the op classes the offline operator drafts and rewrites.
+
+Every template yields a whole candidate module (kernel + `ModelNew`), general in the sizes
+(masks on ragged edges), with its tunable sizes as module constants so mutations find them.
+"""
+
+from __future__ import annotations
+
+HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
+
+MODEL_TAIL = """
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, {args}):
+{body}
+"""
+
+
+def elementwise(n_inputs: int, exprs: list[str], result: str, block: int = 256) -> str:
+    """One fused kernel over flattened, same-shape inputs: `exprs` are `tN = ...` lines over v0..vK."""
+    ptrs = ", ".join(f"in{i}_ptr" for i in range(n_inputs))
+    loads = "\n".join(
+        f"    v{i} = tl.load(in{i}_ptr + offs, mask=mask).to(tl.float32)" for i in range(n_inputs)
+    )
+    body = "\n".join(f"    {e}" for e in exprs)
+    args = ", ".join(f"x{i}" for i in range(n_inputs))
+    fwd = "\n".join(
+        [f"        x{i} = x{i}.contiguous()" for i in range(n_inputs)]
+        + [
+            "        out = torch.empty_like(x0)",
+            "        n = out.numel()",
+            "        grid = (triton.cdiv(n, BLOCK_SIZE),)",
+            f"        fused_elementwise_kernel[grid]({args}, out, n, BLOCK=BLOCK_SIZE)",
+            "        return out",
+        ]
+    )
+    return (
+        HEADER + f"\nBLOCK_SIZE = {block}\n\n\n@triton.jit\n"
+        f"def fused_elementwise_kernel({ptrs}, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    pid = tl.program_id(0)\n    offs = pid * BLOCK + tl.arange(0, BLOCK)\n    mask = offs < n\n"
+        f"{loads}\n{body}\n    tl.store(out_ptr + offs, {result}.to(out_ptr.dtype.element_ty), mask=mask)\n"
+        + MODEL_TAIL.format(args=args, body=fwd)
+    )
+
+
+_SOFTMAX_FWD = """        x = x.contiguous()
+        n_cols = x.shape[-1]
+        x2 = x.view(-1, n_cols)
+        y = torch.empty_like(x2)
+        softmax_kernel[(x2.shape[0],)](x2, y, x2.stride(0), n_cols, BLOCK={block_arg})
+        return y.view(x.shape)"""
+
+_SOFTMAX_KERNELS = {
+    "three_pass": """
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * row_stride
+    y_row = y_ptr + row * row_stride
+    m = tl.full([BLOCK], float('-inf'), tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
+        m = tl.maximum(m, x)
+    row_max = tl.max(m, axis=0)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
+        s += tl.exp(x - row_max)
+    denom = tl.sum(s, axis=0)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
+        tl.store(y_row + cols, tl.exp(x - row_max) / denom, mask=cols < n_cols)
+""",
+    "online": """
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * row_stride
+    y_row = y_ptr + row * row_stride
+    m = tl.full([BLOCK], -1e30, tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-1e30)
+        m_new = tl.maximum(m, x)
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    denom = tl.sum(s * tl.exp(m - row_max), axis=0)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-1e30)
+        tl.store(y_row + cols, tl.exp(x - row_max) / denom, mask=cols < n_cols)
+""",
+    "single_block": """
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=float('-inf'))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(y_ptr + row * row_stride + cols, e / tl.sum(e, axis=0), mask=mask)
+""",
+}
+
+_TWO_KERNEL = """
+@triton.jit
+def row_stats_kernel(x_ptr, max_ptr, sum_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * row_stride
+    m = tl.full([BLOCK], float('-inf'), tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
+        m = tl.maximum(m, x)
+    row_max = tl.max(m, axis=0)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
+        s += tl.exp(x - row_max)
+    tl.store(max_ptr + row, row_max)
+    tl.store(sum_ptr + row, tl.sum(s, axis=0))
+
+
+@triton.jit
+def normalize_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0)
+    y = tl.exp(x - tl.load(max_ptr + row)) / tl.load(sum_ptr + row)
+    tl.store(y_ptr + row * row_stride + cols, y, mask=mask)
+"""
+
+_TWO_KERNEL_FWD = """        x = x.contiguous()
+        n_cols = x.shape[-1]
+        x2 = x.view(-1, n_cols)
+        n_rows = x2.shape[0]
+        y = torch.empty_like(x2)
+        row_max = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+        row_sum = torch.empty(n_rows, dtype=torch.float32, device=x.device)
+        row_stats_kernel[(n_rows,)](x2, row_max, row_sum, x2.stride(0), n_cols, BLOCK=STATS_BLOCK_SIZE)
+        grid = (n_rows, triton.cdiv(n_cols, NORM_BLOCK_SIZE))
+        normalize_kernel[grid](x2, y, row_max, row_sum, x2.stride(0), n_cols, BLOCK=NORM_BLOCK_SIZE)
+        return y.view(x.shape)"""
+
+SOFTMAX_VARIANTS = (*_SOFTMAX_KERNELS, "two_kernel")
+
+
+def softmax(variant: str = "online", block: int = 64) -> str:
+    """Row softmax over the last dimension; `single_block` sizes its block to the row at launch;
+    `two_kernel` computes row statistics (max, sum of exponentials) then normalises in a 2-D grid."""
+    if variant == "two_kernel":
+        return (
+            HEADER
+            + f"\nSTATS_BLOCK_SIZE = {block}\nNORM_BLOCK_SIZE = {block}\n\n"
+            + _TWO_KERNEL
+            + MODEL_TAIL.format(args="x", body=_TWO_KERNEL_FWD)
+        )
+    kernel = _SOFTMAX_KERNELS[variant]
+    if variant == "single_block":
+        return (
+            HEADER
+            + "\n"
+            + kernel
+            + MODEL_TAIL.format(
+                args="x", body=_SOFTMAX_FWD.format(block_arg="triton.next_power_of_2(n_cols)")
+            )
+        )
+    return (
+        HEADER
+        + f"\nBLOCK_SIZE = {block}\n\n"
+        + kernel
+        + MODEL_TAIL.format(args="x", body=_SOFTMAX_FWD.format(block_arg="BLOCK_SIZE"))
+    )
+
+
+def row_reduce(op: str, block: int = 64, scale_by_n: bool = False, keepdim: bool = False) -> str:
+    """Reduce the last dimension with `op` in sum | max (mean = sum scaled by 1/n)."""
+    init = "tl.zeros([BLOCK], tl.float32)" if op == "sum" else "tl.full([BLOCK], float('-inf'), tl.float32)"
+    other = "0.0" if op == "sum" else "float('-inf')"
+    acc = "acc += x" if op == "sum" else "acc = tl.maximum(acc, x)"
+    fin = "tl.sum(acc, axis=0)" if op == "sum" else "tl.max(acc, axis=0)"
+    if scale_by_n:
+        fin = f"{fin} / n_cols"
+    kernel = f"""
+@triton.jit
+def row_reduce_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = {init}
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols, other={other})
+        {acc}
+    tl.store(y_ptr + row, {fin})
+"""
+    fwd = """        x = x.contiguous()
+        n_cols = x.shape[-1]
+        x2 = x.view(-1, n_cols)
+        y = torch.empty(x2.shape[0], dtype=x.dtype, device=x.device)
+        row_reduce_kernel[(x2.shape[0],)](x2, y, x2.stride(0), n_cols, BLOCK=BLOCK_SIZE)
+        return y.view(x.shape[:-1]){keep}"""
+    fwd = fwd.replace("{keep}", ".unsqueeze(-1)" if keepdim else "")
+    return HEADER + f"\nBLOCK_SIZE = {block}\n\n" + kernel + MODEL_TAIL.format(args="x", body=fwd)
+
+
+def matmul(epilogue: str = "acc", block_m: int = 16, block_n: int = 16, block_k: int = 16) -> str:
+    """C = epilogue(A @ B) for 2-D A (M, K) and B (K, N); `epilogue` is an expression of `acc`.
+    Programs walk the tiles of C in row-major order (the grouped-order recipe changes that)."""
+    kernel = f"""
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    acc = {epilogue}
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+    fwd = """        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                            c.stride(0), c.stride(1), BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N,
+                            BLOCK_K=BLOCK_SIZE_K)
+        return c"""
+    consts = f"\nBLOCK_SIZE_M = {block_m}\nBLOCK_SIZE_N = {block_n}\nBLOCK_SIZE_K = {block_k}\n\n"
+    return HEADER + consts + kernel + MODEL_TAIL.format(args="a, b", body=fwd)
+
+
+def gather_rows(block: int = 64, arg_names: str = "table, idx") -> str:
+    """out[i, :] = table[idx[i], :] (index_select on dim 0 / embedding lookup)."""
+    kernel = """
+@triton.jit
+def gather_rows_kernel(table_ptr, idx_ptr, out_ptr, n_cols, table_stride, out_stride, BLOCK: tl.constexpr):
+    i = tl.program_id(0)
+    r = tl.load(idx_ptr + i)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        v = tl.load(table_ptr + r * table_stride + cols, mask=cols < n_cols)
+        tl.store(out_ptr + i * out_stride + cols, v, mask=cols < n_cols)
+"""
+    fwd = """        table = table.contiguous()
+        flat = idx.reshape(-1).contiguous()
+        out = torch.empty((flat.numel(), table.shape[1]), dtype=table.dtype, device=table.device)
+        gather_rows_kernel[(flat.numel(),)](table, flat, out, table.shape[1], table.stride(0), out.stride(0),
+                                            BLOCK=BLOCK_SIZE)
+        return out.view(*idx.shape, table.shape[1])"""
+    return HEADER + f"\nBLOCK_SIZE = {block}\n\n" + kernel + MODEL_TAIL.format(args=arg_names, body=fwd)

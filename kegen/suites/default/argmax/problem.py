@@ -1,0 +1,23 @@
+"""Argmax over the last dimension (float32 in, int64 indices out)."""
+
+import torch
+import torch.nn as nn
+
+BATCH = 256
+DIM = 1024
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.argmax(x, dim=1)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM)]
+
+
+def get_init_inputs():
+    return []

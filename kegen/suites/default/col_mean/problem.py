@@ -1,0 +1,23 @@
+"""Mean reduction over the first dimension (a column reduction, float32)."""
+
+import torch
+import torch.nn as nn
+
+ROWS = 1024
+COLS = 256
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.mean(x, dim=0)
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,24 @@
+"""SiLU activation x * sigmoid(x) on bfloat16 tensors (computed in float32)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 256
+DIM = 512
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return F.silu(x.float()).to(torch.bfloat16)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []

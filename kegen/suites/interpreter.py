@@ -1,0 +1,168 @@
+"""Check a suite problem's seed against its reference with Triton's CPU interpreter.
+
+This needs no backend: `TRITON_INTERPRET=1` makes `@triton.jit` kernels run in numpy. It is how
+the suite's seeds are validated while (or where) the simulated MTIA target is unavailable, and
+what `tests/bench/test_suite_seeds.py` runs. Models are built as KernelBench does: the same torch
+seed before constructing `Model` and `ModelNew`, so parameters match.
+
+Interpreter mode must be on before Triton is first imported (Triton's own library functions are
+decorated at import), and must not leak into a process that compiles for real: `check_problems`
+therefore runs the checks in a child process (`python -m kegen.suites.interpreter`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from kegen.suites import SuiteProblem, find_suite
+
+# (atol, rtol) by output dtype; KernelBench-like, fp32 stricter than half precision.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float32": (1e-4, 1e-4),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (2e-2, 2e-2),
+}
+_counter = itertools.count()
+
+
+@dataclass(frozen=True)
+class InterpreterCheck:
+    """Outcome of running one seed under the interpreter."""
+
+    name: str
+    ok: bool
+    max_abs_error: float
+    message: str
+    wall_s: float
+
+
+def _require_interpret_mode() -> None:
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("check_seed runs kernels with Triton's interpreter: set TRITON_INTERPRET=1 before "
+                           "Triton is imported, or call check_problems(), which starts such a process")
+
+
+def _patch_numpy2_index() -> None:
+    """Triton 3.6's interpreter does `int(array)` on 1-element arrays (loop bounds from arguments),
+    which numpy >= 2.4 rejects; convert through `.reshape(-1)[0]` instead. Idempotent."""
+    from triton.runtime import interpreter
+
+    original = interpreter._patch_lang_tensor
+    if getattr(original, "_kegen_patched", False):
+        return
+
+    def patched(tensor: Any, scope: Any) -> None:
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patched._kegen_patched = True  # type: ignore[attr-defined]
+    interpreter._patch_lang_tensor = patched
+
+
+def _load(path: Path, prefix: str) -> ModuleType:
+    name = f"kegen_suite_{prefix}_{path.parent.name}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Triton reads kernel source through inspect
+    spec.loader.exec_module(module)
+    return module
+
+
+def _as_tuple(x: Any) -> tuple[Any, ...]:
+    return tuple(x) if isinstance(x, tuple | list) else (x,)
+
+
+def _compare(ref: Any, out: Any) -> tuple[bool, float, str]:
+    import torch
+
+    refs, outs = _as_tuple(ref), _as_tuple(out)
+    if len(refs) != len(outs):
+        return False, float("inf"), f"{len(outs)} outputs, the reference gives {len(refs)}"
+    worst = 0.0
+    for i, (r, o) in enumerate(zip(refs, outs, strict=True)):
+        if not isinstance(o, torch.Tensor) or r.shape != o.shape or r.dtype != o.dtype:
+            got = f"{tuple(o.shape)} {o.dtype}" if isinstance(o, torch.Tensor) else type(o).__name__
+            return False, float("inf"), f"output {i}: got {got}, expected {tuple(r.shape)} {r.dtype}"
+        err = float((r.double() - o.double()).abs().max()) if r.numel() else 0.0
+        worst = max(worst, err)
+        atol, rtol = TOLERANCES.get(str(r.dtype).removeprefix("torch."), TOLERANCES["float32"])
+        if not torch.allclose(r.double(), o.double(), atol=atol, rtol=rtol, equal_nan=False):
+            return False, worst, f"output {i}: max abs error {err:.3g} beyond atol={atol}, rtol={rtol}"
+    return True, worst, ""
+
+
+def check_seed(problem: SuiteProblem, seed: int = 0) -> InterpreterCheck:
+    """Run `problem`'s seed under the interpreter on one seeded input set and compare with Model."""
+    import torch
+
+    _require_interpret_mode()
+    start = time.perf_counter()
+    _patch_numpy2_index()
+    ref_mod = _load(problem.problem_path, "problem")
+    seed_mod = _load(problem.seed_path, "seed")
+    init = ref_mod.get_init_inputs()
+    torch.manual_seed(seed)
+    model = ref_mod.Model(*init)
+    torch.manual_seed(seed)
+    candidate = seed_mod.ModelNew(*init)
+    torch.manual_seed(seed + 1)
+    inputs = ref_mod.get_inputs()
+    with torch.no_grad():
+        ref = model(*inputs)
+        try:
+            out = candidate(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        except Exception as exc:  # a failing seed is a result to report, not a crash
+            return InterpreterCheck(problem.name, False, float("inf"), f"{type(exc).__name__}: {exc}",
+                                    time.perf_counter() - start)
+    ok, err, msg = _compare(ref, out)
+    return InterpreterCheck(problem.name, ok, err, msg, time.perf_counter() - start)
+
+
+def check_problems(suite_root: Path, names: list[str] | None = None, seed: int = 0,
+                   timeout_s: float = 600.0) -> list[InterpreterCheck]:
+    """Check the seeds of a suite folder in a child process with TRITON_INTERPRET=1."""
+    cmd = [sys.executable, "-m", "kegen.suites.interpreter", str(suite_root), "--seed", str(seed),
+           *(names or [])]
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    results = [InterpreterCheck(**json.loads(line)) for line in lines]
+    if proc.returncode != 0 and not results:
+        raise RuntimeError(f"interpreter check of {suite_root} failed (exit {proc.returncode}): "
+                           f"{proc.stderr.strip()[-2000:]}")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kegen.suites.interpreter SUITE [PROBLEM...]`: one JSON line per problem."""
+    parser = argparse.ArgumentParser(description="check suite seeds with Triton's CPU interpreter")
+    parser.add_argument("suite", help="suite name or folder")
+    parser.add_argument("problems", nargs="*", help="only these problems")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    os.environ["TRITON_INTERPRET"] = "1"
+    failed = 0
+    for problem in find_suite(args.suite).select(args.problems).problems:
+        result = check_seed(problem, seed=args.seed)
+        failed += not result.ok
+        data = asdict(result)
+        data["max_abs_error"] = data["max_abs_error"] if data["max_abs_error"] != float("inf") else 1e308
+        print(json.dumps(data), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

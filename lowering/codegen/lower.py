@@ -1,0 +1,355 @@
+"""Tile IR → LLVM IR for the PE control core: scalars in registers, tensors as unit commands.
+
+`KernelLowering` walks the kernel's ops in program order and calls the rule registered for each
+op name (`lowering.codegen.rules`). Rules read operands through `scalar()` / `tensor()` / `buf()`,
+produce results with `bind()`, and issue commands with `command()`. Buffers come from the
+local-store allocator and are released after each value's last use (`LivenessAnalysis`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from llvmlite import ir
+
+from lowering.codegen import dtypes as dt
+from lowering.codegen.emitter import I1, I32, I64, CoreEmitter, Word
+from lowering.codegen.errors import LoweringError, UnsupportedError
+from lowering.codegen.values import Buf, Lowered, Splat, Symbolic, row_major
+from lowering.ir.core import Block, Operation, Value
+from lowering.ir.module import Function
+from lowering.passes.liveness import Liveness
+from lowering.passes.local_alloc import Buffer, LocalStoreAllocator
+from lowering.passes.pointer_analysis import PointerInfo
+from mtia_sim import isa
+from mtia_sim.isa import DType, Field, Flags, Op
+
+Operand = Buf | tuple[Word, Sequence[Word]]  # a local-store view, or (address, element strides)
+
+
+@dataclass
+class LoweringPlan:
+    """What the passes decided, as the code generator needs it."""
+
+    pointers: PointerInfo
+    liveness: Liveness
+    stages: dict[int, int] = field(default_factory=dict)  # id(load op) -> ring depth (multi-buffering)
+    units: dict[int, str] = field(default_factory=dict)  # id(op) -> unit name
+
+
+@dataclass
+class LoweredKernel:
+    """The result of lowering one kernel."""
+
+    name: str
+    llir: str
+    arg_types: list[str]
+    local_store_peak: int
+    buffers: list[tuple[str, int, int]]
+    commands: int
+    tags: list[str]
+
+
+def triton_arg_type(v: Value) -> str:
+    """Triton signature spelling of a kernel argument type (`*fp32`, `i32`, `fp32`...)."""
+    t = v.type
+    names = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "f64": "fp64"}
+    if t.is_pointer:
+        pointee = t.element_type.pointee  # type: ignore[attr-defined]
+        return "*" + names.get(str(pointee), str(pointee))
+    s = str(t)
+    return names.get(s, s)
+
+
+class KernelLowering:
+    """Lower one tile-IR function (a Triton kernel) to an LLVM module."""
+
+    def __init__(self, fn: Function, plan: LoweringPlan, *, capacity: int, options: Any,
+                 constexprs: Mapping[str, Any] | None = None) -> None:
+        self.fn = fn
+        self.plan = plan
+        self.options = options
+        self.em = CoreEmitter(fn.name)
+        self.b = self.em.builder
+        self.alloc = LocalStoreAllocator(capacity, fn.name, dict(constexprs or {}))
+        self.env: dict[int, Lowered] = {}
+        self.temps: list[Buffer] = []
+        self.tags: list[str] = []
+        self.current: Operation | None = None
+        self.yield_handlers: list[Any] = []  # what scf.yield / scf.condition do in the current region
+        self.rings: dict[int, tuple[Buffer, int, int, ir.Value]] = {}  # load -> (ring, bytes, depth, counter)
+
+    # -- driving ------------------------------------------------------------------------------
+    def lower(self) -> LoweredKernel:
+        from lowering.codegen.rules import RULES
+
+        self._rules = RULES
+        for i, arg in enumerate(self.fn.args):
+            slot = self.em.arg_slot(i)
+            self.bind(arg, self.from_slot(slot, arg))
+        self.emit_block(self.fn.entry)
+        llir = self.em.finish()
+        return LoweredKernel(self.fn.name, llir, [triton_arg_type(a) for a in self.fn.args], self.alloc.peak,
+                             list(self.alloc.log), self.em.command_count, self.tags)
+
+    def from_slot(self, slot: ir.Value, v: Value) -> ir.Value:
+        ty = dt.core_type(v.type)
+        b = self.b
+        if isinstance(ty, ir.IntType):
+            return slot if ty.width == 64 else b.trunc(slot, ty)
+        d = b.bitcast(slot, ir.DoubleType())
+        return d if isinstance(ty, ir.DoubleType) else b.fptrunc(d, ty)
+
+    def emit_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.emit_op(op)
+
+    def emit_op(self, op: Operation) -> None:
+        rule = self._rules.get(op.name)
+        self.current = op
+        try:
+            if rule is None:
+                raise UnsupportedError(f"no MTIA lowering for op {op.name}",
+                                       hint="rewrite the kernel without it, or report it to the kegen team")
+            if self._skippable(op):
+                for r in op.results:
+                    self.env[id(r)] = Symbolic(r.shape)
+            else:
+                rule(self, op)
+        except LoweringError as exc:
+            raise exc.located(self.fn.name, op) from None
+        except (ValueError, TypeError, KeyError, AssertionError, IndexError) as exc:
+            raise LoweringError(f"internal lowering error: {type(exc).__name__}: {exc}",
+                                kernel=self.fn.name, op=op) from exc
+        self.current = op
+        self._release_temps()
+        for v in self.plan.liveness.values_dying_after(op):
+            self.release(v)
+
+    def _skippable(self, op: Operation) -> bool:
+        """Pure tensor ops whose results only feed block-DMA addressing are not emitted."""
+        if not op.results or op.regions or op.name.startswith(("tt.load", "tt.atomic", "scf.")):
+            return False
+        return all(r.type.is_tensor and not self.plan.pointers.needs_buffer(r) for r in op.results)
+
+    def tag(self, op: Operation | None = None) -> int:
+        op = op or self.current
+        if op is None:
+            return 0
+        self.tags.append(f"{op.name} {op.location.source_position()}")
+        return len(self.tags)
+
+    # -- values -------------------------------------------------------------------------------
+    def bind(self, v: Value, lowered: Lowered) -> None:
+        self.env[id(v)] = lowered
+        if isinstance(lowered, Buf):
+            lowered.buffer.refs.add(id(v))
+
+    def lookup(self, v: Value) -> Lowered:
+        try:
+            return self.env[id(v)]
+        except KeyError:
+            raise LoweringError(f"value %{v.name_hint} used before it was lowered") from None
+
+    def scalar(self, v: Value) -> ir.Value:
+        x = self.lookup(v)
+        if not isinstance(x, ir.Value):
+            raise LoweringError(f"expected %{v.name_hint} to be a scalar, got a tensor")
+        return x
+
+    def tensor(self, v: Value) -> Buf | Splat:
+        x = self.lookup(v)
+        if isinstance(x, Symbolic):
+            raise LoweringError(f"tensor %{v.name_hint} was not materialised (pointer analysis)")
+        if isinstance(x, ir.Value):
+            raise LoweringError(f"expected %{v.name_hint} to be a tensor")
+        return x
+
+    def buf(self, v: Value) -> Buf:
+        """The tensor in the local store (a splat becomes a 1-element buffer seen with stride 0)."""
+        x = self.tensor(v)
+        if isinstance(x, Splat):
+            return self.materialize(x)
+        return x
+
+    def materialize(self, s: Splat) -> Buf:
+        tmp = self.alloc.allocate(isa.ITEMSIZE[s.dtype], "splat")
+        self.temps.append(tmp)
+        one = Buf(tmp, (1,), (0,), s.dtype)
+        self.fill(one, s.scalar, s.dtype)
+        return one.view(s.shape, tuple(0 for _ in s.shape))
+
+    def release(self, v: Value) -> None:
+        x = self.env.get(id(v))
+        if isinstance(x, Buf):
+            x.buffer.refs.discard(id(v))
+            self.alloc.release(x.buffer)
+
+    def _release_temps(self) -> None:
+        for t in self.temps:
+            self.alloc.release(t)
+        self.temps.clear()
+
+    # -- buffers ------------------------------------------------------------------------------
+    def new_buf(self, v: Value | None, shape: tuple[int, ...], dtype: DType, name: str | None = None) -> Buf:
+        n = 1
+        for d in shape:
+            n *= d
+        label = name or (f"%{v.name_hint}" if v is not None and v.name_hint else "tmp")
+        if v is not None:
+            label += f" {'x'.join(map(str, shape))}x{dtype.name.lower()}"
+        buffer = self.alloc.allocate(n * isa.ITEMSIZE[dtype], label)
+        if v is None:
+            self.temps.append(buffer)
+        return Buf(buffer, tuple(shape), row_major(tuple(shape)), dtype)
+
+    def result_buf(self, op: Operation, res: Value, dtype: DType, reuse: Sequence[Value] = ()) -> Buf:
+        """A dense buffer for `res`, reusing a dying operand's buffer in place when legal."""
+        dying = {id(v) for v in self.plan.liveness.values_dying_after(op)}
+        for v in reuse:
+            x = self.env.get(id(v))
+            if (isinstance(x, Buf) and id(v) in dying and x.is_dense and x.dyn_base is None
+                    and x.shape == tuple(res.shape) and isa.ITEMSIZE[x.dtype] == isa.ITEMSIZE[dtype]
+                    and x.buffer.refs == {id(v)}):
+                return x.view(x.shape, x.strides, dtype)
+        return self.new_buf(res, tuple(res.shape), dtype)
+
+    # -- commands -----------------------------------------------------------------------------
+    @staticmethod
+    def operand(x: Operand, rank_shape: int) -> tuple[Word, list[Word]]:
+        if isinstance(x, Buf):
+            addr, strides = x.addr, list(x.strides)
+        else:
+            addr, strides = x[0], list(x[1])
+        if len(strides) != rank_shape:
+            raise LoweringError(f"operand rank {len(strides)} does not match command rank {rank_shape}")
+        return addr, [0] * (isa.MAX_DIMS - len(strides)) + strides
+
+    def command(self, op: Op, *, shape: Sequence[Word], dst: Operand | None = None,
+                srcs: Sequence[Operand | None] = (), dtypes: Sequence[DType] = (), subop: int = 0,
+                flags: int = 0, axis: int = 0, valid: Sequence[Word] | None = None,
+                imm0: Word = 0, imm1: Word = 0, raw_dims: bool = False) -> None:
+        """Issue one command over index space `shape` (right-aligned to 4 dims unless raw_dims)."""
+        rank = len(shape)
+        if rank > isa.MAX_DIMS:
+            raise UnsupportedError(f"tensors of rank {rank} exceed the units' {isa.MAX_DIMS} dimensions")
+        pad = 0 if raw_dims else isa.MAX_DIMS - rank
+        f: dict[int, Word] = {Field.OP: int(op), Field.SUBOP: int(subop), Field.FLAGS: int(flags),
+                              Field.AXIS: axis + pad, Field.TAG: self.tag()}
+        dts = [int(d) for d in dtypes] + [0] * (4 - len(dtypes))
+        f[Field.DTYPES] = dts[0] | dts[1] << 8 | dts[2] << 16 | dts[3] << 24
+        for i, s in enumerate([1] * pad + list(shape)):
+            f[Field.SHAPE + i] = s
+        if valid is not None:
+            for i, s in enumerate([1] * pad + list(valid)):
+                f[Field.VALID + i] = s
+        if dst is not None:
+            addr, strides = self.operand(dst, rank) if not raw_dims else self._raw(dst)
+            f[Field.DST] = addr
+            for i, s in enumerate(strides):
+                f[Field.DST_STRIDE + i] = s
+        for k, src in enumerate(srcs):
+            if src is None:
+                continue
+            addr, strides = self.operand(src, rank) if not raw_dims else self._raw(src)
+            f[Field.SRC0 + k] = addr
+            for i, s in enumerate(strides):
+                f[Field.SRC0_STRIDE + 4 * k + i] = s
+        f[Field.IMM0] = imm0
+        f[Field.IMM1] = imm1
+        self.em.command(f)
+
+    @staticmethod
+    def _raw(x: Operand) -> tuple[Word, list[Word]]:
+        if isinstance(x, Buf):
+            return x.addr, list(x.strides) + [0] * (4 - len(x.strides))
+        return x[0], list(x[1]) + [0] * (4 - len(x[1]))
+
+    # -- common command shapes ----------------------------------------------------------------
+    def imm(self, x: ir.Value, dtype: DType) -> ir.Value:
+        """A scalar as an immediate word for a command over `dtype` (float64 bits or int64)."""
+        b = self.b
+        if dtype in (DType.F16, DType.BF16, DType.F32, DType.F64, DType.F8E4M3, DType.F8E5M2):
+            if isinstance(x.type, ir.IntType):
+                x = b.sitofp(x, ir.DoubleType())
+            if isinstance(x.type, ir.FloatType):
+                x = b.fpext(x, ir.DoubleType())
+            return b.bitcast(x, I64)
+        if isinstance(x.type, ir.FloatType | ir.DoubleType):
+            x = b.fptosi(x, I64)
+        if x.type.width == 64:
+            return x
+        if x.type.width == 1 or dt.is_unsigned_dtype(dtype):
+            return b.zext(x, I64)
+        return b.sext(x, I64)
+
+    @staticmethod
+    def imm_flags(dtype: DType) -> int:
+        is_f = dtype in (DType.F16, DType.BF16, DType.F32, DType.F64, DType.F8E4M3, DType.F8E5M2)
+        return 0 if is_f else int(Flags.IMM_IS_INT)
+
+    def fill(self, dst: Buf, value: ir.Value, dtype: DType) -> None:
+        self.command(Op.SIMD_FILL, shape=dst.shape, dst=dst, dtypes=(dtype,), imm0=self.imm(value, dtype),
+                     flags=self.imm_flags(dtype))
+
+    def copy(self, dst: Buf, src: Buf) -> None:
+        """dst <- src (same shape) through the memory-layout unit."""
+        self.command(Op.MLU_COPY, shape=dst.shape, dst=dst, srcs=(src,), dtypes=(dst.dtype, src.dtype))
+
+    def store_into(self, dst: Buf, x: Buf | Splat) -> None:
+        if isinstance(x, Splat):
+            self.fill(dst, x.scalar, dst.dtype)
+        elif x.buffer is not dst.buffer or x.strides != dst.strides or x.dyn_base is not dst.dyn_base:
+            self.copy(dst, x)
+
+    def read_scalar(self, src: Buf, ty: ir.Type) -> ir.Value:
+        """Fence the units, then load element 0 of `src` on the core."""
+        self.em.fence(isa.UnitMask.ALL)
+        b = self.b
+        if src.dtype in (DType.F16, DType.BF16):
+            tmp = self.new_buf(None, (1,), DType.F32)
+            self.command(Op.SIMD_CAST, shape=(1,), dst=tmp, srcs=(src.view((1,), (0,)),),
+                         dtypes=(DType.F32, src.dtype))
+            self.em.fence(isa.UnitMask.SIMD)
+            src = tmp
+        addr = src.addr if isinstance(src.addr, ir.Value) else I64(src.addr)
+        mem_ty = {DType.I1: ir.IntType(8), DType.I8: ir.IntType(8), DType.U8: ir.IntType(8),
+                  DType.I16: ir.IntType(16), DType.U16: ir.IntType(16), DType.I32: I32, DType.U32: I32,
+                  DType.I64: I64, DType.U64: I64, DType.F32: ir.FloatType(), DType.F64: ir.DoubleType()}
+        mt = mem_ty[src.dtype]
+        from lowering.codegen.emitter import volatile_load
+
+        val = volatile_load(b, b.inttoptr(addr, mt.as_pointer()), mt)
+        if isinstance(ty, ir.IntType) and isinstance(mt, ir.IntType):
+            if ty.width == 1:
+                return b.icmp_unsigned("!=", val, mt(0))
+            if ty.width < mt.width:
+                return b.trunc(val, ty)
+            if ty.width > mt.width:
+                return b.zext(val, ty) if dt.is_unsigned_dtype(src.dtype) else b.sext(val, ty)
+            return val
+        if isinstance(ty, ir.FloatType) and isinstance(mt, ir.DoubleType):
+            return b.fptrunc(val, ty)
+        if isinstance(ty, ir.DoubleType) and isinstance(mt, ir.FloatType):
+            return b.fpext(val, ty)
+        return val
+
+    # -- scalar helpers -----------------------------------------------------------------------
+    def i64(self, x: ir.Value | int, unsigned: bool = False) -> ir.Value:
+        if isinstance(x, int):
+            return I64(x)
+        if x.type == I64:
+            return x
+        if x.type == I1 or unsigned:
+            return self.b.zext(x, I64)
+        return self.b.sext(x, I64)
+
+    def alloca(self, ty: ir.Type, name: str = "") -> ir.Value:
+        """A stack slot in the entry block (mem2reg turns it into registers)."""
+        b = self.b
+        with b.goto_entry_block():
+            b.position_after(self.em.desc)
+            slot = b.alloca(ty, name=name)
+        return slot

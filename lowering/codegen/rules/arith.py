@@ -1,0 +1,458 @@
+"""Elementwise arithmetic, comparisons, selects, casts, math and constants.
+
+Scalars become LLVM instructions on the core; tensors become SIMD engine commands, with a splat
+operand passed as an immediate. Float math without a core instruction (exp, log, ...) on a scalar
+runs on the SIMD engine over one element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from llvmlite import ir
+
+from lowering.codegen import dtypes as dt
+from lowering.codegen.emitter import I1, I64, f64_bits
+from lowering.codegen.errors import UnsupportedError
+from lowering.codegen.lower import KernelLowering
+from lowering.codegen.rules import rule
+from lowering.codegen.values import Buf, Splat
+from lowering.ir.attributes import DenseAttr
+from lowering.ir.core import Operation
+from mtia_sim.isa import CastMode, CmpOp, DType, Flags, Op, SimdOp
+
+B = ir.IRBuilder
+ScalarFn = Callable[[B, ir.Value, ir.Value], ir.Value]
+
+
+def _smax(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed(">", x, y), x, y)
+
+
+def _smin(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
+
+
+def _umax(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_unsigned(">", x, y), x, y)
+
+
+def _umin(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_unsigned("<", x, y), x, y)
+
+
+def _fmax(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.fcmp_unordered(">", x, y), x, y) if False else b.select(b.fcmp_ordered(">", x, y), x, y)
+
+
+def _fmin(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.fcmp_ordered("<", x, y), x, y)
+
+
+def _floordiv(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    q = b.sdiv(x, y)
+    r = b.srem(x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, r.type(0)), b.icmp_signed("!=", b.icmp_signed("<", r, r.type(0)),
+                                                                      b.icmp_signed("<", y, y.type(0))))
+    return b.sub(q, b.zext(adjust, q.type))
+
+
+def _ceildiv(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+    q = b.sdiv(x, y)
+    r = b.srem(x, y)
+    adjust = b.and_(b.icmp_signed("!=", r, r.type(0)), b.icmp_signed("==", b.icmp_signed("<", r, r.type(0)),
+                                                                      b.icmp_signed("<", y, y.type(0))))
+    return b.add(q, b.zext(adjust, q.type))
+
+
+# op name -> (SIMD op, flags, scalar builder or None: the scalar runs on the SIMD engine too)
+BINARY: dict[str, tuple[SimdOp, int, ScalarFn | None]] = {
+    "arith.addi": (SimdOp.ADD, 0, B.add), "arith.subi": (SimdOp.SUB, 0, B.sub),
+    "arith.muli": (SimdOp.MUL, 0, B.mul), "arith.divsi": (SimdOp.DIV, 0, B.sdiv),
+    "arith.divui": (SimdOp.DIV, Flags.UNSIGNED, B.udiv), "arith.remsi": (SimdOp.REM, 0, B.srem),
+    "arith.remui": (SimdOp.REM, Flags.UNSIGNED, B.urem), "arith.andi": (SimdOp.AND, 0, B.and_),
+    "arith.ori": (SimdOp.OR, 0, B.or_), "arith.xori": (SimdOp.XOR, 0, B.xor),
+    "arith.shli": (SimdOp.SHL, 0, B.shl), "arith.shrsi": (SimdOp.SHR, 0, B.ashr),
+    "arith.shrui": (SimdOp.SHR, Flags.UNSIGNED, B.lshr), "arith.maxsi": (SimdOp.MAX, 0, _smax),
+    "arith.minsi": (SimdOp.MIN, 0, _smin), "arith.maxui": (SimdOp.MAX, Flags.UNSIGNED, _umax),
+    "arith.minui": (SimdOp.MIN, Flags.UNSIGNED, _umin), "arith.floordivsi": (SimdOp.DIV_FLOOR, 0, _floordiv),
+    "arith.addf": (SimdOp.ADD, 0, B.fadd), "arith.subf": (SimdOp.SUB, 0, B.fsub),
+    "arith.mulf": (SimdOp.MUL, 0, B.fmul), "arith.divf": (SimdOp.DIV, 0, B.fdiv),
+    "tt.precise_divf": (SimdOp.DIV, 0, B.fdiv), "arith.remf": (SimdOp.REM, 0, None),
+    "arith.maximumf": (SimdOp.MAX, Flags.PROPAGATE_NAN, None), "arith.minimumf": (SimdOp.MIN, Flags.PROPAGATE_NAN, None),
+    "arith.maxnumf": (SimdOp.MAX, 0, _fmax), "arith.minnumf": (SimdOp.MIN, 0, _fmin),
+    "math.powf": (SimdOp.POW, 0, None), "math.atan2": (SimdOp.ATAN2, 0, None),
+    "math.copysign": (SimdOp.MUL, 0, None),
+}
+
+UNARY: dict[str, SimdOp] = {
+    "math.exp": SimdOp.EXP, "math.exp2": SimdOp.EXP2, "math.log": SimdOp.LOG, "math.log2": SimdOp.LOG2,
+    "math.sqrt": SimdOp.SQRT, "tt.precise_sqrt": SimdOp.SQRT, "math.rsqrt": SimdOp.RSQRT,
+    "math.tanh": SimdOp.TANH, "math.erf": SimdOp.ERF, "math.sin": SimdOp.SIN, "math.cos": SimdOp.COS,
+    "math.floor": SimdOp.FLOOR, "math.ceil": SimdOp.CEIL, "math.absf": SimdOp.ABS, "math.absi": SimdOp.ABS,
+    "math.log1p": SimdOp.LOG1P, "math.expm1": SimdOp.EXPM1, "math.trunc": SimdOp.TRUNC,
+    "math.roundeven": SimdOp.ROUND, "math.tan": SimdOp.TAN, "math.asin": SimdOp.ASIN, "math.acos": SimdOp.ACOS,
+    "math.atan": SimdOp.ATAN, "math.sinh": SimdOp.SINH, "math.cosh": SimdOp.COSH, "arith.negf": SimdOp.NEG,
+}
+
+CMP: dict[str, tuple[CmpOp, int]] = {
+    "eq": (CmpOp.EQ, 0), "ne": (CmpOp.NE, 0), "slt": (CmpOp.LT, 0), "sle": (CmpOp.LE, 0),
+    "sgt": (CmpOp.GT, 0), "sge": (CmpOp.GE, 0), "ult": (CmpOp.LT, Flags.UNSIGNED),
+    "ule": (CmpOp.LE, Flags.UNSIGNED), "ugt": (CmpOp.GT, Flags.UNSIGNED), "uge": (CmpOp.GE, Flags.UNSIGNED),
+    "oeq": (CmpOp.EQ, 0), "one": (CmpOp.NE, 0), "olt": (CmpOp.LT, 0), "ole": (CmpOp.LE, 0),
+    "ogt": (CmpOp.GT, 0), "oge": (CmpOp.GE, 0), "ueq": (CmpOp.EQ, 0), "une": (CmpOp.NE, 0),
+    "ult_f": (CmpOp.LT, 0),
+}
+_LLVM_CMP = {CmpOp.EQ: "==", CmpOp.NE: "!=", CmpOp.LT: "<", CmpOp.LE: "<=", CmpOp.GT: ">", CmpOp.GE: ">="}
+
+
+# -- generic tensor helpers ---------------------------------------------------------------------
+def simd_binary(ctx: KernelLowering, op: Operation, a: Buf | Splat, b: Buf | Splat, subop: int, flags: int,
+                in_dtype: DType, out_dtype: DType, command: Op = Op.SIMD_BINARY) -> Buf:
+    res = op.results[0]
+    reuse = [v for v, x in zip(op.operands[:2], (a, b), strict=False) if isinstance(x, Buf)]
+    dst = ctx.result_buf(op, res, out_dtype, reuse=reuse)
+    shape = tuple(res.shape)
+    dts = (out_dtype, in_dtype, in_dtype)
+    if isinstance(b, Splat) and isinstance(a, Buf):
+        ctx.command(command, shape=shape, dst=dst, srcs=(a,), dtypes=dts, subop=subop,
+                    flags=flags | Flags.SRC1_IMM | ctx.imm_flags(in_dtype), imm1=ctx.imm(b.scalar, in_dtype))
+    elif isinstance(a, Splat) and isinstance(b, Buf):
+        ctx.command(command, shape=shape, dst=dst, srcs=(None, b), dtypes=dts, subop=subop,
+                    flags=flags | Flags.SRC0_IMM | ctx.imm_flags(in_dtype), imm0=ctx.imm(a.scalar, in_dtype))
+    else:
+        ab = a if isinstance(a, Buf) else ctx.materialize(a)
+        bb = b if isinstance(b, Buf) else ctx.materialize(b)
+        ctx.command(command, shape=shape, dst=dst, srcs=(ab, bb), dtypes=dts, subop=subop, flags=flags)
+    return dst
+
+
+def unit_scalar(ctx: KernelLowering, command: Op, subop: int, flags: int, inputs: list[ir.Value],
+                in_dtype: DType, out_dtype: DType, out_ty: ir.Type) -> ir.Value:
+    """Evaluate a scalar op on the SIMD engine over one element and read it back."""
+    bufs = []
+    for x in inputs:
+        one = ctx.new_buf(None, (1,), in_dtype)
+        ctx.fill(one, x, in_dtype)
+        bufs.append(one)
+    dst = ctx.new_buf(None, (1,), out_dtype)
+    ctx.command(command, shape=(1,), dst=dst, srcs=bufs, dtypes=(out_dtype, in_dtype, in_dtype, in_dtype),
+                subop=subop, flags=flags)
+    return ctx.read_scalar(dst, out_ty)
+
+
+def _fold_splats(ctx: KernelLowering, op: Operation, scalar: ir.Value) -> None:
+    res = op.results[0]
+    ctx.bind(res, Splat(scalar, tuple(res.shape), dt.to_dtype(res.type)))
+
+
+# -- rules ----------------------------------------------------------------------------------------
+def _binary(ctx: KernelLowering, op: Operation) -> None:
+    subop, flags, scalar_fn = BINARY[op.name]
+    a, b = op.operands[0], op.operands[1]
+    res = op.results[0]
+    in_dtype = dt.to_dtype(a.type)
+    out_dtype = dt.to_dtype(res.type)
+    if op.name == "math.copysign":
+        raise UnsupportedError("copysign has no SIMD op", hint="use tl.where(y < 0, -tl.abs(x), tl.abs(x))")
+
+    def on_core(x: ir.Value, y: ir.Value) -> ir.Value:
+        if scalar_fn is not None:
+            return scalar_fn(ctx.b, x, y)
+        return unit_scalar(ctx, Op.SIMD_BINARY, subop, flags, [x, y], in_dtype, out_dtype, x.type)
+
+    if not res.type.is_tensor:
+        ctx.bind(res, on_core(ctx.scalar(a), ctx.scalar(b)))
+        return
+    ta, tb = ctx.tensor(a), ctx.tensor(b)
+    if isinstance(ta, Splat) and isinstance(tb, Splat):
+        _fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
+        return
+    ctx.bind(res, simd_binary(ctx, op, ta, tb, subop, flags, in_dtype, out_dtype))
+
+
+for _name in BINARY:
+    rule(_name)(_binary)
+
+
+def _unary(ctx: KernelLowering, op: Operation) -> None:
+    subop = UNARY[op.name]
+    a = op.operands[0]
+    res = op.results[0]
+    dtype = dt.to_dtype(res.type)
+    if not res.type.is_tensor:
+        x = ctx.scalar(a)
+        if subop == SimdOp.NEG:
+            ctx.bind(res, ctx.b.fneg(x))
+        else:
+            ctx.bind(res, unit_scalar(ctx, Op.SIMD_UNARY, subop, 0, [x], dtype, dtype, x.type))
+        return
+    ta = ctx.tensor(a)
+    if isinstance(ta, Splat) and subop == SimdOp.NEG:
+        _fold_splats(ctx, op, ctx.b.fneg(ta.scalar))
+        return
+    src = ctx.buf(a)
+    dst = ctx.result_buf(op, res, dtype, reuse=[a])
+    ctx.command(Op.SIMD_UNARY, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(dtype, dtype), subop=subop)
+    ctx.bind(res, dst)
+
+
+for _name in UNARY:
+    rule(_name)(_unary)
+
+
+@rule("math.fma")
+def _fma(ctx: KernelLowering, op: Operation) -> None:
+    res = op.results[0]
+    dtype = dt.to_dtype(res.type)
+    if not res.type.is_tensor:
+        a, b, c = (ctx.scalar(v) for v in op.operands)
+        ctx.bind(res, ctx.b.fadd(ctx.b.fmul(a, b), c))
+        return
+    srcs = [ctx.buf(v) for v in op.operands]
+    dst = ctx.result_buf(op, res, dtype, reuse=list(op.operands))
+    ctx.command(Op.SIMD_FMA, shape=tuple(res.shape), dst=dst, srcs=srcs, dtypes=(dtype, dtype, dtype, dtype))
+    ctx.bind(res, dst)
+
+
+@rule("tt.clampf")
+def _clampf(ctx: KernelLowering, op: Operation) -> None:
+    x, lo, hi = op.operands
+    res = op.results[0]
+    dtype = dt.to_dtype(res.type)
+    if not res.type.is_tensor:
+        b = ctx.b
+        ctx.bind(res, _fmin(b, _fmax(b, ctx.scalar(x), ctx.scalar(lo)), ctx.scalar(hi)))
+        return
+    tmp = simd_binary(ctx, op, ctx.tensor(x), ctx.tensor(lo), SimdOp.MAX, 0, dtype, dtype)
+    dst = ctx.result_buf(op, res, dtype)
+    th = ctx.tensor(hi)
+    if isinstance(th, Splat):
+        ctx.command(Op.SIMD_BINARY, shape=tuple(res.shape), dst=dst, srcs=(tmp,), dtypes=(dtype, dtype, dtype),
+                    subop=SimdOp.MIN, flags=Flags.SRC1_IMM, imm1=ctx.imm(th.scalar, dtype))
+    else:
+        ctx.command(Op.SIMD_BINARY, shape=tuple(res.shape), dst=dst, srcs=(tmp, th), dtypes=(dtype, dtype, dtype),
+                    subop=SimdOp.MIN)
+    ctx.bind(res, dst)
+
+
+@rule("arith.cmpi", "arith.cmpf")
+def _cmp(ctx: KernelLowering, op: Operation) -> None:
+    pred = str(op.attr("predicate"))
+    if op.name == "arith.cmpf" and pred in ("ult", "ule", "ugt", "uge"):
+        cmp, flags = {"ult": CmpOp.LT, "ule": CmpOp.LE, "ugt": CmpOp.GT, "uge": CmpOp.GE}[pred], 0
+    elif pred in CMP:
+        cmp, flags = CMP[pred]
+    else:
+        raise UnsupportedError(f"comparison predicate {pred!r} has no SIMD lowering")
+    a, b = op.operands
+    res = op.results[0]
+    in_dtype = dt.to_dtype(a.type)
+    is_f = op.name == "arith.cmpf"
+
+    def on_core(x: ir.Value, y: ir.Value) -> ir.Value:
+        bld = ctx.b
+        if is_f:
+            if pred.startswith("u"):
+                return bld.fcmp_unordered(_LLVM_CMP[cmp], x, y)
+            return bld.fcmp_ordered(_LLVM_CMP[cmp], x, y)
+        if flags & Flags.UNSIGNED:
+            return bld.icmp_unsigned(_LLVM_CMP[cmp], x, y)
+        return bld.icmp_signed(_LLVM_CMP[cmp], x, y)
+
+    if not res.type.is_tensor:
+        ctx.bind(res, on_core(ctx.scalar(a), ctx.scalar(b)))
+        return
+    ta, tb = ctx.tensor(a), ctx.tensor(b)
+    if isinstance(ta, Splat) and isinstance(tb, Splat):
+        _fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
+        return
+    ctx.bind(res, simd_binary(ctx, op, ta, tb, cmp, flags, in_dtype, DType.I1, command=Op.SIMD_CMP))
+
+
+@rule("arith.select")
+def _select(ctx: KernelLowering, op: Operation) -> None:
+    c, a, b = op.operands
+    res = op.results[0]
+    if not res.type.is_tensor:
+        ctx.bind(res, ctx.b.select(ctx.scalar(c), ctx.scalar(a), ctx.scalar(b)))
+        return
+    dtype = dt.to_dtype(res.type)
+    shape = tuple(res.shape)
+    cond = ctx.tensor(c) if c.type.is_tensor else Splat(ctx.scalar(c), shape, DType.I1)
+    ta, tb = ctx.tensor(a), ctx.tensor(b)
+    if isinstance(cond, Splat) and isinstance(ta, Splat) and isinstance(tb, Splat):
+        _fold_splats(ctx, op, ctx.b.select(cond.scalar, ta.scalar, tb.scalar))
+        return
+    cb = cond if isinstance(cond, Buf) else ctx.materialize(cond)
+    ab = ta if isinstance(ta, Buf) else ctx.materialize(ta)
+    bb = tb if isinstance(tb, Buf) else ctx.materialize(tb)
+    dst = ctx.result_buf(op, res, dtype, reuse=[a, b])
+    ctx.command(Op.SIMD_SELECT, shape=shape, dst=dst, srcs=(cb, ab, bb), dtypes=(dtype, DType.I1, dtype, dtype))
+    ctx.bind(res, dst)
+
+
+# -- casts ---------------------------------------------------------------------------------------
+def _scalar_cast(ctx: KernelLowering, op: Operation, x: ir.Value) -> ir.Value:
+    b = ctx.b
+    res = op.results[0]
+    ty = dt.core_type(res.type)
+    name = op.name
+    if x.type == ty and name not in ("arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui"):
+        return x
+    if name in ("arith.extsi", "arith.index_cast", "arith.index_castui"):
+        if ty.width > x.type.width:
+            return b.zext(x, ty) if name == "arith.index_castui" else b.sext(x, ty)
+        return b.trunc(x, ty) if ty.width < x.type.width else x
+    if name == "arith.extui":
+        return b.zext(x, ty)
+    if name == "arith.trunci":
+        return b.trunc(x, ty)
+    if name == "arith.sitofp":
+        return b.sitofp(x, ty)
+    if name == "arith.uitofp":
+        return b.uitofp(x, ty)
+    if name == "arith.fptosi":
+        return b.fptosi(x, ty)
+    if name == "arith.fptoui":
+        return b.fptoui(x, ty)
+    if name in ("arith.extf", "arith.truncf", "tt.fp_to_fp"):
+        if isinstance(ty, ir.DoubleType):
+            return b.fpext(x, ty)
+        return b.fptrunc(x, ty)
+    if name in ("tt.int_to_ptr", "tt.ptr_to_int"):
+        return b.zext(x, ty) if ty.width > x.type.width else (b.trunc(x, ty) if ty.width < x.type.width else x)
+    if name in ("arith.bitcast", "tt.bitcast"):
+        if isinstance(x.type, ir.FloatType) and res.type.element_type.bitwidth != 32:
+            raise UnsupportedError("bitcast of a 16-bit float scalar on the core")
+        return b.bitcast(x, ty)
+    raise UnsupportedError(f"scalar cast {name}")
+
+
+@rule("arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi",
+      "arith.fptoui", "arith.extf", "arith.truncf", "tt.fp_to_fp", "arith.index_cast", "arith.index_castui",
+      "arith.bitcast", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int")
+def _cast(ctx: KernelLowering, op: Operation) -> None:
+    a = op.operands[0]
+    res = op.results[0]
+    if not res.type.is_tensor:
+        ctx.bind(res, _scalar_cast(ctx, op, ctx.scalar(a)))
+        return
+    unsigned = op.name in ("arith.extui", "arith.uitofp", "arith.fptoui", "arith.index_castui")
+    in_dtype = dt.to_dtype(a.type)
+    out_dtype = dt.to_dtype(res.type)
+    ta = ctx.tensor(a)
+    if isinstance(ta, Splat):
+        if op.name in ("arith.bitcast", "tt.bitcast"):
+            ta = ctx.materialize(ta)
+        else:
+            _fold_splats(ctx, op, _scalar_cast(ctx, op, ta.scalar))
+            return
+    if op.name in ("arith.bitcast", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int") or (
+            in_dtype == out_dtype):
+        if isa_itemsize(in_dtype) == isa_itemsize(out_dtype):
+            ctx.bind(res, ta.view(ta.shape, ta.strides, out_dtype))
+            return
+    mode = CastMode.DEFAULT
+    if op.name == "tt.fp_to_fp" and str(op.attr("rounding", "rtne")) == "rtz":
+        mode = CastMode.RTZ
+    dst = ctx.result_buf(op, res, out_dtype, reuse=[a])
+    ctx.command(Op.SIMD_CAST, shape=tuple(res.shape), dst=dst, srcs=(ta,), dtypes=(out_dtype, in_dtype),
+                subop=mode, flags=Flags.UNSIGNED if unsigned else 0)
+    ctx.bind(res, dst)
+
+
+def isa_itemsize(d: DType) -> int:
+    from mtia_sim.isa import ITEMSIZE
+
+    return ITEMSIZE[d]
+
+
+# -- constants -----------------------------------------------------------------------------------
+def scalar_constant(ty: ir.Type, value: object) -> ir.Value:
+    if isinstance(ty, ir.IntType):
+        v = int(bool(value)) if isinstance(value, bool | np.bool_) else int(value)  # type: ignore[call-overload]
+        return ty(v & ((1 << ty.width) - 1) if ty.width > 1 else v & 1)
+    return ty(float(value))  # type: ignore[arg-type]
+
+
+@rule("arith.constant")
+def _constant(ctx: KernelLowering, op: Operation) -> None:
+    res = op.results[0]
+    value = op.attr("value")
+    ty = dt.core_type(res.type)
+    if not res.type.is_tensor:
+        ctx.bind(res, scalar_constant(ty, value))
+        return
+    dtype = dt.to_dtype(res.type)
+    if isinstance(value, DenseAttr):
+        arr = np.asarray(value.value)
+        if arr.size == 0 or (arr == arr.flat[0]).all():
+            ctx.bind(res, Splat(scalar_constant(ty, arr.flat[0] if arr.size else 0), tuple(res.shape), dtype))
+            return
+        _dense_constant(ctx, op, np.broadcast_to(arr, tuple(res.shape)), dtype)
+        return
+    ctx.bind(res, Splat(scalar_constant(ty, value), tuple(res.shape), dtype))
+
+
+def _dense_constant(ctx: KernelLowering, op: Operation, arr: np.ndarray, dtype: DType) -> None:
+    """A non-uniform constant tensor: the core writes it into the local store element by element."""
+    from mtia_sim.isa import UnitMask
+
+    res = op.results[0]
+    if arr.size > 4096:
+        raise UnsupportedError(f"non-uniform constant tensor of {arr.size} elements",
+                               hint="build it with tl.arange / tl.where instead")
+    dst = ctx.new_buf(res, tuple(res.shape), dtype)
+    ctx.em.fence(UnitMask.ALL)
+    b = ctx.b
+    flat = arr.reshape(-1)
+    from mtia_sim.units.dtypes import np_dtype
+
+    raw = np.ascontiguousarray(flat.astype(np_dtype(dtype))).view(np.uint8)
+    base = dst.addr
+    for i in range(0, len(raw), 8):
+        chunk = bytes(raw[i:i + 8]) + b"\0" * (8 - len(raw[i:i + 8]))
+        word = int.from_bytes(chunk, "little")
+        b.store(I64(word), b.inttoptr(I64(int(base) + i), I64.as_pointer()))  # type: ignore[arg-type]
+    ctx.bind(res, dst)
+
+
+_ = (I1, f64_bits)
+
+
+@rule("tt.mulhiui")
+def _mulhiui(ctx: KernelLowering, op: Operation) -> None:
+    """High half of the unsigned product: widen to 64 bits, multiply, shift, narrow."""
+    a, b_v = op.operands
+    res = op.results[0]
+    width = res.type.element_type.bitwidth
+    if not res.type.is_tensor:
+        b = ctx.b
+        wide = ir.IntType(2 * width)
+        prod = b.mul(b.zext(ctx.scalar(a), wide), b.zext(ctx.scalar(b_v), wide))
+        ctx.bind(res, b.trunc(b.lshr(prod, wide(width)), ir.IntType(width)))
+        return
+    if width != 32:
+        raise UnsupportedError(f"tl.umulhi on {width}-bit integers", hint="use 32-bit operands")
+    shape = tuple(res.shape)
+    wide_bufs = []
+    for v in (a, b_v):
+        w = ctx.new_buf(None, shape, DType.U64)
+        x = ctx.tensor(v)
+        if isinstance(x, Splat):
+            ctx.command(Op.SIMD_FILL, shape=shape, dst=w, dtypes=(DType.U64,),
+                        imm0=ctx.b.zext(x.scalar, I64), flags=Flags.IMM_IS_INT)
+        else:
+            ctx.command(Op.SIMD_CAST, shape=shape, dst=w, srcs=(x,), dtypes=(DType.U64, DType.U32),
+                        flags=Flags.UNSIGNED)
+        wide_bufs.append(w)
+    p, q = wide_bufs
+    u64 = (DType.U64, DType.U64, DType.U64)
+    ctx.command(Op.SIMD_BINARY, shape=shape, dst=p, srcs=(p, q), dtypes=u64, subop=SimdOp.MUL, flags=Flags.UNSIGNED)
+    ctx.command(Op.SIMD_BINARY, shape=shape, dst=p, srcs=(p,), dtypes=u64, subop=SimdOp.SHR,
+                flags=Flags.UNSIGNED | Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=32)
+    dst = ctx.new_buf(res, shape, DType.I32)
+    ctx.command(Op.SIMD_CAST, shape=shape, dst=dst, srcs=(p,), dtypes=(DType.U32, DType.U64), flags=Flags.UNSIGNED)
+    ctx.bind(res, dst.view(dst.shape, dst.strides, DType.I32))

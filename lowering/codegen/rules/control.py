@@ -1,0 +1,236 @@
+"""Structured control flow stays on the control core: scf.for / scf.while / scf.if.
+
+Loop-carried scalars live in stack slots (LLVM's mem2reg makes them registers); loop-carried
+tensors live in local-store slots pinned for the loop. Loads marked by the multi-buffering pass
+rotate through a ring of `num_stages` buffers so the DMA of the next iteration does not wait for
+the compute of the current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llvmlite import ir
+
+from lowering.codegen import dtypes as dt
+from lowering.codegen.emitter import I1, I64
+from lowering.codegen.errors import UnsupportedError
+from lowering.codegen.lower import KernelLowering
+from lowering.codegen.rules import rule
+from lowering.codegen.values import Buf
+from lowering.ir.core import Block, Operation, Value
+from lowering.passes.local_alloc import Buffer
+from mtia_sim.isa import ITEMSIZE, Reg, ReduceOp, UnitMask
+
+Slot = ir.Value | Buf  # a stack slot (scalar) or a pinned local-store buffer (tensor)
+
+
+def _make_slots(ctx: KernelLowering, values: Sequence[Value], name: str) -> list[Slot]:
+    slots: list[Slot] = []
+    for v in values:
+        if v.type.is_tensor:
+            buf = ctx.new_buf(v, tuple(v.shape), dt.to_dtype(v.type), name=f"{name} %{v.name_hint or '?'}")
+            buf.buffer.pinned += 1
+            if buf.buffer in ctx.temps:
+                ctx.temps.remove(buf.buffer)
+            slots.append(buf)
+        else:
+            slots.append(ctx.alloca(dt.core_type(v.type), name=name))
+    return slots
+
+
+def _store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
+    for slot, v in zip(slots, values, strict=True):
+        if isinstance(slot, Buf):
+            ctx.store_into(slot, ctx.tensor(v))
+        else:
+            ctx.b.store(ctx.scalar(v), slot)
+
+
+def _bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
+    for slot, v in zip(slots, values, strict=True):
+        if isinstance(slot, Buf):
+            ctx.bind(v, slot.view(slot.shape, slot.strides))
+        else:
+            ctx.bind(v, ctx.b.load(slot))
+
+
+def _unpin(ctx: KernelLowering, slots: Sequence[Slot]) -> None:
+    for slot in slots:
+        if isinstance(slot, Buf):
+            slot.buffer.pinned -= 1
+            ctx.alloc.release(slot.buffer)
+
+
+def _with_yield(ctx: KernelLowering, handler: Callable[[Operation], None], block: Block) -> None:
+    ctx.yield_handlers.append(handler)
+    try:
+        ctx.emit_block(block)
+    finally:
+        ctx.yield_handlers.pop()
+
+
+@rule("scf.yield", "scf.condition")
+def _yield(ctx: KernelLowering, op: Operation) -> None:
+    if not ctx.yield_handlers:
+        raise UnsupportedError(f"{op.name} outside a structured region")
+    ctx.yield_handlers[-1](op)
+
+
+def _rings(ctx: KernelLowering, body: Block, counter: ir.Value) -> list[Buffer]:
+    rings = []
+    for o in body.ops:
+        depth = ctx.plan.stages.get(id(o), 1)
+        if o.name != "tt.load" or depth <= 1 or not o.results[0].type.is_tensor:
+            continue
+        if ctx.plan.pointers.access(o) is None:
+            continue
+        res = o.results[0]
+        nbytes = res.type.numel * ITEMSIZE[dt.to_dtype(res.type)]
+        nbytes = (nbytes + 31) // 32 * 32
+        ring = ctx.alloc.allocate(nbytes * depth, f"%{res.name_hint or '?'} x{depth} stages")
+        ring.pinned += 1
+        ctx.rings[id(o)] = (ring, nbytes, depth, counter)
+        rings.append(ring)
+    return rings
+
+
+@rule("scf.for")
+def _for(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.b
+    lb, ub, step = (ctx.scalar(v) for v in op.operands[:3])
+    inits = list(op.operands[3:])
+    body = op.regions[0].entry
+    iv_arg, carried = body.args[0], body.args[1:]
+    slots = _make_slots(ctx, carried, "iter")
+    _store_slots(ctx, slots, inits)
+    iv_slot = ctx.alloca(lb.type, name="iv")
+    b.store(lb, iv_slot)
+    counter = ctx.alloca(I64, name="iteration")
+    b.store(I64(0), counter)
+    rings = _rings(ctx, body, counter)
+    fn = b.function
+    head = fn.append_basic_block("for.head")
+    loop = fn.append_basic_block("for.body")
+    done = fn.append_basic_block("for.end")
+    b.branch(head)
+    b.position_at_end(head)
+    iv = b.load(iv_slot)
+    unsigned = bool(op.attr("unsignedCmp", False))
+    cond = b.icmp_unsigned("<", iv, ub) if unsigned else b.icmp_signed("<", iv, ub)
+    b.cbranch(cond, loop, done)
+    b.position_at_end(loop)
+    ctx.bind(iv_arg, iv)
+    _bind_slots(ctx, slots, carried)
+
+    def on_yield(y: Operation | None) -> None:
+        _store_slots(ctx, slots, list(y.operands) if y is not None else [])
+        b.store(b.add(b.load(iv_slot), step), iv_slot)
+        b.store(b.add(b.load(counter), I64(1)), counter)
+        b.branch(head)
+
+    _with_yield(ctx, on_yield, body)
+    if not b.block.is_terminated:  # a yield without values is implicit in MLIR's pretty form
+        on_yield(None)
+    b.position_at_end(done)
+    for ring in rings:
+        ring.pinned -= 1
+        ctx.alloc.release(ring)
+    _bind_slots(ctx, slots, op.results)
+    _unpin(ctx, slots)
+
+
+@rule("scf.while")
+def _while(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.b
+    before, after = op.regions[0].entry, op.regions[1].entry
+    carried = _make_slots(ctx, before.args, "while")
+    _store_slots(ctx, carried, list(op.operands))
+    forwarded = _make_slots(ctx, after.args, "while.fwd")
+    fn = b.function
+    head = fn.append_basic_block("while.head")
+    loop = fn.append_basic_block("while.body")
+    done = fn.append_basic_block("while.end")
+    b.branch(head)
+    b.position_at_end(head)
+    _bind_slots(ctx, carried, before.args)
+
+    def on_condition(c: Operation) -> None:
+        _store_slots(ctx, forwarded, list(c.operands[1:]))
+        b.cbranch(ctx.scalar(c.operands[0]), loop, done)
+
+    _with_yield(ctx, on_condition, before)
+    b.position_at_end(loop)
+    _bind_slots(ctx, forwarded, after.args)
+
+    def on_yield(y: Operation) -> None:
+        _store_slots(ctx, carried, list(y.operands))
+        b.branch(head)
+
+    _with_yield(ctx, on_yield, after)
+    b.position_at_end(done)
+    _bind_slots(ctx, forwarded, op.results)
+    _unpin(ctx, carried)
+    _unpin(ctx, forwarded)
+
+
+@rule("scf.if")
+def _if(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.b
+    cond = ctx.scalar(op.operands[0])
+    slots = _make_slots(ctx, op.results, "if")
+    fn = b.function
+    then_bb = fn.append_basic_block("if.then")
+    else_bb = fn.append_basic_block("if.else")
+    end_bb = fn.append_basic_block("if.end")
+    b.cbranch(cond, then_bb, else_bb)
+
+    def on_yield(y: Operation) -> None:
+        _store_slots(ctx, slots, list(y.operands))
+        b.branch(end_bb)
+
+    for region, bb in zip(op.regions, (then_bb, else_bb), strict=False):
+        b.position_at_end(bb)
+        if region.blocks:
+            _with_yield(ctx, on_yield, region.entry)
+        if not b.block.is_terminated:
+            b.branch(end_bb)
+    if len(op.regions) < 2:
+        b.position_at_end(else_bb)
+        b.branch(end_bb)
+    b.position_at_end(end_bb)
+    _bind_slots(ctx, slots, op.results)
+    _unpin(ctx, slots)
+
+
+@rule("tt.return")
+def _return(ctx: KernelLowering, op: Operation) -> None:
+    if op.operands:
+        raise UnsupportedError("kernels cannot return values")
+    if op.parent is not ctx.fn.entry:
+        ctx.b.ret_void()
+        ctx.b.position_at_end(ctx.b.function.append_basic_block("after.return"))
+
+
+@rule("tt.assert")
+def _assert(ctx: KernelLowering, op: Operation) -> None:
+    c = op.operands[0]
+    b = ctx.b
+    if c.type.is_tensor:
+        src = ctx.buf(c)
+        one = ctx.new_buf(None, (1,), src.dtype)
+        ctx.command(0x400, shape=src.shape, dst=one.view(src.shape, tuple(0 for _ in src.shape)), srcs=(src,),
+                    dtypes=(src.dtype, src.dtype), subop=ReduceOp.MIN, axis=0)
+        ok = ctx.read_scalar(one, I1)
+    else:
+        ok = ctx.scalar(c)
+    with b.if_then(b.not_(ok)):
+        ctx.em.fence(UnitMask.ALL)
+        ctx.em.mmio_write(Reg.EXIT, 1)
+
+
+@rule("tt.print")
+def _print(ctx: KernelLowering, op: Operation) -> None:
+    for v in op.operands:
+        if not v.type.is_tensor:
+            ctx.em.mmio_write(Reg.PRINT, ctx.scalar(v))

@@ -1,0 +1,280 @@
+"""Loads, stores and atomics: block DMA for affine accesses, gather/scatter otherwise,
+plain core loads/stores for scalar pointers."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from lowering.codegen import dtypes as dt
+from lowering.codegen.emitter import I1, I64
+from lowering.codegen.errors import UnsupportedError
+from lowering.codegen.lower import KernelLowering
+from lowering.codegen.rules import rule
+from lowering.codegen.values import Buf, Splat
+from lowering.ir.core import Operation
+from lowering.passes.pointer_analysis import BlockAccess, SExpr
+from mtia_sim.isa import ITEMSIZE, LOCAL_BASE, AtomicOp, DType, Flags, Op, UnitMask
+
+
+def sexpr(ctx: KernelLowering, e: SExpr) -> ir.Value:
+    """Evaluate a pointer-analysis scalar expression on the core (as i64)."""
+    kind = e[0]
+    if kind == "c":
+        return I64(int(e[1]))
+    if kind == "v":
+        return ctx.i64(ctx.scalar(e[1]))
+    a, b = sexpr(ctx, e[1]), sexpr(ctx, e[2])
+    bld = ctx.b
+    return {"add": bld.add, "sub": bld.sub, "mul": bld.mul}[kind](a, b)
+
+
+def _cond(ctx: KernelLowering, c: SExpr) -> ir.Value:
+    if c[0] == "lt0":
+        return ctx.b.icmp_signed("<", sexpr(ctx, c[1]), I64(0))
+    return ctx.scalar(c[1])
+
+
+def _other_imm(ctx: KernelLowering, op: Operation, dtype: DType) -> tuple[ir.Value | int, int]:
+    if op.name != "tt.load" or len(op.operands) < 3:
+        return 0, ctx.imm_flags(dtype)
+    other = ctx.tensor(op.operands[2])
+    if not isinstance(other, Splat):
+        raise UnsupportedError("tt.load with a non-uniform `other` in a block access")
+    return ctx.imm(other.scalar, dtype), ctx.imm_flags(dtype)
+
+
+def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
+    b = ctx.b
+    is_load = op.name == "tt.load"
+    val_type = op.results[0].type if is_load else op.operands[1].type
+    dtype = dt.to_dtype(val_type)
+    size = ITEMSIZE[dtype]
+    shape = tuple(val_type.shape)
+    base = b.add(ctx.i64(ctx.scalar(acc.base)), b.mul(sexpr(ctx, acc.offset), I64(size)))
+    strides = [sexpr(ctx, s) for s in acc.strides]
+    valid: list[ir.Value | int] = []
+    empty: ir.Value = I1(0)
+    if acc.mask is not None:
+        for k, bounds in enumerate(acc.mask.bounds):
+            if not bounds:
+                valid.append(shape[k])
+                continue
+            v = sexpr(ctx, bounds[0])
+            for extra in bounds[1:]:
+                e = sexpr(ctx, extra)
+                v = b.select(b.icmp_signed("<", e, v), e, v)
+            empty = b.or_(empty, b.icmp_signed("<=", v, I64(0)))
+            v = b.select(b.icmp_signed(">", v, I64(shape[k])), I64(shape[k]), v)
+            valid.append(v)
+        for c in acc.mask.conds:
+            empty = b.or_(empty, b.not_(_cond(ctx, c)))
+    mask_buf = None
+    if acc.mask_tensor:
+        mask_buf = ctx.buf(op.operands[1 if is_load else 2])
+    if is_load:
+        res = op.results[0]
+        dst = _load_dst(ctx, op, res, dtype)
+        imm0, flags = _other_imm(ctx, op, dtype)
+
+        def issue() -> None:
+            ctx.command(Op.DMA_COPY, shape=shape, dst=dst, srcs=(((base, strides)), None, mask_buf),
+                        dtypes=(dtype, dtype), valid=valid or None, imm0=imm0, flags=flags)
+
+        if acc.mask is None:
+            issue()
+        else:
+            with b.if_else(empty) as (then, otherwise):
+                with then:
+                    ctx.command(Op.SIMD_FILL, shape=shape, dst=dst, dtypes=(dtype,), imm0=imm0, flags=flags)
+                with otherwise:
+                    issue()
+        ctx.bind(res, dst)
+    else:
+        src = ctx.buf(op.operands[1])
+
+        def issue_store() -> None:
+            ctx.command(Op.DMA_COPY, shape=shape, dst=(base, strides), srcs=(src, None, mask_buf),
+                        dtypes=(dtype, src.dtype), valid=valid or None)
+
+        if acc.mask is None:
+            issue_store()
+        else:
+            with b.if_then(b.not_(empty)):
+                issue_store()
+
+
+def _load_dst(ctx: KernelLowering, op: Operation, res: object, dtype: DType) -> Buf:
+    ring = ctx.rings.get(id(op)) if hasattr(ctx, "rings") else None
+    if ring is None:
+        return ctx.new_buf(res, tuple(res.shape), dtype)  # type: ignore[attr-defined]
+    buffer, nbytes, depth, counter = ring
+    b = ctx.b
+    slot = b.urem(b.load(counter), I64(depth))
+    addr = b.add(I64(LOCAL_BASE + buffer.offset), b.mul(slot, I64(nbytes)))
+    from lowering.codegen.values import row_major
+
+    shape = tuple(res.shape)  # type: ignore[attr-defined]
+    return Buf(buffer, shape, row_major(shape), dtype, dyn_base=addr)
+
+
+def _scalar_access(ctx: KernelLowering, op: Operation) -> None:
+    b = ctx.b
+    is_load = op.name == "tt.load"
+    ptr = ctx.scalar(op.operands[0])
+    val_type = op.results[0].type if is_load else op.operands[1].type
+    dtype = dt.to_dtype(val_type)
+    mask_index = 1 if is_load else 2
+    mask = ctx.scalar(op.operands[mask_index]) if len(op.operands) > mask_index else None
+    if dtype in (DType.F16, DType.BF16):
+        _scalar_half(ctx, op, ptr, dtype, mask)
+        return
+    core_ty = dt.core_type(val_type)
+    mem_ty = ir.IntType(8) if dtype == DType.I1 else core_ty
+    addr = b.inttoptr(ptr, mem_ty.as_pointer())
+    ctx.em.fence(UnitMask.DMA)  # order against earlier DMA to the same DRAM
+    if is_load:
+        other = ctx.scalar(op.operands[2]) if len(op.operands) > 2 else core_ty(0)
+        if mask is None:
+            val = b.load(addr)
+        else:
+            slot = ctx.alloca(mem_ty)
+            b.store(other if mem_ty == core_ty else b.zext(other, mem_ty), slot)
+            with b.if_then(mask):
+                b.store(b.load(addr), slot)
+            val = b.load(slot)
+        if mem_ty != core_ty:
+            val = b.icmp_unsigned("!=", val, mem_ty(0))
+        ctx.bind(op.results[0], val)
+    else:
+        val = ctx.scalar(op.operands[1])
+        if mem_ty != core_ty:
+            val = b.zext(val, mem_ty)
+        if mask is None:
+            b.store(val, addr)
+        else:
+            with b.if_then(mask):
+                b.store(val, addr)
+
+
+def _scalar_half(ctx: KernelLowering, op: Operation, ptr: ir.Value, dtype: DType, mask: ir.Value | None) -> None:
+    """fp16/bf16 scalars live as f32 on the core: convert on the SIMD engine through the local store."""
+    b = ctx.b
+    if op.name == "tt.load":
+        one = ctx.new_buf(None, (1,), dtype)
+        other = ctx.scalar(op.operands[2]) if len(op.operands) > 2 else ir.FloatType()(0.0)
+        ctx.fill(one, other, dtype)
+        if mask is None:
+            ctx.command(Op.DMA_COPY, shape=(1,), dst=one, srcs=((ptr, [0]),), dtypes=(dtype, dtype))
+        else:
+            with b.if_then(mask):
+                ctx.command(Op.DMA_COPY, shape=(1,), dst=one, srcs=((ptr, [0]),), dtypes=(dtype, dtype))
+        ctx.bind(op.results[0], ctx.read_scalar(one, ir.FloatType()))
+        return
+    one = ctx.new_buf(None, (1,), dtype)
+    ctx.fill(one, ctx.scalar(op.operands[1]), dtype)
+    if mask is None:
+        ctx.command(Op.DMA_COPY, shape=(1,), dst=(ptr, [0]), srcs=(one,), dtypes=(dtype, dtype))
+    else:
+        with b.if_then(mask):
+            ctx.command(Op.DMA_COPY, shape=(1,), dst=(ptr, [0]), srcs=(one,), dtypes=(dtype, dtype))
+
+
+def _gather_scatter(ctx: KernelLowering, op: Operation) -> None:
+    is_load = op.name == "tt.load"
+    val_type = op.results[0].type if is_load else op.operands[1].type
+    dtype = dt.to_dtype(val_type)
+    shape = tuple(val_type.shape)
+    addrs = ctx.buf(op.operands[0])
+    mask_index = 1 if is_load else 2
+    mask = ctx.buf(op.operands[mask_index]) if len(op.operands) > mask_index else None
+    if is_load:
+        res = op.results[0]
+        dst = ctx.new_buf(res, shape, dtype)
+        other = ctx.tensor(op.operands[2]) if len(op.operands) > 2 else None
+        imm0: ir.Value | int = 0
+        if isinstance(other, Splat):
+            imm0 = ctx.imm(other.scalar, dtype)
+        ctx.command(Op.DMA_GATHER, shape=shape, dst=dst, srcs=(None, addrs, mask), dtypes=(dtype, dtype),
+                    imm0=imm0, flags=ctx.imm_flags(dtype))
+        if isinstance(other, Buf) and mask is not None:
+            ctx.command(Op.SIMD_SELECT, shape=shape, dst=dst, srcs=(mask, dst, other),
+                        dtypes=(dtype, DType.I1, dtype, dtype))
+        ctx.bind(res, dst)
+    else:
+        src = ctx.buf(op.operands[1])
+        ctx.command(Op.DMA_SCATTER, shape=shape, srcs=(src, addrs, mask), dtypes=(dtype, dtype))
+
+
+@rule("tt.load", "tt.store")
+def _load_store(ctx: KernelLowering, op: Operation) -> None:
+    if not op.operands[0].type.is_tensor:
+        _scalar_access(ctx, op)
+        return
+    acc = ctx.plan.pointers.access(op)
+    if acc is not None:
+        _block_access(ctx, op, acc)
+    else:
+        _gather_scatter(ctx, op)
+
+
+_RMW = {"add": AtomicOp.ADD, "fadd": AtomicOp.ADD, "max": AtomicOp.MAX, "min": AtomicOp.MIN,
+        "umax": AtomicOp.MAX, "umin": AtomicOp.MIN, "exch": AtomicOp.XCHG, "xchg": AtomicOp.XCHG,
+        "and": AtomicOp.AND, "or": AtomicOp.OR, "xor": AtomicOp.XOR}
+
+
+def _as_buf(ctx: KernelLowering, v: object, shape: tuple[int, ...], dtype: DType) -> Buf:
+    if isinstance(v, ir.Value):
+        one = ctx.new_buf(None, (1,), dtype)
+        ctx.fill(one, v, dtype)
+        return one.view(shape, tuple(0 for _ in shape))
+    if isinstance(v, Splat):
+        return ctx.materialize(v)
+    assert isinstance(v, Buf)
+    return v
+
+
+@rule("tt.atomic_rmw", "tt.atomic_cas")
+def _atomic(ctx: KernelLowering, op: Operation) -> None:
+    res = op.results[0]
+    dtype = dt.to_dtype(res.type)
+    is_cas = op.name == "tt.atomic_cas"
+    if is_cas:
+        sub, flags = AtomicOp.CAS, 0
+    else:
+        kind = str(op.attr("atomic_rmw_op", "add")).lower()
+        if kind not in _RMW:
+            raise UnsupportedError(f"atomic operation {kind!r}")
+        sub, flags = _RMW[kind], (Flags.UNSIGNED if kind in ("umax", "umin") else 0)
+    scalar = not res.type.is_tensor
+    shape = (1,) if scalar else tuple(res.shape)
+
+    def get(i: int, d: DType) -> Buf:
+        v = op.operands[i]
+        x = ctx.scalar(v) if scalar else ctx.tensor(v)
+        return _as_buf(ctx, x, shape, d)
+
+    addrs = get(0, DType.U64)
+    if is_cas:
+        cmp_v = op.operands[1]
+        cmp = ctx.scalar(cmp_v) if scalar else ctx.tensor(cmp_v)
+        if not scalar and not isinstance(cmp, Splat):
+            raise UnsupportedError("tl.atomic_cas with a per-element compare value")
+        cmp_scalar = cmp if scalar else cmp.scalar  # type: ignore[union-attr]
+        vals = get(2, dtype)
+        mask = None
+        imm0: ir.Value | int = ctx.imm(cmp_scalar, dtype)  # type: ignore[arg-type]
+    else:
+        vals = get(1, dtype)
+        mask = get(2, DType.I1) if len(op.operands) > 2 else None
+        imm0 = 0
+    used = bool(res.uses)
+    dst = ctx.new_buf(None if scalar else res, shape, dtype) if used else None
+    ctx.command(Op.DMA_ATOMIC, shape=shape, dst=dst, srcs=(vals, addrs, mask), dtypes=(dtype, dtype),
+                subop=sub, flags=flags | ctx.imm_flags(dtype), imm0=imm0)
+    if scalar:
+        ctx.bind(res, ctx.read_scalar(dst, dt.core_type(res.type)) if dst is not None
+                 else dt.core_type(res.type)(0))
+    elif dst is not None:
+        ctx.bind(res, dst)
+    else:
+        ctx.bind(res, Splat(dt.core_type(res.type)(0), shape, dtype))

@@ -1,0 +1,75 @@
+"""Liveness of tile-IR values: after which op (in the defining block) each value is dead.
+
+A use nested in a region (a loop body) keeps the value alive until the op that owns the region
+ends, so a tensor defined before a loop survives every iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lowering.ir.core import Block, Operation, Value
+from lowering.ir.module import Function
+
+
+def _ancestor_in(op: Operation, block: Block) -> Operation | None:
+    """`op` or the op enclosing it that sits directly in `block` (None when outside it)."""
+    cur: Operation | None = op
+    while cur is not None and cur.parent is not block:
+        parent = cur.parent_op if isinstance(cur, Operation) else None
+        cur = parent if isinstance(parent, Operation) else None
+    return cur
+
+
+@dataclass
+class Liveness:
+    """`dies_after[id(op)]`: values whose last use is `op` (or which are unused results of it)."""
+
+    dies_after: dict[int, list[Value]] = field(default_factory=dict)
+
+    def values_dying_after(self, op: Operation) -> list[Value]:
+        return self.dies_after.get(id(op), [])
+
+
+def _defining_block_and_op(v: Value) -> tuple[Block | None, Operation | None]:
+    owner = v.owner
+    if isinstance(owner, Block):
+        return owner, None
+    return owner.parent, owner
+
+
+class LivenessAnalysis:
+    """Pass: compute `Liveness` of every value of a function."""
+
+    name = "liveness"
+
+    def apply(self, fn: Function) -> Liveness:
+        result = Liveness()
+        values: list[Value] = list(fn.args)
+        for op in fn.walk():
+            values.extend(op.results)
+            for region in op.regions:
+                for block in region.blocks:
+                    values.extend(block.args)
+        indices: dict[int, dict[int, int]] = {}
+        for v in values:
+            block, def_op = _defining_block_and_op(v)
+            if block is None:
+                continue
+            last: Operation | None = None
+            last_idx = -1
+            index = indices.get(id(block))
+            if index is None:
+                index = indices[id(block)] = {id(o): i for i, o in enumerate(block.ops)}
+            for use in v.uses:
+                anc = _ancestor_in(use.op, block)
+                if anc is None:
+                    continue
+                i = index[id(anc)]
+                if i > last_idx:
+                    last, last_idx = anc, i
+            if last is None:
+                last = def_op if def_op is not None else (block.ops[0] if block.ops else None)
+            if last is not None:
+                result.dies_after.setdefault(id(last), []).append(v)
+        return result

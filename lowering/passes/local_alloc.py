@@ -1,0 +1,75 @@
+"""Local-store allocation: first-fit placement of tensor buffers, with reuse when values die.
+
+The code generator asks for a buffer when a tensor value is produced and releases it after the
+value's last use (`lowering.passes.liveness`). Addresses are static (assigned at compile time);
+the command processor orders reuse of an address behind earlier readers (write-after-read).
+When live tensors exceed the capacity, `LocalStoreOverflowError` names them, their sizes, the
+capacity and the constexprs that set the block sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lowering.codegen.errors import LocalStoreOverflowError
+from mtia_sim.isa import ALIGNMENT
+
+
+@dataclass(eq=False)
+class Buffer:
+    """A block of `size` bytes at `offset` in the local store, named after the value it holds."""
+
+    offset: int
+    size: int
+    name: str
+    refs: set[int] = field(default_factory=set)  # ids of live values viewing this buffer
+    pinned: int = 0  # >0 while a loop holds it (loop-carried slots, multi-buffer rings)
+
+
+def _align(n: int) -> int:
+    return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+
+
+class LocalStoreAllocator:
+    """First-fit allocator over [0, capacity) with a free list; tracks the peak."""
+
+    def __init__(self, capacity: int, kernel: str = "", constexprs: dict[str, int] | None = None) -> None:
+        self.capacity = capacity
+        self.kernel = kernel
+        self.constexprs = dict(constexprs or {})
+        self.live: list[Buffer] = []
+        self.peak = 0
+        self.log: list[tuple[str, int, int]] = []  # (name, offset, size) in allocation order
+
+    def allocate(self, size: int, name: str) -> Buffer:
+        size = _align(max(size, 1))
+        offset = 0
+        for b in sorted(self.live, key=lambda b: b.offset):
+            if b.offset - offset >= size:
+                break
+            offset = max(offset, b.offset + b.size)
+        if offset + size > self.capacity:
+            self._overflow(size, name)
+        buf = Buffer(offset, size, name)
+        self.live.append(buf)
+        self.peak = max(self.peak, offset + size)
+        self.log.append((name, offset, size))
+        return buf
+
+    def release(self, buf: Buffer) -> None:
+        if buf in self.live and not buf.refs and buf.pinned <= 0:
+            self.live.remove(buf)
+
+    def _overflow(self, size: int, name: str) -> None:
+        live = sorted(self.live, key=lambda b: -b.size)
+        listing = ", ".join(f"{b.name} ({b.size} B)" for b in live[:8])
+        if len(live) > 8:
+            listing += f", ... ({len(live) - 8} more)"
+        used = sum(b.size for b in self.live)
+        shrink = [k for k, v in self.constexprs.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1]
+        hint = (f"shrink the block sizes ({', '.join(shrink)})" if shrink else "shrink the kernel's block sizes")
+        hint += " or lower num_stages"
+        raise LocalStoreOverflowError(
+            f"the kernel's blocks do not fit in the local store: {name} needs {size} B while "
+            f"{used} B are live [{listing}]; capacity is {self.capacity} B",
+            kernel=self.kernel or None, hint=hint)

@@ -1,0 +1,344 @@
+"""Pointer analysis: recover block accesses from addptr/splat/broadcast/make_range chains.
+
+For every `tt.load` / `tt.store` whose pointer tensor is `base + sum_k coef_k * index_k + offset`
+(base: one scalar pointer; coefs and offset: scalar expressions of kernel scalars) and whose mask
+is a conjunction of `index_k + c < bound` comparisons and uniform scalar conditions, the pass
+records a `BlockAccess`: the code generator emits one strided DMA_COPY with `valid` bounds.
+Anything else (indirect indices, modulo, non-prefix masks) is left to the gather/scatter fallback.
+The pass also computes which tensor values must be materialised in the local store at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lowering.ir.attributes import DenseAttr
+from lowering.ir.core import Operation, Value
+from lowering.ir.module import Function
+
+# Scalar expressions over kernel scalars: ("c", int) | ("v", Value) | (op, a, b) with op in add/sub/mul.
+SExpr = tuple[Any, ...]
+ZERO: SExpr = ("c", 0)
+ONE: SExpr = ("c", 1)
+
+
+def s_const(e: SExpr) -> int | None:
+    return e[1] if e[0] == "c" else None
+
+
+def s_add(a: SExpr, b: SExpr) -> SExpr:
+    ca, cb = s_const(a), s_const(b)
+    if ca is not None and cb is not None:
+        return ("c", ca + cb)
+    if ca == 0:
+        return b
+    if cb == 0:
+        return a
+    return ("add", a, b)
+
+
+def s_neg(a: SExpr) -> SExpr:
+    if a[0] == "sub":
+        return s_sub(a[2], a[1])
+    return s_mul(("c", -1), a)
+
+
+def s_sub(a: SExpr, b: SExpr) -> SExpr:
+    cb = s_const(b)
+    if cb == 0:
+        return a
+    if a == b:
+        return ZERO
+    if a[0] == "add" and a[2] == b:
+        return a[1]
+    if a[0] == "add" and a[1] == b:
+        return a[2]
+    ca = s_const(a)
+    if ca is not None and cb is not None:
+        return ("c", ca - cb)
+    return ("sub", a, b)
+
+
+def s_mul(a: SExpr, b: SExpr) -> SExpr:
+    ca, cb = s_const(a), s_const(b)
+    if ca is not None and cb is not None:
+        return ("c", ca * cb)
+    if ca == 0 or cb == 0:
+        return ZERO
+    if ca == 1:
+        return b
+    if cb == 1:
+        return a
+    return ("mul", a, b)
+
+
+def s_str(e: SExpr) -> str:
+    """Readable form for golden tests: `%n`, `4`, `(%pid * 64)`."""
+    if e[0] == "c":
+        return str(e[1])
+    if e[0] == "v":
+        return f"%{e[1].name_hint or '?'}"
+    sym = {"add": "+", "sub": "-", "mul": "*"}[e[0]]
+    return f"({s_str(e[1])} {sym} {s_str(e[2])})"
+
+
+@dataclass(frozen=True)
+class Affine:
+    """`base + offset + sum_k coefs[k] * index_k` (element units of the pointee for pointers)."""
+
+    base: Value | None
+    offset: SExpr
+    coefs: tuple[SExpr, ...]
+
+    @property
+    def uniform(self) -> bool:
+        return all(c == ZERO for c in self.coefs)
+
+
+@dataclass(frozen=True)
+class MaskInfo:
+    """Conjunction of `index_k < bound` (per dim, min over the list) and uniform conditions.
+
+    A condition is ("lt0", e): e < 0, or ("v", value): an i1 scalar.
+    """
+
+    bounds: tuple[tuple[SExpr, ...], ...]
+    conds: tuple[SExpr, ...] = ()
+
+
+@dataclass
+class BlockAccess:
+    """A load/store the DMA does as one strided block copy."""
+
+    op: Operation
+    base: Value
+    offset: SExpr
+    strides: tuple[SExpr, ...]
+    mask: MaskInfo | None
+    mask_tensor: bool = False  # the mask is not a box: the DMA reads it from the local store
+
+    def describe(self) -> str:
+        s = f"block base=%{self.base.name_hint or '?'} offset={s_str(self.offset)} "
+        s += "strides=[" + ", ".join(s_str(x) for x in self.strides) + "]"
+        if self.mask_tensor:
+            s += " mask=tensor"
+        if self.mask is not None:
+            bounds = ["min(" + ", ".join(s_str(b) for b in bs) + ")" if bs else "-" for bs in self.mask.bounds]
+            s += " valid=[" + ", ".join(bounds) + "]"
+            if self.mask.conds:
+                s += " if " + " and ".join(_cond_str(c) for c in self.mask.conds)
+        return s
+
+
+def _cond_str(c: SExpr) -> str:
+    return f"{s_str(c[1])} < 0" if c[0] == "lt0" else s_str(c)
+
+
+@dataclass
+class PointerInfo:
+    """Result of the pass: block accesses by op, and the tensors that need a local-store buffer."""
+
+    accesses: dict[int, BlockAccess] = field(default_factory=dict)
+    materialized: set[int] = field(default_factory=set)  # ids of tensor values needing a buffer
+
+    def access(self, op: Operation) -> BlockAccess | None:
+        return self.accesses.get(id(op))
+
+    def needs_buffer(self, v: Value) -> bool:
+        return id(v) in self.materialized
+
+
+def _splat_const(op: Operation) -> int | float | None:
+    val = op.attr("value")
+    if isinstance(val, DenseAttr):
+        arr = np.asarray(val.value)
+        if arr.size and (arr == arr.flat[0]).all():
+            x = arr.flat[0]
+            return bool(x) if arr.dtype == bool else (int(x) if np.issubdtype(arr.dtype, np.integer) else float(x))
+        return None
+    return None
+
+
+_SIDE_EFFECT_PREFIXES = ("scf.", "tt.store", "tt.atomic", "tt.print", "tt.assert", "tt.return", "cf.")
+
+
+class PointerAnalysis:
+    """Pass: find affine block accesses (`enabled=False` forces the gather/scatter fallback)."""
+
+    name = "pointer-analysis"
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+
+    def apply(self, fn: Function) -> PointerInfo:
+        info = PointerInfo()
+        aff: dict[int, Affine] = {}
+        masks: dict[int, MaskInfo] = {}
+        ops = list(fn.walk())
+        if self.enabled:
+            for op in ops:
+                self._visit(op, aff, masks)
+            for op in ops:
+                if op.name in ("tt.load", "tt.store") and op.operands[0].type.is_tensor:
+                    acc = self._access(op, aff, masks)
+                    if acc is not None:
+                        info.accesses[id(op)] = acc
+        self._demand(ops, info)
+        return info
+
+    # -- affine forms -----------------------------------------------------------------------
+    def _visit(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> None:
+        name = op.name
+        if not op.results or not op.results[0].type.is_tensor:
+            return
+        res = op.results[0]
+        rank = len(res.shape)
+        zeros = tuple(ZERO for _ in range(rank))
+
+        def get(v: Value) -> Affine | None:
+            return aff.get(id(v))
+
+        if name == "tt.make_range":
+            aff[id(res)] = Affine(None, ("c", int(op.attr("start", 0))), (ONE,))
+        elif name == "tt.splat":
+            src = op.operands[0]
+            if src.type.is_pointer:
+                aff[id(res)] = Affine(src, ZERO, zeros)
+            elif src.type.is_int and src.type.element_type.bitwidth == 1:
+                masks[id(res)] = MaskInfo(tuple(() for _ in range(rank)), (("v", src),))
+            elif src.type.is_int:
+                aff[id(res)] = Affine(None, ("v", src), zeros)
+        elif name == "arith.constant":
+            c = _splat_const(op)
+            if isinstance(c, bool):
+                masks[id(res)] = MaskInfo(tuple(() for _ in range(rank)), () if c else (("lt0", ONE),))
+            elif isinstance(c, int) and res.type.is_int:
+                aff[id(res)] = Affine(None, ("c", c), zeros)
+        elif name in ("arith.addi", "arith.subi", "tt.addptr"):
+            a, b = get(op.operands[0]), get(op.operands[1])
+            if a is None or b is None or b.base is not None or (name != "tt.addptr" and a.base is not None):
+                return
+            comb = s_add if name != "arith.subi" else s_sub
+            aff[id(res)] = Affine(a.base, comb(a.offset, b.offset),
+                                  tuple(comb(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)))
+        elif name == "arith.muli":
+            a, b = get(op.operands[0]), get(op.operands[1])
+            if a is None or b is None or a.base is not None or b.base is not None:
+                return
+            if b.uniform:
+                a, b = b, a
+            if not a.uniform:
+                return
+            k = a.offset
+            aff[id(res)] = Affine(None, s_mul(k, b.offset), tuple(s_mul(k, c) for c in b.coefs))
+        elif name in ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast"):
+            a = get(op.operands[0])
+            if a is not None:
+                aff[id(res)] = a
+        elif name == "tt.expand_dims":
+            axis = int(op.attr("axis"))
+            a = get(op.operands[0])
+            if a is not None:
+                coefs = list(a.coefs)
+                coefs.insert(axis, ZERO)
+                aff[id(res)] = Affine(a.base, a.offset, tuple(coefs))
+            m = masks.get(id(op.operands[0]))
+            if m is not None:
+                bounds = list(m.bounds)
+                bounds.insert(axis, ())
+                masks[id(res)] = MaskInfo(tuple(bounds), m.conds)
+        elif name == "tt.broadcast":
+            src_shape = op.operands[0].shape
+            a = get(op.operands[0])
+            if a is not None and len(src_shape) == rank:
+                coefs = tuple(ZERO if s == 1 else c for s, c in zip(src_shape, a.coefs, strict=True))
+                aff[id(res)] = Affine(a.base, a.offset, coefs)
+            m = masks.get(id(op.operands[0]))
+            if m is not None and len(src_shape) == rank:
+                masks[id(res)] = m
+        elif name == "arith.cmpi":
+            self._cmp(op, aff, masks)
+        elif name == "arith.andi":
+            m1, m2 = masks.get(id(op.operands[0])), masks.get(id(op.operands[1]))
+            if m1 is not None and m2 is not None:
+                masks[id(res)] = MaskInfo(tuple(x + y for x, y in zip(m1.bounds, m2.bounds, strict=True)),
+                                          m1.conds + m2.conds)
+        if id(res) in aff:  # index k of a size-1 dim is always 0
+            a = aff[id(res)]
+            aff[id(res)] = Affine(a.base, a.offset,
+                                  tuple(ZERO if d == 1 else c for d, c in zip(res.shape, a.coefs, strict=True)))
+
+    def _cmp(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> None:
+        pred = str(op.attr("predicate"))
+        a, b = aff.get(id(op.operands[0])), aff.get(id(op.operands[1]))
+        if a is None or b is None or a.base is not None or b.base is not None:
+            return
+        # normalise to d < 0
+        if pred == "slt":
+            d_off, d_coefs = s_sub(a.offset, b.offset), [s_sub(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)]
+        elif pred == "sgt":
+            d_off, d_coefs = s_sub(b.offset, a.offset), [s_sub(y, x) for x, y in zip(a.coefs, b.coefs, strict=True)]
+        elif pred == "sle":
+            d_off = s_sub(s_sub(a.offset, b.offset), ONE)
+            d_coefs = [s_sub(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)]
+        elif pred == "sge":
+            d_off = s_sub(s_sub(b.offset, a.offset), ONE)
+            d_coefs = [s_sub(y, x) for x, y in zip(a.coefs, b.coefs, strict=True)]
+        else:
+            return
+        rank = len(d_coefs)
+        nonzero = [k for k, c in enumerate(d_coefs) if c != ZERO]
+        if not nonzero:
+            masks[id(op.results[0])] = MaskInfo(tuple(() for _ in range(rank)), (("lt0", d_off),))
+        elif len(nonzero) == 1 and d_coefs[nonzero[0]] == ONE:
+            bounds: list[tuple[SExpr, ...]] = [() for _ in range(rank)]
+            bounds[nonzero[0]] = (s_neg(d_off),)
+            masks[id(op.results[0])] = MaskInfo(tuple(bounds))
+
+    def _access(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> BlockAccess | None:
+        ptr = aff.get(id(op.operands[0]))
+        if ptr is None or ptr.base is None:
+            return None
+        mask: MaskInfo | None = None
+        mask_tensor = False
+        mask_index = 1 if op.name == "tt.load" else 2
+        if len(op.operands) > mask_index:
+            mask = masks.get(id(op.operands[mask_index]))
+            if mask is None:
+                mask_tensor = True
+        if op.name == "tt.load" and len(op.operands) > 2:
+            other = op.operands[2]
+            src = other.owner
+            if not isinstance(src, Operation) or src.name not in ("tt.splat", "arith.constant"):
+                return None
+            if src.name == "arith.constant" and _splat_const(src) is None:
+                return None
+        return BlockAccess(op, ptr.base, ptr.offset, ptr.coefs, mask, mask_tensor)
+
+    # -- which tensors need a buffer ----------------------------------------------------------
+    def _demand(self, ops: list[Operation], info: PointerInfo) -> None:
+        need = info.materialized
+        for _ in range(2):  # loops feed values backwards through iter_args; two sweeps settle
+            for op in reversed(ops):
+                acc = info.accesses.get(id(op))
+                if acc is not None:
+                    operands = [op.operands[1]] if op.name == "tt.store" else list(op.operands[2:3])
+                    if acc.mask_tensor:
+                        operands.append(op.operands[2 if op.name == "tt.store" else 1])
+                elif (op.name.startswith(_SIDE_EFFECT_PREFIXES)
+                      or any(id(r) in need or not r.type.is_tensor for r in op.results)):
+                    operands = list(op.operands)
+                else:
+                    operands = []
+                for v in operands:
+                    if v.type.is_tensor:
+                        need.add(id(v))
+            for op in ops:  # block arguments of regions whose owner needs them
+                for region in op.regions:
+                    for block in region.blocks:
+                        for arg in block.args:
+                            if arg.type.is_tensor and arg.uses:
+                                need.add(id(arg))

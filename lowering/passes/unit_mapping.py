@@ -1,0 +1,52 @@
+"""Unit mapping: which PE unit executes each op (for the tile-stage listing and reports).
+
+dot -> dot-product engine; elementwise/math -> SIMD engine; reduce/scan -> reduction engine;
+layout ops -> memory-layout unit (or a free view); loads/stores/atomics -> DMA (block or
+gather/scatter); scalar ops and structured control flow -> the RISC-V control core.
+"""
+
+from __future__ import annotations
+
+from lowering.ir.core import Operation
+from lowering.ir.module import Function
+from lowering.passes.pointer_analysis import PointerInfo
+
+_UNIT_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("tt.dot", "DPE"), ("tt.reduce", "RED"), ("tt.scan", "RED"),
+    ("tt.trans", "view"), ("tt.broadcast", "view"), ("tt.expand_dims", "view"), ("tt.splat", "view"),
+    ("tt.reshape", "view|MLU"), ("tt.join", "MLU"), ("tt.split", "view"), ("tt.cat", "MLU"),
+    ("tt.atomic", "DMA(atomic)"), ("tt.make_range", "SIMD"), ("tt.addptr", "SIMD"),
+    ("arith.", "SIMD"), ("math.", "SIMD"), ("tt.", "SIMD"),
+)
+
+
+def unit_of(op: Operation, pointers: PointerInfo) -> str:
+    """The unit for `op` ("core" for scalar work and control flow)."""
+    if op.name.startswith("scf.") or op.name in ("tt.return", "tt.get_program_id", "tt.get_num_programs"):
+        return "core"
+    if op.name in ("tt.load", "tt.store"):
+        if not op.operands[0].type.is_tensor:
+            return "core"
+        return "DMA(block)" if pointers.access(op) is not None else "DMA(gather)" if op.name == "tt.load" \
+            else "DMA(scatter)"
+    tensor = any(r.type.is_tensor for r in op.results) or any(v.type.is_tensor for v in op.operands)
+    if not tensor:
+        return "core"
+    if op.results and all(r.type.is_tensor for r in op.results) and not any(
+            pointers.needs_buffer(r) for r in op.results):
+        return "none(address)"
+    if op.name == "arith.constant":
+        return "imm"
+    for prefix, unit in _UNIT_BY_PREFIX:
+        if op.name.startswith(prefix):
+            return unit
+    return "SIMD"
+
+
+class UnitMapping:
+    """Pass: map each op to the unit that runs it."""
+
+    name = "unit-mapping"
+
+    def apply(self, fn: Function, pointers: PointerInfo) -> dict[int, str]:
+        return {id(op): unit_of(op, pointers) for op in fn.walk()}

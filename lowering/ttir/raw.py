@@ -1,0 +1,687 @@
+"""The lark transformer: TTIR parse tree → raw op records (names, items, attribute values, types).
+
+Types and attribute values are built here (they need no context). SSA values, blocks and
+locations are resolved afterwards by `lowering.ttir.builder`, which needs scopes and aliases.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from lark import Token, Transformer, v_args
+
+from lowering.ir.attributes import (
+    UNIT,
+    DenseArray,
+    DenseAttr,
+    FloatAttr,
+    IntAttr,
+    OpaqueAttr,
+    SymbolRef,
+    numpy_dtype,
+)
+from lowering.ir.types import (
+    FloatType,
+    IndexType,
+    IntType,
+    NoneType,
+    OpaqueType,
+    PointerType,
+    TensorDescType,
+    TensorType,
+    Type,
+    f64,
+    i64,
+)
+
+__all__ = [
+    "Item",
+    "RawOp",
+    "RawBlock",
+    "RawRegion",
+    "RawFunc",
+    "RawModule",
+    "RawTransformer",
+    "decode_string",
+]
+
+RawLoc = tuple[Any, ...]  # ("ref", name) | ("file", f, l, c) | ("name", n, child) | ("callsite", a, b) | ...
+
+
+@dataclass
+class Item:
+    """One element of a custom op's body: `kind` is value/word/type/int/float/hex/string/symbol/block/
+    attr_dict/region/dense/array/hash/punct; `value` its payload; `line`/`col` in the TTIR (0 if unknown)."""
+
+    kind: str
+    value: Any
+    line: int = 0
+    col: int = 0
+
+    def __repr__(self) -> str:
+        return f"{self.kind}:{self.value!r}"
+
+
+@dataclass
+class RawBlock:
+    label: str | None
+    args: list[tuple[str, Type, RawLoc | None]]
+    ops: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class RawRegion:
+    blocks: list[RawBlock]
+    line: int = 0
+
+
+@dataclass
+class RawOp:
+    name: str
+    line: int
+    col: int
+    results: list[tuple[str, int]] = field(default_factory=list)  # (name, count)
+    items: list[Item] | None = None  # custom form
+    operands: list[str] | None = None  # generic form
+    successors: list[str] = field(default_factory=list)
+    props: dict[str, Any] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    regions: list[RawRegion] = field(default_factory=list)
+    func_type: Any = None
+    loc: RawLoc | None = None
+
+
+@dataclass
+class RawFunc:
+    name: str
+    visibility: str | None
+    args: list[tuple[str | None, Type, dict[str, Any], RawLoc | None]]
+    results: list[Type]
+    attrs: dict[str, Any]
+    body: RawRegion | None
+    loc: RawLoc | None
+    line: int
+
+
+@dataclass
+class RawModule:
+    funcs: list[RawFunc]
+    attrs: dict[str, Any]
+    loc: RawLoc | None
+    aliases: dict[str, Any]
+
+
+def decode_string(tok: str) -> str:
+    """An MLIR string literal (with quotes) → its text (``\\"``, ``\\\\``, ``\\n``, ``\\t``, ``\\XX`` hex)."""
+    s = tok[1:-1]
+    if "\\" not in s:
+        return s
+    out = bytearray()
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            if nxt in '"\\':
+                out += nxt.encode()
+                i += 2
+                continue
+            if nxt == "n":
+                out += b"\n"
+                i += 2
+                continue
+            if nxt == "t":
+                out += b"\t"
+                i += 2
+                continue
+            hexpair = s[i + 1 : i + 3]
+            if len(hexpair) == 2 and all(h in "0123456789abcdefABCDEF" for h in hexpair):
+                out.append(int(hexpair, 16))
+                i += 3
+                continue
+        out += c.encode()
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def _float_from_hex(bits: int, t: Type) -> float:
+    width = t.bitwidth if isinstance(t, FloatType) else 64
+    if width == 32:
+        return float(struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
+    if width == 64:
+        return float(struct.unpack("<d", struct.pack("<Q", bits))[0])
+    dt = numpy_dtype(t)
+    raw = np.array([bits], dtype={8: np.uint8, 16: np.uint16}[dt.itemsize * 8]).view(dt)
+    return float(raw[0].astype(np.float64))
+
+
+def _number(tok: Token) -> int | float:
+    s = str(tok)
+    if tok.type == "HEX_INT":
+        return int(s, 16)
+    if tok.type == "FLOAT":
+        return float(s)
+    return int(s)
+
+
+def _dense_value(body: Any, t: TensorType) -> DenseAttr:
+    dt = numpy_dtype(t.element)
+    if isinstance(body, str) and body.startswith("0x") and len(body) > 2 and isinstance(body, _HexBlob):
+        raw = bytes.fromhex(body[2:])
+        itemsize = dt.itemsize
+        count = len(raw) // itemsize
+        arr = np.frombuffer(raw, dtype=dt, count=count).copy()
+        arr = np.broadcast_to(arr, t.dims).copy() if count == 1 else arr.reshape(t.dims)
+        return DenseAttr(arr, t, True if count == 1 else None)
+    if not isinstance(body, list):  # splat
+        val = _element(body, t.element)
+        arr = (
+            np.full(t.dims, val, dtype=dt)
+            if not isinstance(val, np.ndarray)
+            else np.broadcast_to(val, t.dims)
+        )
+        return DenseAttr(np.asarray(arr), t, True)
+    flat = _flatten(body)
+    vals = [_element(v, t.element) for v in flat]
+    arr = np.array([np.asarray(v).reshape(()) for v in vals], dtype=dt).reshape(t.dims)
+    return DenseAttr(arr, t)
+
+
+class _HexBlob(str):
+    """A ``"0x..."`` string inside ``dense<...>``: raw little-endian element bytes."""
+
+
+def _flatten(body: Any) -> list[Any]:
+    if isinstance(body, list):
+        out: list[Any] = []
+        for b in body:
+            out.extend(_flatten(b))
+        return out
+    return [body]
+
+
+def _element(v: Any, elem: Type) -> Any:
+    """One dense element: ints, floats, bools, or a ``("hex", bits)`` float bit pattern."""
+    if isinstance(v, tuple) and v[0] == "hex":
+        if isinstance(elem, FloatType):
+            dt = numpy_dtype(elem)
+            nbits = dt.itemsize * 8
+            ut = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[nbits]
+            return np.array([v[1]], dtype=ut).view(dt)[0]
+        return v[1]
+    return v
+
+
+@v_args(inline=True)
+class RawTransformer(Transformer):  # type: ignore[type-arg]
+    """Bottom-up conversion of lark's tree into raw records (used as lark's inline transformer)."""
+
+    # ------------------------------------------------------------------ types
+    def int_type(self, tok: Token) -> Type:
+        s = str(tok)
+        if s[0] in "su":
+            return OpaqueType(s)
+        return IntType(int(s[1:]))
+
+    def float_type(self, tok: Token) -> Type:
+        return FloatType(str(tok))
+
+    def index_type(self) -> Type:
+        return IndexType()
+
+    def none_type(self) -> Type:
+        return NoneType()
+
+    def tensor_type(self, open_tok: Token, elem: Type, encoding: Any = None) -> Type:
+        dims = tuple(int(d) for d in str(open_tok)[len("tensor<") :].split("x") if d)
+        enc = None if encoding is None else _attr_text(encoding)
+        return TensorType(dims, elem, enc)
+
+    def ptr_type(self, pointee: Type, space: Token | None = None) -> Type:
+        return PointerType(pointee, int(space) if space is not None else 1)
+
+    def desc_type(self, block: Type) -> Type:
+        if not isinstance(block, TensorType):
+            raise ValueError(f"!tt.tensordesc wants a tensor type, got {block}")
+        return TensorDescType(block)
+
+    def opaque_type(self, name: Token, *params: Any) -> Type:
+        if params:
+            return OpaqueType(f"{name}<{', '.join(_attr_text(p) for p in params)}>")
+        return OpaqueType(str(name))
+
+    def opaque_param(self, p: Any) -> Any:
+        return p
+
+    def function_type(self, *parts: Any) -> tuple[list[Type], list[Type]]:
+        if len(parts) == 1:
+            return [], parts[0]
+        return parts[0], parts[1]
+
+    def fn_inputs(self, *types: Type) -> list[Type]:
+        return list(types)
+
+    def fn_results(self, *types: Type) -> list[Type]:
+        return list(types)
+
+    # ------------------------------------------------------------------ attributes
+    def attr_dict(self, *entries: tuple[str, Any]) -> dict[str, Any]:
+        return dict(entries)
+
+    def attr_entry(self, key: Token, value: Any = UNIT) -> tuple[str, Any]:
+        k = decode_string(str(key)) if key.type == "STRING" else str(key)
+        return k, value
+
+    def int_attr(self, tok: Token, t: Type | None = None) -> Any:
+        if t is not None and isinstance(t, FloatType):
+            return FloatAttr(float(int(tok)), t)
+        if t is not None and t == IntType(1):
+            return bool(int(tok))
+        return IntAttr(int(tok), t if t is not None else i64)
+
+    def float_attr(self, tok: Token, t: Type | None = None) -> Any:
+        return FloatAttr(float(tok), t if t is not None else f64)
+
+    def hex_attr(self, tok: Token, t: Type | None = None) -> Any:
+        if t is not None and isinstance(t, FloatType):
+            return FloatAttr(_float_from_hex(int(str(tok), 16), t), t)
+        return IntAttr(int(str(tok), 16), t if t is not None else i64)
+
+    def true_attr(self, *_: Any) -> bool:
+        return True
+
+    def false_attr(self, *_: Any) -> bool:
+        return False
+
+    def string_attr(self, tok: Token) -> str:
+        return decode_string(str(tok))
+
+    def list_attr(self, *vals: Any) -> list[Any]:
+        return list(vals)
+
+    def dict_attr(self, d: dict[str, Any]) -> dict[str, Any]:
+        return d
+
+    def type_attr(self, t: Type) -> Type:
+        return t
+
+    def symbol_attr(self, tok: Token) -> SymbolRef:
+        return SymbolRef(_symbol_name(tok))
+
+    def word_attr(self, tok: Token) -> str:
+        return str(tok)
+
+    def unit_attr(self) -> Any:
+        return UNIT
+
+    def attr_value(self, v: Any) -> Any:
+        return v
+
+    def dense_attr(self, *args: Any) -> DenseAttr:
+        t = args[-1]
+        if not isinstance(t, TensorType):
+            raise ValueError(f"dense<...> needs a tensor type, got {t}")
+        if len(args) == 1:
+            return DenseAttr(np.zeros(t.dims, dtype=numpy_dtype(t.element)), t)
+        return _dense_value(args[0], t)
+
+    def dense_list(self, *items: Any) -> list[Any]:
+        return list(items)
+
+    def dense_scalar(self, tok: Token | None = None) -> Any:
+        if tok is None:
+            raise ValueError("empty dense scalar")
+        return _scalar_token(tok)
+
+    def array_attr(self, t: Type, *elems: Any) -> DenseArray:
+        vals: list[Any] = []
+        for e in elems:
+            if isinstance(t, IntType) and t.width == 1:
+                vals.append(bool(e))
+            elif isinstance(t, FloatType):
+                vals.append(float(e))
+            else:
+                vals.append(int(e))
+        return DenseArray(vals, t)
+
+    def array_elem(self, tok: Token | None = None) -> Any:
+        return _scalar_token(tok) if tok is not None else None
+
+    def hash_attr(self, name: Token, *params: Any) -> OpaqueAttr:
+        if params:
+            return OpaqueAttr(f"{name}<{', '.join(_attr_text(p) for p in params)}>")
+        return OpaqueAttr(str(name))
+
+    def hash_param(self, p: Any) -> Any:
+        return p
+
+    # ------------------------------------------------------------------ locations
+    def location(self, body: RawLoc) -> RawLoc:
+        return body
+
+    def loc_ref(self, tok: Token) -> RawLoc:
+        return ("ref", str(tok))
+
+    def loc_unknown(self) -> RawLoc:
+        return ("unknown",)
+
+    def loc_file(self, f: Token, line: Token, col: Token, *_rest: Token) -> RawLoc:
+        return ("file", decode_string(str(f)), int(line), int(col))
+
+    def loc_name(self, name: Token, child: RawLoc | None = None) -> RawLoc:
+        return ("name", decode_string(str(name)), child)
+
+    def loc_callsite(self, callee: RawLoc, caller: RawLoc) -> RawLoc:
+        return ("callsite", callee, caller)
+
+    def loc_fused(self, *parts: Any) -> RawLoc:
+        locs = [p for p in parts if isinstance(p, tuple)]
+        return ("fused", locs)
+
+    # ------------------------------------------------------------------ items of custom ops
+    def item_value(self, tok: Token) -> Item:
+        return Item("value", str(tok)[1:], tok.line or 0, tok.column or 0)
+
+    def item_word(self, w: Token | str) -> Item:
+        if isinstance(w, Token):
+            return Item("word", str(w), w.line or 0, w.column or 0)
+        return Item("word", w)
+
+    def bare_word(self, tok: Token) -> Token:
+        return tok
+
+    def kw_at(self) -> str:
+        return "at"
+
+    def kw_to(self) -> str:
+        return "to"
+
+    def kw_unknown(self) -> str:
+        return "unknown"
+
+    def kw_attributes(self) -> str:
+        return "attributes"
+
+    def kw_dense(self) -> str:
+        return "dense"
+
+    def kw_array(self) -> str:
+        return "array"
+
+    def kw_index(self) -> str:
+        return "index"
+
+    def kw_none(self) -> str:
+        return "none"
+
+    def kw_unit(self) -> str:
+        return "unit"
+
+    def item_type(self, t: Type) -> Item:
+        return Item("type", t)
+
+    def item_int(self, tok: Token) -> Item:
+        return Item("int", int(tok), tok.line or 0, tok.column or 0)
+
+    def item_float(self, tok: Token) -> Item:
+        return Item("float", float(tok), tok.line or 0, tok.column or 0)
+
+    def item_hex(self, tok: Token) -> Item:
+        return Item("hex", int(str(tok), 16), tok.line or 0, tok.column or 0)
+
+    def item_string(self, tok: Token) -> Item:
+        return Item("string", decode_string(str(tok)), tok.line or 0, tok.column or 0)
+
+    def item_symbol(self, tok: Token) -> Item:
+        return Item("symbol", _symbol_name(tok), tok.line or 0, tok.column or 0)
+
+    def item_block(self, tok: Token) -> Item:
+        return Item("block", str(tok), tok.line or 0, tok.column or 0)
+
+    def item_punct(self, tok: Token) -> Item:
+        return Item("punct", str(tok), tok.line or 0, tok.column or 0)
+
+    def item_comma(self) -> Item:
+        return Item("punct", ",")
+
+    def item_lparen(self) -> Item:
+        return Item("punct", "(")
+
+    def item_rparen(self) -> Item:
+        return Item("punct", ")")
+
+    def item_lbracket(self) -> Item:
+        return Item("punct", "[")
+
+    def item_rbracket(self) -> Item:
+        return Item("punct", "]")
+
+    def item_equal(self) -> Item:
+        return Item("punct", "=")
+
+    def item_colon(self) -> Item:
+        return Item("punct", ":")
+
+    def item_langle(self) -> Item:
+        return Item("punct", "<")
+
+    def item_rangle(self) -> Item:
+        return Item("punct", ">")
+
+    def item_arrow(self) -> Item:
+        return Item("punct", "->")
+
+    # ------------------------------------------------------------------ ops, blocks, regions
+    def result_def(self, tok: Token) -> tuple[str, int]:
+        s = str(tok)[1:]
+        if tok.type == "RESULT_PACK":
+            name, n = s.rsplit(":", 1)
+            return name, int(n)
+        return s, 1
+
+    def results(self, *defs: tuple[str, int]) -> list[tuple[str, int]]:
+        return list(defs)
+
+    def custom_op(self, name: Token, *items: Any) -> RawOp:
+        its = [i if isinstance(i, Item) else _wrap_item(i) for i in items]
+        return RawOp(str(name), name.line or 0, name.column or 0, items=its)
+
+    def value_list(self, *toks: Token) -> list[str]:
+        return [str(t)[1:] for t in toks]
+
+    def successors(self, *toks: Token) -> list[str]:
+        return [str(t) for t in toks]
+
+    def prop_dict(self, d: dict[str, Any]) -> dict[str, Any]:
+        return {"__props__": d}
+
+    def generic_regions(self, *regions: RawRegion) -> list[RawRegion]:
+        return list(regions)
+
+    def generic_op(self, name: Token, *rest: Any) -> RawOp:
+        op = RawOp(decode_string(str(name)), name.line or 0, name.column or 0, operands=[])
+        for r in rest:
+            if isinstance(r, tuple) and len(r) == 2 and isinstance(r[0], list):
+                op.func_type = r
+            elif isinstance(r, dict) and "__props__" in r and len(r) == 1:
+                op.props = r["__props__"]
+            elif isinstance(r, dict):
+                op.attrs = r
+            elif isinstance(r, list) and r and isinstance(r[0], RawRegion):
+                op.regions = r
+            elif isinstance(r, list) and r and isinstance(r[0], str) and r[0].startswith("^"):
+                op.successors = r
+            elif isinstance(r, list):
+                op.operands = r
+        return op
+
+    def op(self, *parts: Any) -> Any:
+        if len(parts) == 1 and isinstance(parts[0], RawFunc):
+            return parts[0]
+        results: list[tuple[str, int]] = []
+        raw: RawOp | RawFunc | None = None
+        loc = None
+        for p in parts:
+            if isinstance(p, list):
+                results = p
+            elif isinstance(p, RawOp | RawFunc):
+                raw = p
+            else:
+                loc = p
+        assert isinstance(raw, RawOp)
+        raw.results = results
+        raw.loc = loc
+        return raw
+
+    def block_arg(self, tok: Token, t: Type, loc: RawLoc | None = None) -> tuple[str, Type, RawLoc | None]:
+        return str(tok)[1:], t, loc
+
+    def block_label(self, tok: Token, *args: Any) -> RawBlock:
+        return RawBlock(str(tok), list(args))
+
+    def region(self, *items: Any) -> RawRegion:
+        blocks: list[RawBlock] = []
+        for it in items:
+            if isinstance(it, RawBlock):
+                blocks.append(it)
+            else:
+                if not blocks:
+                    blocks.append(RawBlock(None, []))
+                blocks[-1].ops.append(it)
+        return RawRegion(blocks)
+
+    # ------------------------------------------------------------------ functions and module
+    def func_arg(self, *parts: Any) -> tuple[str | None, Type, dict[str, Any], RawLoc | None]:
+        name: str | None = None
+        t: Type | None = None
+        attrs: dict[str, Any] = {}
+        loc = None
+        for p in parts:
+            if isinstance(p, Token):
+                name = str(p)[1:]
+            elif isinstance(p, Type):
+                t = p
+            elif isinstance(p, dict):
+                attrs = p
+            else:
+                loc = p
+        assert t is not None
+        return name, t, attrs, loc
+
+    def func_args(self, *args: Any) -> list[Any]:
+        return list(args)
+
+    def func_result(self, t: Type, _attrs: Any = None) -> Type:
+        return t
+
+    def func_results(self, *ts: Type) -> list[Type]:
+        return list(ts)
+
+    def func_op(self, *parts: Any) -> RawFunc:
+        visibility: str | None = None
+        name = ""
+        args: list[Any] = []
+        results: list[Type] = []
+        attrs: dict[str, Any] = {}
+        body: RawRegion | None = None
+        loc = None
+        line = 0
+        seen_args = False
+        for p in parts:
+            if isinstance(p, Token) and p.type == "BARE_ID":
+                visibility = str(p)
+            elif isinstance(p, Token) and p.type == "SYMBOL_REF":
+                name = _symbol_name(p)
+                line = p.line or 0
+            elif isinstance(p, list) and not seen_args and (not p or isinstance(p[0], tuple)):
+                args = p
+                seen_args = True
+            elif isinstance(p, list):
+                results = p
+            elif isinstance(p, dict):
+                attrs = p
+            elif isinstance(p, RawRegion):
+                body = p
+            elif isinstance(p, tuple):
+                loc = p
+        return RawFunc(name, visibility, args, results, attrs, body, loc, line)
+
+    def module(self, *parts: Any) -> RawModule:
+        attrs: dict[str, Any] = {}
+        region: RawRegion | None = None
+        loc = None
+        for p in parts:
+            if isinstance(p, dict):
+                attrs = p
+            elif isinstance(p, RawRegion):
+                region = p
+            elif isinstance(p, tuple):
+                loc = p
+        funcs = [op for b in (region.blocks if region else []) for op in b.ops]
+        return RawModule(funcs, attrs, loc, {})
+
+    def alias_def(self, name: Token, value: Any) -> tuple[str, str, Any]:
+        return ("alias", str(name), value)
+
+    def start(self, *tops: Any) -> RawModule:
+        aliases: dict[str, Any] = {}
+        module: RawModule | None = None
+        loose: list[Any] = []
+        for t in tops:
+            if isinstance(t, tuple) and t and t[0] == "alias":
+                aliases[t[1]] = t[2]
+            elif isinstance(t, RawModule):
+                if module is not None:
+                    raise ValueError("more than one module in the TTIR text")
+                module = t
+            else:
+                loose.append(t)
+        if module is None:
+            module = RawModule(loose, {}, None, {})
+        else:
+            module.funcs.extend(loose)
+        module.aliases = aliases
+        return module
+
+
+def _symbol_name(tok: Token) -> str:
+    s = str(tok)[1:]
+    return decode_string(s) if s.startswith('"') else s
+
+
+def _scalar_token(tok: Token) -> Any:
+    s = str(tok)
+    if s == "true":
+        return True
+    if s == "false":
+        return False
+    if tok.type == "HEX_INT":
+        return ("hex", int(s, 16))
+    if tok.type == "STRING":
+        return _HexBlob(decode_string(s)) if s[1:3] == "0x" else decode_string(s)
+    if tok.type == "FLOAT":
+        return float(s)
+    return int(s)
+
+
+def _wrap_item(v: Any) -> Item:
+    if isinstance(v, dict):
+        return Item("attr_dict", v)
+    if isinstance(v, RawRegion):
+        return Item("region", v)
+    if isinstance(v, DenseAttr):
+        return Item("dense", v)
+    if isinstance(v, DenseArray):
+        return Item("array", v)
+    if isinstance(v, OpaqueAttr):
+        return Item("hash", v)
+    raise TypeError(f"unexpected custom-op item {v!r}")
+
+
+def _attr_text(v: Any) -> str:
+    from lowering.ir.printer import format_attr
+
+    return format_attr(v)

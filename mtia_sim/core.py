@@ -1,0 +1,305 @@
+"""The PE control core: one reusable Unicorn RV64 engine that runs programs one after another.
+
+For each program the core points the local-store window at the assigned PE's buffer, sets up the
+ABI registers and runs `emu_start(entry, EXIT_ADDR)`. Command-processor registers are an MMIO
+page with Python callbacks: a DOORBELL write decodes the descriptor and executes it at once
+(functional units are synchronous), recording a CommandEvent for the timing model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from unicorn import (
+    UC_ARCH_RISCV,
+    UC_HOOK_INTR,
+    UC_HOOK_MEM_INVALID,
+    UC_MODE_RISCV64,
+    UC_PROT_ALL,
+    UC_PROT_READ,
+    UC_PROT_WRITE,
+    Uc,
+    UcError,
+)
+from unicorn import riscv_const as rv
+
+from mtia_sim import isa
+from mtia_sim.blockcount import BlockCounter
+from mtia_sim.errors import (
+    CoreTrapError,
+    DeviceAssertError,
+    IllegalCommandError,
+    Location,
+    MemoryFaultError,
+    MisalignedDescriptorError,
+    RunawayError,
+    SimulationError,
+)
+from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, ProgramTrace
+from mtia_sim.isa import CommandDescriptor, Reg
+from mtia_sim.loader import Image
+from mtia_sim.memory import MemorySystem, page_aligned_buffer
+from mtia_sim.units import execute
+
+MSTATUS_FS_INITIAL = 1 << 13
+ARG_REGS = (rv.UC_RISCV_REG_A0, rv.UC_RISCV_REG_A1, rv.UC_RISCV_REG_A2, rv.UC_RISCV_REG_A3,
+            rv.UC_RISCV_REG_A4, rv.UC_RISCV_REG_A5, rv.UC_RISCV_REG_A6)
+TRAP_NAMES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
+              3: "breakpoint (ebreak)", 4: "load address misaligned", 5: "load access fault",
+              6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
+              9: "ecall from S-mode", 11: "ecall from M-mode"}
+
+
+@dataclass
+class ProgramSpec:
+    """One grid point to run."""
+
+    program_id: tuple[int, int, int]
+    num_programs: tuple[int, int, int]
+    pe: int
+    core: int
+    args: list[int]  # 64-bit argument slots
+
+
+@dataclass
+class _Run:
+    """State of the program being run (read by the MMIO callbacks)."""
+
+    spec: ProgramSpec
+    trace: ProgramTrace
+    args_ptr: int
+    last_count: int = 0
+    commands: int = 0
+    exit_status: int | None = None
+    error: BaseException | None = None
+    fault: tuple[int, int, int] | None = None  # (access, address, size)
+    trap: int | None = None
+    pending_low: int | None = None  # low half of a 64-bit MMIO store split by Unicorn
+    debug_log: list[tuple[tuple[int, int, int], int]] = field(default_factory=list)
+
+
+class Core:
+    """A Unicorn RV64 engine with the chip's memory map, reused for every program."""
+
+    def __init__(self, mem: MemorySystem, *, max_instructions: int, max_commands: int,
+                 python_block_hook: bool = False) -> None:
+        self.mem = mem
+        self.max_instructions = max_instructions
+        self.max_commands = max_commands
+        self.uc = uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
+        self.code = page_aligned_buffer(isa.CODE_SIZE)
+        self.stack = page_aligned_buffer(isa.STACK_SIZE)
+        uc.mem_map(isa.EXIT_ADDR & ~0xFFF, 0x1000, UC_PROT_ALL)
+        uc.mem_map_ptr(isa.CODE_BASE, isa.CODE_SIZE, UC_PROT_ALL, self.code.ctypes.data)
+        uc.mem_map_ptr(isa.STACK_BASE, isa.STACK_SIZE, UC_PROT_READ | UC_PROT_WRITE, self.stack.ctypes.data)
+        uc.mmio_map(isa.MMIO_BASE, isa.MMIO_SIZE, self._mmio_read, None, self._mmio_write, None)
+        rw = UC_PROT_READ | UC_PROT_WRITE
+        if mem.sram.size:
+            uc.mem_map_ptr(isa.SRAM_BASE, mem.sram.size, rw, mem.sram.ctypes.data)
+        uc.mem_map_ptr(isa.DRAM_BASE, mem.dram.size, rw, mem.dram.ctypes.data)
+        self.counter = BlockCounter(self.code, isa.CODE_BASE, force_python=python_block_hook)
+        self.counter.install(uc)
+        self.counter.install_pc_sync(uc, isa.MMIO_BASE, isa.MMIO_BASE + isa.MMIO_SIZE)
+        uc.hook_add(UC_HOOK_MEM_INVALID, self._on_fault)
+        uc.hook_add(UC_HOOK_INTR, self._on_trap)
+        uc.reg_write(rv.UC_RISCV_REG_MSTATUS, uc.reg_read(rv.UC_RISCV_REG_MSTATUS) | MSTATUS_FS_INITIAL)
+        self.mapped_pe: int | None = None
+        self.image: Image | None = None
+        self.run: _Run | None = None
+        self.debug_log: list[tuple[tuple[int, int, int], int]] = []
+
+    # -- image and local store ---------------------------------------------------------------
+    def load(self, image: Image) -> None:
+        """Copy the image into the code region (replacing what was there) and drop stale translations."""
+        old = self.image.size if self.image is not None else isa.CODE_SIZE
+        self.code[:old] = 0
+        self.code[:image.size] = np.frombuffer(image.blob, dtype=np.uint8)
+        self.uc.ctl_flush_tb()  # type: ignore[attr-defined]
+        self.counter.flush()
+        self.image = image
+
+    def _map_local(self, pe: int) -> None:
+        if self.mapped_pe == pe:
+            return
+        size = self.mem.local_store_bytes
+        if self.mapped_pe is not None:
+            self.uc.mem_unmap(isa.LOCAL_BASE, size)
+        buf = self.mem.local(pe)
+        self.uc.mem_map_ptr(isa.LOCAL_BASE, size, UC_PROT_READ | UC_PROT_WRITE, buf.ctypes.data)
+        self.mapped_pe = pe
+
+    # -- running -------------------------------------------------------------------------------
+    def run_program(self, spec: ProgramSpec) -> ProgramTrace:
+        """Run one program to completion and return its trace; raises SimulationError subclasses."""
+        if self.image is None:
+            raise SimulationError("no image loaded")
+        self._map_local(spec.pe)
+        uc = self.uc
+        nargs = len(spec.args)
+        top = isa.STACK_BASE + isa.STACK_SIZE
+        args_ptr = top - (-(-8 * nargs // 16) * 16 or 16)
+        if nargs:
+            off = args_ptr - isa.STACK_BASE
+            self.stack[off:off + 8 * nargs] = np.asarray(spec.args, dtype=np.uint64).view(np.uint8)
+        run = self.run = _Run(spec, ProgramTrace(spec.program_id, spec.pe, spec.core), args_ptr)
+        regs = (args_ptr, *spec.program_id, *spec.num_programs)
+        batch = [*zip(ARG_REGS, regs, strict=True), (rv.UC_RISCV_REG_SP, args_ptr),
+                 (rv.UC_RISCV_REG_RA, isa.EXIT_ADDR)]
+        uc.reg_write_batch(batch)  # type: ignore[attr-defined]
+        self.counter.start(self.max_instructions)
+        try:
+            with np.errstate(all="ignore"):  # unit math is C-like: no FP warnings
+                uc.emu_start(self.image.entry, isa.EXIT_ADDR)
+        except UcError as exc:
+            self._raise_uc_error(run, exc)
+        except SimulationError as exc:
+            raise exc.locate(self._location(run)) from None
+        finally:
+            self.run = None
+            self.debug_log.extend(run.debug_log)
+        if run.error is not None:
+            err = run.error
+            if isinstance(err, SimulationError):
+                raise err.locate(self._location(run)) from None
+            raise err
+        if run.trap is not None:
+            self._raise_uc_error(run, None)
+        self._end_core_event(run)
+        if run.exit_status is not None and run.exit_status != 0:
+            raise DeviceAssertError(f"device assert failed: the program wrote status {run.exit_status} "
+                                    "to EXIT",
+                                    self._location(run))
+        if run.exit_status is None and self.counter.budget_hit:
+            raise RunawayError(f"program exceeded the instruction budget of {self.max_instructions}",
+                               self._location(run))
+        pc = uc.reg_read(rv.UC_RISCV_REG_PC)
+        if run.exit_status is None and pc != isa.EXIT_ADDR:
+            raise SimulationError("the core stopped before the program returned", self._location(run))
+        run.trace.events.append(EndEvent())
+        return run.trace
+
+    def _end_core_event(self, run: _Run) -> None:
+        n = self.counter.count - run.last_count
+        if n > 0:
+            run.trace.events.append(CoreEvent(n))
+        run.last_count = self.counter.count
+
+    def _location(self, run: _Run, **kw: Any) -> Location:
+        return Location(pe=run.spec.pe, core=run.spec.core, program_id=run.spec.program_id,
+                        pc=self.uc.reg_read(rv.UC_RISCV_REG_PC), **kw)
+
+    def _raise_uc_error(self, run: _Run, exc: UcError | None) -> None:
+        loc = self._location(run)
+        if run.trap is not None:
+            name = TRAP_NAMES.get(run.trap, f"exception {run.trap}")
+            raise CoreTrapError(f"the core trapped: {name} (pc is at or just after the instruction)",
+                                loc) from None
+        if run.fault is not None:
+            access, addr, size = run.fault
+            kind = {19: "read", 20: "write", 21: "instruction fetch", 22: "read", 23: "write",
+                    24: "instruction fetch"}.get(access, "access")
+            raise MemoryFaultError(f"wild {kind} of {size} bytes ({exc})", loc, address=addr) from None
+        raise MemoryFaultError(f"the core faulted: {exc}", loc) from None
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def _on_fault(self, uc: Uc, access: int, address: int, size: int, value: int, _ud: Any) -> bool:
+        if self.run is not None and self.run.fault is None:
+            self.run.fault = (access, address, size)
+        return False
+
+    def _on_trap(self, uc: Uc, intno: int, _ud: Any) -> None:
+        if self.run is not None and self.run.trap is None:
+            self.run.trap = intno
+        uc.emu_stop()
+
+    def _mmio_read(self, uc: Uc, offset: int, size: int, _ud: Any) -> int:
+        run = self.run
+        if run is None:
+            return 0
+        reg = offset & ~7
+        spec = run.spec
+        values = {
+            Reg.PROGRAM_ID_X: spec.program_id[0], Reg.PROGRAM_ID_Y: spec.program_id[1],
+            Reg.PROGRAM_ID_Z: spec.program_id[2], Reg.NUM_PROGRAMS_X: spec.num_programs[0],
+            Reg.NUM_PROGRAMS_Y: spec.num_programs[1], Reg.NUM_PROGRAMS_Z: spec.num_programs[2],
+            Reg.PE_ID: spec.pe, Reg.CORE_ID: spec.core, Reg.ARGS_PTR: run.args_ptr,
+        }
+        v = values.get(reg, 0)  # type: ignore[call-overload]
+        return (v >> (8 * (offset - reg))) & ((1 << (8 * size)) - 1)
+
+    def _store_width(self, pc: int) -> int:
+        """Bytes stored by the store instruction at `pc` (8 when it cannot be told)."""
+        off = pc - isa.CODE_BASE
+        if not 0 <= off < self.code.size - 4:
+            return 8
+        lo = int(self.code[off]) | int(self.code[off + 1]) << 8
+        if lo & 3 == 3:
+            opcode, funct3 = lo & 0x7F, (lo >> 12) & 7
+            return 1 << funct3 if opcode in (0x23, 0x27) and funct3 <= 3 else 8
+        return 4 if lo >> 13 == 6 else 8  # c.sw / c.swsp; c.sd / c.sdsp / c.fsd are 8 bytes
+
+    def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, _ud: Any) -> None:
+        run = self.run
+        if run is None:
+            return
+        # Unicorn splits 64-bit MMIO stores into two 32-bit writes (low half first): join them.
+        if size == 4 and offset % 8 == 0:
+            pc = uc.reg_read(rv.UC_RISCV_REG_PC)
+            if self._store_width(pc) == 8:
+                run.pending_low = value
+                return
+        if size == 4 and offset % 8 == 4:
+            if run.pending_low is None:
+                return
+            offset, value, run.pending_low = offset - 4, run.pending_low | value << 32, None
+        try:
+            if offset == Reg.DOORBELL:
+                self._doorbell(run, value)
+            elif offset == Reg.FENCE:
+                self._end_core_event(run)
+                run.trace.events.append(FenceEvent(int(value), pc=uc.reg_read(rv.UC_RISCV_REG_PC)))
+            elif offset == Reg.EXIT:
+                run.exit_status = value - (1 << 64) if value >> 63 else value
+                uc.emu_stop()
+            elif offset == Reg.PRINT:
+                run.debug_log.append((run.spec.program_id, value))
+        except BaseException as exc:  # Unicorn swallows callback exceptions: keep it, stop, re-raise later
+            if run.error is None:
+                run.error = exc
+            uc.emu_stop()
+
+    def _descriptor_bytes(self, run: _Run, addr: int) -> bytes:
+        end = addr + isa.DESC_BYTES
+        if isa.STACK_BASE <= addr and end <= isa.STACK_BASE + isa.STACK_SIZE:
+            off = addr - isa.STACK_BASE
+            return self.stack[off:off + isa.DESC_BYTES].tobytes()
+        region = self.mem.resolve(addr, isa.DESC_BYTES, run.spec.pe)
+        if region is not None:
+            return region.buffer[region.offset:region.offset + isa.DESC_BYTES].tobytes()
+        try:
+            return bytes(self.uc.mem_read(addr, isa.DESC_BYTES))
+        except UcError:
+            raise MemoryFaultError("command descriptor is not in mapped memory", address=addr) from None
+
+    def _doorbell(self, run: _Run, addr: int) -> None:
+        pc = self.uc.reg_read(rv.UC_RISCV_REG_PC)
+        if addr % isa.DESC_ALIGNMENT:
+            raise MisalignedDescriptorError(
+                f"command descriptor address is not {isa.DESC_ALIGNMENT}-byte aligned", address=addr)
+        run.commands += 1
+        if run.commands > self.max_commands:
+            raise RunawayError(f"program exceeded the command budget of {self.max_commands}")
+        raw = self._descriptor_bytes(run, addr)
+        try:
+            desc = CommandDescriptor.from_bytes(raw)
+        except ValueError as exc:
+            raise IllegalCommandError(f"bad command descriptor: {exc}", address=addr) from None
+        self._end_core_event(run)
+        try:
+            event: CommandEvent = execute(desc, self.mem, run.spec.pe)
+        except SimulationError as exc:
+            raise exc.locate(Location(command=f"{desc.op.name} tag={desc.tag}", pc=pc)) from None
+        event.pc = pc
+        run.trace.events.append(event)

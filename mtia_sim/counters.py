@@ -1,0 +1,281 @@
+"""Per-PE, per-unit and chip-wide counters of a timing run, and the roofline position.
+
+Built from the timing model's schedule (`mtia_sim.timing`); every figure is derived from command
+and program records, so the counters always add up to the schedule. `Counters.to_dict()` is plain
+JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mtia_sim.events import MemLevel
+from mtia_sim.isa import Unit
+from mtia_sim.machine import MachineDescription
+
+if TYPE_CHECKING:  # records import nothing from here, but mtia_sim.timing imports this module
+    from mtia_sim.timing.result import CommandRecord, ProgramRecord
+
+UNIT_NAMES = tuple(u.name for u in Unit)  # CORE, DMA, DPE, SIMD, RED, MLU
+LEVELS = tuple(level.value for level in MemLevel)
+
+# stall reasons of commands (cores have core_<why>_<UNIT>, see mtia_sim.timing.engine)
+WAIT_UNIT = "unit_busy"
+WAIT_DEPENDENCY = "dependency"
+WAIT_BANDWIDTH = "shared_bandwidth"
+
+
+def _add(table: dict[str, Any], key: str, value: float) -> None:
+    if value:
+        table[key] = table.get(key, 0) + value
+
+
+@dataclass
+class UnitCounters:
+    """What one unit (or the sum of that unit over several PEs) did."""
+
+    unit: str
+    busy_cycles: float = 0.0
+    commands: int = 0
+    flops: int = 0
+    elements: int = 0
+    ideal_cycles: float = 0.0  # throughput-bound cycles of its FLOP-carrying commands
+    bytes_read: dict[str, int] = field(default_factory=dict)
+    bytes_written: dict[str, int] = field(default_factory=dict)
+    stall_cycles: dict[str, float] = field(default_factory=dict)
+
+    def add(self, other: UnitCounters) -> None:
+        self.busy_cycles += other.busy_cycles
+        self.commands += other.commands
+        self.flops += other.flops
+        self.elements += other.elements
+        self.ideal_cycles += other.ideal_cycles
+        for mine, theirs in ((self.bytes_read, other.bytes_read), (self.bytes_written, other.bytes_written),
+                             (self.stall_cycles, other.stall_cycles)):
+            for k, v in theirs.items():
+                _add(mine, k, v)
+
+    @property
+    def bytes_total(self) -> int:
+        return sum(self.bytes_read.values()) + sum(self.bytes_written.values())
+
+    @property
+    def stall_total(self) -> float:
+        return sum(self.stall_cycles.values())
+
+    def peak_flops_per_cycle(self) -> float | None:
+        """The unit's throughput for its own mix of commands (FLOPs per busy-at-peak cycle)."""
+        return self.flops / self.ideal_cycles if self.ideal_cycles > 0 else None
+
+    def to_dict(self, kernel_cycles: float, lanes: int, clock_hz: float) -> dict[str, Any]:
+        seconds = kernel_cycles / clock_hz if kernel_cycles > 0 else 0.0
+        peak = self.peak_flops_per_cycle()
+        return {
+            "unit": self.unit,
+            "busy_cycles": self.busy_cycles,
+            "utilization": self.busy_cycles / (kernel_cycles * lanes) if kernel_cycles > 0 else 0.0,
+            "commands": self.commands,
+            "flops": self.flops,
+            "elements": self.elements,
+            "achieved_flops": self.flops / seconds if seconds > 0 else 0.0,
+            "peak_flops": peak * clock_hz * lanes if peak is not None else None,
+            "bytes_read": dict(self.bytes_read),
+            "bytes_written": dict(self.bytes_written),
+            "stall_cycles": dict(self.stall_cycles),
+        }
+
+
+@dataclass
+class PECounters:
+    pe: int
+    row: int
+    col: int
+    units: dict[str, UnitCounters]
+
+
+@dataclass
+class Roofline:
+    """Where the launch sits on the DRAM roofline."""
+
+    flops: int
+    dram_bytes: int
+    arithmetic_intensity: float  # FLOPs per DRAM byte (inf without DRAM traffic)
+    compute_roof: float  # FLOP/s: the DPE/SIMD/RED peak for this launch's mix of commands
+    dram_bw: float  # bytes/s
+    ridge_point: float  # FLOPs/byte where the roofs meet
+    attainable_flops: float  # min(compute_roof, AI * dram_bw)
+    achieved_flops: float
+    fraction_of_roofline: float | None
+    bound: str  # "compute", "memory" or "none" (no FLOPs)
+
+    def to_dict(self) -> dict[str, Any]:
+        def finite(x: float) -> float | None:
+            return x if math.isfinite(x) else None
+
+        return {
+            "flops": self.flops, "dram_bytes": self.dram_bytes,
+            "arithmetic_intensity": finite(self.arithmetic_intensity), "compute_roof": self.compute_roof,
+            "dram_bw": self.dram_bw, "ridge_point": finite(self.ridge_point),
+            "attainable_flops": self.attainable_flops, "achieved_flops": self.achieved_flops,
+            "fraction_of_roofline": self.fraction_of_roofline, "bound": self.bound,
+        }
+
+
+@dataclass
+class Counters:
+    """All counters of a launch."""
+
+    machine: str
+    clock_hz: float
+    kernel_cycles: float
+    launch_cycles: float
+    num_pes: int
+    cores_per_pe: int
+    pes: dict[int, PECounters]  # only PEs that ran programs
+    totals: dict[str, UnitCounters]  # per unit, summed over PEs
+    bandwidth: dict[str, dict[str, float | None]]  # level -> bytes, achieved and peak bytes/s, fraction
+    roofline: Roofline
+
+    @property
+    def kernel_seconds(self) -> float:
+        return self.kernel_cycles / self.clock_hz
+
+    @property
+    def flops(self) -> int:
+        return sum(u.flops for u in self.totals.values())
+
+    def stall_reasons(self, *, include_queueing: bool = False) -> list[tuple[str, float]]:
+        """Chip-wide stall cycles by reason (`UNIT:reason`), largest first.
+
+        By default only stalls that leave a core or unit idle (fences, dependencies, shared
+        bandwidth, full queues); `unit_busy` (commands queued behind a busy unit, which overlaps
+        across queued commands) only with `include_queueing`.
+        """
+        table: dict[str, float] = {}
+        for name, u in self.totals.items():
+            for reason, cycles in u.stall_cycles.items():
+                if include_queueing or reason != WAIT_UNIT:
+                    _add(table, f"{name}:{reason}", cycles)
+        return sorted(table.items(), key=lambda kv: -kv[1])
+
+    def pe_bandwidth(self, pe: int) -> dict[str, dict[str, float]]:
+        """Bytes/s one PE moved per memory level, and its share of the PE's local-store bandwidth."""
+        units = self.pes[pe].units.values()
+        s = self.kernel_seconds
+        out = {}
+        for level in LEVELS:
+            nbytes = sum(u.bytes_read.get(level, 0) + u.bytes_written.get(level, 0) for u in units)
+            if nbytes:
+                out[level] = {"bytes": float(nbytes), "achieved_bw": nbytes / s if s > 0 else 0.0}
+        return out
+
+    def lanes(self, unit: str) -> int:
+        return self.cores_per_pe if unit == "CORE" else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        k, hz = self.kernel_cycles, self.clock_hz
+        return {
+            "machine": self.machine,
+            "clock_hz": hz,
+            "kernel_cycles": k,
+            "launch_cycles": self.launch_cycles,
+            "cycles": k + self.launch_cycles,
+            "kernel_seconds": self.kernel_seconds,
+            "seconds": (k + self.launch_cycles) / hz,
+            "flops": self.flops,
+            "achieved_flops": self.roofline.achieved_flops,
+            "bandwidth": self.bandwidth,
+            "roofline": self.roofline.to_dict(),
+            "stall_reasons": dict(self.stall_reasons()),
+            "queue_wait_cycles": {n: u.stall_cycles.get(WAIT_UNIT, 0.0) for n, u in self.totals.items()
+                                  if u.stall_cycles.get(WAIT_UNIT)},
+            "totals": {n: u.to_dict(k, self.lanes(n) * self.num_pes, hz) for n, u in self.totals.items()},
+            "pes": {str(p.pe): {"row": p.row, "col": p.col, "bandwidth": self.pe_bandwidth(p.pe),
+                                "units": {n: u.to_dict(k, self.lanes(n), hz) for n, u in p.units.items()}}
+                    for p in self.pes.values()},
+        }
+
+
+def _unit_counters(commands: Iterable[CommandRecord], programs: Iterable[ProgramRecord],
+                   pe_ids: Iterable[int]) -> dict[int, dict[str, UnitCounters]]:
+    per_pe = {pe: {n: UnitCounters(n) for n in UNIT_NAMES} for pe in pe_ids}
+    for rec in commands:
+        ev = rec.event
+        u = per_pe[rec.pe][ev.unit.name]
+        u.busy_cycles += rec.end - rec.start
+        u.commands += 1
+        u.flops += ev.flops
+        u.elements += ev.elements
+        if ev.flops:
+            u.ideal_cycles += rec.ideal_cycles
+        for level, n in ev.bytes_read.items():
+            _add(u.bytes_read, str(level), n)
+        for level, n in ev.bytes_written.items():
+            _add(u.bytes_written, str(level), n)
+        _add(u.stall_cycles, WAIT_UNIT, rec.wait_unit)
+        _add(u.stall_cycles, WAIT_DEPENDENCY, rec.wait_dependency)
+        _add(u.stall_cycles, WAIT_BANDWIDTH, rec.wait_bandwidth)
+    for prog in programs:
+        core = per_pe[prog.pe]["CORE"]
+        core.busy_cycles += prog.busy_cycles
+        core.elements += prog.instructions  # instructions retired
+        core.commands += 1  # programs run
+        for reason, cycles in prog.stalls.items():
+            _add(core.stall_cycles, reason, cycles)
+    return per_pe
+
+
+def _roofline(m: MachineDescription, totals: dict[str, UnitCounters], seconds: float) -> Roofline:
+    flops = sum(u.flops for u in totals.values())
+    dram = totals["DMA"].bytes_read.get("dram", 0) + totals["DMA"].bytes_written.get("dram", 0)
+    dram += sum(u.bytes_read.get("dram", 0) + u.bytes_written.get("dram", 0)
+                for n, u in totals.items() if n != "DMA")
+    # no unit can run its FLOPs faster than its throughput on all PEs at once
+    floor_s = max((u.ideal_cycles / m.num_pes / m.clock_hz for u in totals.values() if u.flops), default=0.0)
+    roof = flops / floor_s if floor_s > 0 else m.peak_flops("fp16")
+    ai = flops / dram if dram else math.inf
+    attainable = min(roof, ai * m.dram_bw) if flops else 0.0
+    achieved = flops / seconds if seconds > 0 else 0.0
+    return Roofline(
+        flops=flops, dram_bytes=dram, arithmetic_intensity=ai, compute_roof=roof, dram_bw=m.dram_bw,
+        ridge_point=roof / m.dram_bw, attainable_flops=attainable, achieved_flops=achieved,
+        fraction_of_roofline=achieved / attainable if attainable > 0 else None,
+        bound="none" if not flops else ("memory" if ai * m.dram_bw < roof else "compute"),
+    )
+
+
+def _bandwidth(m: MachineDescription, totals: dict[str, UnitCounters], seconds: float,
+               active_pes: int) -> dict[str, dict[str, float | None]]:
+    peaks: dict[str, float | None] = {
+        "dram": m.dram_bw, "sram": m.sram_bw, "local": m.local_store_bw * max(active_pes, 1),
+        "remote_local": m.noc_link_bw * max(active_pes, 1),
+    }
+    out: dict[str, dict[str, float | None]] = {}
+    for level in LEVELS:
+        nbytes = sum(u.bytes_read.get(level, 0) + u.bytes_written.get(level, 0) for u in totals.values())
+        achieved = nbytes / seconds if seconds > 0 else 0.0
+        peak = peaks[level]
+        out[level] = {"bytes": float(nbytes), "achieved_bw": achieved, "peak_bw": peak,
+                      "fraction": achieved / peak if peak else None}
+    return out
+
+
+def build_counters(m: MachineDescription, commands: list[CommandRecord], programs: list[ProgramRecord],
+                   kernel_cycles: float, launch_cycles: float) -> Counters:
+    """Aggregate a schedule into counters (per PE and unit, chip totals, bandwidth, roofline)."""
+    pe_ids = sorted({p.pe for p in programs} | {c.pe for c in commands})
+    per_pe = _unit_counters(commands, programs, pe_ids)
+    totals = {n: UnitCounters(n) for n in UNIT_NAMES}
+    for units in per_pe.values():
+        for n, u in units.items():
+            totals[n].add(u)
+    seconds = kernel_cycles / m.clock_hz
+    pes = {pe: PECounters(pe, *m.pe_coords(pe), units=units) for pe, units in per_pe.items()}
+    return Counters(
+        machine=m.name, clock_hz=m.clock_hz, kernel_cycles=kernel_cycles, launch_cycles=launch_cycles,
+        num_pes=m.num_pes, cores_per_pe=m.cores_per_pe, pes=pes, totals=totals,
+        bandwidth=_bandwidth(m, totals, seconds, len(pe_ids)), roofline=_roofline(m, totals, seconds),
+    )

@@ -1,0 +1,172 @@
+"""Memories of the simulated chip: DRAM, SRAM and per-PE local stores as numpy byte arenas.
+
+The same numpy buffers back the Unicorn address space (`mem_map_ptr`) and are read and written by
+the functional units, so there is one copy of every byte. `Allocator` hands out DRAM/SRAM blocks.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from mtia_sim import isa
+from mtia_sim.errors import MemoryFaultError
+from mtia_sim.events import MemLevel
+
+PAGE = 0x1000
+
+
+def page_aligned_buffer(nbytes: int) -> np.ndarray:
+    """A zeroed uint8 array of `nbytes` (rounded up to a page) whose data starts on a page boundary."""
+    nbytes = -(-nbytes // PAGE) * PAGE
+    raw = np.zeros(nbytes + PAGE, dtype=np.uint8)
+    start = (-raw.ctypes.data) % PAGE
+    return raw[start:start + nbytes]
+
+
+class Allocator:
+    """First-fit free-list allocator over [base, base + size) with power-of-two alignment."""
+
+    def __init__(self, base: int, size: int, name: str) -> None:
+        self.base, self.size, self.name = base, size, name
+        self._free: list[tuple[int, int]] = [(base, size)]  # sorted (start, length)
+        self._used: dict[int, tuple[int, int]] = {}  # user addr -> (block start, block length)
+
+    def alloc(self, nbytes: int, align: int = 64) -> int:
+        if nbytes <= 0:
+            raise ValueError(f"allocation size must be positive, got {nbytes}")
+        if align <= 0 or align & (align - 1):
+            raise ValueError(f"alignment must be a power of two, got {align}")
+        for i, (start, length) in enumerate(self._free):
+            addr = -(-start // align) * align
+            end = addr + nbytes
+            if end <= start + length:
+                del self._free[i]
+                if start + length > end:
+                    self._free.insert(i, (end, start + length - end))
+                self._used[addr] = (start, end - start)
+                return addr
+        raise MemoryError(
+            f"{self.name}: cannot allocate {nbytes} bytes ({self.used_bytes} of {self.size} in use); "
+            f"free buffers or give the Simulator a larger arena")
+
+    def free(self, addr: int) -> None:
+        if addr not in self._used:
+            raise ValueError(f"{self.name}: {addr:#x} is not an allocated block")
+        start, length = self._used.pop(addr)
+        self._free.append((start, length))
+        self._free.sort()
+        merged: list[tuple[int, int]] = []
+        for s, n in self._free:
+            if merged and merged[-1][0] + merged[-1][1] == s:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((s, n))
+        self._free = merged
+
+    def reset(self) -> None:
+        self._free = [(self.base, self.size)]
+        self._used.clear()
+
+    @property
+    def used_bytes(self) -> int:
+        return sum(n for _, n in self._used.values())
+
+
+class Region(NamedTuple):
+    """A resolved address: the bytes live in `buffer[offset:]`."""
+
+    buffer: np.ndarray
+    offset: int
+    level: MemLevel
+    base: int  # device address of buffer[0]
+    pe: int | None  # owning PE for local stores
+
+
+class MemorySystem:
+    """DRAM, SRAM and the local stores, addressed as in `isa` (LOCAL_BASE means the current PE's)."""
+
+    def __init__(self, *, num_pes: int, local_store_bytes: int, sram_bytes: int, dram_bytes: int) -> None:
+        if local_store_bytes > isa.PE_WINDOW_STRIDE:
+            raise ValueError(f"local store of {local_store_bytes} bytes does not fit a PE window "
+                             f"({isa.PE_WINDOW_STRIDE} bytes)")
+        if sram_bytes > isa.DRAM_BASE - isa.SRAM_BASE:
+            raise ValueError(f"SRAM of {sram_bytes} bytes overlaps DRAM in the memory map")
+        self.num_pes = num_pes
+        self.local_store_bytes = -(-local_store_bytes // PAGE) * PAGE
+        self.local_limit = local_store_bytes
+        self.dram = page_aligned_buffer(dram_bytes)
+        self.sram = page_aligned_buffer(sram_bytes)
+        self._local: list[np.ndarray | None] = [None] * num_pes
+        self.dram_alloc = Allocator(isa.DRAM_BASE, dram_bytes, "dram")
+        self.sram_alloc = Allocator(isa.SRAM_BASE, sram_bytes, "sram")
+        self.dram_limit = dram_bytes
+        self.sram_limit = sram_bytes
+        self.view_cache: dict[tuple, tuple] = {}  # operand views (mtia_sim.units.operand.Tally.view)
+
+    def local(self, pe: int) -> np.ndarray:
+        """PE `pe`'s local store (created zeroed on first use)."""
+        buf = self._local[pe]
+        if buf is None:
+            buf = self._local[pe] = page_aligned_buffer(self.local_store_bytes)
+        return buf
+
+    def allocator(self, level: str) -> Allocator:
+        if level == "dram":
+            return self.dram_alloc
+        if level == "sram":
+            return self.sram_alloc
+        raise ValueError(f"level must be 'dram' or 'sram', got {level!r}")
+
+    def resolve(self, addr: int, nbytes: int, pe: int | None) -> Region | None:
+        """The region holding [addr, addr + nbytes), or None when that range is not all in one memory.
+
+        `pe` is the PE whose local store LOCAL_BASE means (None: LOCAL_BASE is not addressable).
+        """
+        end = addr + nbytes
+        if isa.DRAM_BASE <= addr and end <= isa.DRAM_BASE + self.dram_limit:
+            return Region(self.dram, addr - isa.DRAM_BASE, MemLevel.DRAM, isa.DRAM_BASE, None)
+        if isa.SRAM_BASE <= addr and end <= isa.SRAM_BASE + self.sram_limit:
+            return Region(self.sram, addr - isa.SRAM_BASE, MemLevel.SRAM, isa.SRAM_BASE, None)
+        if pe is not None and isa.LOCAL_BASE <= addr and end <= isa.LOCAL_BASE + self.local_limit:
+            return Region(self.local(pe), addr - isa.LOCAL_BASE, MemLevel.LOCAL, isa.LOCAL_BASE, pe)
+        if isa.PE_WINDOW_BASE <= addr < isa.PE_WINDOW_BASE + self.num_pes * isa.PE_WINDOW_STRIDE:
+            owner = (addr - isa.PE_WINDOW_BASE) // isa.PE_WINDOW_STRIDE
+            base = isa.PE_WINDOW_BASE + owner * isa.PE_WINDOW_STRIDE
+            if end <= base + self.local_limit:
+                level = MemLevel.LOCAL if owner == pe else MemLevel.REMOTE_LOCAL
+                return Region(self.local(owner), addr - base, level, base, owner)
+        return None
+
+    def region_kind(self, addr: int, pe: int | None) -> MemLevel | None:
+        """The memory `addr` falls in (ignoring its size), or None."""
+        r = self.resolve(addr, 1, pe)
+        return None if r is None else r.level
+
+    def host_region(self, addr: int, nbytes: int) -> Region:
+        """Resolve for host reads/writes (DRAM, SRAM, PE windows); raises MemoryFaultError."""
+        if nbytes < 0:
+            raise ValueError(f"negative size {nbytes}")
+        r = self.resolve(addr, max(nbytes, 1), None)
+        if r is None:
+            raise MemoryFaultError(
+                f"host access of {nbytes} bytes is outside DRAM, SRAM and the PE windows "
+                "(LOCAL_BASE is only meaningful on a PE: use PE_WINDOW_BASE + pe * PE_WINDOW_STRIDE)",
+                address=addr)
+        return r
+
+    def write(self, addr: int, data: bytes | np.ndarray) -> None:
+        raw = np.frombuffer(data, dtype=np.uint8) if isinstance(data, bytes | bytearray | memoryview) \
+            else np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        r = self.host_region(addr, raw.size)
+        r.buffer[r.offset:r.offset + raw.size] = raw
+
+    def read(self, addr: int, nbytes: int) -> bytes:
+        r = self.host_region(addr, nbytes)
+        return r.buffer[r.offset:r.offset + nbytes].tobytes()
+
+    def view(self, addr: int, nbytes: int) -> np.ndarray:
+        """A writable uint8 view of host-addressable device memory (no copy)."""
+        r = self.host_region(addr, nbytes)
+        return r.buffer[r.offset:r.offset + nbytes]

@@ -1,0 +1,371 @@
+"""The event-driven replay of all programs of a launch on the modelled PEs.
+
+Cores step through their program's events (instructions at `core_cpi`, a doorbell costs
+`command_issue_cycles`); commands enter per-PE, per-unit in-order queues; the command processor's
+scoreboard holds a command until every earlier command of its PE it conflicts with on local-store
+ranges (RAW, WAR, WAW) is done; fences and the program's end wait for the core's commands; transfers
+share DRAM, SRAM, local-store and NoC bandwidth through the fluid model. One heap of timed events,
+O(events log events) apart from the fair-share recomputation, which is linear in transfers in flight
+(at most one per PE, since each PE's DMA queue is in order).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Iterator
+
+from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, ProgramTrace
+from mtia_sim.isa import Unit
+from mtia_sim.machine import MachineDescription
+from mtia_sim.timing import costs
+from mtia_sim.timing.fluid import FluidBandwidth, Transfer
+from mtia_sim.timing.result import CommandRecord, ProgramRecord
+
+_COMPLETE, _CORE = 0, 1  # at equal times, finish work before cores look at it
+_SAME_TIME = 1e-6  # cycles: events closer than this are handled before bandwidth is rebalanced
+_UNITS = (Unit.DMA, Unit.DPE, Unit.SIMD, Unit.RED, Unit.MLU)
+
+
+class _Cmd:
+    __slots__ = ("rec", "reads", "writes", "deps_left", "dependents", "waiters", "done", "head_at",
+                 "transfer", "transfer_start", "transfer_alone")
+
+    def __init__(self, rec: CommandRecord) -> None:
+        self.rec = rec
+        self.reads = rec.event.reads
+        self.writes = rec.event.writes
+        self.deps_left = 0
+        self.dependents: list[_Cmd] = []
+        self.waiters: list[_Core] = []
+        self.done = False
+        self.head_at: float | None = None
+        self.transfer: Transfer | None = None
+        self.transfer_start = 0.0
+        self.transfer_alone = 0.0
+
+    def conflicts(self, other: _Cmd) -> bool:
+        """RAW, WAR or WAW on local-store ranges with an earlier command."""
+        for w in self.writes:
+            for r in other.reads:
+                if w.start < r.end and r.start < w.end:
+                    return True
+            for r in other.writes:
+                if w.start < r.end and r.start < w.end:
+                    return True
+        for r in self.reads:
+            for w in other.writes:
+                if w.start < r.end and r.start < w.end:
+                    return True
+        return False
+
+
+class _Unit:
+    __slots__ = ("queue", "busy", "blocked_cores")
+
+    def __init__(self) -> None:
+        self.queue: deque[_Cmd] = deque()
+        self.busy: _Cmd | None = None
+        self.blocked_cores: list[_Core] = []
+
+
+class _PE:
+    __slots__ = ("units", "outstanding")
+
+    def __init__(self) -> None:
+        self.units = {u: _Unit() for u in _UNITS}
+        self.outstanding: list[_Cmd] = []  # the command processor's scoreboard
+
+
+class _Core:
+    __slots__ = ("pe", "core", "programs", "prog", "events", "idx", "time", "paid", "last_by_unit",
+                 "waiting", "blocked", "blocked_since", "wake_unit")
+
+    def __init__(self, pe: int, core: int, programs: list[int]) -> None:
+        self.pe = pe
+        self.core = core
+        self.programs = deque(programs)
+        self.prog: ProgramRecord | None = None
+        self.events: list = []
+        self.idx = 0
+        self.time = 0.0
+        self.paid = False  # the current command's issue cost is already counted
+        self.last_by_unit: dict[Unit, _Cmd] = {}
+        self.waiting: set[_Cmd] = set()
+        self.blocked: str | None = None
+        self.blocked_since = 0.0
+        self.wake_unit: Unit | None = None
+
+
+class Replay:
+    """One replay of a launch. Use `run()` once."""
+
+    def __init__(self, machine: MachineDescription, traces: list[ProgramTrace]) -> None:
+        self.m = machine
+        self.traces = traces
+        self.heap: list[tuple[float, int, int, int, object, int]] = []
+        self.seq = itertools.count()
+        self.now = 0.0
+        self.events = 0
+        self.fluid = FluidBandwidth()
+        self.fluid_dirty = False
+        self.fluid_epoch = 0  # only the latest "next transfer finishes" event is live
+        self.link_ids = itertools.count()
+        self.pes: dict[int, _PE] = {}
+        self.cores: list[_Core] = []
+        self.commands: list[CommandRecord] = []
+        self.programs: list[ProgramRecord] = []
+        self.timeline: list[tuple[float, float, float]] = []  # (cycle, DRAM B/cycle, SRAM B/cycle)
+        self._place()
+
+    # ---- set-up --------------------------------------------------------------------------
+    def _place(self) -> None:
+        by_core: dict[tuple[int, int], list[int]] = {}
+        for i, tr in enumerate(self.traces):
+            if not 0 <= tr.pe < self.m.num_pes:
+                raise ValueError(f"program {tr.program_id} runs on PE {tr.pe}, but {self.m.name} has PEs "
+                                 f"0..{self.m.num_pes - 1}; map programs with the same machine description")
+            if not 0 <= tr.core < self.m.cores_per_pe:
+                raise ValueError(f"program {tr.program_id} runs on core {tr.core}, but {self.m.name} has "
+                                 f"{self.m.cores_per_pe} cores per PE")
+            by_core.setdefault((tr.pe, tr.core), []).append(i)
+        for (pe, core), progs in sorted(by_core.items()):
+            self.pes.setdefault(pe, _PE())
+            c = _Core(pe, core, progs)
+            self.cores.append(c)
+            self._next_program(c, 0.0)
+            self._push(0.0, _CORE, 0, c)
+
+    # ---- the event queue -----------------------------------------------------------------
+    def _push(self, time: float, prio: int, kind: int, obj: object, version: int = 0) -> None:
+        heapq.heappush(self.heap, (time, prio, next(self.seq), kind, obj, version))
+
+    def run(self) -> float:
+        """Replay everything; returns the makespan in cycles."""
+        heap = self.heap
+        while heap:
+            if self.fluid_dirty and heap[0][0] > self.now + _SAME_TIME:
+                self._rebalance()
+                continue
+            time, _, _, kind, obj, version = heapq.heappop(heap)
+            self.now = max(self.now, time)
+            self.events += 1
+            if kind == 0:
+                self._run_core(obj)  # type: ignore[arg-type]
+            elif kind == 1:
+                self._fixed_done(obj)  # type: ignore[arg-type]
+            elif version == self.fluid_epoch:
+                self._transfers_done()
+            if not heap and self.fluid_dirty:
+                self._rebalance()
+        stuck = [c for c in self.cores if c.prog is not None]
+        if stuck:
+            c = stuck[0]
+            raise RuntimeError(f"timing replay deadlocked: PE {c.pe} core {c.core} is blocked ({c.blocked}) "
+                               "with nothing in flight; this is a bug in mtia_sim.timing")
+        return self.now
+
+    # ---- cores ---------------------------------------------------------------------------
+    def _next_program(self, c: _Core, start: float) -> None:
+        if not c.programs:
+            c.prog = None
+            return
+        i = c.programs.popleft()
+        tr = self.traces[i]
+        c.prog = ProgramRecord(program=i, program_id=tr.program_id, pe=c.pe, core=c.core, start=start)
+        self.programs.append(c.prog)
+        c.events = tr.events
+        c.idx = 0
+        c.time = start
+        c.paid = False
+        c.last_by_unit = {}
+
+    def _block(self, c: _Core, reason: str) -> None:
+        c.blocked = reason
+        c.blocked_since = self.now
+
+    def _unblock(self, c: _Core) -> None:
+        if c.blocked is None:
+            return
+        unit = c.wake_unit.name if c.wake_unit is not None else "ANY"
+        reason = f"{c.blocked}_{unit}"
+        assert c.prog is not None
+        waited = self.now - c.blocked_since
+        if waited > 0:
+            c.prog.stalls[reason] = c.prog.stalls.get(reason, 0.0) + waited
+        c.blocked = None
+        c.wake_unit = None
+
+    def _wait_for(self, c: _Core, cmds: list[_Cmd], reason: str) -> bool:
+        """Block the core until `cmds` are done; False when they already are."""
+        pending = [x for x in cmds if not x.done]
+        if not pending:
+            return False
+        c.waiting = set(pending)
+        for x in pending:
+            x.waiters.append(c)
+        self._block(c, reason)
+        return True
+
+    def _run_core(self, c: _Core) -> None:
+        self._unblock(c)
+        now = self.now
+        m = self.m
+        c.time = max(c.time, now)
+        while c.prog is not None:
+            prog = c.prog
+            if c.idx < len(c.events):
+                ev = c.events[c.idx]
+            else:
+                ev = None  # a trace without EndEvent ends like one
+            if isinstance(ev, CoreEvent):
+                cyc = ev.instructions * m.core_cpi
+                c.time += cyc
+                prog.busy_cycles += cyc
+                prog.instructions += ev.instructions
+                c.idx += 1
+                continue
+            if isinstance(ev, CommandEvent) and not c.paid:
+                c.time += m.command_issue_cycles
+                prog.busy_cycles += m.command_issue_cycles
+                c.paid = True
+            if c.time > now:
+                self._push(c.time, _CORE, 0, c)
+                return
+            if isinstance(ev, CommandEvent):
+                unit = self.pes[c.pe].units[ev.unit] if ev.unit in _UNITS else None
+                if unit is None:
+                    raise ValueError(f"program {prog.program_id}: command {ev.op!r} names unit {ev.unit!r}; "
+                                     "commands go to DMA, DPE, SIMD, RED or MLU")
+                if len(unit.queue) >= m.command_queue_depth:
+                    unit.blocked_cores.append(c)
+                    c.wake_unit = ev.unit
+                    self._block(c, "queue_full")
+                    return
+                self._issue(c, ev)
+                c.paid = False
+                c.idx += 1
+                continue
+            if isinstance(ev, FenceEvent):
+                c.idx += 1
+                cmds = [x for u, x in c.last_by_unit.items() if ev.unit_mask & (1 << int(u))]
+                if self._wait_for(c, cmds, "fence_wait"):
+                    return
+                continue
+            if ev is None or isinstance(ev, EndEvent):
+                if self._wait_for(c, list(c.last_by_unit.values()), "end_wait"):
+                    return
+                prog.end = now
+                self._next_program(c, now + m.job_replacement_cycles)
+                continue
+            raise TypeError(f"program {prog.program_id}: unknown event {ev!r} in its trace")
+
+    # ---- commands ------------------------------------------------------------------------
+    def _issue(self, c: _Core, ev: CommandEvent) -> None:
+        assert c.prog is not None
+        rec = CommandRecord(pe=c.pe, core=c.core, program=c.prog.program, event=ev, issue=self.now,
+                            start=0.0, end=0.0, ideal_cycles=costs.ideal_cycles(self.m, ev))
+        self.commands.append(rec)
+        cmd = _Cmd(rec)
+        pe = self.pes[c.pe]
+        if ev.reads or ev.writes:
+            live = [x for x in pe.outstanding if not x.done]
+            pe.outstanding = live
+            unit_id = ev.unit
+            for other in live:  # earlier commands of the same unit finish first anyway (in order)
+                if other.rec.event.unit != unit_id and cmd.conflicts(other):
+                    cmd.deps_left += 1
+                    other.dependents.append(cmd)
+        pe.outstanding.append(cmd)
+        c.last_by_unit[ev.unit] = cmd
+        unit = pe.units[ev.unit]
+        unit.queue.append(cmd)
+        self._try_start(unit)
+
+    def _try_start(self, unit: _Unit) -> None:
+        if unit.busy is not None or not unit.queue:
+            return
+        head = unit.queue[0]
+        if head.head_at is None:
+            head.head_at = self.now
+        if head.deps_left:
+            return
+        unit.queue.popleft()
+        unit.busy = head
+        rec = head.rec
+        rec.start = self.now
+        rec.wait_unit = head.head_at - rec.issue
+        rec.wait_dependency = self.now - head.head_at
+        fixed = costs.fixed_cycles(self.m, rec.pe, rec.event)
+        self._push(self.now + fixed, _COMPLETE, 1, head)
+        if unit.blocked_cores:
+            blocked, unit.blocked_cores = unit.blocked_cores, []
+            for core in blocked:
+                self._push(self.now, _CORE, 0, core)
+
+    def _fixed_done(self, cmd: _Cmd) -> None:
+        rec = cmd.rec
+        volume, shares = costs.transfer_demands(self.m, rec.pe, rec.event, next(self.link_ids))
+        if volume <= 0:
+            self._complete(cmd)
+            return
+        tr = Transfer(owner=cmd, remaining=volume, shares=shares, started=self.now)
+        cmd.transfer = tr
+        cmd.transfer_start = self.now
+        cmd.transfer_alone = volume / costs.uncontended_rate(shares)
+        self.fluid.add(tr, self.now)  # rate 0 until the rebalance (at this time)
+        self.fluid_dirty = True
+
+    def _transfers_done(self) -> None:
+        """The earliest transfer(s) finished: complete them; rates are rebalanced afterwards."""
+        self.fluid.advance(self.now)
+        active = self.fluid.active
+        finished = [tr for tr in active if tr.remaining <= tr.rate * _SAME_TIME]
+        if not finished and active:  # rounding: the one this event was scheduled for
+            finished = [min(active, key=lambda tr: tr.remaining / tr.rate if tr.rate > 0 else float("inf"))]
+        self.fluid.remove_all(finished)
+        for tr in finished:
+            cmd: _Cmd = tr.owner
+            cmd.rec.wait_bandwidth = max(0.0, (self.now - cmd.transfer_start) - cmd.transfer_alone)
+            self._complete(cmd)
+        self.fluid_dirty = True
+
+    def _rebalance(self) -> None:
+        """Recompute fair shares and schedule one event for the next transfer to finish."""
+        self.fluid_dirty = False
+        self.fluid.advance(self.now)
+        finish = self.fluid.rebalance()
+        self.fluid_epoch += 1
+        sample = (self.now, self.fluid.dram_rate, self.fluid.sram_rate)
+        if self.timeline and self.timeline[-1][0] == self.now:
+            self.timeline[-1] = sample
+        elif not self.timeline or self.timeline[-1][1:] != sample[1:]:
+            self.timeline.append(sample)
+        if finish is not None:
+            self._push(self.now + finish, _COMPLETE, 2, None, self.fluid_epoch)
+
+    def _complete(self, cmd: _Cmd) -> None:
+        rec = cmd.rec
+        rec.end = self.now
+        cmd.done = True
+        pe = self.pes[rec.pe]
+        unit = pe.units[rec.event.unit]
+        unit.busy = None
+        for core in cmd.waiters:
+            core.waiting.discard(cmd)
+            if not core.waiting and core.blocked is not None:
+                core.wake_unit = rec.event.unit
+                self._push(self.now, _CORE, 0, core)
+        cmd.waiters = []
+        self._try_start(unit)
+        dependents, cmd.dependents = cmd.dependents, []
+        for d in dependents:  # the head of another unit's queue may be free to go now
+            d.deps_left -= 1
+            if not d.deps_left:
+                self._try_start(pe.units[d.rec.event.unit])
+
+
+def iter_units() -> Iterator[Unit]:
+    """The units that take commands, in track order."""
+    return iter(_UNITS)

@@ -1,0 +1,92 @@
+"""What a timing run produces: the schedule of every command and program, and the counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mtia_sim.events import CommandEvent
+from mtia_sim.isa import Unit
+from mtia_sim.machine import MachineDescription
+
+if TYPE_CHECKING:
+    from mtia_sim.counters import Counters
+
+
+@dataclass(slots=True)
+class CommandRecord:
+    """One command's schedule (cycles from kernel start) and why it waited."""
+
+    pe: int
+    core: int
+    program: int  # index into the traces given to simulate()
+    event: CommandEvent
+    issue: float  # the core wrote the doorbell
+    start: float  # the unit began it
+    end: float
+    wait_unit: float = 0.0  # issue -> head of a free unit (earlier commands in the unit's queue)
+    wait_dependency: float = 0.0  # head of a free unit -> start (local-store RAW/WAR/WAW)
+    wait_bandwidth: float = 0.0  # transfer slower than alone, because bandwidth was shared
+    ideal_cycles: float = 0.0  # throughput-bound compute cycles (for peaks and the roofline)
+
+    @property
+    def unit(self) -> Unit:
+        return self.event.unit
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(slots=True)
+class ProgramRecord:
+    """One program's run on a core: when it started and ended, what the core did and waited for."""
+
+    program: int  # index into the traces given to simulate()
+    program_id: tuple[int, int, int]
+    pe: int
+    core: int
+    start: float
+    end: float = 0.0
+    instructions: int = 0
+    busy_cycles: float = 0.0  # executing instructions and issuing commands
+    stalls: dict[str, float] = field(default_factory=dict)  # reason -> cycles the core waited
+
+
+@dataclass
+class TimingResult:
+    """Cycles and counters of one launch. Command/program times are cycles from kernel start."""
+
+    machine: MachineDescription
+    kernel_cycles: float  # makespan of all programs
+    launch_cycles: float  # launch overhead (0 with launch_overhead=False)
+    commands: list[CommandRecord]
+    programs: list[ProgramRecord]
+    counters: Counters
+    events_processed: int = 0  # timing-model events (for measuring the model's own speed)
+    bandwidth_timeline: list[tuple[float, float, float]] = field(default_factory=list)
+    """(cycle, DRAM bytes/cycle, SRAM bytes/cycle) in flight from that cycle on (step function)."""
+
+    @property
+    def cycles(self) -> float:
+        """Total launch time in cycles: launch overhead + makespan."""
+        return self.launch_cycles + self.kernel_cycles
+
+    @property
+    def seconds(self) -> float:
+        return self.machine.cycles_to_seconds(self.cycles)
+
+    @property
+    def kernel_seconds(self) -> float:
+        return self.machine.cycles_to_seconds(self.kernel_cycles)
+
+
+def as_timing_result(result: object) -> TimingResult:
+    """A TimingResult, also from an object that carries one as `.timing` (the simulator's LaunchResult)."""
+    if isinstance(result, TimingResult):
+        return result
+    inner = getattr(result, "timing", None)
+    if isinstance(inner, TimingResult):
+        return inner
+    raise TypeError(f"expected a mtia_sim.timing.TimingResult (or a launch result holding one), "
+                    f"got {type(result).__name__}")

@@ -1,0 +1,108 @@
+"""Every status from a real sandboxed worker: correct, wrong, crashing, hanging and malformed candidates."""
+
+from __future__ import annotations
+
+import pytest
+from eval_helpers import candidate, needs_mtia, problem, quick, run_eval
+
+from kegen.eval import ProblemError, Status, evaluate
+
+
+@needs_mtia()
+def test_correct_triton_kernel_is_ok_on_mtia_with_simulated_time_and_roofline() -> None:
+    r = run_eval("vector_add", "vector_add_ok", quick("mtia", profile=True))
+    assert r.status is Status.OK, r.message
+    assert r.max_abs_error == 0.0 and r.trials >= 3 and r.seeds[:2] == [42, 43]  # 2 trials + an edge size
+    assert r.candidate_time_s and r.candidate_time_s > r.roofline_time_s > 0
+    assert 0 < r.speedups["roofline"] < 1 and r.fitness == pytest.approx(r.speedups["roofline"])
+    assert r.profile["kernels"][0]["name"] == "add_kernel" and r.profile["units"]
+    assert any(t.get("sizes") for t in r.details["trials"])  # the edge-size trial ran
+
+
+@needs_mtia()
+def test_baseline_is_timed_in_the_same_run_and_gives_the_primary_speedup() -> None:
+    r = run_eval("vector_add", "vector_add_ok", quick("mtia"), baseline=candidate("vector_add_launcher"))
+    assert r.status is Status.OK, r.message
+    assert r.baseline_time_s and r.speedup == pytest.approx(r.baseline_time_s / r.candidate_time_s)
+    assert set(r.speedups) == {"baseline", "roofline"}
+
+
+def test_candidate_given_as_source_text_and_launcher_form_on_cpu() -> None:
+    src = candidate("vector_add_launcher").read_text()
+    r = evaluate(problem("vector_add"), src, config=quick("cpu"))
+    assert r.status is Status.OK, r.message
+    assert "eager" in r.speedups and r.fitness == pytest.approx(r.speedups["eager"])
+
+
+def test_wrong_result_is_incorrect_with_worst_error_and_index() -> None:
+    r = run_eval("vector_add", "vector_add_wrong", quick("cpu"))
+    assert r.status is Status.INCORRECT and r.fitness == 0.0
+    assert "differs at index" in r.message and r.worst_index is not None and r.max_abs_error > 1
+
+
+def test_hard_coded_size_fails_at_the_edge_size() -> None:
+    r = run_eval("vector_add", "vector_add_fixed_size", quick("cpu"))
+    assert r.status is Status.INCORRECT and "edge sizes {'N': 4097}" in r.message
+
+
+def test_exception_is_runtime_error_with_the_candidate_line() -> None:
+    r = run_eval("vector_add", "vector_add_raises", quick("cpu"))
+    assert r.status is Status.RUNTIME_ERROR and "scratch buffer" in r.message
+    assert r.source_line == "vector_add_raises.py:9"
+
+
+def test_segfault_is_runtime_error() -> None:
+    r = run_eval("vector_add", "vector_add_segfault", quick("cpu"))
+    assert r.status is Status.RUNTIME_ERROR and "SIGSEGV" in r.message
+
+
+def test_hang_is_timeout() -> None:
+    r = run_eval("vector_add", "vector_add_hangs", quick("cpu", timeout_s=6.0))
+    assert r.status is Status.TIMEOUT and r.wall_time_s < 15
+
+
+def test_network_is_blocked() -> None:
+    r = run_eval("vector_add", "vector_add_network", quick("cpu"))
+    assert r.status is Status.RUNTIME_ERROR
+    assert "network" in r.message.lower() or "unreachable" in r.message.lower()
+    assert r.details.get("network_isolation") in ("namespace", "python")
+
+
+@pytest.mark.parametrize("name, fragment, line", [
+    ("syntax_error", "syntax error", "syntax_error.py:5"),
+    ("import_fails", "kegen_no_such_module", "import_fails.py:3"),
+    ("no_model_new", "neither class ModelNew", None),
+])
+def test_malformed_candidates_are_compile_errors_that_say_which(name: str, fragment: str, line: str | None) -> None:
+    r = run_eval("vector_add", name, quick("cpu"))
+    assert r.status is Status.COMPILE_ERROR and fragment in r.message
+    assert r.source_line == line
+
+
+def test_wrong_constructor_signature_is_compile_error() -> None:
+    r = run_eval("scale_bias", "scale_bias_wrong_ctor", quick("cpu"))
+    assert r.status is Status.COMPILE_ERROR and "constructor" in r.message
+
+
+def test_plain_torch_candidate_needs_the_allow_list() -> None:
+    assert run_eval("scale_bias", "scale_bias_torch", quick("cpu")).status is Status.CHEAT_DETECTED
+    r = run_eval("scale_bias", "scale_bias_torch", quick("cpu", allow_ops=("*",)))
+    assert r.status is Status.OK, r.message  # same constructor + seeded init = same weights
+
+
+def test_broken_problem_raises_problem_error() -> None:
+    with pytest.raises(ProblemError, match="lacks get_inputs"):
+        run_eval("broken_problem", "vector_add_ok", quick("cpu"))
+
+
+@needs_mtia()
+def test_triton_compile_error_on_mtia_points_at_the_kernel_line() -> None:
+    r = run_eval("vector_add", "vector_add_compile_error", quick("mtia"))
+    assert r.status is Status.COMPILE_ERROR and "no_such_function" in r.message
+    assert r.source_line == "vector_add_compile_error.py:12"
+
+
+@pytest.mark.slow
+def test_memory_hog_is_stopped_by_the_memory_limit() -> None:
+    r = run_eval("vector_add", "vector_add_memory_hog", quick("cpu", memory_limit_mb=3000))
+    assert r.status is Status.RUNTIME_ERROR and "memory" in r.message.lower()

@@ -1,0 +1,261 @@
+"""End to end: ordinary Triton kernels launched with kernel[grid](...) on CPU tensors run on the
+simulated MTIA chip through kegen's backend, and match PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from lowering.backend import driver
+
+TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.float16: dict(atol=1e-2, rtol=1e-2),
+       torch.bfloat16: dict(atol=1e-2, rtol=1e-2)}
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    tl.store(z_ptr + offs, x + y, mask=m)
+
+
+@pytest.mark.parametrize("n", [1, 100, 256, 1000])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_vector_add(n: int, dtype: torch.dtype) -> None:
+    x, y = torch.randn(n).to(dtype), torch.randn(n).to(dtype)
+    z = torch.full((n,), 7.0).to(dtype)
+    add_kernel[(triton.cdiv(n, 128),)](x, y, z, n, BLOCK=128)
+    torch.testing.assert_close(z, x + y, **TOL[dtype])
+    res = driver.last_launch()
+    assert res.cycles > 0 and res.seconds > 0
+
+
+@triton.jit
+def softmax_kernel(x_ptr, y_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < n_cols
+    x = tl.load(x_ptr + row * stride + offs, mask=m, other=-float("inf")).to(tl.float32)
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    out = e / tl.sum(e, axis=0)
+    tl.store(y_ptr + row * stride + offs, out.to(y_ptr.dtype.element_ty), mask=m)
+
+
+@pytest.mark.parametrize("shape", [(3, 17), (4, 64), (2, 100)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_softmax(shape: tuple[int, int], dtype: torch.dtype) -> None:
+    x = torch.randn(shape).to(dtype)
+    y = torch.empty_like(x)
+    softmax_kernel[(shape[0],)](x, y, shape[1], x.stride(0), BLOCK=triton.next_power_of_2(shape[1]))
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), **TOL[dtype])
+
+
+@triton.jit
+def matmul_kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm = tl.program_id(0)
+    pn = tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * sam + (k + rk)[None, :] * sak,
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        y = tl.load(b + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
+                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("mnk", [(32, 32, 32), (40, 36, 70), (17, 50, 9)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_matmul_k_loop(mnk: tuple[int, int, int], dtype: torch.dtype) -> None:
+    M, N, K = mnk
+    a, b = torch.randn(M, K).to(dtype), torch.randn(K, N).to(dtype)
+    c = torch.empty(M, N, dtype=dtype)
+    grid = (triton.cdiv(M, 16), triton.cdiv(N, 32))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BM=16, BN=32, BK=16)
+    ref = (a.float() @ b.float()).to(dtype)
+    tol = dict(atol=1e-3, rtol=1e-3) if dtype == torch.float32 else dict(atol=5e-2, rtol=2e-2)
+    torch.testing.assert_close(c, ref, **tol)
+
+
+def test_matmul_transposed_operand() -> None:
+    M, N, K = 24, 20, 33
+    a = torch.randn(K, M).t()  # column-major view: strides (1, M)
+    b = torch.randn(K, N)
+    c = torch.empty(M, N)
+    matmul_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 32))](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=16, BN=32, BK=16)
+    torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
+
+
+@triton.jit
+def reduce_rows_kernel(x_ptr, s_ptr, mx_ptr, mn_ptr, am_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr):
+    pid = tl.program_id(0)
+    rows = pid * BR + tl.arange(0, BR)
+    cols = tl.arange(0, BC)
+    m = (rows[:, None] < R) & (cols[None, :] < C)
+    x = tl.load(x_ptr + rows[:, None] * C + cols[None, :], mask=m, other=0.0)
+    s = tl.sum(x, axis=1)
+    xm = tl.where(m, x, -float("inf"))
+    tl.store(s_ptr + rows, s, mask=rows < R)
+    tl.store(mx_ptr + rows, tl.max(xm, axis=1), mask=rows < R)
+    tl.store(mn_ptr + rows, tl.min(tl.where(m, x, float("inf")), axis=1), mask=rows < R)
+    tl.store(am_ptr + rows, tl.argmax(xm, axis=1), mask=rows < R)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (16, 32), (9, 33)])
+def test_row_reductions(shape: tuple[int, int]) -> None:
+    R, C = shape
+    x = torch.randn(R, C)
+    s, mx, mn = torch.empty(R), torch.empty(R), torch.empty(R)
+    am = torch.empty(R, dtype=torch.int32)
+    reduce_rows_kernel[(triton.cdiv(R, 4),)](x, s, mx, mn, am, R, C, BR=4, BC=triton.next_power_of_2(C))
+    torch.testing.assert_close(s, x.sum(1), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(mx, x.max(1).values)
+    torch.testing.assert_close(mn, x.min(1).values)
+    torch.testing.assert_close(am, x.argmax(1).to(torch.int32))
+
+
+@triton.jit
+def col_sum_cumsum_kernel(x_ptr, cs_ptr, cum_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr):
+    rows = tl.arange(0, BR)
+    cols = tl.arange(0, BC)
+    m = (rows[:, None] < R) & (cols[None, :] < C)
+    x = tl.load(x_ptr + rows[:, None] * C + cols[None, :], mask=m, other=0.0)
+    tl.store(cs_ptr + cols, tl.sum(x, axis=0), mask=cols < C)
+    tl.store(cum_ptr + rows[:, None] * C + cols[None, :], tl.cumsum(x, axis=1), mask=m)
+
+
+def test_column_sum_and_cumsum() -> None:
+    R, C = 6, 10
+    x = torch.randn(R, C)
+    cs, cum = torch.empty(C), torch.empty(R, C)
+    col_sum_cumsum_kernel[(1,)](x, cs, cum, R, C, BR=8, BC=16)
+    torch.testing.assert_close(cs, x.sum(0), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(cum, x.cumsum(1), atol=1e-4, rtol=1e-4)
+
+
+@triton.jit
+def gather_kernel(src_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    idx = tl.load(idx_ptr + offs, mask=m, other=0)
+    v = tl.load(src_ptr + idx, mask=m, other=0.0)
+    tl.store(out_ptr + idx, v * 2.0 + 1.0, mask=m)
+
+
+def test_indirect_gather_scatter() -> None:
+    n = 77
+    src = torch.randn(200)
+    idx = torch.randperm(200)[:n].to(torch.int32)
+    out = torch.zeros(200)
+    gather_kernel[(triton.cdiv(n, 32),)](src, idx, out, n, BLOCK=32)
+    ref = torch.zeros(200)
+    ref[idx.long()] = src[idx.long()] * 2 + 1
+    torch.testing.assert_close(out, ref)
+
+
+@triton.jit
+def scalar_loop_kernel(x_ptr, out_ptr, n, scale, BLOCK: tl.constexpr):
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    first = tl.load(x_ptr)  # a scalar load on the core
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    total = tl.sum(acc, axis=0) * scale + first
+    if total > 0:
+        tl.store(out_ptr, total)
+    else:
+        tl.store(out_ptr, -total)
+
+
+def test_scalar_control_flow() -> None:
+    for sign in (1.0, -1.0):
+        x = torch.randn(90) + sign
+        out = torch.zeros(1)
+        scalar_loop_kernel[(1,)](x, out, 90, 0.5, BLOCK=32)
+        t = x.sum() * 0.5 + x[0]
+        torch.testing.assert_close(out[0], t.abs(), atol=1e-4, rtol=1e-4)
+
+
+@triton.jit
+def while_kernel(out_ptr, n):
+    i = 0
+    acc = 0
+    while i < n:
+        acc += i * i
+        i += 1
+    tl.store(out_ptr, acc)
+
+
+def test_while_loop() -> None:
+    out = torch.zeros(1, dtype=torch.int32)
+    while_kernel[(1,)](out, 10)
+    assert int(out[0]) == sum(i * i for i in range(10))
+
+
+@triton.jit
+def atomic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.atomic_add(out_ptr, tl.sum(x, axis=0))
+
+
+def test_atomic_add_across_programs() -> None:
+    x = torch.randn(300)
+    out = torch.zeros(1)
+    atomic_kernel[(triton.cdiv(300, 64),)](x, out, 300, BLOCK=64)
+    torch.testing.assert_close(out[0], x.sum(), atol=1e-4, rtol=1e-4)
+
+
+@triton.jit
+def transpose_kernel(x_ptr, y_ptr, R, C, BR: tl.constexpr, BC: tl.constexpr):
+    rows = tl.program_id(0) * BR + tl.arange(0, BR)
+    cols = tl.program_id(1) * BC + tl.arange(0, BC)
+    m = (rows[:, None] < R) & (cols[None, :] < C)
+    x = tl.load(x_ptr + rows[:, None] * C + cols[None, :], mask=m)
+    xt = tl.trans(x)
+    tl.store(y_ptr + cols[:, None] * R + rows[None, :], tl.sqrt(tl.abs(xt)) + 1.0, mask=tl.trans(m))
+
+
+def test_transpose_and_math() -> None:
+    R, C = 19, 23
+    x = torch.randn(R, C)
+    y = torch.empty(C, R)
+    transpose_kernel[(triton.cdiv(R, 8), triton.cdiv(C, 16))](x, y, R, C, BR=8, BC=16)
+    torch.testing.assert_close(y, x.abs().sqrt().t() + 1.0)
+
+
+@triton.jit
+def mixed_ops_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.load(y_ptr + offs, mask=m, other=1).to(tl.float32)
+    z = tl.where(x > 0, x * y, tl.exp(x) - 1.0)
+    z = tl.maximum(z, -0.5) + tl.sigmoid(x) + (offs % 3).to(tl.float32)
+    tl.store(out_ptr + offs, z, mask=m)
+
+
+def test_mixed_elementwise_int_float() -> None:
+    n = 150
+    x = torch.randn(n)
+    y = torch.randint(-5, 5, (n,), dtype=torch.int32)
+    out = torch.empty(n)
+    mixed_ops_kernel[(triton.cdiv(n, 64),)](x, y, out, n, BLOCK=64)
+    yf = y.float()
+    ref = torch.where(x > 0, x * yf, torch.exp(x) - 1.0)
+    ref = torch.maximum(ref, torch.tensor(-0.5)) + torch.sigmoid(x) + (torch.arange(n) % 3).float()
+    torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)

@@ -1,0 +1,92 @@
+"""Performance options change simulated cycles in the expected direction, never the results."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from lowering.backend import driver
+from lowering.backend.options import MtiaOptions
+
+
+@triton.jit
+def mm_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        x = tl.load(a + rm[:, None] * K + (k + rk)[None, :], mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        y = tl.load(b + (k + rk)[:, None] * N + rn[None, :], mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(x, y)
+    tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) * 3.0 + 1.0, mask=m)
+
+
+def _mm(**options: object) -> tuple[torch.Tensor, float]:
+    torch.manual_seed(0)
+    M, N, K = 32, 32, 256
+    a, b = torch.randn(M, K), torch.randn(K, N)
+    c = torch.empty(M, N)
+    mm_kernel[(1, 1)](a, b, c, M, N, K, BM=32, BN=32, BK=32, **options)
+    return c, driver.last_launch().cycles
+
+
+def test_num_stages_overlaps_dma_with_compute() -> None:
+    c1, cyc1 = _mm(num_stages=1)
+    c2, cyc2 = _mm(num_stages=2)
+    c3, cyc3 = _mm(num_stages=3)
+    torch.testing.assert_close(c1, c2, rtol=0, atol=0)
+    torch.testing.assert_close(c1, c3, rtol=0, atol=0)
+    assert cyc2 < cyc1, (cyc1, cyc2)
+    assert cyc3 <= cyc1
+
+
+def _scale(**options: object) -> tuple[torch.Tensor, float]:
+    n = 64 * 128 * 2
+    x = torch.linspace(-1, 1, n)
+    y = torch.empty(n)
+    scale_kernel[(n // 128,)](x, y, n, BLOCK=128, **options)
+    torch.testing.assert_close(y, x * 3 + 1)
+    return y, driver.last_launch().cycles
+
+
+def test_dual_core_uses_both_cores() -> None:
+    y1, single = _scale()
+    y2, dual = _scale(dual_core=True)
+    assert torch.equal(y1, y2)
+    assert dual < single, (single, dual)
+
+
+def test_block_dma_beats_gather_scatter() -> None:
+    y1, block = _scale(block_dma=True)
+    y2, gather = _scale(block_dma=False)
+    assert torch.equal(y1, y2)
+    assert block < gather, (block, gather)
+
+
+def test_tile_size_changes_cycles_not_results() -> None:
+    n = 4096
+    x = torch.randn(n)
+    cycles = {}
+    outs = {}
+    for block in (64, 256):
+        y = torch.empty(n)
+        scale_kernel[(triton.cdiv(n, block),)](x, y, n, BLOCK=block)
+        cycles[block], outs[block] = driver.last_launch().cycles, y
+    assert torch.equal(outs[64], outs[256])
+    assert cycles[64] != cycles[256]
+
+
+def test_options_hash_and_search_space() -> None:
+    a, b = MtiaOptions(num_stages=2), MtiaOptions(num_stages=2)
+    assert a.hash() == b.hash() and a.hash() != MtiaOptions(num_stages=3).hash()
+    space = MtiaOptions.search_space()
+    assert set(space) >= {"num_stages", "dual_core"}

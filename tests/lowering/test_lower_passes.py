@@ -1,0 +1,100 @@
+"""Golden text tests of the tile passes: TTIR in golden_passes/*.ttir, expected lines of the tile
+stage's listing (units, block accesses, multi-buffering, allocation) in golden_passes/*.check.
+
+A .check file holds `CHECK:` lines that must appear in order, `CHECK-NOT:` lines that must not
+appear, `// OPTIONS: k=v ...` (MtiaOptions) and `// INPUT: file.ttir` (default: same stem).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lowering.backend.options import MtiaOptions
+from lowering.passes.liveness import LivenessAnalysis
+from lowering.passes.local_alloc import LocalStoreAllocator
+from lowering.passes.multibuffer import MultiBuffering
+from lowering.passes.pointer_analysis import PointerAnalysis
+from lowering.pipeline import compile_ttir
+from lowering.ttir.parser import parse_ttir
+
+GOLDEN = Path(__file__).parent / "golden_passes"
+CHECKS = sorted(GOLDEN.glob("*.check"))
+
+
+def _parse_check(path: Path) -> tuple[Path, MtiaOptions, list[str], list[str]]:
+    src = path.with_suffix(".ttir")
+    opts: dict[str, object] = {}
+    checks, nots = [], []
+    for line in path.read_text().splitlines():
+        if line.startswith("// OPTIONS:"):
+            for kv in line.split(":", 1)[1].split():
+                k, v = kv.split("=")
+                opts[k] = {"True": True, "False": False}.get(v, int(v) if v.isdigit() else v)
+        elif line.startswith("// INPUT:"):
+            src = GOLDEN / line.split(":", 1)[1].strip()
+        elif line.startswith("CHECK:"):
+            checks.append(line[len("CHECK:"):].strip())
+        elif line.startswith("CHECK-NOT:"):
+            nots.append(line[len("CHECK-NOT:"):].strip())
+    return src, MtiaOptions(**opts), checks, nots  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.stem for c in CHECKS])
+def test_golden_listing(check: Path) -> None:
+    src, options, checks, nots = _parse_check(check)
+    listing = compile_ttir(src.read_text(), options).artifacts["tile"]
+    assert isinstance(listing, str)
+    lines = listing.splitlines()
+    pos = 0
+    for expected in checks:
+        for i in range(pos, len(lines)):
+            if expected in lines[i]:
+                pos = i + 1
+                break
+        else:
+            pytest.fail(f"{check.name}: expected line not found (in order): {expected!r}\n--- listing ---\n{listing}")
+    for forbidden in nots:
+        assert not any(forbidden in ln for ln in lines), f"{check.name}: unexpected {forbidden!r}"
+
+
+def _fn(name: str):  # type: ignore[no-untyped-def]
+    return parse_ttir((GOLDEN / f"{name}.ttir").read_text()).kernels[0]
+
+
+def test_pointer_analysis_api() -> None:
+    fn = _fn("vector_add")
+    info = PointerAnalysis().apply(fn)
+    loads = [op for op in fn.walk() if op.name == "tt.load"]
+    assert all(info.access(op) is not None for op in loads)
+    assert not info.needs_buffer(next(op for op in fn.walk() if op.name == "tt.make_range").results[0])
+    off = PointerAnalysis(enabled=False).apply(fn)
+    assert all(off.access(op) is None for op in loads)
+
+
+def test_liveness_releases_after_last_use() -> None:
+    fn = _fn("vector_add")
+    live = LivenessAnalysis().apply(fn)
+    add = next(op for op in fn.walk() if op.name == "arith.addf")
+    dying = {v.name_hint for v in live.values_dying_after(add)}
+    assert {"x_5", "y_7"} <= dying
+
+
+def test_multibuffering_marks_loop_loads() -> None:
+    fn = _fn("matmul_loop")
+    info = PointerAnalysis().apply(fn)
+    assert MultiBuffering(1).apply(fn, info) == {}
+    stages = MultiBuffering(3).apply(fn, info)
+    assert sorted(stages.values()) == [3, 3]
+    assert MultiBuffering.search_space()["num_stages"] == (1, 2, 3)
+
+
+def test_allocator_first_fit_and_reuse() -> None:
+    a = LocalStoreAllocator(1024)
+    x = a.allocate(100, "x")
+    y = a.allocate(64, "y")
+    assert (x.offset, x.size, y.offset) == (0, 128, 128)
+    a.release(x)
+    z = a.allocate(96, "z")
+    assert z.offset == 0 and a.peak == 192
