@@ -19,6 +19,7 @@ from lowering.codegen import target
 from lowering.codegen.errors import LoweringError
 from lowering.codegen.lower import KernelLowering, LoweredKernel, LoweringPlan
 from lowering.ir.module import Function, Module
+from lowering.passes.inline_calls import InlineCalls
 from lowering.passes.liveness import LivenessAnalysis
 from lowering.passes.multibuffer import MultiBuffering
 from lowering.passes.pointer_analysis import PointerAnalysis
@@ -68,6 +69,7 @@ class TileResult:
     plan: LoweringPlan
     lowered: LoweredKernel
     listing: str
+    optimized_llir: str | None = None
 
 
 def run_passes(fn: Function, options: MtiaOptions) -> LoweringPlan:
@@ -126,9 +128,11 @@ def lower_ttir(text: str, options: MtiaOptions, constexprs: Mapping[str, Any] | 
 
     module = parse_ttir(text)
     fn = _kernel(module)
+    InlineCalls().apply(module, fn)
     plan = run_passes(fn, options)
-    lowering = KernelLowering(fn, plan, capacity=local_store_capacity(options.machine), options=options,
-                              constexprs=constexprs)
+    lowering = KernelLowering(
+        fn, plan, capacity=local_store_capacity(options.machine), options=options, constexprs=constexprs
+    )
     lowered = lowering.lower()
     return TileResult(fn, plan, lowered, tile_listing(fn, plan, lowered))
 
@@ -156,8 +160,9 @@ def _caller_constexprs() -> dict[str, Any]:
     return {}
 
 
-def stage_tile(src: str, metadata: dict[str, Any], options: MtiaOptions,
-               constexprs: Mapping[str, Any] | None = None) -> str:
+def stage_tile(
+    src: str, metadata: dict[str, Any], options: MtiaOptions, constexprs: Mapping[str, Any] | None = None
+) -> str:
     result = lower_ttir(src, options, constexprs if constexprs is not None else _caller_constexprs())
     metadata["name"] = result.fn.name
     metadata["shared"] = 0
@@ -176,23 +181,27 @@ def _in_flight(metadata: dict[str, Any], stage: str) -> TileResult:
 
 
 def stage_llir(src: str, metadata: dict[str, Any], options: MtiaOptions) -> str:
-    return target.optimize(_in_flight(metadata, "llir").lowered.llir, options.opt_level)
+    """The control code as LLVM IR after LLVM's -O pipeline (the next stages only run codegen)."""
+    result = _in_flight(metadata, "llir")
+    optimized = target.optimize(result.lowered.llir, options.opt_level)
+    result.optimized_llir = optimized
+    return optimized
 
 
 def stage_rvasm(src: str, metadata: dict[str, Any], options: MtiaOptions) -> str:
-    return target.emit_assembly(src, options.opt_level)
+    return target.emit_assembly(src, options.opt_level, optimized=True)
 
 
 def stage_elf(src: str, metadata: dict[str, Any], options: MtiaOptions) -> bytes:
     result = _IN_FLIGHT.pop(id(metadata), None)
-    llir = result.lowered.llir if result is not None else None
-    if llir is None:
+    if result is None or result.optimized_llir is None:
         raise LoweringError("the elf stage needs the llir stage's result; compile from TTIR")
-    return target.emit_object(llir, options.opt_level)
+    return target.emit_object(result.optimized_llir, options.opt_level, optimized=True)
 
 
-def make_stages(options: MtiaOptions, constexprs: Mapping[str, Any] | None = None
-                ) -> OrderedDict[str, Callable[[Any, dict[str, Any]], Any]]:
+def make_stages(
+    options: MtiaOptions, constexprs: Mapping[str, Any] | None = None
+) -> OrderedDict[str, Callable[[Any, dict[str, Any]], Any]]:
     """The stages after ttir, in order (each takes the previous artifact and the metadata dict)."""
     stages: OrderedDict[str, Callable[[Any, dict[str, Any]], Any]] = OrderedDict()
     stages["tile"] = lambda src, md: stage_tile(str(src), md, options, constexprs)
@@ -202,8 +211,9 @@ def make_stages(options: MtiaOptions, constexprs: Mapping[str, Any] | None = Non
     return stages
 
 
-def compile_ttir(text: str, options: MtiaOptions | None = None,
-                 constexprs: Mapping[str, Any] | None = None) -> CompiledKernel:
+def compile_ttir(
+    text: str, options: MtiaOptions | None = None, constexprs: Mapping[str, Any] | None = None
+) -> CompiledKernel:
     """Compile TTIR text through every stage; every artifact is kept in `artifacts`."""
     options = options or MtiaOptions()
     metadata: dict[str, Any] = {}
@@ -215,5 +225,11 @@ def compile_ttir(text: str, options: MtiaOptions | None = None,
             artifacts[name] = current
     finally:
         _IN_FLIGHT.pop(id(metadata), None)
-    return CompiledKernel(metadata["name"], artifacts, list(metadata["mtia_arg_types"]),
-                          int(metadata["mtia_local_store_peak"]), 0, options)
+    return CompiledKernel(
+        metadata["name"],
+        artifacts,
+        list(metadata["mtia_arg_types"]),
+        int(metadata["mtia_local_store_peak"]),
+        0,
+        options,
+    )

@@ -1,4 +1,4 @@
-"""Retired-instruction counting for the Unicorn core with one native block hook.
+"""Native helpers for the Unicorn core: instruction counting per block and the MMIO write joiner.
 
 Counting per translated block is the cheap way (notes/unicorn-llvmlite.md). A Python block hook
 costs about a microsecond per executed block, so the hook is a small host function, written in
@@ -6,6 +6,10 @@ LLVM IR and JIT-compiled for the host with llvmlite at first use: it walks the b
 the code buffer (2-byte compressed or 4-byte instructions), adds the count to a shared int64 slot
 and calls `uc_emu_stop` when the instruction budget is exceeded. If the host JIT is unavailable,
 a Python hook with a per-address cache does the same, slower.
+
+`NativeMmio` is the command-register page: Unicorn delivers a 64-bit store as two 32-bit writes,
+so a native callback joins them (deciding from the store instruction at the PC whether a second
+half follows) and calls Python once per register store.
 """
 
 from __future__ import annotations
@@ -79,13 +83,102 @@ ret:
 define i1 @mtia_noop_mem_hook(ptr %uc, i32 %type, i64 %addr, i32 %size, i64 %value, ptr %ud) {
   ret i1 1
 }
+
+; MMIO write callback: Unicorn splits a 64-bit store into two 32-bit writes (low half first).
+; Join them and call the Python handler once per register write: handler(offset, value).
+; st: 0 code_base, 1 code_size, 2 host ptr, 3 uc_reg_read, 4 handler, 5 pending low, 6 has low, 7 pc
+define void @mtia_mmio_write(ptr %uc, i64 %offset, i32 %size, i64 %value, ptr %st) {
+entry:
+  %p_fn = getelementptr i64, ptr %st, i64 4
+  %fni = load i64, ptr %p_fn
+  %fn = inttoptr i64 %fni to ptr
+  %is4 = icmp eq i32 %size, 4
+  br i1 %is4, label %half, label %direct
+direct:
+  call void %fn(i64 %offset, i64 %value)
+  ret void
+half:
+  %hibit = and i64 %offset, 4
+  %ishigh = icmp ne i64 %hibit, 0
+  br i1 %ishigh, label %high, label %low
+high:
+  %p_has = getelementptr i64, ptr %st, i64 6
+  %has = load i64, ptr %p_has
+  %hasb = icmp ne i64 %has, 0
+  br i1 %hasb, label %join, label %done
+join:
+  store i64 0, ptr %p_has
+  %p_lo = getelementptr i64, ptr %st, i64 5
+  %lo = load i64, ptr %p_lo
+  %hv = shl i64 %value, 32
+  %full = or i64 %lo, %hv
+  %off4 = sub i64 %offset, 4
+  call void %fn(i64 %off4, i64 %full)
+  br label %done
+low:
+  %p_rr = getelementptr i64, ptr %st, i64 3
+  %rri = load i64, ptr %p_rr
+  %rr = inttoptr i64 %rri to ptr
+  %p_pc = getelementptr i64, ptr %st, i64 7
+  %e = call i32 %rr(ptr %uc, i32 190, ptr %p_pc)
+  %pc = load i64, ptr %p_pc
+  %base = load i64, ptr %st
+  %p_cs = getelementptr i64, ptr %st, i64 1
+  %csize = load i64, ptr %p_cs
+  %p_h = getelementptr i64, ptr %st, i64 2
+  %hosti = load i64, ptr %p_h
+  %host = inttoptr i64 %hosti to ptr
+  %off = sub i64 %pc, %base
+  %lim = sub i64 %csize, 4
+  %inr = icmp ult i64 %off, %lim
+  br i1 %inr, label %decode, label %stash
+decode:
+  %b0p = getelementptr i8, ptr %host, i64 %off
+  %b0 = load i8, ptr %b0p
+  %off1 = add i64 %off, 1
+  %b1p = getelementptr i8, ptr %host, i64 %off1
+  %b1 = load i8, ptr %b1p
+  %w0 = zext i8 %b0 to i32
+  %w1 = zext i8 %b1 to i32
+  %w1s = shl i32 %w1, 8
+  %h16 = or i32 %w0, %w1s
+  %q = and i32 %h16, 3
+  %wide = icmp eq i32 %q, 3
+  br i1 %wide, label %dec32, label %dec16
+dec32:
+  %opc = and i32 %h16, 127
+  %f3 = lshr i32 %h16, 12
+  %f3m = and i32 %f3, 7
+  %isst = icmp eq i32 %opc, 35
+  %isfst = icmp eq i32 %opc, 39
+  %anyst = or i1 %isst, %isfst
+  %isd = icmp eq i32 %f3m, 3
+  %notst = xor i1 %anyst, true
+  %is64a = or i1 %notst, %isd
+  br i1 %is64a, label %stash, label %narrow
+dec16:
+  %cf3 = lshr i32 %h16, 13
+  %csw = icmp eq i32 %cf3, 6
+  br i1 %csw, label %narrow, label %stash
+narrow:
+  call void %fn(i64 %offset, i64 %value)
+  br label %done
+stash:
+  %p_lo2 = getelementptr i64, ptr %st, i64 5
+  store i64 %value, ptr %p_lo2
+  %p_has2 = getelementptr i64, ptr %st, i64 6
+  store i64 1, ptr %p_has2
+  br label %done
+done:
+  ret void
+}
 """
 
 
 @functools.cache
-def _native_hook() -> tuple[int, int, Any] | None:
-    """(block hook address, no-op memory hook address, engine keeping them alive), or None when the
-    host JIT is unavailable."""
+def _native_hook() -> tuple[int, int, int, Any] | None:
+    """(block hook, no-op memory hook, MMIO write joiner addresses, engine keeping them alive), or
+    None when the host JIT is unavailable."""
     try:
         import llvmlite.binding as llvm
 
@@ -97,7 +190,8 @@ def _native_hook() -> tuple[int, int, Any] | None:
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
         return (engine.get_function_address("mtia_block_hook"),
-                engine.get_function_address("mtia_noop_mem_hook"), engine)
+                engine.get_function_address("mtia_noop_mem_hook"),
+                engine.get_function_address("mtia_mmio_write"), engine)
     except Exception:  # pragma: no cover - depends on the host's LLVM build
         return None
 
@@ -190,3 +284,42 @@ def count_instructions(code: np.ndarray, offset: int, size: int) -> int:
         p += 4 if code[p] & 3 == 3 else 2
         n += 1
     return n
+
+
+MMIO_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)
+MMIO_READ = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                             ctypes.c_void_p)
+M_PENDING, M_HAS_PENDING, M_PC = 5, 6, 7
+
+
+class NativeMmio:
+    """An MMIO page whose writes go through the native joiner: `on_write(offset, value, pc)` runs once
+    per register store (64-bit stores arrive whole), `on_read(offset, size)` per read access."""
+
+    def __init__(self, code: np.ndarray, code_base: int, on_write: Callable[[int, int, int], None],
+                 on_read: Callable[[int, int], int]) -> None:
+        native = _native_hook()
+        if native is None:
+            raise RuntimeError("host JIT unavailable")
+        from unicorn.unicorn_py3 import unicorn as ucmod
+
+        self._ucmod = ucmod
+        self.write_fn = native[2]
+        self.state = np.zeros(STATE_WORDS, dtype=np.int64)
+        self.state[0], self.state[1], self.state[2] = code_base, code.size, code.ctypes.data
+        self.state[3] = ctypes.cast(ucmod.uclib.uc_reg_read, ctypes.c_void_p).value or 0
+        state = self.state
+        self._handler = MMIO_HANDLER(lambda off, val: on_write(off, val, int(state[M_PC])))
+        self._reader = MMIO_READ(lambda _uc, off, size, _ud: on_read(off, size))
+        self.state[4] = ctypes.cast(self._handler, ctypes.c_void_p).value or 0
+        self.code = code  # keep the buffer alive
+
+    def map(self, uc: Any, base: int, size: int) -> None:
+        status = self._ucmod.uclib.uc_mmio_map(
+            uc._uch, base, size, ctypes.cast(self._reader, ctypes.c_void_p), None,
+            ctypes.c_void_p(self.write_fn), ctypes.c_void_p(self.state.ctypes.data))
+        if status != 0:
+            raise RuntimeError(f"uc_mmio_map failed with status {status}")
+
+    def reset(self) -> None:
+        self.state[M_HAS_PENDING] = 0

@@ -26,7 +26,7 @@ from unicorn import (
 from unicorn import riscv_const as rv
 
 from mtia_sim import isa
-from mtia_sim.blockcount import BlockCounter
+from mtia_sim.blockcount import BlockCounter, NativeMmio, _native_hook
 from mtia_sim.errors import (
     CoreTrapError,
     DeviceAssertError,
@@ -81,7 +81,11 @@ class _Run:
 
 
 class Core:
-    """A Unicorn RV64 engine with the chip's memory map, reused for every program."""
+    """A Unicorn RV64 engine with the chip's memory map, reused for every program.
+
+    `python_block_hook=True` uses the pure-Python block counter and MMIO path (the fallback when
+    the host JIT is unavailable; kept for tests).
+    """
 
     def __init__(self, mem: MemorySystem, *, max_instructions: int, max_commands: int,
                  python_block_hook: bool = False) -> None:
@@ -94,7 +98,13 @@ class Core:
         uc.mem_map(isa.EXIT_ADDR & ~0xFFF, 0x1000, UC_PROT_ALL)
         uc.mem_map_ptr(isa.CODE_BASE, isa.CODE_SIZE, UC_PROT_ALL, self.code.ctypes.data)
         uc.mem_map_ptr(isa.STACK_BASE, isa.STACK_SIZE, UC_PROT_READ | UC_PROT_WRITE, self.stack.ctypes.data)
-        uc.mmio_map(isa.MMIO_BASE, isa.MMIO_SIZE, self._mmio_read, None, self._mmio_write, None)
+        self.native_mmio: NativeMmio | None = None
+        if not python_block_hook and _native_hook() is not None:
+            self.native_mmio = NativeMmio(self.code, isa.CODE_BASE, self._register_write,
+                                          lambda off, size: self._mmio_read(uc, off, size, None))
+            self.native_mmio.map(uc, isa.MMIO_BASE, isa.MMIO_SIZE)
+        else:
+            uc.mmio_map(isa.MMIO_BASE, isa.MMIO_SIZE, self._mmio_read, None, self._mmio_write, None)
         rw = UC_PROT_READ | UC_PROT_WRITE
         if mem.sram.size:
             uc.mem_map_ptr(isa.SRAM_BASE, mem.sram.size, rw, mem.sram.ctypes.data)
@@ -149,6 +159,8 @@ class Core:
                  (rv.UC_RISCV_REG_RA, isa.EXIT_ADDR)]
         uc.reg_write_batch(batch)  # type: ignore[attr-defined]
         self.counter.start(self.max_instructions)
+        if self.native_mmio is not None:
+            self.native_mmio.reset()
         try:
             with np.errstate(all="ignore"):  # unit math is C-like: no FP warnings
                 uc.emu_start(self.image.entry, isa.EXIT_ADDR)
@@ -241,12 +253,13 @@ class Core:
         return 4 if lo >> 13 == 6 else 8  # c.sw / c.swsp; c.sd / c.sdsp / c.fsd are 8 bytes
 
     def _mmio_write(self, uc: Uc, offset: int, size: int, value: int, _ud: Any) -> None:
+        """Python MMIO write path (when the native joiner is unavailable)."""
         run = self.run
         if run is None:
             return
+        pc = uc.reg_read(rv.UC_RISCV_REG_PC)
         # Unicorn splits 64-bit MMIO stores into two 32-bit writes (low half first): join them.
         if size == 4 and offset % 8 == 0:
-            pc = uc.reg_read(rv.UC_RISCV_REG_PC)
             if self._store_width(pc) == 8:
                 run.pending_low = value
                 return
@@ -254,21 +267,28 @@ class Core:
             if run.pending_low is None:
                 return
             offset, value, run.pending_low = offset - 4, run.pending_low | value << 32, None
+        self._register_write(offset, value, pc)
+
+    def _register_write(self, offset: int, value: int, pc: int) -> None:
+        """One whole register store by the program at `pc`."""
+        run = self.run
+        if run is None:
+            return
         try:
             if offset == Reg.DOORBELL:
-                self._doorbell(run, value)
+                self._doorbell(run, value, pc)
             elif offset == Reg.FENCE:
                 self._end_core_event(run)
-                run.trace.events.append(FenceEvent(int(value), pc=uc.reg_read(rv.UC_RISCV_REG_PC)))
+                run.trace.events.append(FenceEvent(int(value), pc=pc))
             elif offset == Reg.EXIT:
                 run.exit_status = value - (1 << 64) if value >> 63 else value
-                uc.emu_stop()
+                self.uc.emu_stop()
             elif offset == Reg.PRINT:
                 run.debug_log.append((run.spec.program_id, value))
         except BaseException as exc:  # Unicorn swallows callback exceptions: keep it, stop, re-raise later
             if run.error is None:
                 run.error = exc
-            uc.emu_stop()
+            self.uc.emu_stop()
 
     def _descriptor_bytes(self, run: _Run, addr: int) -> bytes:
         end = addr + isa.DESC_BYTES
@@ -283,8 +303,7 @@ class Core:
         except UcError:
             raise MemoryFaultError("command descriptor is not in mapped memory", address=addr) from None
 
-    def _doorbell(self, run: _Run, addr: int) -> None:
-        pc = self.uc.reg_read(rv.UC_RISCV_REG_PC)
+    def _doorbell(self, run: _Run, addr: int, pc: int) -> None:
         if addr % isa.DESC_ALIGNMENT:
             raise MisalignedDescriptorError(
                 f"command descriptor address is not {isa.DESC_ALIGNMENT}-byte aligned", address=addr)

@@ -202,10 +202,14 @@ class Counters:
 def _unit_counters(commands: Iterable[CommandRecord], programs: Iterable[ProgramRecord],
                    pe_ids: Iterable[int]) -> dict[int, dict[str, UnitCounters]]:
     per_pe = {pe: {n: UnitCounters(n) for n in UNIT_NAMES} for pe in pe_ids}
-    for rec in commands:
+    busy_until: dict[tuple[int, str], float] = {}
+    for rec in commands:  # per unit, in start order (units start commands in issue order)
         ev = rec.event
         u = per_pe[rec.pe][ev.unit.name]
-        u.busy_cycles += rec.end - rec.start
+        key = (rec.pe, ev.unit.name)
+        covered = busy_until.get(key, 0.0)  # busy = union of the command intervals (DMA may overlap)
+        u.busy_cycles += max(0.0, rec.end - max(rec.start, covered))
+        busy_until[key] = max(covered, rec.end)
         u.commands += 1
         u.flops += ev.flops
         u.elements += ev.elements

@@ -61,6 +61,7 @@ class MachineDescription:
     dma_setup_cycles: float
     dma_misaligned_penalty: float
     dma_burst_bytes: int
+    dma_max_in_flight: int
     # dot-product engine
     dpe_setup_cycles: float
     dpe_flops_per_cycle_fp32: float
@@ -190,7 +191,8 @@ class MachineDescription:
             + f" (per PE fp16 {self.pe_peak_flops('fp16') / 1e12:.2f} TFLOP/s)",
             f"  SIMD {self.simd_elements_per_cycle(2):g} elem/cycle/PE (16-bit), "
             f"reduction {self.red_elements_per_cycle:g} elem/cycle, MLU {self.mlu_bytes_per_cycle:g} B/cycle",
-            f"  launch {self.launch_overhead_ns:g} ns, job replacement {self.job_replacement_ns:g} ns",
+            f"  DMA: {self.dma_max_in_flight} in flight/PE, setup {self.dma_setup_cycles:g} cycles; "
+            f"launch {self.launch_overhead_ns:g} ns, job replacement {self.job_replacement_ns:g} ns",
         ]
         return "\n".join(lines)
 
@@ -218,6 +220,7 @@ _SCHEMA: dict[str, str] = {
     "dma.setup_cycles": "dma_setup_cycles",
     "dma.misaligned_penalty": "dma_misaligned_penalty",
     "dma.burst_bytes": "dma_burst_bytes",
+    "dma.max_in_flight": "dma_max_in_flight",
     "dpe.setup_cycles": "dpe_setup_cycles",
     **{f"dpe.flops_per_cycle.{d}": f"dpe_flops_per_cycle_{d}" for d in DPE_DTYPES},
     "dpe.tile_m": "dpe_tile_m",

@@ -78,13 +78,20 @@ def _stall_ranking(result: TimingResult) -> list[dict[str, Any]]:
 
 def _unit_rows(result: TimingResult) -> list[dict[str, Any]]:
     c = result.counters
+    cores_used: dict[int, set[int]] = {}
+    for prog in result.programs:
+        cores_used.setdefault(prog.pe, set()).add(prog.core)
     rows = []
     for name, total in c.totals.items():
         if not total.commands and not total.busy_cycles:
             continue
         lanes = c.lanes(name)
-        per_pe = [(p.units[name].busy_cycles / (c.kernel_cycles * lanes) if c.kernel_cycles else 0.0, p.pe)
-                  for p in c.pes.values()]
+
+        def pe_lanes(pe: int, name: str = name) -> int:  # CORE: the cores that ran programs
+            return max(len(cores_used.get(pe, ())), 1) if name == "CORE" else 1
+
+        per_pe = [(p.units[name].busy_cycles / (c.kernel_cycles * pe_lanes(p.pe)) if c.kernel_cycles else 0.0,
+                   p.pe) for p in c.pes.values()]
         util_max, busiest = max(per_pe, default=(0.0, -1))
         rows.append({
             "unit": name, "commands": total.commands, "busy_cycles": total.busy_cycles,
@@ -97,21 +104,24 @@ def _unit_rows(result: TimingResult) -> list[dict[str, Any]]:
             "avg_queue_wait": total.stall_cycles.get(WAIT_UNIT, 0.0) / total.commands
             if total.commands and name != "CORE" else 0.0,
         })
-    return sorted(rows, key=lambda r: -r["utilization_active_pes"])
+    return sorted(rows, key=lambda r: -float(r["utilization_active_pes"]))
 
 
 def _hot_commands(result: TimingResult, top: int) -> list[dict[str, Any]]:
     table: dict[tuple[str, str, int], list[float]] = {}
     for rec in result.commands:
         ev = rec.event
-        row = table.setdefault((ev.unit.name, ev.op.name, ev.tag), [0.0, 0.0, 0.0])
+        row = table.setdefault((ev.unit.name, ev.op.name, ev.tag), [0.0, 0.0, 0.0, 0.0, 0.0])
         row[0] += rec.end - rec.start
         row[1] += 1
         row[2] += ev.flops
+        row[3] += rec.wait_dependency
+        row[4] += rec.wait_bandwidth
     total = sum(r[0] for r in table.values()) or 1.0
     ranked = sorted(table.items(), key=lambda kv: -kv[1][0])[:top]
     return [{"unit": u, "op": op, "tag": tag, "busy_cycles": b, "share": b / total, "count": int(n),
-             "flops": int(f)} for (u, op, tag), (b, n, f) in ranked]
+             "flops": int(f), "avg_busy_cycles": b / n, "avg_wait_dependency": dep / n,
+             "avg_wait_bandwidth": bw / n} for (u, op, tag), (b, n, f, dep, bw) in ranked]
 
 
 def report_dict(result: TimingResult, machine: MachineDescription | None = None, *,
@@ -129,11 +139,30 @@ def report_dict(result: TimingResult, machine: MachineDescription | None = None,
             "achieved_flops": c.roofline.achieved_flops, "compute_roof": c.roofline.compute_roof,
             "bound": c.roofline.bound, "fraction_of_roofline": c.roofline.fraction_of_roofline,
         },
+        "balance": _balance(result),
         "units": _unit_rows(result),
         "hot_commands": _hot_commands(result, top),
         "stalls": _stall_ranking(result)[:top],
         "counters": c.to_dict(),
     }
+
+
+def _balance(result: TimingResult) -> dict[str, Any]:
+    """How evenly programs spread over the cores: the makespan is the busiest core's finish."""
+    finish: dict[tuple[int, int], float] = {}
+    count: dict[tuple[int, int], int] = {}
+    for p in result.programs:
+        key = (p.pe, p.core)
+        finish[key] = max(finish.get(key, 0.0), p.end)
+        count[key] = count.get(key, 0) + 1
+    if not finish:
+        return {"programs": 0, "cores": 0}
+    mean = sum(finish.values()) / len(finish)
+    last = max(finish, key=lambda k: finish[k])
+    return {"programs": len(result.programs), "cores": len(finish),
+            "max_programs_per_core": max(count.values()), "min_programs_per_core": min(count.values()),
+            "last_core": {"pe": last[0], "core": last[1]},
+            "mean_core_finish_cycles": mean, "imbalance": finish[last] / mean if mean > 0 else 1.0}
 
 
 def _summary_lines(result: TimingResult, m: MachineDescription) -> list[str]:
@@ -155,6 +184,12 @@ def _summary_lines(result: TimingResult, m: MachineDescription) -> list[str]:
     lines.append(f"roofline    AI {ai} FLOP/DRAM-byte, ridge {r.ridge_point:.3g}: {r.bound}-bound; "
                  "attainable "
                  f"{_si(r.attainable_flops, 'FLOP/s')}, achieved {_pct(r.fraction_of_roofline)} of it")
+    b = _balance(result)
+    if b["programs"]:
+        lines.append(f"programs    {b['programs']} on {b['cores']} cores ({b['min_programs_per_core']}-"
+                     f"{b['max_programs_per_core']} per core); last core to finish: "
+                     f"PE {b['last_core']['pe']} core {b['last_core']['core']}, "
+                     f"{b['imbalance']:.2f}x the mean finish")
     return lines
 
 
@@ -167,12 +202,14 @@ def format_report(result: TimingResult, machine: MachineDescription | None = Non
     hot = ", ".join(f"{u['unit']} {_pct(u['utilization_active_pes'])}" for u in data["units"][:3])
     lines.append(f"hottest     {hot} busy (average over active PEs)")
     lines.append("")
-    lines.append("hottest commands (share of all unit busy time)")
+    lines.append("hottest commands (share of all unit busy time; #tag = source location; cycles per command)")
+    waits_of = (("waited on deps", "avg_wait_dependency"), ("slowed by shared bw", "avg_wait_bandwidth"))
     for h in data["hot_commands"]:
         tag = f" #{h['tag']}" if h["tag"] else ""
+        waits = "".join(f", {what} {h[key]:.0f}" for what, key in waits_of if h[key] >= 0.5)
         lines.append(f"  {h['share'] * 100:5.1f}%  {h['unit']:<5} {h['op'] + tag:<22} x{h['count']:<6} "
-                     f"{h['busy_cycles']:.0f} cycles"
-                     + (f", {_si(h['flops'], 'FLOP')}" if h["flops"] else ""))
+                     f"{h['avg_busy_cycles']:.0f} cycles each" + waits
+                     + (f", {_si(h['flops'], 'FLOP')} total" if h["flops"] else ""))
     lines.append("")
     lines.append("top stall reasons (idle cycles summed over PEs; share of the unit's or core's time)")
     if not data["stalls"]:
@@ -182,7 +219,7 @@ def format_report(result: TimingResult, machine: MachineDescription | None = Non
         lines.append(f"  {s['share_of_unit_time'] * 100:5.1f}%  {s['reason']:<28} {s['cycles']:>12.0f}{hint}")
     lines.append("")
     lines.append("unit    util(active)  util(max PE)  busiest PE  commands        FLOPs         bytes r/w"
-                 "  avg queue wait")
+                 "  avg queue wait   (CORE: programs run)")
     for u in data["units"]:
         rw = f"{_si(sum(u['bytes_read'].values()), 'B')}/{_si(sum(u['bytes_written'].values()), 'B')}"
         lines.append(f"{u['unit']:<6} {_pct(u['utilization_active_pes']):>13}  "

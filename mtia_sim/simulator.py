@@ -84,7 +84,13 @@ def encode_arg(value: int | float, arg_type: str | None = None) -> int:
 
 
 class Simulator:
-    """The simulated chip: memories, one control-core engine, the functional units and the timing model."""
+    """The simulated chip: memories, one control-core engine, the functional units and the timing model.
+
+    `max_instructions` and `max_commands` are budgets per program (grid point): a program that
+    exceeds one raises RunawayError. DRAM is an arena of `dram_arena_bytes` (at most the machine's
+    DRAM); SRAM and the local stores are sized by the machine description. Memory contents
+    (including local stores) persist across launches until overwritten.
+    """
 
     def __init__(self, machine: MachineDescription | str = "mtia-2i", *, dram_arena_bytes: int = 1 << 30,
                  max_instructions: int = 200_000_000, max_commands: int = 10_000_000) -> None:
@@ -190,12 +196,12 @@ class Simulator:
         # most once per PE; programs of different PEs are independent, the timing model overlaps them.
         order = sorted(range(len(specs)), key=lambda i: specs[i].pe)
         found: list[ProgramTrace | None] = [None] * len(specs)
-        log_start = len(self.core.debug_log)
+        self.core.debug_log.clear()
         for i in order:
             found[i] = self.core.run_program(specs[i])
         traces = [t for t in found if t is not None]
         rank = {s.program_id: i for i, s in enumerate(specs)}
-        log = sorted(self.core.debug_log[log_start:], key=lambda e: rank[e[0]])
+        log = sorted(self.core.debug_log, key=lambda e: rank[e[0]])
         timing = self._time(traces)
         return LaunchResult(
             programs=len(traces), instructions=sum(t.instructions for t in traces),

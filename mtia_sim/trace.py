@@ -15,12 +15,12 @@ from mtia_sim.isa import Unit
 from mtia_sim.timing import TimingResult, as_timing_result
 from mtia_sim.timing.engine import iter_units
 
-CORE_TID_BASE = 0  # core c of a PE is tid c; unit u is tid 10 + u
+CORE_TID_BASE = 0  # core c of a PE is tid c; unit u is tid 10 + u (+ 10 per extra in-flight slot)
 UNIT_TID_BASE = 10
 
 
-def unit_tid(unit: Unit) -> int:
-    return UNIT_TID_BASE + int(unit)
+def unit_tid(unit: Unit, slot: int = 0) -> int:
+    return UNIT_TID_BASE + int(unit) + 10 * slot
 
 
 def _meta(pid: int, tid: int | None, kind: str, name: str, sort: int | None = None) -> list[dict[str, Any]]:
@@ -58,7 +58,10 @@ def trace_events(result: TimingResult) -> list[dict[str, Any]]:
         for core in range(m.cores_per_pe):
             events += _meta(pe, CORE_TID_BASE + core, "thread_name", f"core {core}", sort=core)
         for unit in iter_units():
-            events += _meta(pe, unit_tid(unit), "thread_name", unit.name, sort=unit_tid(unit))
+            slots = m.dma_max_in_flight if unit == Unit.DMA else 1
+            for slot in range(slots):
+                name = unit.name if slot == 0 else f"{unit.name} (in flight {slot + 1})"
+                events += _meta(pe, unit_tid(unit, slot), "thread_name", name, sort=unit_tid(unit, slot))
     for prog in result.programs:
         events.append({
             "ph": "X", "pid": prog.pe, "tid": CORE_TID_BASE + prog.core, "cat": "program",
@@ -84,7 +87,7 @@ def trace_events(result: TimingResult) -> list[dict[str, Any]]:
         if rec.wait_bandwidth:
             args["wait_bandwidth_cycles"] = rec.wait_bandwidth
         events.append({
-            "ph": "X", "pid": rec.pe, "tid": unit_tid(ev.unit), "cat": ev.unit.name,
+            "ph": "X", "pid": rec.pe, "tid": unit_tid(ev.unit, rec.slot), "cat": ev.unit.name,
             "name": ev.op.name + (f" #{ev.tag}" if ev.tag else ""),
             "ts": (t0 + rec.start) * us, "dur": (rec.end - rec.start) * us, "args": args,
         })

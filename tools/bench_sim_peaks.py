@@ -56,7 +56,7 @@ def bench_memory(m: MachineDescription) -> dict[str, Any]:
     dram_bw = dram.counters.bandwidth["dram"]["achieved_bw"] or 0.0
     sram = _stream(m, MemLevel.SRAM, 1024 * KB)
     sram_bw = sram.counters.bandwidth["sram"]["achieved_bw"] or 0.0
-    n = 64 * KB  # local store -> local store copies on one PE: read + write traffic
+    n = 128 * KB  # local store -> local store copies on one PE: read + write traffic
     local = simulate(m, [program(0, [dma(n, src=MemLevel.LOCAL, dst=MemLevel.LOCAL, local_src_addr=0,
                                          local_addr=n) for _ in range(32)])], launch_overhead=False)
     local_bw = 2 * n * 32 / local.kernel_seconds

@@ -71,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problems", default="", help="comma-separated subset (default: all)")
     parser.add_argument("--no-search", action="store_true")
     parser.add_argument("--search-time-limit", type=float, default=None, metavar="S")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help="start no new problem after S seconds")
     parser.add_argument("--eval-timeout", type=float, default=None, metavar="S")
     parser.add_argument("--results-dir", type=Path, default=REPO / "docs" / "results")
     parser.add_argument("--note", default="", help="free text for the history line")
@@ -83,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     config = BenchConfig(suite=args.suite, target=args.target, machine=args.machine, budget=args.budget,
                          jobs=args.jobs, problems=tuple(p for p in args.problems.split(",") if p),
                          search=not args.no_search and args.budget > 0,
-                         search_time_limit_s=args.search_time_limit, eval_timeout_s=args.eval_timeout,
+                         search_time_limit_s=args.search_time_limit, time_limit_s=args.time_limit,
+                         eval_timeout_s=args.eval_timeout,
                          out_dir=REPO / "runs" / stem)
     report = run_bench(config)
     print(format_table(report))

@@ -118,4 +118,5 @@ def _seed_from_evaluation(ev: Any) -> SeedEval:
     return SeedEval(status=ev.status, message=ev.message or "", speedup=1.0 if ok else None, baseline="seed",
                     roofline=ev.roofline_fraction if ok else None, time_s=ev.candidate_time_s,
                     baseline_time_s=ev.baseline_time_s,
-                    roofline_time_s=(ev.metrics or {}).get("roofline_time_s"), wall_s=float(ev.duration_s or 0.0))
+                    roofline_time_s=(ev.metrics or {}).get("roofline_time_s"),
+                    wall_s=float(ev.duration_s or 0.0))

@@ -21,6 +21,7 @@ def plot_report(report: BenchReport, path: Path) -> Path:
     seed = [p.seed_speedup if p.seed_correct and p.seed_speedup else 0.0 for p in problems]
     best = [p.speedup or 0.0 for p in problems]
     roof = [p.roofline_fraction or 0.0 for p in problems]
+    seed_roof = [p.seed_roofline if p.seed_correct and p.seed_roofline else 0.0 for p in problems]
 
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(8.0, 0.45 * len(problems) + 2), 7.5), sharex=True)
     ax1.bar([x - width / 2 for x in xs], seed, width, label="seed", color="#9aa5b1")
@@ -41,9 +42,11 @@ def plot_report(report: BenchReport, path: Path) -> Path:
         title += f"\npass {summary.pass_rate:.0%}, fast_1 {summary.fast_1:.0%}, geomean {gm}"
     ax1.set_title(title, fontsize=10)
     ax1.legend(fontsize=8)
-    ax2.bar(xs, roof, 0.6, color="#27ae60")
+    ax2.bar([x - width / 2 for x in xs], seed_roof, width, label="seed", color="#9aa5b1")
+    ax2.bar([x + width / 2 for x in xs], roof, width, label="best", color="#27ae60")
     ax2.set_ylabel("fraction of roofline")
-    ax2.set_ylim(0, max([1.0, *roof]) * 1.05)
+    ax2.set_ylim(0, max([1.0, *roof, *seed_roof]) * 1.05)
+    ax2.legend(fontsize=8)
     ax2.set_xticks(xs)
     ax2.set_xticklabels(names, rotation=60, ha="right", fontsize=8)
     fig.tight_layout()

@@ -24,6 +24,7 @@ from kegen.bench.results import (
     SEARCH_NOT_RUN,
     BenchReport,
     ProblemResult,
+    write_json,
 )
 from kegen.suites import Suite, SuiteProblem, find_suite
 
@@ -40,6 +41,7 @@ class BenchConfig:
     problems: tuple[str, ...] = ()
     search: bool = True
     search_time_limit_s: float | None = None
+    time_limit_s: float | None = None
     eval_timeout_s: float | None = None
     out_dir: Path | None = None
     progress: bool = True
@@ -93,7 +95,9 @@ def default_out_dir() -> Path:
 
 def run_bench(config: BenchConfig, *, evaluate_seed: EvaluateSeed | None = None,
               search_problem: SearchProblem | None = None) -> BenchReport:
-    """Evaluate each seed, search each problem with a correct seed, and return the finished report."""
+    """Evaluate each seed and search each problem (a search's root evaluation is its seed's result);
+    return the finished report. With `time_limit_s`, problems not started in time are left out and
+    named in the report's notes."""
     from kegen.bench import adapters
 
     suite: Suite = find_suite(config.suite).select(list(config.problems))
@@ -118,14 +122,24 @@ def run_bench(config: BenchConfig, *, evaluate_seed: EvaluateSeed | None = None,
         seeds = _evaluate_seeds(suite, config, evaluate_seed, bar)
         report.problems = [_row(p, seed) for p, seed in zip(suite.problems, seeds, strict=True)]
     else:
-        for problem in suite.problems:
+        for i, problem in enumerate(suite.problems):
+            left = [p.name for p in suite.problems[i:]]
+            if i and config.time_limit_s is not None and time.monotonic() - started > config.time_limit_s:
+                notes.append(f"time limit {config.time_limit_s:g} s reached; not run: {', '.join(left)}")
+                break
             bar.set_postfix_str(f"search {problem.name}")
-            outcome = _search(problem, config, out_dir, search_problem)
-            seed = outcome.seed or _evaluate_one(problem, config, evaluate_seed)
+            try:
+                outcome = _search(problem, config, out_dir, search_problem)
+                seed = outcome.seed or _evaluate_one(problem, config, evaluate_seed)
+            except KeyboardInterrupt:
+                notes.append(f"interrupted; not run: {', '.join(left)}")
+                break
             row = _row(problem, seed)
             _apply_search(row, outcome)
             report.problems.append(row)
             bar.update(1)
+            if config.out_dir is not None:  # what is done so far survives a killed run
+                write_json(report, config.out_dir / "partial.json")
     bar.close()
     report.baseline = next((p.seed_baseline for p in report.problems if p.seed_baseline), "seed")
     report.wall_s = time.monotonic() - started

@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-search", action="store_true", help="evaluate the seeds only")
     parser.add_argument("--search-time-limit", type=float, default=None, metavar="S",
                         help="stop each problem's search after S seconds")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="S",
+                        help="start no new problem after S seconds (the rest are named in the notes)")
     parser.add_argument("--eval-timeout", type=float, default=None, metavar="S",
                         help="time limit of one evaluation (default: KEGEN_EVAL_TIMEOUT_S)")
     parser.add_argument("--out", type=Path, default=None,
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
             budget=args.budget, jobs=args.jobs,
             problems=tuple(p.strip() for p in args.problems.split(",") if p.strip()),
             search=not args.no_search and args.budget > 0, search_time_limit_s=args.search_time_limit,
-            eval_timeout_s=args.eval_timeout, out_dir=out_dir, progress=not args.no_progress,
+            time_limit_s=args.time_limit, eval_timeout_s=args.eval_timeout, out_dir=out_dir,
+            progress=not args.no_progress,
         )
         report = run_bench(config)
     except (SuiteError, ValueError) as exc:

@@ -11,7 +11,9 @@ from kegen.eval.profile import Profile
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
-    parser.add_argument("--baseline", default=None, help="a baseline candidate to time in the same run (seed kernel)")
+    parser.add_argument(
+        "--baseline", default=None, help="a baseline candidate to time in the same run (seed kernel)"
+    )
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default 3)")
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default by dtype)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default by dtype)")
@@ -22,8 +24,9 @@ def run(args: argparse.Namespace) -> int:
     from kegen.eval import evaluate
 
     try:
-        config = config_from_args(args, trials=args.trials, atol=args.atol, rtol=args.rtol,
-                                  profile=not args.no_profile)
+        config = config_from_args(
+            args, trials=args.trials, atol=args.atol, rtol=args.rtol, profile=not args.no_profile
+        )
         result = evaluate(args.problem, args.candidate, baseline=args.baseline, config=config)
     except (ProblemError, FileNotFoundError, ValueError) as exc:
         return problem_error(exc, args.json)

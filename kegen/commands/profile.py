@@ -13,9 +13,14 @@ from kegen.eval.profile import Profile
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
     parser.add_argument("--baseline", default=None, help="a baseline candidate to time in the same run")
-    parser.add_argument("--trace", default=None,
-                        help="Perfetto trace file to write on mtia (default: CANDIDATE.trace.json in the cwd)")
-    parser.add_argument("--ncu", action="store_true", help="on nvidia, also collect ncu metrics (if ncu works)")
+    parser.add_argument(
+        "--trace",
+        default=None,
+        help="Perfetto trace file to write on mtia (default: CANDIDATE.trace.json in the cwd)",
+    )
+    parser.add_argument(
+        "--ncu", action="store_true", help="on nvidia, also collect ncu metrics (if ncu works)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

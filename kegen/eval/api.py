@@ -29,8 +29,14 @@ def _as_path(candidate: str | Path, tmpdir: Path, name: str) -> Path:
     return path
 
 
-def evaluate(problem: str | Path, candidate: str | Path, *, baseline: str | Path | None = None,
-             config: EvalConfig = EvalConfig(), mode: str = "eval") -> EvalResult:
+def evaluate(
+    problem: str | Path,
+    candidate: str | Path,
+    *,
+    baseline: str | Path | None = None,
+    config: EvalConfig = EvalConfig(),
+    mode: str = "eval",
+) -> EvalResult:
     """Check, time and profile `candidate` against `problem`'s PyTorch reference.
 
     `candidate` (and `baseline`) may be a path or the source text itself. Runs in a sandboxed
@@ -45,15 +51,27 @@ def evaluate(problem: str | Path, candidate: str | Path, *, baseline: str | Path
     with tempfile.TemporaryDirectory(prefix="kegen-cand-") as tmp:
         cand_path = _as_path(candidate, Path(tmp), "candidate")
         base_path = _as_path(baseline, Path(tmp), "baseline") if baseline is not None else None
-        request: dict[str, Any] = {"mode": mode, "problem": str(problem_path), "candidate": str(cand_path),
-                                   "baseline": str(base_path) if base_path else None,
-                                   "config": config.to_dict()}
-        outcome = run_worker(request, timeout_s=config.timeout_s, memory_limit_mb=config.memory_limit_mb,
-                             gpu=config.target in GPU_TARGETS, env_overrides=_target_env(config))
+        request: dict[str, Any] = {
+            "mode": mode,
+            "problem": str(problem_path),
+            "candidate": str(cand_path),
+            "baseline": str(base_path) if base_path else None,
+            "config": config.to_dict(),
+        }
+        outcome = run_worker(
+            request,
+            timeout_s=config.timeout_s,
+            memory_limit_mb=config.memory_limit_mb,
+            gpu=config.target in GPU_TARGETS,
+            env_overrides=_target_env(config),
+            fresh_process=config.fresh_process,
+        )
     result = _to_result(outcome, config)
     result.wall_time_s = time.monotonic() - started
-    result.target, result.machine = config.target, result.machine or (
-        config.machine if config.target == "mtia" else result.machine)
+    result.target, result.machine = (
+        config.target,
+        result.machine or (config.machine if config.target == "mtia" else result.machine),
+    )
     if result.status != Status.OK:
         result.fitness = 0.0
     return result
@@ -66,15 +84,22 @@ def _target_env(config: EvalConfig) -> dict[str, str]:
 
 def _to_result(outcome: WorkerOutcome, config: EvalConfig) -> EvalResult:
     if outcome.timed_out:
-        return EvalResult.failure(Status.TIMEOUT, f"candidate did not finish within {config.timeout_s:g} s "
-                                  "(wall clock); the worker was killed")
+        return EvalResult.failure(
+            Status.TIMEOUT,
+            f"candidate did not finish within {config.timeout_s:g} s (wall clock); the worker was killed",
+        )
     if outcome.out_of_memory:
-        return EvalResult.failure(Status.RUNTIME_ERROR, f"candidate exceeded the memory limit of "
-                                  f"{config.memory_limit_mb} MB; the worker was killed")
+        return EvalResult.failure(
+            Status.RUNTIME_ERROR,
+            f"candidate exceeded the memory limit of {config.memory_limit_mb} MB; the worker was killed",
+        )
     data = outcome.result
     if data is None:
-        return EvalResult.failure(Status.RUNTIME_ERROR, _death_message(outcome),
-                                  details={"stderr_tail": outcome.stderr_tail[-2000:]})
+        return EvalResult.failure(
+            Status.RUNTIME_ERROR,
+            _death_message(outcome),
+            details={"stderr_tail": outcome.stderr_tail[-2000:]},
+        )
     if data.get("problem_error"):
         raise ProblemError(data["problem_error"])
     return EvalResult.from_dict(data)

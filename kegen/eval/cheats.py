@@ -13,7 +13,6 @@ import sys
 import threading
 import traceback
 import types
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,16 +21,73 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 # aten ops a candidate's forward may always call: allocation, views, copies, metadata.
-ALWAYS_ALLOWED_OPS = frozenset({
-    "empty", "empty_like", "empty_strided", "empty_permuted", "zeros", "zeros_like", "ones", "ones_like",
-    "full", "full_like", "new_empty", "new_empty_strided", "new_zeros", "new_ones", "new_full", "arange",
-    "scalar_tensor", "lift_fresh", "lift_fresh_copy", "view", "_unsafe_view", "reshape", "as_strided",
-    "expand", "permute", "transpose", "t", "squeeze", "unsqueeze", "flatten", "unflatten", "slice", "select",
-    "narrow", "split", "split_with_sizes", "chunk", "unbind", "alias", "detach", "clone", "contiguous",
-    "copy_", "_to_copy", "to", "fill_", "zero_", "cat", "stack", "_local_scalar_dense", "resize_",
-    "is_same_size", "set_", "sym_size", "sym_stride", "sym_numel", "_reshape_alias", "view_as", "item",
-    "is_nonzero", "equal", "_has_compatible_shallow_copy_type", "record_stream",
-})
+ALWAYS_ALLOWED_OPS = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "empty_permuted",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "new_empty",
+        "new_empty_strided",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "arange",
+        "scalar_tensor",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "view",
+        "_unsafe_view",
+        "reshape",
+        "as_strided",
+        "expand",
+        "permute",
+        "transpose",
+        "t",
+        "squeeze",
+        "unsqueeze",
+        "flatten",
+        "unflatten",
+        "slice",
+        "select",
+        "narrow",
+        "split",
+        "split_with_sizes",
+        "chunk",
+        "unbind",
+        "alias",
+        "detach",
+        "clone",
+        "contiguous",
+        "copy_",
+        "_to_copy",
+        "to",
+        "fill_",
+        "zero_",
+        "cat",
+        "stack",
+        "_local_scalar_dense",
+        "resize_",
+        "is_same_size",
+        "set_",
+        "sym_size",
+        "sym_stride",
+        "sym_numel",
+        "_reshape_alias",
+        "view_as",
+        "item",
+        "is_nonzero",
+        "equal",
+        "_has_compatible_shallow_copy_type",
+        "record_stream",
+    }
+)
 
 
 class OpGuard(TorchDispatchMode):
@@ -53,8 +109,12 @@ class OpGuard(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
-        if (OpGuard.launch_depth == 0 and not self.allow_all and name not in ALWAYS_ALLOWED_OPS
-                and name not in self.allowed):
+        if (
+            OpGuard.launch_depth == 0
+            and not self.allow_all
+            and name not in ALWAYS_ALLOWED_OPS
+            and name not in self.allowed
+        ):
             self.violations.append((f"aten.{name}", _candidate_frame(self.candidate_path)))
         return func(*args, **(kwargs or {}))
 
@@ -62,8 +122,10 @@ class OpGuard(TorchDispatchMode):
         if not self.violations:
             return None
         ops = sorted({v[0] for v in self.violations})
-        return (f"candidate computed with torch op(s) {', '.join(ops)} instead of a kernel; a candidate "
-                "must compute in Triton kernels (allow ops with EvalConfig.allow_ops / --allow-op)")
+        return (
+            f"candidate computed with torch op(s) {', '.join(ops)} instead of a kernel; a candidate "
+            "must compute in Triton kernels (allow ops with EvalConfig.allow_ops / --allow-op)"
+        )
 
     def source_line(self) -> str | None:
         return next((v[1] for v in self.violations if v[1]), None)
@@ -109,9 +171,19 @@ def install_launch_hooks() -> None:
 
 # --- tampering with timers, checkers and numerics settings ------------------------------------------
 
-_WATCHED_MODULE_PREFIXES = ("time", "torch", "torch.nn.functional", "torch.cuda", "torch.testing",
-                            "triton.testing", "triton.runtime.jit", "threading", "kegen.eval",
-                            "lowering.backend", "mtia_sim")
+_WATCHED_MODULE_PREFIXES = (
+    "time",
+    "torch",
+    "torch.nn.functional",
+    "torch.cuda",
+    "torch.testing",
+    "triton.testing",
+    "triton.runtime.jit",
+    "threading",
+    "kegen.eval",
+    "lowering.backend",
+    "mtia_sim",
+)
 
 
 class TamperGuard:
@@ -144,18 +216,25 @@ class TamperGuard:
         removed = sorted(k for k in self.snapshot if k not in now and not _lazily_loaded(k))
         if changed or removed:
             names = (changed + removed)[:6]
-            return ("candidate replaced timing/checking functions (" + ", ".join(names)
-                    + "): monkey-patching timers or the evaluator is not allowed")
+            return (
+                "candidate replaced timing/checking functions ("
+                + ", ".join(names)
+                + "): monkey-patching timers or the evaluator is not allowed"
+            )
         numerics = _numerics_flags()
         if numerics != self.numerics:
             diff = {k: (self.numerics[k], numerics[k]) for k in numerics if numerics[k] != self.numerics[k]}
-            return f"candidate changed global numerics settings {diff}, which would lower the reference's precision"
+            return (f"candidate changed global numerics settings {diff}, "
+                    "which would lower the reference's precision")
         return None
 
 
 def _watched(module_name: str) -> bool:
-    return any(module_name == p or (p in ("kegen.eval", "lowering.backend", "mtia_sim")
-                                    and module_name.startswith(p + ".")) for p in _WATCHED_MODULE_PREFIXES)
+    return any(
+        module_name == p
+        or (p in ("kegen.eval", "lowering.backend", "mtia_sim") and module_name.startswith(p + "."))
+        for p in _WATCHED_MODULE_PREFIXES
+    )
 
 
 def _watched_roots() -> tuple[str, ...]:
@@ -180,13 +259,14 @@ def _numerics_flags() -> dict[str, Any]:
 
 # --- threads and side streams --------------------------------------------------------------------
 
+
 class ThreadWatch:
     """Records threads (and CUDA streams) the candidate's code creates; reports those still busy."""
 
     def __init__(self, candidate_path: Path | None) -> None:
         self.candidate_path = candidate_path
         self.threads: list[threading.Thread] = []
-        self.streams: list[weakref.ref[Any]] = []
+        self.streams: list[Any] = []
         self._orig_start = threading.Thread.start
         watch = self
 
@@ -195,31 +275,36 @@ class ThreadWatch:
                 watch.threads.append(thread)
             watch._orig_start(thread)
 
-        threading.Thread.start = start  # type: ignore[method-assign]
+        threading.Thread.start = start  # type: ignore[method-assign, assignment]
         if torch.cuda.is_available():
-            orig_init = torch.cuda.Stream.__init__
+            orig_new = torch.cuda.Stream.__new__
 
-            def stream_init(stream: Any, *args: Any, **kwargs: Any) -> None:
-                orig_init(stream, *args, **kwargs)
+            def stream_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
+                stream = orig_new(cls, *args, **kwargs)
                 if _candidate_frame(watch.candidate_path):
-                    watch.streams.append(weakref.ref(stream))
+                    watch.streams.append(stream)
+                return stream
 
-            torch.cuda.Stream.__init__ = stream_init  # type: ignore[method-assign]
+            torch.cuda.Stream.__new__ = staticmethod(stream_new)  # type: ignore[assignment, method-assign]
 
     def check_after_call(self) -> str | None:
         alive = [t for t in self.threads if t.is_alive()]
         if alive:
-            return (f"candidate left {len(alive)} thread(s) running after forward returned "
-                    f"({alive[0].name}): work off the calling thread escapes timing")
-        for ref in self.streams:
-            stream = ref()
-            if stream is not None and not stream.query():
-                return ("candidate left work pending on a side CUDA stream after forward returned: "
-                        "work off the current stream escapes timing")
+            return (
+                f"candidate left {len(alive)} thread(s) running after forward returned "
+                f"({alive[0].name}): work off the calling thread escapes timing"
+            )
+        for stream in self.streams:
+            if not stream.query():
+                return (
+                    "candidate left work pending on a side CUDA stream after forward returned: "
+                    "work off the current stream escapes timing"
+                )
         return None
 
 
 # --- what the candidate returns ------------------------------------------------------------------
+
 
 def _storage_range(t: torch.Tensor) -> tuple[str, int, int]:
     st = t.untyped_storage()
@@ -232,14 +317,20 @@ def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     return da == db and a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0
 
 
-def check_aliasing(cand_out: list[torch.Tensor], cand_inputs: list[Any], ref_out: list[torch.Tensor] | None,
-                   ref_inputs: list[Any], ref_aliases: set[int]) -> str | None:
+def check_aliasing(
+    cand_out: list[torch.Tensor],
+    cand_inputs: list[Any],
+    ref_out: list[torch.Tensor] | None,
+    ref_inputs: list[Any],
+    ref_aliases: set[int],
+) -> str | None:
     """The candidate's outputs must be its own memory: not an input's, not the reference's output."""
     for i, out in enumerate(cand_out):
         if ref_out is not None:
             for r in ref_out:
                 if overlaps(out, r):
-                    return f"candidate output {i} is the reference's output buffer (returned memory it did not compute)"
+                    return (f"candidate output {i} is the reference's output buffer "
+                            "(returned memory it did not compute)")
         for r in ref_inputs:
             if isinstance(r, torch.Tensor) and overlaps(out, r):
                 return f"candidate output {i} aliases the reference's input buffer"
@@ -251,8 +342,11 @@ def check_aliasing(cand_out: list[torch.Tensor], cand_inputs: list[Any], ref_out
 
 def reference_aliases(ref_out: list[torch.Tensor], ref_inputs: list[Any]) -> set[int]:
     """Inputs the reference itself returns views of (those aliases are legitimate)."""
-    return {j for j, x in enumerate(ref_inputs)
-            if isinstance(x, torch.Tensor) and any(overlaps(o, x) for o in ref_out)}
+    return {
+        j
+        for j, x in enumerate(ref_inputs)
+        if isinstance(x, torch.Tensor) and any(overlaps(o, x) for o in ref_out)
+    }
 
 
 def check_mutation(pristine: list[Any], after: list[Any], ref_mutates: set[int]) -> str | None:
@@ -266,8 +360,11 @@ def check_mutation(pristine: list[Any], after: list[Any], ref_mutates: set[int])
 
 
 def mutated_inputs(pristine: list[Any], after: list[Any]) -> set[int]:
-    return {j for j, (p, a) in enumerate(zip(pristine, after, strict=True))
-            if isinstance(p, torch.Tensor) and not torch.equal(p.nan_to_num(), a.detach().nan_to_num())}
+    return {
+        j
+        for j, (p, a) in enumerate(zip(pristine, after, strict=True))
+        if isinstance(p, torch.Tensor) and not torch.equal(p.nan_to_num(), a.detach().nan_to_num())
+    }
 
 
 _LOW_PRECISION = (("float16", torch.float16), ("bfloat16", torch.bfloat16))
@@ -276,8 +373,12 @@ _LOW_PRECISION = (("float16", torch.float16), ("bfloat16", torch.bfloat16))
 def check_precision(ref_out: list[torch.Tensor], cand_out: list[torch.Tensor]) -> str | None:
     """A float32 result whose values are all exactly fp16/bf16 numbers was computed in lower precision."""
     for i, (r, c) in enumerate(zip(ref_out, cand_out, strict=False)):
-        if (r.dtype not in (torch.float32, torch.float64) or c.dtype != r.dtype or r.shape != c.shape
-                or r.numel() < 64):
+        if (
+            r.dtype not in (torch.float32, torch.float64)
+            or c.dtype != r.dtype
+            or r.shape != c.shape
+            or r.numel() < 64
+        ):
             continue
         c_cpu, r_cpu = c.detach().float().cpu(), r.detach().float().cpu()
         mask = torch.isfinite(r_cpu) & (r_cpu != 0)
@@ -287,8 +388,10 @@ def check_precision(ref_out: list[torch.Tensor], cand_out: list[torch.Tensor]) -
             cand_frac = _representable_fraction(c_cpu[mask], low)
             ref_frac = _representable_fraction(r_cpu[mask], low)
             if cand_frac > 0.999 and ref_frac < 0.5:
-                return (f"output {i} is float32 but every value is a {name} number (the reference's are not): "
-                        "the candidate lowered the precision silently")
+                return (
+                    f"output {i} is float32 but every value is a {name} number (the reference's are not): "
+                    "the candidate lowered the precision silently"
+                )
     return None
 
 
@@ -296,14 +399,19 @@ def _representable_fraction(x: torch.Tensor, low: torch.dtype) -> float:
     return float((x.to(low).float() == x).float().mean())
 
 
-def check_cached(prev: list[tuple[list[torch.Tensor], list[torch.Tensor]]], ref_out: list[torch.Tensor],
-                 cand_out: list[torch.Tensor], same: Callable[[list[torch.Tensor], list[torch.Tensor]], bool]
-                 ) -> str | None:
+def check_cached(
+    prev: list[tuple[list[torch.Tensor], list[torch.Tensor]]],
+    ref_out: list[torch.Tensor],
+    cand_out: list[torch.Tensor],
+    same: Callable[[list[torch.Tensor], list[torch.Tensor]], bool],
+) -> str | None:
     """Outputs identical to an earlier call's while the reference's differ: a cached result."""
     for prev_ref, prev_cand in prev:
         if same(prev_cand, cand_out) and not same(prev_ref, ref_out):
-            return ("candidate returned the same output for different inputs (a cached result; "
-                    "the reference's outputs differ)")
+            return (
+                "candidate returned the same output for different inputs (a cached result; "
+                "the reference's outputs differ)"
+            )
     return None
 
 
@@ -312,7 +420,9 @@ def check_roofline(candidate_time_s: float | None, roofline_time_s: float | None
     if not candidate_time_s or not roofline_time_s:
         return None
     if candidate_time_s < roofline_time_s * slack:
-        return (f"candidate time {candidate_time_s:.3g} s is below the roofline {roofline_time_s:.3g} s "
-                f"({roofline_time_s / candidate_time_s:.1f}x faster than the hardware can move the data "
-                "or do the FLOPs): the work was not done")
+        return (
+            f"candidate time {candidate_time_s:.3g} s is below the roofline {roofline_time_s:.3g} s "
+            f"({roofline_time_s / candidate_time_s:.1f}x faster than the hardware can move the data "
+            "or do the FLOPs): the work was not done"
+        )
     return None

@@ -50,20 +50,34 @@ def _compare_tensor(r: torch.Tensor, c: torch.Tensor, config: EvalConfig, label:
         max_abs = float(diff.max())
         idx = _unravel(int(diff.argmax()), r.shape)
         ok = max_abs == 0
-        return Comparison(ok, "" if ok else f"{label} differs at index {tuple(idx)}: candidate "
-                          f"{c.flatten()[int(diff.argmax())].item()}, reference {r.flatten()[int(diff.argmax())].item()}",
-                          max_abs, max_abs, idx)
+        return Comparison(
+            ok,
+            ""
+            if ok
+            else f"{label} differs at index {tuple(idx)}: candidate "
+            f"{c.flatten()[int(diff.argmax())].item()}, reference {r.flatten()[int(diff.argmax())].item()}",
+            max_abs,
+            max_abs,
+            idx,
+        )
     atol, rtol = config.tolerances(str(r.dtype).removeprefix("torch."))
     r64, c64 = r.detach().double().cpu(), c.detach().double().cpu()
     r_nan, c_nan = torch.isnan(r64), torch.isnan(c64)
     r_inf, c_inf = torch.isinf(r64), torch.isinf(c64)
-    special_mismatch = (r_nan != c_nan) | (r_inf != c_inf) | (r_inf & c_inf & (torch.sign(r64) != torch.sign(c64)))
+    special_mismatch = (
+        (r_nan != c_nan) | (r_inf != c_inf) | (r_inf & c_inf & (torch.sign(r64) != torch.sign(c64)))
+    )
     if bool(special_mismatch.any()):
         flat = int(special_mismatch.flatten().nonzero()[0])
         idx = _unravel(flat, r.shape)
-        return Comparison(False, f"{label}: NaN/Inf disagree at index {tuple(idx)}: candidate "
-                          f"{c64.flatten()[flat].item()}, reference {r64.flatten()[flat].item()}",
-                          float("inf"), float("inf"), idx)
+        return Comparison(
+            False,
+            f"{label}: NaN/Inf disagree at index {tuple(idx)}: candidate "
+            f"{c64.flatten()[flat].item()}, reference {r64.flatten()[flat].item()}",
+            float("inf"),
+            float("inf"),
+            idx,
+        )
     finite = torch.isfinite(r64)
     diff = torch.where(finite, (c64 - r64).abs(), torch.zeros_like(r64))
     excess = torch.where(finite, diff - (atol + rtol * r64.abs()), torch.full_like(r64, -math.inf))
@@ -75,10 +89,16 @@ def _compare_tensor(r: torch.Tensor, c: torch.Tensor, config: EvalConfig, label:
     ok = float(excess.flatten()[flat_excess]) <= 0
     worst_flat = flat_abs if ok else flat_excess
     idx = _unravel(worst_flat, r.shape)
-    msg = "" if ok else (
-        f"{label} differs at index {tuple(idx)}: candidate {c64.flatten()[worst_flat].item():.6g}, reference "
-        f"{r64.flatten()[worst_flat].item():.6g} (atol {atol:g}, rtol {rtol:g}); "
-        f"{int((excess > 0).sum())} of {r.numel()} elements out of tolerance")
+    msg = (
+        ""
+        if ok
+        else (
+            f"{label} differs at index {tuple(idx)}: candidate {c64.flatten()[worst_flat].item():.6g}, "
+            "reference "
+            f"{r64.flatten()[worst_flat].item():.6g} (atol {atol:g}, rtol {rtol:g}); "
+            f"{int((excess > 0).sum())} of {r.numel()} elements out of tolerance"
+        )
+    )
     return Comparison(ok, msg, max_abs, max_rel, idx)
 
 
@@ -97,7 +117,9 @@ def same_values(a: list[torch.Tensor], b: list[torch.Tensor]) -> bool:
     for x, y in zip(a, b, strict=True):
         if x.shape != y.shape or x.dtype != y.dtype:
             return False
-        if not torch.equal(x.detach().cpu().view(-1).view(torch.uint8) if x.numel() else x.cpu(),
-                           y.detach().cpu().view(-1).view(torch.uint8) if y.numel() else y.cpu()):
+        if not torch.equal(
+            x.detach().cpu().view(-1).view(torch.uint8) if x.numel() else x.cpu(),
+            y.detach().cpu().view(-1).view(torch.uint8) if y.numel() else y.cpu(),
+        ):
             return False
     return True

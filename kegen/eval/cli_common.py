@@ -15,25 +15,51 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("problem", help="problem file (KernelBench format: Model, get_inputs, get_init_inputs)")
+    parser.add_argument(
+        "problem", help="problem file (KernelBench format: Model, get_inputs, get_init_inputs)"
+    )
     parser.add_argument("candidate", help="candidate file (class ModelNew calling @triton.jit kernels)")
-    parser.add_argument("--target", choices=TARGETS, default="mtia",
-                        help="mtia (simulated), nvidia or amd (a GPU), cpu (Triton interpreter; development)")
-    parser.add_argument("--machine", default=None, help="mtia machine description (default: mtia-2i / KEGEN_MACHINE)")
-    parser.add_argument("--seed", type=int, default=None, help="first input seed (default 42 / KEGEN_EVAL_SEED)")
-    parser.add_argument("--timeout", type=float, default=None, help="wall-clock limit in seconds (default 300)")
-    parser.add_argument("--memory-mb", type=int, default=None, help="memory limit of the worker (default 8192)")
-    parser.add_argument("--allow-op", action="append", default=[], metavar="OP",
-                        help="torch op the candidate may compute with (aten name, e.g. aten.mm; '*' = any)")
+    parser.add_argument(
+        "--target",
+        choices=TARGETS,
+        default="mtia",
+        help="mtia (simulated), nvidia or amd (a GPU), cpu (Triton interpreter; development)",
+    )
+    parser.add_argument(
+        "--machine", default=None, help="mtia machine description (default: mtia-2i / KEGEN_MACHINE)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="first input seed (default 42 / KEGEN_EVAL_SEED)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="wall-clock limit in seconds (default 300)"
+    )
+    parser.add_argument(
+        "--memory-mb", type=int, default=None, help="memory limit of the worker (default 8192)"
+    )
+    parser.add_argument(
+        "--allow-op",
+        action="append",
+        default=[],
+        metavar="OP",
+        help="torch op the candidate may compute with (aten name, e.g. aten.mm; '*' = any)",
+    )
     parser.add_argument("--no-cheat-checks", action="store_true", help="skip the anti-cheat checks")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
 def config_from_args(args: argparse.Namespace, **extra: Any) -> EvalConfig:
-    overrides: dict[str, Any] = {"target": args.target, "allow_ops": tuple(args.allow_op),
-                                 "check_cheats": not args.no_cheat_checks}
-    for key, value in (("machine", args.machine), ("seed", args.seed), ("timeout_s", args.timeout),
-                       ("memory_limit_mb", args.memory_mb)):
+    overrides: dict[str, Any] = {
+        "target": args.target,
+        "allow_ops": tuple(args.allow_op),
+        "check_cheats": not args.no_cheat_checks,
+    }
+    for key, value in (
+        ("machine", args.machine),
+        ("seed", args.seed),
+        ("timeout_s", args.timeout),
+        ("memory_limit_mb", args.memory_mb),
+    ):
         if value is not None:
             overrides[key] = value
     overrides.update({k: v for k, v in extra.items() if v is not None})

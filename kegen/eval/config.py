@@ -27,6 +27,7 @@ class EvalConfig:
     allow_ops: torch ops a candidate's forward may compute with, as aten names ("aten.mm") or
     overload packets; "*" allows every op (plain-PyTorch candidates in tests). Tensor creation,
     views and copies are always allowed.
+    fresh_process: start a new interpreter per evaluation instead of forking the warm zygote.
     """
 
     target: str = "mtia"
@@ -46,6 +47,7 @@ class EvalConfig:
     rep_ms: float = 100.0
     roofline_slack: float = 0.9
     compile_baseline: bool = True
+    fresh_process: bool = False
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -73,8 +75,13 @@ class EvalConfig:
         from kegen.settings import load_settings
 
         s = load_settings()
-        base: dict[str, Any] = {"machine": s.sim.machine, "trials": s.eval.trials, "seed": s.eval.seed,
-                                "timeout_s": s.eval.timeout_s, "memory_limit_mb": s.eval.memory_limit_mb}
+        base: dict[str, Any] = {
+            "machine": s.sim.machine,
+            "trials": s.eval.trials,
+            "seed": s.eval.seed,
+            "timeout_s": s.eval.timeout_s,
+            "memory_limit_mb": s.eval.memory_limit_mb,
+        }
         base.update(overrides)
         return cls(**base)
 

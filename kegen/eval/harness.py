@@ -19,7 +19,7 @@ from kegen.eval.loader import Problem, check_constructor, load_candidate, load_p
 from kegen.eval.profile import Profile, from_host_timing, from_mtia_launches
 from kegen.eval.runner import Guards, build_model, call_reference, classify
 from kegen.eval.timing import Timing
-from kegen.eval.trials import TrialsOutcome, TrialRunner, verdict
+from kegen.eval.trials import TrialRunner, TrialsOutcome, verdict
 
 GPU_TARGETS = ("nvidia", "amd")
 TIMING_SEED_OFFSET = 1000
@@ -39,10 +39,15 @@ class Job:
     def from_request(cls, req: dict[str, Any]) -> Job:
         config = EvalConfig.from_dict(req["config"])
         trace = req.get("trace_path") or config.extra.get("trace_path")
-        return cls(mode=req.get("mode", "eval"), problem=Path(req["problem"]), candidate=Path(req["candidate"]),
-                   baseline=Path(req["baseline"]) if req.get("baseline") else None, config=config,
-                   trace_path=Path(trace) if trace else None,
-                   network_isolation=req.get("network_isolation", "python"))
+        return cls(
+            mode=req.get("mode", "eval"),
+            problem=Path(req["problem"]),
+            candidate=Path(req["candidate"]),
+            baseline=Path(req["baseline"]) if req.get("baseline") else None,
+            config=config,
+            trace_path=Path(trace) if trace else None,
+            network_isolation=req.get("network_isolation", "python"),
+        )
 
 
 class Harness:
@@ -53,10 +58,15 @@ class Harness:
         self.cfg = job.config
         self.gpu = self.cfg.target in GPU_TARGETS
         self.device = "cuda" if self.gpu else "cpu"
-        self.result: dict[str, Any] = {"status": "ok", "message": "", "target": self.cfg.target,
-                                       "machine": self.cfg.machine if self.cfg.target == "mtia" else "",
-                                       "times": {}, "speedups": {}, "details": {
-                                           "network_isolation": job.network_isolation}}
+        self.result: dict[str, Any] = {
+            "status": "ok",
+            "message": "",
+            "target": self.cfg.target,
+            "machine": self.cfg.machine if self.cfg.target == "mtia" else "",
+            "times": {},
+            "speedups": {},
+            "details": {"network_isolation": job.network_isolation},
+        }
 
     def run(self) -> dict[str, Any]:
         try:
@@ -96,6 +106,7 @@ class Harness:
             torch.cuda.synchronize()
             return
         outcome = TrialRunner(factory, ref_model, cand_model, guards, self.cfg, self.gpu).run()
+        guards.check_tamper()
         self._record_errors(outcome)
         failure = verdict(outcome)
         if failure is not None:
@@ -109,8 +120,12 @@ class Harness:
             self.result["profile"] = prof.to_dict()
             library = prof.raw.get("library_kernels")
             if library and self.cfg.check_cheats and not self.cfg.allow_ops:
-                raise CandidateError("cheat_detected", "candidate's forward launched library kernels ("
-                                     + ", ".join(library[:3]) + ") instead of its own Triton kernels")
+                raise CandidateError(
+                    "cheat_detected",
+                    "candidate's forward launched library kernels ("
+                    + ", ".join(library[:3])
+                    + ") instead of its own Triton kernels",
+                )
 
     def _check_target(self) -> None:
         if self.gpu and not torch.cuda.is_available():
@@ -127,17 +142,31 @@ class Harness:
             model = build_model(problem.model_cls, factory.init_inputs(), self.cfg.seed, self.device)
             call_reference(model, factory.make(self.cfg.seed), self.gpu)
         except Exception as exc:
-            raise ProblemError(f"the problem's reference fails: Model(*get_init_inputs())(*get_inputs()) "
-                               f"raised {type(exc).__name__}: {exc}") from exc
+            raise ProblemError(
+                f"the problem's reference fails: Model(*get_init_inputs())(*get_inputs()) "
+                f"raised {type(exc).__name__}: {exc}"
+            ) from exc
         return model
 
     def _record_errors(self, outcome: TrialsOutcome) -> None:
         worst = outcome.worst()
-        self.result.update(max_abs_error=worst.max_abs_error, max_rel_error=worst.max_rel_error,
-                           worst_index=worst.worst_index, trials=len(outcome.records), seeds=outcome.seeds)
+        self.result.update(
+            max_abs_error=worst.max_abs_error,
+            max_rel_error=worst.max_rel_error,
+            worst_index=worst.worst_index,
+            trials=len(outcome.records),
+            seeds=outcome.seeds,
+        )
         self.result["details"]["trials"] = [
-            {"seed": r.seed, "order": r.order, "ok": r.comparison.ok, "max_abs_error": r.comparison.max_abs_error,
-             **({"sizes": r.sizes} if r.sizes else {})} for r in outcome.records]
+            {
+                "seed": r.seed,
+                "order": r.order,
+                "ok": r.comparison.ok,
+                "max_abs_error": r.comparison.max_abs_error,
+                **({"sizes": r.sizes} if r.sizes else {}),
+            }
+            for r in outcome.records
+        ]
         if outcome.skipped_edges:
             self.result["details"]["skipped_edges"] = outcome.skipped_edges
 
@@ -161,21 +190,32 @@ class Harness:
 
         return timing_host.measure(call, sets, self.cfg)
 
-    def _time_candidate(self, factory: InputFactory, ref_model: Any, cand_model: Any, guards: Guards) -> Timing:
+    def _time_candidate(
+        self, factory: InputFactory, ref_model: Any, cand_model: Any, guards: Guards
+    ) -> Timing:
         sets = self._input_sets(factory, self.cfg.seed + TIMING_SEED_OFFSET)
         pristine = [clone_all(s) for s in sets]
-        watch = self.cfg.target == "mtia"  # simulated time: the op guard costs nothing there
+        simulated = self.cfg.target == "mtia"  # simulated time: guarding every call costs nothing there
 
-        def call(inputs: list[Any]) -> Any:
-            return guards.call(cand_model, inputs, "candidate forward (timing)", watch_ops=watch)
+        def guarded(inputs: list[Any]) -> Any:
+            return guards.call(cand_model, inputs, "candidate forward (timing)", watch_ops=True)
+
+        def plain(inputs: list[Any]) -> Any:  # measured on the clock: checks go after the timed calls
+            with torch.no_grad():
+                return cand_model(*inputs)
 
         try:
-            timing = self._measure(call, sets, guards)
+            timing = self._measure(guarded if simulated else plain, sets, guards)
         except CandidateError:
             raise
         except Exception as exc:
             raise classify(exc, self.job.candidate, "candidate forward (timing)") from exc
         if self.cfg.check_cheats:
+            if guards.threads is not None:
+                msg = guards.threads.check_after_call()
+                if msg:
+                    raise CandidateError("cheat_detected", msg)
+            guards.check_tamper()
             for note in timing.notes:
                 raise CandidateError("cheat_detected", note)
             self._verify_after_timing(timing, pristine, ref_model, cand_model, guards, factory)
@@ -184,22 +224,35 @@ class Harness:
         self.result["details"]["timing"] = timing.stats.to_dict()
         return timing
 
-    def _verify_after_timing(self, timing: Timing, pristine: list[list[Any]], ref_model: Any, cand_model: Any,
-                             guards: Guards, factory: InputFactory) -> None:
+    def _verify_after_timing(
+        self,
+        timing: Timing,
+        pristine: list[list[Any]],
+        ref_model: Any,
+        cand_model: Any,
+        guards: Guards,
+        factory: InputFactory,
+    ) -> None:
         """The outputs of timed calls must be right too: catches work skipped once checks are over."""
         ref_last = call_reference(ref_model, clone_all(pristine[timing.last_index]), self.gpu)
         from kegen.eval.inputs import flatten_outputs
 
         cmp = compare_outputs(ref_last, flatten_outputs(timing.last_output), self.cfg)
         if not cmp.ok:
-            raise CandidateError("cheat_detected", "candidate passed the correctness trials but its output in the "
-                                 "timed runs is wrong (it skips work on some calls): " + cmp.message)
+            raise CandidateError(
+                "cheat_detected",
+                "candidate passed the correctness trials but its output in the "
+                "timed runs is wrong (it skips work on some calls): " + cmp.message,
+            )
         seed = self.cfg.seed + 2 * TIMING_SEED_OFFSET
         cand_out = guards.call(cand_model, factory.make(seed), "candidate forward (after timing)")
         cmp = compare_outputs(call_reference(ref_model, factory.make(seed), self.gpu), cand_out, self.cfg)
         if not cmp.ok:
-            raise CandidateError("cheat_detected", "candidate was correct in the trials but wrong after the timed "
-                                 "runs (it skips work on some calls): " + cmp.message)
+            raise CandidateError(
+                "cheat_detected",
+                "candidate was correct in the trials but wrong after the timed "
+                "runs (it skips work on some calls): " + cmp.message,
+            )
 
     # --- baselines, roofline, speedups ------------------------------------------------------------
     def _baselines(self, problem: Problem, factory: InputFactory, ref_model: Any, init: list[Any]) -> None:
@@ -226,7 +279,9 @@ class Harness:
             except Exception as exc:
                 details["compile_baseline_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
 
-    def _time_baseline(self, factory: InputFactory, ref_model: Any, init: list[Any], sets: list[list[Any]]) -> float:
+    def _time_baseline(
+        self, factory: InputFactory, ref_model: Any, init: list[Any], sets: list[list[Any]]
+    ) -> float:
         assert self.job.baseline is not None
         cls = load_candidate(self.job.baseline)
         model = build_model(cls, init, self.cfg.seed, self.device)
@@ -235,7 +290,9 @@ class Harness:
             out = model(*factory.make(seed))
         from kegen.eval.inputs import flatten_outputs
 
-        cmp = compare_outputs(call_reference(ref_model, factory.make(seed), self.gpu), flatten_outputs(out), self.cfg)
+        cmp = compare_outputs(
+            call_reference(ref_model, factory.make(seed), self.gpu), flatten_outputs(out), self.cfg
+        )
         if not cmp.ok:
             raise ValueError(f"the baseline is itself incorrect: {cmp.message}")
 
@@ -246,6 +303,7 @@ class Harness:
         return self._measure(call, sets, None).stats.median_s
 
     def _roofline(self, problem: Problem, ref_model: Any, outcome: TrialsOutcome) -> roofline.Roofline | None:
+        peak: roofline.MachinePeak | None
         try:
             if self.cfg.target == "mtia":
                 peak = roofline.mtia_peak(self.cfg.machine)
@@ -277,13 +335,21 @@ class Harness:
                 msg = cheats.check_roofline(t, rf.time_s, self.cfg.roofline_slack)
                 if msg:
                     raise CandidateError("cheat_detected", msg)
-        primary = next((speedups[n] for n in ("baseline", "eager") if n in speedups), speedups.get("roofline", 0.0))
+        primary = next(
+            (speedups[n] for n in ("baseline", "eager") if n in speedups), speedups.get("roofline", 0.0)
+        )
         self.result["speedup"] = primary
         self.result["fitness"] = primary
 
     # --- profile and `kegen run` ------------------------------------------------------------------
-    def _profile(self, timing: Timing, rf: roofline.Roofline | None, cand_model: Any, factory: InputFactory,
-                 guards: Guards) -> Profile:
+    def _profile(
+        self,
+        timing: Timing,
+        rf: roofline.Roofline | None,
+        cand_model: Any,
+        factory: InputFactory,
+        guards: Guards,
+    ) -> Profile:
         rf_dict = rf.to_dict() if rf is not None else {}
         if rf is not None:
             rf_dict["fraction"] = rf.time_s / timing.stats.median_s if timing.stats.median_s else None
@@ -295,8 +361,15 @@ class Harness:
             from kegen.eval import profile_gpu
 
             inputs = factory.make(self.cfg.seed + 4 * TIMING_SEED_OFFSET)
-            return profile_gpu.collect(cand_model, inputs, timing.stats.median_s, rf_dict, self.cfg, self.job,
-                                       full=self.job.mode == "profile")
+            return profile_gpu.collect(
+                cand_model,
+                inputs,
+                timing.stats.median_s,
+                rf_dict,
+                self.cfg,
+                self.job,
+                full=self.job.mode == "profile",
+            )
         return from_host_timing(timing.stats.median_s, rf_dict)
 
     def _mtia_extras(self, prof: Profile, timing: Timing) -> None:
@@ -314,8 +387,13 @@ class Harness:
 
                 paths = []
                 for i, r in enumerate(timing.launches):
-                    p = self.job.trace_path if len(timing.launches) == 1 else \
-                        self.job.trace_path.with_name(f"{self.job.trace_path.stem}.{i}{self.job.trace_path.suffix}")
+                    p = (
+                        self.job.trace_path
+                        if len(timing.launches) == 1
+                        else self.job.trace_path.with_name(
+                            f"{self.job.trace_path.stem}.{i}{self.job.trace_path.suffix}"
+                        )
+                    )
                     paths.append(str(trace.write_trace(r.result, p)))
                 prof.raw["trace_files"] = paths
             except Exception as exc:
@@ -336,7 +414,9 @@ class Harness:
         def call(x: list[Any]) -> Any:
             return guards.call(cand_model, x, "candidate forward", watch_ops=self.cfg.check_cheats)
 
-        cfg_once = EvalConfig.from_dict({**self.cfg.to_dict(), "timing_runs": 1, "rep_ms": 0.0, "warmup_ms": 0.0})
+        cfg_once = EvalConfig.from_dict(
+            {**self.cfg.to_dict(), "timing_runs": 1, "rep_ms": 0.0, "warmup_ms": 0.0}
+        )
         saved = self.cfg
         self.cfg = cfg_once
         try:
@@ -348,12 +428,21 @@ class Harness:
         outs = flatten_outputs(timing.last_output)
         ref = call_reference(ref_model, reference_inputs, self.gpu)
         cmp = compare_outputs(ref, outs, self.cfg)
-        self.result.update(candidate_time_s=timing.stats.median_s, seeds=[self.cfg.seed], trials=1,
-                           max_abs_error=cmp.max_abs_error, max_rel_error=cmp.max_rel_error,
-                           worst_index=cmp.worst_index)
+        self.result.update(
+            candidate_time_s=timing.stats.median_s,
+            seeds=[self.cfg.seed],
+            trials=1,
+            max_abs_error=cmp.max_abs_error,
+            max_rel_error=cmp.max_rel_error,
+            worst_index=cmp.worst_index,
+        )
         self.result["times"]["candidate"] = timing.stats.median_s
-        self.result["details"].update(outputs=[_summary(o) for o in outs], matches_reference=cmp.ok,
-                                      comparison=cmp.message, host_wall_s=time.perf_counter() - t0)
+        self.result["details"].update(
+            outputs=[_summary(o) for o in outs],
+            matches_reference=cmp.ok,
+            comparison=cmp.message,
+            host_wall_s=time.perf_counter() - t0,
+        )
         if not cmp.ok:
             self.result["message"] = "output differs from the reference: " + cmp.message
 

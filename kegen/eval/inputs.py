@@ -63,7 +63,9 @@ def _init_fingerprint(problem: Problem, sizes: dict[str, int]) -> str:
     try:
         with _patched_sizes(problem, sizes):
             torch.manual_seed(0)
-            return repr([tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in problem.get_init_inputs()])
+            return repr(
+                [tuple(x.shape) if isinstance(x, torch.Tensor) else x for x in problem.get_init_inputs()]
+            )
     except Exception as exc:  # an init that breaks under new sizes depends on them
         return f"error {exc}"
 

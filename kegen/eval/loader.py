@@ -73,17 +73,29 @@ def load_problem(path: str | Path) -> Problem:
         raise ProblemError(f"problem file {path} failed to import: {type(exc).__name__}: {exc}") from exc
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
     if missing:
-        raise ProblemError(f"problem file {path} lacks {', '.join(missing)}: a KernelBench problem defines "
-                           "class Model(nn.Module), get_inputs() and get_init_inputs()")
+        raise ProblemError(
+            f"problem file {path} lacks {', '.join(missing)}: a KernelBench problem defines "
+            "class Model(nn.Module), get_inputs() and get_init_inputs()"
+        )
     if not inspect.isclass(module.Model):
         raise ProblemError(f"problem file {path}: Model must be a class (an nn.Module)")
-    sizes = {k: v for k, v in vars(module).items()
-             if not k.startswith("_") and isinstance(v, int) and not isinstance(v, bool)}
+    sizes = {
+        k: v
+        for k, v in vars(module).items()
+        if not k.startswith("_") and isinstance(v, int) and not isinstance(v, bool)
+    }
     edges = getattr(module, "EDGE_SIZES", [])
     if not isinstance(edges, list) or not all(isinstance(e, dict) for e in edges):
         raise ProblemError(f"problem file {path}: EDGE_SIZES must be a list of dicts of size constants")
-    return Problem(path=path, module=module, model_cls=module.Model, get_inputs=module.get_inputs,
-                   get_init_inputs=module.get_init_inputs, size_constants=sizes, edge_sizes=edges)
+    return Problem(
+        path=path,
+        module=module,
+        model_cls=module.Model,
+        get_inputs=module.get_inputs,
+        get_init_inputs=module.get_init_inputs,
+        size_constants=sizes,
+        edge_sizes=edges,
+    )
 
 
 def load_candidate(path: str | Path) -> type:
@@ -92,12 +104,15 @@ def load_candidate(path: str | Path) -> type:
     try:
         module = _exec_module(path, "kegen_candidate")
     except SyntaxError as exc:
-        raise CandidateError("compile_error", f"syntax error in candidate: {exc.msg}",
-                             f"{path.name}:{exc.lineno}") from exc
+        raise CandidateError(
+            "compile_error", f"syntax error in candidate: {exc.msg}", f"{path.name}:{exc.lineno}"
+        ) from exc
     except Exception as exc:
-        raise CandidateError("compile_error",
-                             f"candidate failed to import: {type(exc).__name__}: {exc}",
-                             source_line_of(exc, path)) from exc
+        raise CandidateError(
+            "compile_error",
+            f"candidate failed to import: {type(exc).__name__}: {exc}",
+            source_line_of(exc, path),
+        ) from exc
     cls = getattr(module, "ModelNew", None)
     if cls is not None:
         if not inspect.isclass(cls):
@@ -106,8 +121,11 @@ def load_candidate(path: str | Path) -> type:
     wrapper = getattr(module, "forward", None)
     if callable(wrapper):
         return _wrap_launcher(wrapper)
-    raise CandidateError("compile_error", "candidate defines neither class ModelNew(nn.Module) nor a "
-                         "launch wrapper `forward(*inputs)`; define ModelNew with the reference's constructor")
+    raise CandidateError(
+        "compile_error",
+        "candidate defines neither class ModelNew(nn.Module) nor a "
+        "launch wrapper `forward(*inputs)`; define ModelNew with the reference's constructor",
+    )
 
 
 def _wrap_launcher(fn: Callable[..., Any]) -> type:
@@ -128,8 +146,11 @@ def check_constructor(cls: type, init_inputs: list[Any]) -> None:
     try:
         inspect.signature(cls).bind(*init_inputs)
     except TypeError as exc:
-        raise CandidateError("compile_error", f"ModelNew's constructor does not take the reference's "
-                             f"init inputs ({len(init_inputs)} positional): {exc}") from exc
+        raise CandidateError(
+            "compile_error",
+            f"ModelNew's constructor does not take the reference's "
+            f"init inputs ({len(init_inputs)} positional): {exc}",
+        ) from exc
     except ValueError:
         pass  # no signature available (builtins): let the call decide
 
@@ -174,7 +195,10 @@ def _triton_compile_line(exc: BaseException) -> str | None:
                 file = Path(inspect.getsourcefile(fn) or "?").name
             except TypeError:
                 continue
-            raw = str(getattr(owner, "raw_src", "") or "").splitlines()
-            decorators = next((i for i, ln in enumerate(raw) if ln.lstrip().startswith(("def ", "async def "))), 0)
+            raw_src = getattr(owner, "raw_src", "") or ""
+            raw = list(raw_src) if isinstance(raw_src, list | tuple) else str(raw_src).splitlines()
+            decorators = next(
+                (i for i, ln in enumerate(raw) if ln.lstrip().startswith(("def ", "async def "))), 0
+            )
             return f"{file}:{start + decorators + node.lineno - 1}"
     return None

@@ -63,15 +63,19 @@ class Profile:
 
     def format_text(self, *, top: int = 8, full: bool = False) -> str:
         """Readable summary: time, roofline position, kernels, units, key metrics, top stalls."""
-        lines = [f"profile: target {self.target} on {self.device}"
-                 + (f", {_t(self.time_s)} per forward" if self.time_s else "")
-                 + (f"  [{', '.join(self.sources)}]" if self.sources else "")]
+        lines = [
+            f"profile: target {self.target} on {self.device}"
+            + (f", {_t(self.time_s)} per forward" if self.time_s else "")
+            + (f"  [{', '.join(self.sources)}]" if self.sources else "")
+        ]
         rf = self.roofline
         if rf:
             frac = rf.get("fraction")
-            lines.append(f"  roofline: {rf.get('bound', '?')}-bound, {_si(rf.get('bytes'), 'B')} min traffic, "
-                         f"{_si(rf.get('flops'), 'FLOP')}, limit {_t(rf.get('time_s'))}"
-                         + (f", reached {100 * frac:.1f}% of it" if frac is not None else ""))
+            lines.append(
+                f"  roofline: {rf.get('bound', '?')}-bound, {_si(rf.get('bytes'), 'B')} min traffic, "
+                f"{_si(rf.get('flops'), 'FLOP')}, limit {_t(rf.get('time_s'))}"
+                + (f", reached {100 * frac:.1f}% of it" if frac is not None else "")
+            )
         if self.metrics:
             shown = {k: v for k, v in self.metrics.items() if full or k in _KEY_METRICS}
             lines.append("  metrics: " + ", ".join(f"{k}={_fmt_metric(k, v)}" for k, v in shown.items()))
@@ -86,14 +90,22 @@ class Profile:
                 busy = f"{u.busy_cycles:12.0f}" if u.busy_cycles is not None else f"{'-':>12}"
                 lines.append(f"  {u.name:<10} {busy} {util}")
         if self.stalls:
-            top_stalls = sorted(self.stalls.items(), key=lambda kv: -kv[1])[:top if not full else None]
+            top_stalls = sorted(self.stalls.items(), key=lambda kv: -kv[1])[: top if not full else None]
             lines.append("  top stalls: " + ", ".join(f"{r} {_fmt_stall(v)}" for r, v in top_stalls))
         lines.extend(f"  note: {n}" for n in self.notes)
         return "\n".join(lines)
 
 
-_KEY_METRICS = ("achieved_dram_bw", "dram_bw_pct", "achieved_flops", "compute_pct", "occupancy_pct",
-                "l2_hit_rate_pct", "sm_throughput_pct", "launches")
+_KEY_METRICS = (
+    "achieved_dram_bw",
+    "dram_bw_pct",
+    "achieved_flops",
+    "compute_pct",
+    "occupancy_pct",
+    "l2_hit_rate_pct",
+    "sm_throughput_pct",
+    "launches",
+)
 
 
 def _fmt_metric(name: str, v: float) -> str:
@@ -142,8 +154,7 @@ def from_mtia_launches(launches: list[Any], machine: str, roofline: dict[str, An
         k = kernels.setdefault(rec.kernel, KernelStat(rec.kernel, 0, 0.0, extra={"grid": list(rec.grid)}))
         k.calls += 1
         k.total_s += secs
-        counters = getattr(rec.result, "counters", None)
-        c = counters.to_dict() if hasattr(counters, "to_dict") else (counters or {})
+        c = _counters_dict(getattr(rec.result, "counters", None))
         flops += float(c.get("flops", 0) or 0)
         dram = (c.get("bandwidth") or {}).get("dram") or {}
         dram_bytes += float(dram.get("bytes", 0) or 0)
@@ -157,23 +168,45 @@ def from_mtia_launches(launches: list[Any], machine: str, roofline: dict[str, An
             stalls[reason] = stalls.get(reason, 0.0) + float(cycles)
     for k in kernels.values():
         k.share = k.total_s / total
-    metrics.update(time_s=total, dram_bytes=dram_bytes, achieved_dram_bw=dram_bytes / total,
-                   achieved_flops=flops / total)
+    metrics.update(
+        time_s=total, dram_bytes=dram_bytes, achieved_dram_bw=dram_bytes / total, achieved_flops=flops / total
+    )
     if peak_bw:
         metrics["dram_bw_pct"] = 100 * dram_bytes / total / float(peak_bw)
     if roofline.get("peak_flops"):
         metrics["compute_pct"] = 100 * flops / total / float(roofline["peak_flops"])
     raw: dict[str, Any] = {}
     if launches:
-        last = getattr(launches[-1].result, "counters", None)
-        raw["last_launch_counters"] = last.to_dict() if hasattr(last, "to_dict") else last
-    return Profile(target="mtia", device=machine, time_s=total, kernels=list(kernels.values()),
-                   units=sorted(units.values(), key=lambda u: -(u.utilization or 0.0)), metrics=metrics,
-                   stalls=dict(sorted(stalls.items(), key=lambda kv: -kv[1])), roofline=roofline,
-                   sources=["mtia_sim counters"], raw=raw)
+        raw["last_launch_counters"] = _counters_dict(getattr(launches[-1].result, "counters", None))
+    return Profile(
+        target="mtia",
+        device=machine,
+        time_s=total,
+        kernels=list(kernels.values()),
+        units=sorted(units.values(), key=lambda u: -(u.utilization or 0.0)),
+        metrics=metrics,
+        stalls=dict(sorted(stalls.items(), key=lambda kv: -kv[1])),
+        roofline=roofline,
+        sources=["mtia_sim counters"],
+        raw=raw,
+    )
+
+
+def _counters_dict(counters: Any) -> dict[str, Any]:
+    if counters is None:
+        return {}
+    if hasattr(counters, "to_dict"):
+        return dict(counters.to_dict())
+    return dict(counters)
 
 
 def from_host_timing(time_s: float, roofline: dict[str, Any]) -> Profile:
     """Target cpu: only the time and the roofline position."""
-    return Profile(target="cpu", device="host", time_s=time_s, roofline=roofline, sources=["host timer"],
-                   notes=["target cpu has no hardware counters; use --target mtia or a GPU"])
+    return Profile(
+        target="cpu",
+        device="host",
+        time_s=time_s,
+        roofline=roofline,
+        sources=["host timer"],
+        notes=["target cpu has no hardware counters; use --target mtia or a GPU"],
+    )

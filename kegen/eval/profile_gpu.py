@@ -25,9 +25,25 @@ from kegen.eval.config import EvalConfig
 from kegen.eval.profile import KernelStat, Profile, UnitStat
 
 NCU_TIMEOUT_S = 180
-STALLS = ("long_scoreboard", "short_scoreboard", "mio_throttle", "lg_throttle", "math_pipe_throttle", "wait",
-          "barrier", "not_selected", "no_instruction", "drain", "membar", "dispatch_stall", "branch_resolving",
-          "imc_miss", "tex_throttle", "sleeping", "selected")
+STALLS = (
+    "long_scoreboard",
+    "short_scoreboard",
+    "mio_throttle",
+    "lg_throttle",
+    "math_pipe_throttle",
+    "wait",
+    "barrier",
+    "not_selected",
+    "no_instruction",
+    "drain",
+    "membar",
+    "dispatch_stall",
+    "branch_resolving",
+    "imc_miss",
+    "tex_throttle",
+    "sleeping",
+    "selected",
+)
 NCU_METRICS = {
     "gpu__time_duration.sum": "time_ns",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_bw_pct",
@@ -38,8 +54,11 @@ NCU_METRICS = {
     **{f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio": f"stall:{s}" for s in STALLS},
 }
 # Kernels of compute libraries: a candidate that launches these computes with library ops.
-LIBRARY_KERNEL = re.compile(r"gemm|cublas|cutlass|cudnn|nvjet|xmma|softmax|layer_norm|conv|reduce_kernel|"
-                            r"sgemm|hgemm|flash", re.IGNORECASE)
+LIBRARY_KERNEL = re.compile(
+    r"gemm|cublas|cutlass|cudnn|nvjet|xmma|softmax|layer_norm|conv|reduce_kernel|"
+    r"sgemm|hgemm|flash",
+    re.IGNORECASE,
+)
 
 
 def triton_kernel_names(model: Any) -> set[str]:
@@ -72,15 +91,30 @@ def kernel_table(model: Any, inputs: list[Any]) -> tuple[list[KernelStat], float
     for evt in prof.events():
         if getattr(evt, "device_type", None) == DeviceType.CUDA:
             groups[evt.name].append(evt.time_range.elapsed_us() * 1e-6)
+    if not groups:  # older/newer layouts: kernels are the entries with their own device time
+        for avg in prof.key_averages():
+            own = float(getattr(avg, "self_device_time_total", 0.0) or 0.0)
+            if own > 0:
+                groups[avg.key] = [own * 1e-6 / max(1, avg.count)] * max(1, avg.count)
     total = sum(sum(v) for v in groups.values()) or 1.0
     stats = [KernelStat(name, len(v), sum(v), sum(v) / total) for name, v in groups.items()]
     return sorted(stats, key=lambda k: -k.total_s), total
 
 
-def collect(model: Any, inputs: list[Any], time_s: float, roofline: dict[str, Any], config: EvalConfig,
-            job: Any, *, full: bool) -> Profile:
+def collect(
+    model: Any,
+    inputs: list[Any],
+    time_s: float,
+    roofline: dict[str, Any],
+    config: EvalConfig,
+    job: Any,
+    *,
+    full: bool,
+) -> Profile:
     """The unified profile on a GPU."""
-    prof = Profile(target=config.target, device=torch.cuda.get_device_name(), time_s=time_s, roofline=roofline)
+    prof = Profile(
+        target=config.target, device=torch.cuda.get_device_name(), time_s=time_s, roofline=roofline
+    )
     jit_names = triton_kernel_names(model)
     try:
         prof.kernels, total = kernel_table(model, inputs)
@@ -119,8 +153,13 @@ def _add_ncu(prof: Profile, job: Any, jit_names: set[str]) -> None:
 
 def run_ncu(ncu: str, job: Any, jit_names: set[str]) -> tuple[list[dict[str, Any]], str | None]:
     with tempfile.TemporaryDirectory(prefix="kegen-ncu-") as tmp:
-        req = {"mode": "ncu", "problem": str(job.problem), "candidate": str(job.candidate), "baseline": None,
-               "config": {**job.config.to_dict(), "profile": False}}
+        req = {
+            "mode": "ncu",
+            "problem": str(job.problem),
+            "candidate": str(job.candidate),
+            "baseline": None,
+            "config": {**job.config.to_dict(), "profile": False},
+        }
         req_path, res_path = Path(tmp, "req.json"), Path(tmp, "res.json")
         req_path.write_text(json.dumps(req))
         cmd = [ncu, "--csv", "--page", "raw", "--target-processes", "all", "--metrics", ",".join(NCU_METRICS)]
@@ -168,7 +207,7 @@ def merge_ncu(prof: Profile, rows: list[dict[str, Any]]) -> None:
     total = sum(weights)
 
     def avg(key: str) -> float | None:
-        vals = [(r.get(key), w) for r, w in zip(rows, weights, strict=True) if r.get(key) is not None]
+        vals = [(float(r[key]), w) for r, w in zip(rows, weights, strict=True) if r.get(key) is not None]
         return sum(v * w for v, w in vals) / sum(w for _, w in vals) if vals else None
 
     for key in ("dram_bw_pct", "sm_throughput_pct", "occupancy_pct", "l2_hit_rate_pct"):
@@ -179,9 +218,13 @@ def merge_ncu(prof: Profile, rows: list[dict[str, Any]]) -> None:
     dram = sum(r.get("dram_bytes") or 0.0 for r in rows)
     if dram:
         prof.metrics["dram_bytes"] = dram
-    prof.units = [UnitStat("SM", utilization=(prof.metrics.get("sm_throughput_pct") or 0) / 100),
-                  UnitStat("DRAM", utilization=(prof.metrics.get("dram_bw_pct") or 0) / 100)]
+    prof.units = [
+        UnitStat("SM", utilization=(prof.metrics.get("sm_throughput_pct") or 0) / 100),
+        UnitStat("DRAM", utilization=(prof.metrics.get("dram_bw_pct") or 0) / 100),
+    ]
     stalls = {k.removeprefix("stall:"): avg(k) for k in NCU_METRICS.values() if k.startswith("stall:")}
     total_stall = sum(v for v in stalls.values() if v)
     if total_stall:
-        prof.stalls = {k: v / total_stall for k, v in sorted(stalls.items(), key=lambda kv: -(kv[1] or 0)) if v}
+        prof.stalls = {
+            k: v / total_stall for k, v in sorted(stalls.items(), key=lambda kv: -(kv[1] or 0)) if v
+        }

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from enum import StrEnum
+from enum import Enum
 from typing import Any
+
+try:
+    from enum import StrEnum
+except ImportError:  # Python < 3.11 (GPU machines): the same behaviour
+
+    class StrEnum(str, Enum):  # type: ignore[no-redef]  # noqa: UP042
+        def __str__(self) -> str:
+            return str(self.value)
 
 
 class Status(StrEnum):
@@ -86,16 +94,22 @@ class EvalResult:
         if self.max_abs_error is not None:
             where = f" at index {tuple(self.worst_index)}" if self.worst_index else ""
             rel = f", max rel error {self.max_rel_error:.3g}" if self.max_rel_error is not None else ""
-            lines.append(f"  max abs error {self.max_abs_error:.3g}{rel}{where} "
-                         f"over {self.trials} trials (seeds {self.seeds})")
+            lines.append(
+                f"  max abs error {self.max_abs_error:.3g}{rel}{where} "
+                f"over {self.trials} trials (seeds {self.seeds})"
+            )
         for name, t in self.times.items():
             lines.append(f"  time {name:<10} {_fmt_time(t)}")
         for name, s in self.speedups.items():
             label = "of roofline" if name == "roofline" else f"vs {name}"
-            lines.append(f"  speedup {label:<12} {s:.3f}x" if name != "roofline"
-                         else f"  roofline fraction   {s:.3f}")
-        lines.append(f"  fitness {self.fitness:.4f}   (wall {self.wall_time_s:.1f} s, target {self.target}"
-                     + (f", machine {self.machine}" if self.machine else "") + ")")
+            lines.append(
+                f"  speedup {label:<12} {s:.3f}x" if name != "roofline" else f"  roofline fraction   {s:.3f}"
+            )
+        lines.append(
+            f"  fitness {self.fitness:.4f}   (wall {self.wall_time_s:.1f} s, target {self.target}"
+            + (f", machine {self.machine}" if self.machine else "")
+            + ")"
+        )
         return "\n".join(lines)
 
 

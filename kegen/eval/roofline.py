@@ -31,14 +31,26 @@ class MachinePeak:
 
 # Published figures (dense). fp32 on GPUs uses the TF32 tensor-core rate Triton's tl.dot defaults to.
 GPU_PEAKS: dict[str, MachinePeak] = {
-    "H200": MachinePeak("NVIDIA H200", 4.8e12, {"float32": 494.7e12, "float16": 989.4e12, "bfloat16": 989.4e12,
-                                                 "float64": 66.9e12}),
-    "H100": MachinePeak("NVIDIA H100 SXM", 3.35e12, {"float32": 494.7e12, "float16": 989.4e12,
-                                                     "bfloat16": 989.4e12, "float64": 66.9e12}),
-    "A100": MachinePeak("NVIDIA A100", 2.039e12, {"float32": 156e12, "float16": 312e12, "bfloat16": 312e12,
-                                                  "float64": 19.5e12}),
-    "MI300X": MachinePeak("AMD MI300X", 5.3e12, {"float32": 653.7e12, "float16": 1307.4e12,
-                                                 "bfloat16": 1307.4e12, "float64": 163.4e12}),
+    "H200": MachinePeak(
+        "NVIDIA H200",
+        4.8e12,
+        {"float32": 494.7e12, "float16": 989.4e12, "bfloat16": 989.4e12, "float64": 66.9e12},
+    ),
+    "H100": MachinePeak(
+        "NVIDIA H100 SXM",
+        3.35e12,
+        {"float32": 494.7e12, "float16": 989.4e12, "bfloat16": 989.4e12, "float64": 66.9e12},
+    ),
+    "A100": MachinePeak(
+        "NVIDIA A100",
+        2.039e12,
+        {"float32": 156e12, "float16": 312e12, "bfloat16": 312e12, "float64": 19.5e12},
+    ),
+    "MI300X": MachinePeak(
+        "AMD MI300X",
+        5.3e12,
+        {"float32": 653.7e12, "float16": 1307.4e12, "bfloat16": 1307.4e12, "float64": 163.4e12},
+    ),
 }
 
 
@@ -114,8 +126,16 @@ def problem_roofline(model: torch.nn.Module, inputs: list[Any], outputs: Any, pe
     """Roofline of one forward: inputs read once + outputs written once; FLOPs from the reference."""
     nbytes = tensor_bytes(inputs) + tensor_bytes(outputs)
     flops = count_flops(model, inputs)
-    dtype = next((x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()),
-                 torch.float32)
+    dtype = next(
+        (x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()), torch.float32
+    )
     fpeak = peak.flops_peak(dtype)
-    return Roofline(machine=peak.name, bytes=nbytes, flops=flops, dram_bw=peak.dram_bw, peak_flops=fpeak,
-                    memory_time_s=nbytes / peak.dram_bw, compute_time_s=flops / fpeak if fpeak else 0.0)
+    return Roofline(
+        machine=peak.name,
+        bytes=nbytes,
+        flops=flops,
+        dram_bw=peak.dram_bw,
+        peak_flops=fpeak,
+        memory_time_s=nbytes / peak.dram_bw,
+        compute_time_s=flops / fpeak if fpeak else 0.0,
+    )

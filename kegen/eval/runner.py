@@ -18,11 +18,17 @@ from kegen.eval.loader import source_line_of
 
 
 def _is_compile_failure(exc: BaseException) -> bool:
-    if type(exc).__name__ in ("CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"):
+    if type(exc).__name__ in (
+        "CompilationError",
+        "CompileTimeAssertionFailure",
+        "UnsupportedLanguageConstruct",
+    ):
         return True
     for frame, _ in traceback.walk_tb(exc.__traceback__):
         code = frame.f_code
-        if code.co_name == "compile" and code.co_filename.replace("\\", "/").endswith("triton/compiler/compiler.py"):
+        if code.co_name == "compile" and code.co_filename.replace("\\", "/").endswith(
+            "triton/compiler/compiler.py"
+        ):
             return True
     return False
 
@@ -94,6 +100,7 @@ class Guards:
         model_cls.forward = forward  # type: ignore[method-assign]
 
     def check_tamper(self) -> None:
+        """Raise cheat_detected if timers/checkers were replaced (~40 ms: call at phase ends)."""
         if self.tamper is not None:
             msg = self.tamper.check()
             if msg:
@@ -112,9 +119,11 @@ class Guards:
         if msg:
             raise CandidateError("cheat_detected", msg, guard.source_line())
 
-    def call(self, model: Any, inputs: list[Any], what: str = "candidate forward", *,
-             watch_ops: bool = True) -> list[torch.Tensor]:
-        """Run the candidate once; cheats and failures raise CandidateError."""
+    def call(
+        self, model: Any, inputs: list[Any], what: str = "candidate forward", *, watch_ops: bool = True
+    ) -> list[torch.Tensor]:
+        """Run the candidate once; cheats (ops, reference calls, threads) and failures raise
+        CandidateError."""
         self.in_candidate = True
         try:
             with torch.no_grad():
@@ -139,15 +148,16 @@ class Guards:
             raise classify(exc, self.path, what) from exc
         finally:
             self.in_candidate = False
-        self.check_tamper()
         return flat
-
 
     def _check_reference_call(self) -> None:
         if self.reference_called is not None:
             where = self.reference_called if self.reference_called != "?" else None
-            raise CandidateError("cheat_detected", "candidate called the PyTorch reference (the problem's "
-                                 "Model.forward) instead of computing", where)
+            raise CandidateError(
+                "cheat_detected",
+                "candidate called the PyTorch reference (the problem's Model.forward) instead of computing",
+                where,
+            )
 
 
 def call_reference(model: Any, inputs: list[Any], gpu: bool) -> list[torch.Tensor]:

@@ -11,14 +11,17 @@ using raw syscalls (ctypes) could evade; the result records which (`details.netw
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +52,10 @@ def network_namespace_available() -> bool:
     if _UNSHARE_OK is None:
         exe = shutil.which("unshare")
         try:
-            _UNSHARE_OK = exe is not None and subprocess.run(
-                [exe, "-rn", "true"], capture_output=True, timeout=10).returncode == 0
+            _UNSHARE_OK = (
+                exe is not None
+                and subprocess.run([exe, "-rn", "true"], capture_output=True, timeout=10).returncode == 0
+            )
         except (OSError, subprocess.SubprocessError):
             _UNSHARE_OK = False
     return _UNSHARE_OK
@@ -63,6 +68,7 @@ def _limits(memory_limit_mb: int, cpu_limit_s: int, limit_address_space: bool) -
             resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
     return apply
 
 
@@ -88,47 +94,218 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-def run_worker(request: dict[str, Any], *, timeout_s: float, memory_limit_mb: int, gpu: bool,
-               isolate_network: bool = True, env_overrides: dict[str, str] | None = None) -> WorkerOutcome:
-    """Run `request` in a fresh worker; never raises for anything the candidate does."""
+def _worker_env(env_overrides: dict[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    env["no_proxy"] = env["NO_PROXY"] = "*"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(env_overrides or {})
+    return env
+
+
+def run_worker(
+    request: dict[str, Any],
+    *,
+    timeout_s: float,
+    memory_limit_mb: int,
+    gpu: bool,
+    isolate_network: bool = True,
+    env_overrides: dict[str, str] | None = None,
+    fresh_process: bool = False,
+) -> WorkerOutcome:
+    """Run `request` in a sandboxed worker; never raises for anything the candidate does.
+
+    The worker is forked from a warm zygote (torch and Triton already imported) unless
+    `fresh_process` is set or the zygote is busy or broken; then it is a fresh interpreter.
+    """
     with tempfile.TemporaryDirectory(prefix="kegen-eval-") as tmp:
-        req_path, res_path, err_path = Path(tmp, "request.json"), Path(tmp, "result.json"), Path(tmp, "stderr")
+        req_path, res_path, err_path = (
+            Path(tmp, "request.json"),
+            Path(tmp, "result.json"),
+            Path(tmp, "stderr"),
+        )
         req = dict(request)
         use_netns = isolate_network and not gpu and network_namespace_available()
         req["network_isolation"] = "namespace" if use_netns else "python"
         req_path.write_text(json.dumps(req))
-        cmd = [sys.executable, "-m", "kegen.eval.worker", str(req_path), str(res_path)]
+        job = {
+            "request": str(req_path),
+            "result": str(res_path),
+            "stderr": str(err_path),
+            "memory_limit_mb": memory_limit_mb,
+            "cpu_limit_s": int(timeout_s) + 30,
+            "limit_address_space": not gpu,
+        }
+        outcome: WorkerOutcome | None = None
+        if not fresh_process:
+            zygote = _zygote(use_netns, env_overrides or {})
+            if zygote is not None and zygote.lock.acquire(blocking=False):
+                try:
+                    outcome = zygote.run(job, timeout_s, memory_limit_mb if gpu else None)
+                finally:
+                    zygote.lock.release()
+        if outcome is None:
+            outcome = _run_fresh(job, timeout_s, memory_limit_mb, gpu, use_netns, env_overrides)
+        if res_path.exists() and not outcome.timed_out and not outcome.out_of_memory:
+            try:
+                outcome.result = json.loads(res_path.read_text())
+            except json.JSONDecodeError:
+                outcome.result = None
+        outcome.stderr_tail = (
+            err_path.read_bytes()[-4000:].decode("utf-8", "replace") if err_path.exists() else ""
+        )
+        return outcome
+
+
+def _run_fresh(
+    job: dict[str, Any],
+    timeout_s: float,
+    memory_limit_mb: int,
+    gpu: bool,
+    use_netns: bool,
+    env_overrides: dict[str, str] | None,
+) -> WorkerOutcome:
+    cmd = [sys.executable, "-m", "kegen.eval.worker", job["request"], job["result"]]
+    if use_netns:
+        cmd = [shutil.which("unshare") or "unshare", "-rn", *cmd]
+    start = time.monotonic()
+    with open(job["stderr"], "wb") as err:
+        proc = subprocess.Popen(
+            cmd,
+            stdout=err,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=_worker_env(env_overrides),
+            start_new_session=True,
+            preexec_fn=_limits(memory_limit_mb, job["cpu_limit_s"], not gpu),
+        )
+        timed_out = oom = False
+        while proc.poll() is None:
+            elapsed = time.monotonic() - start
+            if elapsed > timeout_s:
+                timed_out = True
+                break
+            if gpu and _rss_mb(proc.pid) > memory_limit_mb:
+                oom = True
+                break
+            time.sleep(POLL_S if elapsed < 5 else 4 * POLL_S)
+        _kill_group(proc)  # on timeout, and leftovers the candidate may have spawned into the group
+    return WorkerOutcome(None, timed_out, oom, proc.returncode, "", time.monotonic() - start)
+
+
+class _Zygote:
+    """A `python -m kegen.eval.zygote` process and its JSON-lines protocol."""
+
+    START_TIMEOUT_S = 180.0
+
+    def __init__(self, use_netns: bool, env_overrides: dict[str, str]) -> None:
+        cmd = [sys.executable, "-m", "kegen.eval.zygote"]
         if use_netns:
             cmd = [shutil.which("unshare") or "unshare", "-rn", *cmd]
-        env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-        env["no_proxy"] = env["NO_PROXY"] = "*"
-        env["PYTHONUNBUFFERED"] = "1"
-        env.update(env_overrides or {})
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_worker_env(env_overrides),
+            start_new_session=True,
+        )
+        self.lock = threading.Lock()
+        self.buffer = b""
+        self.returncodes: dict[int, int] = {}
+        self.alive = True
+
+    def _read_line(self, deadline: float) -> dict[str, Any] | None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    self.alive = False
+                    return None
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        msg: dict[str, Any] = json.loads(line)
+        if "returncode" in msg:
+            self.returncodes[int(msg["pid"])] = int(msg["returncode"])
+        return msg
+
+    def run(self, job: dict[str, Any], timeout_s: float, rss_limit_mb: int | None) -> WorkerOutcome | None:
+        """The outcome, or None if the zygote is broken (the caller falls back to a fresh process)."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write((json.dumps(job) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            self.alive = False
+            return None
+        msg = self._read_line(time.monotonic() + self.START_TIMEOUT_S)
+        while msg is not None and "returncode" in msg:
+            msg = self._read_line(time.monotonic() + self.START_TIMEOUT_S)
+        if msg is None:
+            self.alive = False
+            return None
+        pid = int(msg["pid"])
         start = time.monotonic()
-        with open(err_path, "wb") as err:
-            proc = subprocess.Popen(cmd, stdout=err, stderr=err, stdin=subprocess.DEVNULL, env=env,
-                                    start_new_session=True,
-                                    preexec_fn=_limits(memory_limit_mb, int(timeout_s) + 30, not gpu))
-            timed_out = oom = False
-            while proc.poll() is None:
-                elapsed = time.monotonic() - start
-                if elapsed > timeout_s:
-                    timed_out = True
-                    break
-                if gpu and _rss_mb(proc.pid) > memory_limit_mb:
-                    oom = True
-                    break
-                time.sleep(POLL_S if elapsed < 5 else 4 * POLL_S)
-            if timed_out or oom:
-                _kill_group(proc)
-            else:
-                _kill_group(proc)  # leftovers the candidate may have spawned into the group
-        wall = time.monotonic() - start
-        result = None
-        if res_path.exists() and not timed_out and not oom:
+        timed_out = oom = False
+        while pid not in self.returncodes:
+            now = time.monotonic()
+            if now - start > timeout_s:
+                timed_out = True
+                break
+            if rss_limit_mb is not None and _rss_mb(pid) > rss_limit_mb:
+                oom = True
+                break
+            if self._read_line(min(start + timeout_s, now + 0.5)) is None and not self.alive:
+                return None
+        _kill_pgid(pid)
+        if timed_out or oom:
+            deadline = time.monotonic() + KILL_GRACE_S + 3
+            while pid not in self.returncodes and self._read_line(deadline) is not None:
+                pass
+        return WorkerOutcome(
+            None, timed_out, oom, self.returncodes.pop(pid, None), "", time.monotonic() - start
+        )
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _kill_pgid(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+_zygotes: dict[tuple[bool, tuple[tuple[str, str], ...]], _Zygote] = {}
+_zygotes_lock = threading.Lock()
+
+
+def _zygote(use_netns: bool, env_overrides: dict[str, str]) -> _Zygote | None:
+    key = (use_netns, tuple(sorted(env_overrides.items())))
+    with _zygotes_lock:
+        z = _zygotes.get(key)
+        if z is None or not z.alive or z.proc.poll() is not None:
             try:
-                result = json.loads(res_path.read_text())
-            except json.JSONDecodeError:
-                result = None
-        tail = err_path.read_bytes()[-4000:].decode("utf-8", "replace") if err_path.exists() else ""
-        return WorkerOutcome(result, timed_out, oom, proc.returncode, tail, wall)
+                z = _Zygote(use_netns, env_overrides)
+            except OSError:
+                return None
+            _zygotes[key] = z
+        return z
+
+
+@atexit.register
+def shutdown_zygotes() -> None:
+    """Stop every zygote this process started."""
+    with _zygotes_lock:
+        for z in _zygotes.values():
+            z.close()
+        _zygotes.clear()

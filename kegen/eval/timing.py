@@ -30,13 +30,29 @@ class TimingStats:
             raise ValueError("no timing samples")
         s = sorted(samples)
         q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0], s[0], s[0]]
-        return cls(median_s=statistics.median(s), mean_s=statistics.fmean(s), min_s=s[0], max_s=s[-1],
-                   p25_s=q[0], p75_s=q[2], runs=len(s), method=method)
+        return cls(
+            median_s=statistics.median(s),
+            mean_s=statistics.fmean(s),
+            min_s=s[0],
+            max_s=s[-1],
+            p25_s=q[0],
+            p75_s=q[2],
+            runs=len(s),
+            method=method,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"median_s": self.median_s, "mean_s": self.mean_s, "min_s": self.min_s, "max_s": self.max_s,
-                "p25_s": self.p25_s, "p75_s": self.p75_s, "spread": self.spread, "runs": self.runs,
-                "method": self.method}
+        return {
+            "median_s": self.median_s,
+            "mean_s": self.mean_s,
+            "min_s": self.min_s,
+            "max_s": self.max_s,
+            "p25_s": self.p25_s,
+            "p75_s": self.p75_s,
+            "spread": self.spread,
+            "runs": self.runs,
+            "method": self.method,
+        }
 
 
 @dataclass

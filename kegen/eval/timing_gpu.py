@@ -54,8 +54,9 @@ def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], confi
     return timing
 
 
-def _escape_check(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], flush: torch.Tensor,
-                  event_median_s: float) -> str | None:
+def _escape_check(
+    call: Callable[[list[Any]], Any], input_sets: list[list[Any]], flush: torch.Tensor, event_median_s: float
+) -> str | None:
     """Wall time to a device-wide sync vs event time: much longer means work ran off the timed stream."""
     walls: list[float] = []
     for i in range(5):
@@ -67,8 +68,10 @@ def _escape_check(call: Callable[[list[Any]], Any], input_sets: list[list[Any]],
         walls.append(_perf_counter() - t0)
     wall = sorted(walls)[len(walls) // 2]
     if wall > 2.0 * event_median_s + 300e-6:
-        return (f"wall time to device sync {wall * 1e6:.1f} us vs timed {event_median_s * 1e6:.1f} us: work "
-                "escapes the timed stream (side streams or host threads)")
+        return (
+            f"wall time to device sync {wall * 1e6:.1f} us vs timed {event_median_s * 1e6:.1f} us: work "
+            "escapes the timed stream (side streams or host threads)"
+        )
     return None
 
 

@@ -28,5 +28,6 @@ def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], confi
         samples.append(dt)
         spent += dt
         i += 1
-    return Timing(TimingStats.from_samples(samples, "host wall clock (perf_counter)"), out,
-                  (i - 1) % len(input_sets))
+    return Timing(
+        TimingStats.from_samples(samples, "host wall clock (perf_counter)"), out, (i - 1) % len(input_sets)
+    )

@@ -17,10 +17,14 @@ from kegen.eval.timing import Timing, TimingStats
 def driver_module() -> Any:
     """lowering.backend.driver, or TargetUnavailable saying why not."""
     try:
+        import triton.backends  # noqa: F401  (Triton discovers the backend first; importing the driver
+
+        # module before Triton would re-enter Triton's discovery half-initialised)
         from lowering.backend import driver
     except Exception as exc:  # an unfinished backend can fail in many ways
-        raise TargetUnavailable(f"target mtia needs the lowering backend, which failed to import: "
-                                f"{type(exc).__name__}: {exc}") from exc
+        raise TargetUnavailable(
+            f"target mtia needs the lowering backend, which failed to import: {type(exc).__name__}: {exc}"
+        ) from exc
     for name in ("clear_launch_history", "launch_history"):
         if not hasattr(driver, name):
             raise TargetUnavailable(f"lowering.backend.driver lacks {name}(); cannot read simulated time")
@@ -50,8 +54,12 @@ def launch_seconds(record: Any) -> float:
     return float(seconds)
 
 
-def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], config: EvalConfig,
-            expected_launches: Callable[[], int] | None = None) -> Timing:
+def measure(
+    call: Callable[[list[Any]], Any],
+    input_sets: list[list[Any]],
+    config: EvalConfig,
+    expected_launches: Callable[[], int] | None = None,
+) -> Timing:
     """Simulated seconds per forward over `timing_runs` calls on fresh inputs (the model is exact, so
     the spread reflects data-dependent work only)."""
     driver = driver_module()
@@ -65,14 +73,25 @@ def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], confi
         out = call(input_sets[i % len(input_sets)])
         launches = driver.launch_history()
         if not launches:
-            raise CandidateError("runtime_error", "no mtia kernel launch was recorded during forward: a "
-                                 "candidate must launch @triton.jit kernels on CPU tensors")
+            raise CandidateError(
+                "runtime_error",
+                "no mtia kernel launch was recorded during forward: a "
+                "candidate must launch @triton.jit kernels on CPU tensors",
+            )
         if before is not None and expected_launches is not None:
             made = expected_launches() - before
             if len(launches) < made:
-                raise CandidateError("cheat_detected", f"the launch history holds {len(launches)} launches but "
-                                     f"the candidate made {made}: it tampered with the simulator's record")
+                raise CandidateError(
+                    "cheat_detected",
+                    f"the launch history holds {len(launches)} launches but "
+                    f"the candidate made {made}: it tampered with the simulator's record",
+                )
         samples.append(sum(launch_seconds(r) for r in launches))
-    return Timing(TimingStats.from_samples(samples, "simulated (mtia_sim cycles at the machine clock, "
-                                            "launch overhead included)"),
-                  out, (runs - 1) % len(input_sets), launches=list(launches))
+    return Timing(
+        TimingStats.from_samples(
+            samples, "simulated (mtia_sim cycles at the machine clock, launch overhead included)"
+        ),
+        out,
+        (runs - 1) % len(input_sets),
+        launches=list(launches),
+    )

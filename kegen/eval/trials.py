@@ -50,8 +50,15 @@ def _detached(outs: list[torch.Tensor]) -> list[torch.Tensor]:
 class TrialRunner:
     """Runs the correctness trials of one candidate against one reference."""
 
-    def __init__(self, factory: InputFactory, ref_model: Any, cand_model: Any, guards: Guards,
-                 config: EvalConfig, gpu: bool) -> None:
+    def __init__(
+        self,
+        factory: InputFactory,
+        ref_model: Any,
+        cand_model: Any,
+        guards: Guards,
+        config: EvalConfig,
+        gpu: bool,
+    ) -> None:
         self.factory, self.ref, self.cand = factory, ref_model, cand_model
         self.guards, self.config, self.gpu = guards, config, gpu
         self.history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
@@ -79,8 +86,9 @@ class TrialRunner:
                     records.append(rec_or_skip)
         return outcome
 
-    def one_trial(self, seed: int, order: str, sizes: dict[str, int] | None = None
-                  ) -> tuple[TrialRecord, list[Any], list[torch.Tensor]]:
+    def one_trial(
+        self, seed: int, order: str, sizes: dict[str, int] | None = None
+    ) -> tuple[TrialRecord, list[Any], list[torch.Tensor]]:
         inputs_r = self.factory.make(seed, sizes)
         inputs_c = self.factory.make(seed, sizes)
         pristine_r, pristine_c = clone_all(inputs_r), clone_all(inputs_c)
@@ -98,12 +106,20 @@ class TrialRunner:
         self.keep_alive.append((inputs_r, inputs_c))
         return TrialRecord(seed, order, comparison, dict(sizes or {})), pristine_r, ref_out
 
-    def cheat_checks(self, inputs_r: list[Any], inputs_c: list[Any], pristine_r: list[Any],
-                     pristine_c: list[Any], ref_out: list[torch.Tensor], cand_out: list[torch.Tensor]) -> None:
+    def cheat_checks(
+        self,
+        inputs_r: list[Any],
+        inputs_c: list[Any],
+        pristine_r: list[Any],
+        pristine_c: list[Any],
+        ref_out: list[torch.Tensor],
+        cand_out: list[torch.Tensor],
+    ) -> None:
         ref_mut = cheats.mutated_inputs(pristine_r, inputs_r)
         checks = (
-            cheats.check_aliasing(cand_out, inputs_c, ref_out, inputs_r,
-                                  cheats.reference_aliases(ref_out, inputs_r)),
+            cheats.check_aliasing(
+                cand_out, inputs_c, ref_out, inputs_r, cheats.reference_aliases(ref_out, inputs_r)
+            ),
             cheats.check_mutation(pristine_c, inputs_c, ref_mut),
             cheats.check_cached(self.history, _detached(ref_out), _detached(cand_out), same_values),
             cheats.check_precision(ref_out, cand_out),
@@ -130,8 +146,11 @@ def verdict(outcome: TrialsOutcome) -> CandidateError | None:
     passed_after_ref = any(r.comparison.ok for r in outcome.records if r.order == "ref_first")
     failed_before_ref = any(not r.comparison.ok for r in outcome.records if r.order == "cand_first")
     if passed_after_ref and failed_before_ref and all(r.order != "ref_first" for r in failing):
-        return CandidateError("cheat_detected", "candidate is correct only when it runs after the reference "
-                              "(it returns memory the reference left behind): " + failing[0].comparison.message)
+        return CandidateError(
+            "cheat_detected",
+            "candidate is correct only when it runs after the reference "
+            "(it returns memory the reference left behind): " + failing[0].comparison.message,
+        )
     first = failing[0]
     where = f" at edge sizes {first.sizes}" if first.sizes else f" (seed {first.seed})"
     return CandidateError("incorrect", first.comparison.message + where)

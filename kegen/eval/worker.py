@@ -54,8 +54,11 @@ def main(argv: list[str]) -> int:
 
         result = Harness(Job.from_request(request)).run()
     except BaseException as exc:  # the harness catches candidate errors; this is the last line of defence
-        result = {"status": "runtime_error", "message": f"evaluation failed: {type(exc).__name__}: {exc}",
-                  "details": {"traceback": traceback.format_exc()[-3000:]}}
+        result = {
+            "status": "runtime_error",
+            "message": f"evaluation failed: {type(exc).__name__}: {exc}",
+            "details": {"traceback": traceback.format_exc()[-3000:]},
+        }
     tmp = res_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, default=_jsonable))
     tmp.replace(res_path)

@@ -16,8 +16,16 @@ import select
 import sys
 from typing import Any
 
-PREIMPORTS = ("torch", "torch._dynamo", "torch.utils.flop_counter", "triton", "triton.language",
-              "triton.testing", "kegen.eval.harness", "kegen.eval.timing_host")
+PREIMPORTS = (
+    "torch",
+    "torch._dynamo",
+    "torch.utils.flop_counter",
+    "triton",
+    "triton.language",
+    "triton.testing",
+    "kegen.eval.harness",
+    "kegen.eval.timing_host",
+)
 
 
 def _preimport() -> None:

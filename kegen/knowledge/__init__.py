@@ -12,14 +12,22 @@ save_learned_sample(kb, name=..., source=..., problem_path=..., provenance={...}
 from kegen.knowledge.index import (
     ANY,
     BOTTLENECKS,
+    OP_CLASS_SYNONYMS,
     OP_CLASSES,
     PHASES,
     PLATFORMS,
     TAG_KEYS,
     IndexEntry,
     IndexFormatError,
+    canonical_op_class,
 )
-from kegen.knowledge.learning import LearningRejected, Provenance, save_learned_note, save_learned_sample
+from kegen.knowledge.learning import (
+    LearningRejected,
+    Provenance,
+    sample_verifier,
+    save_learned_note,
+    save_learned_sample,
+)
 from kegen.knowledge.retrieval import select_documents
 from kegen.knowledge.store import Document, DocumentNotFound, KnowledgeBase
 
@@ -27,6 +35,7 @@ __all__ = [
     "ANY",
     "BOTTLENECKS",
     "OP_CLASSES",
+    "OP_CLASS_SYNONYMS",
     "PHASES",
     "PLATFORMS",
     "TAG_KEYS",
@@ -37,6 +46,8 @@ __all__ = [
     "KnowledgeBase",
     "LearningRejected",
     "Provenance",
+    "canonical_op_class",
+    "sample_verifier",
     "save_learned_note",
     "save_learned_sample",
     "select_documents",

@@ -31,6 +31,29 @@ OP_CLASSES: tuple[str, ...] = (
 BOTTLENECKS: tuple[str, ...] = ("memory", "compute", "latency", "correctness", ANY)
 PHASES: tuple[str, ...] = ("draft", "debug", "optimize", ANY)
 
+OP_CLASS_SYNONYMS: dict[str, str] = {
+    "gemm": "matmul",
+    "mm": "matmul",
+    "bmm": "matmul",
+    "linear": "matmul",
+    "interaction": "matmul",
+    "conv": "convolution",
+    "norm": "normalization",
+    "layernorm": "normalization",
+    "rmsnorm": "normalization",
+    "embedding": "gather",
+    "index_select": "gather",
+    "cumsum": "scan",
+    "prefix_sum": "scan",
+    "layout": "elementwise",
+    "transpose": "elementwise",
+    "copy": "elementwise",
+    "pointwise": "elementwise",
+    "search": ANY,
+    "other": ANY,
+}
+"""Op-class names used elsewhere (suites, drafters) -> the vocabulary value that covers them."""
+
 TAG_KEYS: dict[str, tuple[str, ...]] = {
     "platform": PLATFORMS,
     "op": OP_CLASSES,
@@ -82,6 +105,20 @@ def validate_tag(key: str, value: str) -> str:
     if value not in TAG_KEYS[key]:
         raise IndexFormatError(f"unknown {key} tag {value!r}; valid: {', '.join(TAG_KEYS[key])}")
     return value
+
+
+def canonical_op_class(name: str) -> str:
+    """`name` if it is an op-class tag, its vocabulary value if it is a known synonym (`gemm` ->
+    `matmul`, `embedding` -> `gather`, ...); otherwise IndexFormatError naming the valid values."""
+    key = name.strip().lower()
+    if key in OP_CLASSES:
+        return key
+    if key in OP_CLASS_SYNONYMS:
+        return OP_CLASS_SYNONYMS[key]
+    raise IndexFormatError(
+        f"unknown op class {name!r}; valid: {', '.join(OP_CLASSES)} "
+        f"(or a synonym: {', '.join(sorted(OP_CLASS_SYNONYMS))})"
+    )
 
 
 def parse_tags(text: str) -> dict[str, tuple[str, ...]]:

@@ -71,6 +71,27 @@ def _check_name(name: str) -> str:
     return name
 
 
+def sample_verifier(problem_path: Path, *, mode: str | None = None) -> Callable[[str], bool]:
+    """A `verify` for `save_learned_sample`: runs the candidate against the problem's `Model`.
+
+    `mode` is `mtia` (the simulator), `interpret` (Triton's interpreter) or None: the simulator
+    when it can run kernels here, else the interpreter. The check runs in a fresh process.
+    """
+    import tempfile
+
+    from kegen.knowledge.samples import check_samples, probe_mode
+
+    def verify(source: str) -> bool:
+        chosen = mode or probe_mode()[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            candidate = Path(tmp) / "candidate.py"
+            candidate.write_text(source, encoding="utf-8")
+            shutil.copyfile(problem_path, Path(tmp) / f"candidate{PROBLEM_SUFFIX}")
+            return check_samples([candidate], mode=chosen)[0].ok
+
+    return verify
+
+
 def add_document(kb: KnowledgeBase, entry: IndexEntry, text: str, *, section: str) -> Path:
     """Write `text` at `kb.root / entry.path` and list `entry` in the layer's index.md."""
     target = kb.root / entry.path

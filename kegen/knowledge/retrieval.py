@@ -10,7 +10,7 @@ still names them, so a reader knows they exist). Deterministic: same inputs, sam
 
 from __future__ import annotations
 
-from kegen.knowledge.index import ANY, IndexEntry, validate_tag
+from kegen.knowledge.index import ANY, IndexEntry, canonical_op_class, validate_tag
 from kegen.knowledge.store import Document, KnowledgeBase
 
 INDEX_EXCERPT_PATH = "index.md"
@@ -64,7 +64,6 @@ def matching_entries(
 ) -> list[IndexEntry]:
     """Entries whose tags admit this step, most specific first (ties broken by path)."""
     validate_tag("platform", platform)
-    validate_tag("op", op_class)
     if bottleneck is not None:
         validate_tag("bottleneck", bottleneck)
     validate_tag("phase", phase)
@@ -127,8 +126,10 @@ def select_documents(
     """The index excerpt, then the documents for this step, in order, within `budget_chars` in total.
 
     `platform`, `op_class`, `phase` and `bottleneck` take values of the tag vocabulary
-    (`kegen.knowledge.index`); `any` or a `None` bottleneck means no filter on that key.
+    (`kegen.knowledge.index`); `any` or a `None` bottleneck means no filter on that key. `op_class`
+    may also be a known synonym (`gemm`, `embedding`, `layout`... see `OP_CLASS_SYNONYMS`).
     """
+    op_class = canonical_op_class(op_class)
     entries = matching_entries(kb, platform=platform, op_class=op_class, bottleneck=bottleneck, phase=phase)
     excerpt = index_excerpt(entries, platform=platform, op_class=op_class, bottleneck=bottleneck, phase=phase)
     if len(excerpt.text) > budget_chars:

@@ -82,11 +82,14 @@ def search_tree(store: GraphStore, run_id: str) -> bytes:
 
 def roofline(profile: dict, label: str = "best") -> bytes | None:
     """The kernel's position under the roofline, from the profile's FLOP/s, bandwidth and intensity."""
-    flops = _num(profile, "achieved_flops", "flops_per_s", "achieved_flop_s")
-    peak = _num(profile, "peak_flops", "peak_flop_s")
-    bw = _num(profile, "peak_bandwidth", "peak_bytes_per_s", "peak_dram_bandwidth")
-    ai = _num(profile, "arithmetic_intensity", "intensity")
-    frac = _num(profile, "roofline_fraction")
+    roof = profile.get("roofline") if isinstance(profile.get("roofline"), dict) else {}
+    metrics = profile.get("metrics") if isinstance(profile.get("metrics"), dict) else {}
+    flat = {**profile, **roof, **metrics}
+    flops = _num(flat, "achieved_flops", "flops_per_s", "achieved_flop_s")
+    peak = _num(flat, "peak_flops", "peak_flop_s")
+    bw = _num(flat, "dram_bw", "peak_bandwidth", "peak_bytes_per_s", "peak_dram_bandwidth")
+    ai = _num(flat, "arithmetic_intensity", "intensity")
+    frac = _num(flat, "roofline_fraction", "fraction")
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     if flops and peak and bw and ai:
         xs = [10 ** (k / 10) for k in range(-30, 41)]

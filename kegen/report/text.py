@@ -15,7 +15,7 @@ def _cut(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def summary_table(store: GraphStore, run_id: str, limit: int = 12) -> str:
+def summary_table(store: GraphStore, run_id: str, limit: int = 30) -> str:
     """Every node (most recent `limit` after the best) as a table: id, parent, verdict, speedup, change."""
     nodes = store.nodes(run_id)
     best = store.best(run_id, k=1)

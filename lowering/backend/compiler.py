@@ -87,7 +87,9 @@ class MtiaBackend(BaseBackend):
         pm.run(mod, "make_ttir")
         return mod
 
-    def add_stages(self, stages: dict[str, Any], options: MtiaOptions, language: Language = Language.TRITON) -> None:
+    def add_stages(
+        self, stages: dict[str, Any], options: MtiaOptions, language: Language = Language.TRITON
+    ) -> None:
         from lowering import pipeline
 
         if language != Language.TRITON:
@@ -97,5 +99,3 @@ class MtiaBackend(BaseBackend):
         stages["llir"] = lambda src, metadata: pipeline.stage_llir(src, metadata, options)
         stages["rvasm"] = lambda src, metadata: pipeline.stage_rvasm(src, metadata, options)
         stages["elf"] = lambda src, metadata: pipeline.stage_elf(src, metadata, options)
-
-

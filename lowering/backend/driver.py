@@ -66,7 +66,8 @@ def _record(rec: LaunchRecord) -> None:
 
 
 class MtiaLauncher:
-    """Callable Triton invokes for each launch: (gx, gy, gz, stream, function, packed, meta, enter, exit, *args)."""
+    """Callable Triton invokes for each launch:
+    (gx, gy, gz, stream, function, packed_metadata, launch_metadata, enter_hook, exit_hook, *args)."""
 
     def __init__(self, src: Any, metadata: Any) -> None:
         self.name: str = metadata.name
@@ -76,18 +77,31 @@ class MtiaLauncher:
         if len(self.arg_positions) != len(self.arg_types):
             raise RuntimeError(
                 f"kernel {self.name}: the signature has {len(self.arg_positions)} runtime arguments but the "
-                f"compiled kernel takes {len(self.arg_types)}")
+                f"compiled kernel takes {len(self.arg_types)}"
+            )
         self.machine: str = metadata.machine
         self.dual_core: bool = bool(metadata.dual_core)
 
-    def __call__(self, gx: int, gy: int, gz: int, stream: Any, function: Any, packed_metadata: Any,
-                 launch_metadata: Any, enter_hook: Callable[..., Any] | None,
-                 exit_hook: Callable[..., Any] | None, *args: Any) -> None:
+    def __call__(
+        self,
+        gx: int,
+        gy: int,
+        gz: int,
+        stream: Any,
+        function: Any,
+        packed_metadata: Any,
+        launch_metadata: Any,
+        enter_hook: Callable[..., Any] | None,
+        exit_hook: Callable[..., Any] | None,
+        *args: Any,
+    ) -> None:
         if enter_hook is not None:
             enter_hook(launch_metadata)
         runtime_args = [args[i] for i in self.arg_positions]
         session = _get_session(self.machine)
-        result = session.launch(function, (gx, gy, gz), runtime_args, self.arg_types, dual_core=self.dual_core)
+        result = session.launch(
+            function, (gx, gy, gz), runtime_args, self.arg_types, dual_core=self.dual_core
+        )
         _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result))
         if exit_hook is not None:
             exit_hook(launch_metadata)
@@ -109,16 +123,30 @@ class MtiaUtils:
 
         m = load_machine("mtia2i")
         local = int(getattr(m, "local_store_bytes", 384 * 1024))
-        return {"max_shared_mem": local, "multiprocessor_count": 64, "max_num_regs": 1 << 20,
-                "warpSize": 1, "sm_clock_rate": 1_350_000, "mem_clock_rate": 0, "mem_bus_width": 0}
+        return {
+            "max_shared_mem": local,
+            "multiprocessor_count": 64,
+            "max_num_regs": 1 << 20,
+            "warpSize": 1,
+            "sm_clock_rate": 1_350_000,
+            "mem_clock_rate": 0,
+            "mem_bus_width": 0,
+        }
 
-    def load_binary(self, name: str, kernel: bytes, shared: int, device: Any) -> tuple[Any, Any, int, int, int]:
+    def load_binary(
+        self, name: str, kernel: bytes, shared: int, device: Any
+    ) -> tuple[Any, Any, int, int, int]:
         fn = _Function(name, bytes(kernel))
         return (fn, fn, 0, 0, 1 << 30)
 
 
-def _simulated_benchmarker(kernel_call: Callable[[], Any], *, quantiles: Sequence[float] | None = None,
-                           return_mode: str = "mean", **kwargs: Any) -> Any:
+def _simulated_benchmarker(
+    kernel_call: Callable[[], Any],
+    *,
+    quantiles: Sequence[float] | None = None,
+    return_mode: str = "mean",
+    **kwargs: Any,
+) -> Any:
     """Triton-style benchmarker reporting *simulated* milliseconds of the kernel's launches."""
     clear_before = len(launch_history())
     kernel_call()

@@ -49,8 +49,15 @@ class SimulatorSession:
             self._images[fn.elf] = img
         return img
 
-    def launch(self, fn: Any, grid: tuple[int, int, int], args: list[Any], arg_types: list[str],
-               *, dual_core: bool = False) -> Any:
+    def launch(
+        self,
+        fn: Any,
+        grid: tuple[int, int, int],
+        args: list[Any],
+        arg_types: list[str],
+        *,
+        dual_core: bool = False,
+    ) -> Any:
         """Copy tensor storages in, launch, copy them back; return the LaunchResult."""
         image = self.image(fn)
         self.sim.reset_memory() if hasattr(self.sim, "reset_memory") else None
@@ -62,7 +69,9 @@ class SimulatorSession:
                     slots.append(0)
                     continue
                 if not hasattr(value, "untyped_storage"):
-                    raise TypeError(f"pointer argument of type {ty} must be a torch tensor, got {type(value)}")
+                    raise TypeError(
+                        f"pointer argument of type {ty} must be a torch tensor, got {type(value)}"
+                    )
                 if value.device.type != "cpu":
                     raise ValueError(f"mtia kernels take CPU tensors; got a tensor on {value.device}")
                 host, nbytes = _storage_span(value)

@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+
 @dataclass(frozen=True)
 class MtiaOptions:
     """Options of one mtia compilation.
@@ -57,7 +58,9 @@ class MtiaOptions:
 
     def hash(self) -> str:
         """A stable hex digest of every field (part of Triton's cache key)."""
-        key = "_".join(f"{f.name}-{getattr(self, f.name)}" for f in sorted(fields(self), key=lambda f: f.name))
+        key = "_".join(
+            f"{f.name}-{getattr(self, f.name)}" for f in sorted(fields(self), key=lambda f: f.name)
+        )
         return hashlib.sha256(key.encode()).hexdigest()
 
     @classmethod
@@ -65,7 +68,11 @@ class MtiaOptions:
         """Build from Triton's option dict (unknown keys are ignored, None means default)."""
         names = {f.name for f in fields(cls)}
         args = {k: v for k, v in opts.items() if k in names and v is not None}
-        for k in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes", "allowed_dot_input_precisions"):
+        for k in (
+            "supported_fp8_dtypes",
+            "deprecated_fp8_dot_operand_dtypes",
+            "allowed_dot_input_precisions",
+        ):
             if k in args:
                 args[k] = tuple(args[k])
         return cls(**args)

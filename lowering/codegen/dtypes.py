@@ -8,8 +8,14 @@ from lowering.codegen.errors import UnsupportedError
 from lowering.ir.types import FloatType, IndexType, IntType, PointerType, Type
 from mtia_sim.isa import ITEMSIZE, DType
 
-_FLOATS = {"f16": DType.F16, "bf16": DType.BF16, "f32": DType.F32, "f64": DType.F64,
-           "f8E4M3FN": DType.F8E4M3, "f8E5M2": DType.F8E5M2}
+_FLOATS = {
+    "f16": DType.F16,
+    "bf16": DType.BF16,
+    "f32": DType.F32,
+    "f64": DType.F64,
+    "f8E4M3FN": DType.F8E4M3,
+    "f8E5M2": DType.F8E5M2,
+}
 _INTS = {1: DType.I1, 8: DType.I8, 16: DType.I16, 32: DType.I32, 64: DType.I64}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 from llvmlite import ir
 
@@ -18,7 +19,7 @@ I64 = ir.IntType(64)
 F32 = ir.FloatType()
 F64 = ir.DoubleType()
 
-Word = ir.Value | int
+Word: TypeAlias = Any  # an LLVM i64-convertible value or a Python int
 
 
 class VolatileStore(ir.StoreInstr):
@@ -57,6 +58,14 @@ def f64_bits(value: float) -> int:
     return int(struct.unpack("<Q", struct.pack("<d", float(value)))[0])
 
 
+def _same_word(a: ir.Value, b: ir.Value) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, ir.Constant) and isinstance(b, ir.Constant):
+        return bool(a.type == b.type and a.constant == b.constant)
+    return False
+
+
 class CoreEmitter:
     """One kernel function with the MTIA kernel ABI and helpers to issue unit commands.
 
@@ -82,9 +91,12 @@ class CoreEmitter:
         desc_ty = ir.ArrayType(I64, isa.DESC_WORDS)
         self.desc = self.builder.alloca(desc_ty, name="desc")
         self.desc.align = isa.DESC_ALIGNMENT
-        self._desc_words = [self.builder.gep(self.desc, [I32(0), I32(i)], inbounds=True)
-                            for i in range(isa.DESC_WORDS)]
+        self._desc_words = [
+            self.builder.gep(self.desc, [I32(0), I32(i)], inbounds=True) for i in range(isa.DESC_WORDS)
+        ]
         self.command_count = 0
+        self._last_block: ir.Block | None = None
+        self._last_words: list[ir.Value] = []
 
     # -- arguments -----------------------------------------------------------------------------
     def arg_slot(self, index: int) -> ir.Value:
@@ -113,10 +125,20 @@ class CoreEmitter:
 
     # -- commands ------------------------------------------------------------------------------
     def command(self, fields: Mapping[int, Word]) -> None:
-        """Write a full descriptor (word index -> value; others 0) and ring the doorbell."""
+        """Write a descriptor (word index -> value; others 0) and ring the doorbell.
+
+        Within one basic block, words equal to the previous command's are not stored again (the
+        command processor copies the descriptor at the doorbell; the stack copy keeps its words).
+        """
         b = self.builder
-        for i in range(isa.DESC_WORDS):
-            volatile_store(b, self.as_word(fields.get(i, 0)), self._desc_words[i])
+        words = [self.as_word(fields.get(i, 0)) for i in range(isa.DESC_WORDS)]
+        same_block = self._last_block is b.block
+        for i, w in enumerate(words):
+            if same_block and _same_word(w, self._last_words[i]):
+                continue
+            volatile_store(b, w, self._desc_words[i])
+        self._last_block = b.block
+        self._last_words = words
         addr = b.ptrtoint(self.desc, I64)
         self.mmio_write(isa.Reg.DOORBELL, addr)
         self.command_count += 1
@@ -139,4 +161,7 @@ class CoreEmitter:
         """Terminate the function and return the module's LLVM IR text."""
         if not self.builder.block.is_terminated:
             self.builder.ret_void()
+        for block in self.function.blocks:
+            if not block.is_terminated:
+                ir.IRBuilder(block).unreachable()
         return str(self.module)

@@ -66,8 +66,15 @@ def triton_arg_type(v: Value) -> str:
 class KernelLowering:
     """Lower one tile-IR function (a Triton kernel) to an LLVM module."""
 
-    def __init__(self, fn: Function, plan: LoweringPlan, *, capacity: int, options: Any,
-                 constexprs: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        fn: Function,
+        plan: LoweringPlan,
+        *,
+        capacity: int,
+        options: Any,
+        constexprs: Mapping[str, Any] | None = None,
+    ) -> None:
         self.fn = fn
         self.plan = plan
         self.options = options
@@ -80,6 +87,9 @@ class KernelLowering:
         self.current: Operation | None = None
         self.yield_handlers: list[Any] = []  # what scf.yield / scf.condition do in the current region
         self.rings: dict[int, tuple[Buffer, int, int, ir.Value]] = {}  # load -> (ring, bytes, depth, counter)
+        self.cfg_blocks: dict[int, ir.Block] = {}  # tile Block -> LLVM block (multi-block bodies)
+        self.cfg_slots: dict[int, list[Any]] = {}  # tile Block -> slots of its arguments
+        self.no_reuse = False
 
     # -- driving ------------------------------------------------------------------------------
     def lower(self) -> LoweredKernel:
@@ -89,10 +99,21 @@ class KernelLowering:
         for i, arg in enumerate(self.fn.args):
             slot = self.em.arg_slot(i)
             self.bind(arg, self.from_slot(slot, arg))
-        self.emit_block(self.fn.entry)
+        blocks = self.fn.body.blocks
+        if len(blocks) == 1:
+            self.emit_block(self.fn.entry)
+        else:
+            self._emit_cfg(blocks)
         llir = self.em.finish()
-        return LoweredKernel(self.fn.name, llir, [triton_arg_type(a) for a in self.fn.args], self.alloc.peak,
-                             list(self.alloc.log), self.em.command_count, self.tags)
+        return LoweredKernel(
+            self.fn.name,
+            llir,
+            [triton_arg_type(a) for a in self.fn.args],
+            self.alloc.peak,
+            list(self.alloc.log),
+            self.em.command_count,
+            self.tags,
+        )
 
     def from_slot(self, slot: ir.Value, v: Value) -> ir.Value:
         ty = dt.core_type(v.type)
@@ -101,6 +122,27 @@ class KernelLowering:
             return slot if ty.width == 64 else b.trunc(slot, ty)
         d = b.bitcast(slot, ir.DoubleType())
         return d if isinstance(ty, ir.DoubleType) else b.fptrunc(d, ty)
+
+    def _emit_cfg(self, blocks: Sequence[Block]) -> None:
+        """A function body with several blocks (cf.br / cf.cond_br from early returns): one LLVM
+        block per tile block; block arguments live in slots. Buffers are never reused here."""
+        from lowering.codegen.rules.control import make_slots
+
+        self.no_reuse = True
+        fn = self.b.function
+        for i, block in enumerate(blocks):
+            if i:
+                self.cfg_blocks[id(block)] = fn.append_basic_block(f"bb{i}")
+                self.cfg_slots[id(block)] = make_slots(self, block.args, f"bb{i}")
+        for i, block in enumerate(blocks):
+            if i:
+                self.b.position_at_end(self.cfg_blocks[id(block)])
+                from lowering.codegen.rules.control import bind_slots
+
+                bind_slots(self, self.cfg_slots[id(block)], block.args)
+            self.emit_block(block)
+            if not self.b.block.is_terminated:
+                self.b.unreachable()
 
     def emit_block(self, block: Block) -> None:
         for op in block.ops:
@@ -111,8 +153,10 @@ class KernelLowering:
         self.current = op
         try:
             if rule is None:
-                raise UnsupportedError(f"no MTIA lowering for op {op.name}",
-                                       hint="rewrite the kernel without it, or report it to the kegen team")
+                raise UnsupportedError(
+                    f"no MTIA lowering for op {op.name}",
+                    hint="rewrite the kernel without it, or report it to the kegen team",
+                )
             if self._skippable(op):
                 for r in op.results:
                     self.env[id(r)] = Symbolic(r.shape)
@@ -121,8 +165,9 @@ class KernelLowering:
         except LoweringError as exc:
             raise exc.located(self.fn.name, op) from None
         except (ValueError, TypeError, KeyError, AssertionError, IndexError) as exc:
-            raise LoweringError(f"internal lowering error: {type(exc).__name__}: {exc}",
-                                kernel=self.fn.name, op=op) from exc
+            raise LoweringError(
+                f"internal lowering error: {type(exc).__name__}: {exc}", kernel=self.fn.name, op=op
+            ) from exc
         self.current = op
         self._release_temps()
         for v in self.plan.liveness.values_dying_after(op):
@@ -182,6 +227,8 @@ class KernelLowering:
         return one.view(s.shape, tuple(0 for _ in s.shape))
 
     def release(self, v: Value) -> None:
+        if self.no_reuse:
+            return
         x = self.env.get(id(v))
         if isinstance(x, Buf):
             x.buffer.refs.discard(id(v))
@@ -207,12 +254,18 @@ class KernelLowering:
 
     def result_buf(self, op: Operation, res: Value, dtype: DType, reuse: Sequence[Value] = ()) -> Buf:
         """A dense buffer for `res`, reusing a dying operand's buffer in place when legal."""
-        dying = {id(v) for v in self.plan.liveness.values_dying_after(op)}
+        dying = set() if self.no_reuse else {id(v) for v in self.plan.liveness.values_dying_after(op)}
         for v in reuse:
             x = self.env.get(id(v))
-            if (isinstance(x, Buf) and id(v) in dying and x.is_dense and x.dyn_base is None
-                    and x.shape == tuple(res.shape) and isa.ITEMSIZE[x.dtype] == isa.ITEMSIZE[dtype]
-                    and x.buffer.refs == {id(v)}):
+            if (
+                isinstance(x, Buf)
+                and id(v) in dying
+                and x.is_dense
+                and x.dyn_base is None
+                and x.shape == tuple(res.shape)
+                and isa.ITEMSIZE[x.dtype] == isa.ITEMSIZE[dtype]
+                and x.buffer.refs == {id(v)}
+            ):
                 return x.view(x.shape, x.strides, dtype)
         return self.new_buf(res, tuple(res.shape), dtype)
 
@@ -227,17 +280,34 @@ class KernelLowering:
             raise LoweringError(f"operand rank {len(strides)} does not match command rank {rank_shape}")
         return addr, [0] * (isa.MAX_DIMS - len(strides)) + strides
 
-    def command(self, op: Op, *, shape: Sequence[Word], dst: Operand | None = None,
-                srcs: Sequence[Operand | None] = (), dtypes: Sequence[DType] = (), subop: int = 0,
-                flags: int = 0, axis: int = 0, valid: Sequence[Word] | None = None,
-                imm0: Word = 0, imm1: Word = 0, raw_dims: bool = False) -> None:
+    def command(
+        self,
+        op: Op,
+        *,
+        shape: Sequence[Word],
+        dst: Operand | None = None,
+        srcs: Sequence[Operand | None] = (),
+        dtypes: Sequence[DType] = (),
+        subop: int = 0,
+        flags: int = 0,
+        axis: int = 0,
+        valid: Sequence[Word] | None = None,
+        imm0: Word = 0,
+        imm1: Word = 0,
+        raw_dims: bool = False,
+    ) -> None:
         """Issue one command over index space `shape` (right-aligned to 4 dims unless raw_dims)."""
         rank = len(shape)
         if rank > isa.MAX_DIMS:
             raise UnsupportedError(f"tensors of rank {rank} exceed the units' {isa.MAX_DIMS} dimensions")
         pad = 0 if raw_dims else isa.MAX_DIMS - rank
-        f: dict[int, Word] = {Field.OP: int(op), Field.SUBOP: int(subop), Field.FLAGS: int(flags),
-                              Field.AXIS: axis + pad, Field.TAG: self.tag()}
+        f: dict[int, Word] = {
+            Field.OP: int(op),
+            Field.SUBOP: int(subop),
+            Field.FLAGS: int(flags),
+            Field.AXIS: axis + pad,
+            Field.TAG: self.tag(),
+        }
         dts = [int(d) for d in dtypes] + [0] * (4 - len(dtypes))
         f[Field.DTYPES] = dts[0] | dts[1] << 8 | dts[2] << 16 | dts[3] << 24
         for i, s in enumerate([1] * pad + list(shape)):
@@ -291,8 +361,14 @@ class KernelLowering:
         return 0 if is_f else int(Flags.IMM_IS_INT)
 
     def fill(self, dst: Buf, value: ir.Value, dtype: DType) -> None:
-        self.command(Op.SIMD_FILL, shape=dst.shape, dst=dst, dtypes=(dtype,), imm0=self.imm(value, dtype),
-                     flags=self.imm_flags(dtype))
+        self.command(
+            Op.SIMD_FILL,
+            shape=dst.shape,
+            dst=dst,
+            dtypes=(dtype,),
+            imm0=self.imm(value, dtype),
+            flags=self.imm_flags(dtype),
+        )
 
     def copy(self, dst: Buf, src: Buf) -> None:
         """dst <- src (same shape) through the memory-layout unit."""
@@ -310,14 +386,25 @@ class KernelLowering:
         b = self.b
         if src.dtype in (DType.F16, DType.BF16):
             tmp = self.new_buf(None, (1,), DType.F32)
-            self.command(Op.SIMD_CAST, shape=(1,), dst=tmp, srcs=(src.view((1,), (0,)),),
-                         dtypes=(DType.F32, src.dtype))
+            self.command(
+                Op.SIMD_CAST, shape=(1,), dst=tmp, srcs=(src.view((1,), (0,)),), dtypes=(DType.F32, src.dtype)
+            )
             self.em.fence(isa.UnitMask.SIMD)
             src = tmp
         addr = src.addr if isinstance(src.addr, ir.Value) else I64(src.addr)
-        mem_ty = {DType.I1: ir.IntType(8), DType.I8: ir.IntType(8), DType.U8: ir.IntType(8),
-                  DType.I16: ir.IntType(16), DType.U16: ir.IntType(16), DType.I32: I32, DType.U32: I32,
-                  DType.I64: I64, DType.U64: I64, DType.F32: ir.FloatType(), DType.F64: ir.DoubleType()}
+        mem_ty = {
+            DType.I1: ir.IntType(8),
+            DType.I8: ir.IntType(8),
+            DType.U8: ir.IntType(8),
+            DType.I16: ir.IntType(16),
+            DType.U16: ir.IntType(16),
+            DType.I32: I32,
+            DType.U32: I32,
+            DType.I64: I64,
+            DType.U64: I64,
+            DType.F32: ir.FloatType(),
+            DType.F64: ir.DoubleType(),
+        }
         mt = mem_ty[src.dtype]
         from lowering.codegen.emitter import volatile_load
 

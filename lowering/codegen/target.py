@@ -22,8 +22,9 @@ def target_machine(opt_level: int = 2) -> Any:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=CPU, features=FEATURES, opt=opt_level, reloc="static",
-                                        codemodel="medium", abiname="lp64d")
+    return target.create_target_machine(
+        cpu=CPU, features=FEATURES, opt=opt_level, reloc="static", codemodel="medium", abiname="lp64d"
+    )
 
 
 def _optimized_module(llir: str, opt_level: int) -> Any:
@@ -45,13 +46,21 @@ def optimize(llir: str, opt_level: int = 2) -> str:
         return str(_optimized_module(llir, opt_level))
 
 
-def emit_assembly(llir: str, opt_level: int = 2) -> str:
-    """Compile LLVM IR text to RISC-V assembly text."""
-    with _lock:
-        return str(target_machine(opt_level).emit_assembly(_optimized_module(llir, opt_level)))
+def _module(llir: str, opt_level: int, optimized: bool) -> Any:
+    if not optimized:
+        return _optimized_module(llir, opt_level)
+    import llvmlite.binding as llvm
+
+    return llvm.parse_assembly(llir)
 
 
-def emit_object(llir: str, opt_level: int = 2) -> bytes:
-    """Compile LLVM IR text to a relocatable RISC-V ELF object."""
+def emit_assembly(llir: str, opt_level: int = 2, *, optimized: bool = False) -> str:
+    """Compile LLVM IR text to RISC-V assembly text (`optimized`: the -O pipeline already ran)."""
     with _lock:
-        return bytes(target_machine(opt_level).emit_object(_optimized_module(llir, opt_level)))
+        return str(target_machine(opt_level).emit_assembly(_module(llir, opt_level, optimized)))
+
+
+def emit_object(llir: str, opt_level: int = 2, *, optimized: bool = False) -> bytes:
+    """Compile LLVM IR text to a relocatable RISC-V ELF object (`optimized`: the -O pipeline ran)."""
+    with _lock:
+        return bytes(target_machine(opt_level).emit_object(_module(llir, opt_level, optimized)))

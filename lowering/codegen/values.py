@@ -62,9 +62,16 @@ class Buf:
         """Contiguous row-major over the whole shape (writable in place)."""
         return self.strides == row_major(self.shape) and self.byte_offset == 0
 
-    def view(self, shape: tuple[int, ...], strides: tuple[int, ...], dtype: DType | None = None,
-             byte_offset: int = 0) -> Buf:
-        return Buf(self.buffer, shape, strides, dtype or self.dtype, self.dyn_base, self.byte_offset + byte_offset)
+    def view(
+        self,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        dtype: DType | None = None,
+        byte_offset: int = 0,
+    ) -> Buf:
+        return Buf(
+            self.buffer, shape, strides, dtype or self.dtype, self.dyn_base, self.byte_offset + byte_offset
+        )
 
 
 @dataclass
@@ -84,4 +91,15 @@ class Symbolic:
 
 
 Tensor = Buf | Splat | Symbolic
-Lowered = ir.Value | Buf | Splat | Symbolic
+
+
+@dataclass
+class TensorDescriptor:
+    """A `tt.make_tensor_descriptor`: global base address, shape and strides (scalars on the core)."""
+
+    base: ir.Value
+    shape: list[ir.Value]
+    strides: list[ir.Value]
+
+
+Lowered = ir.Value | Buf | Splat | Symbolic | TensorDescriptor

@@ -403,6 +403,7 @@ DEBUG_PRINT = CorpusEntry(
     lambda a: {"out_ptr": a["x_ptr"]},
     ("out_ptr",),
     ("tt.print", "tt.assert"),
+    debug=True,
     numeric=False,
     notes="prints every element; numeric check skipped to keep test output quiet",
 )
@@ -454,3 +455,41 @@ ENTRIES = [
     DEBUG_PRINT,
     CALL_HELPERS,
 ]
+
+
+@triton.jit
+def loop_hints_barrier(x_ptr, out_ptr, n, K, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)
+    mask = offs < n
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for k in tl.range(0, K, 1, num_stages=3):
+        acc += tl.load(x_ptr + k * n + offs, mask=mask, other=0.0)
+    for j in tl.range(0, 4, loop_unroll_factor=2):
+        acc += j
+    for _ in tl.static_range(2):
+        acc = acc * 2.0
+    tl.debug_barrier()
+    acc = tl.where(K > 2, acc, -acc)
+    tl.store(out_ptr + offs, acc + tl.flip(acc, 0) * 0.0, mask=mask)
+
+
+def _hints_args(seed: int) -> Args:
+    return {"x_ptr": torch.randn(3, 50, generator=gen(seed)), "out_ptr": torch.zeros(50), "n": 50, "K": 3}
+
+
+LOOP_HINTS = CorpusEntry(
+    "loop_hints_barrier",
+    loop_hints_barrier,
+    {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "K": "i32"},
+    {"BLOCK": 32},
+    _hints_args,
+    (2,),
+    lambda a: {"out_ptr": (a["x_ptr"].sum(0) + 6.0) * 4.0},
+    ("out_ptr",),
+    ("tt.num_stages loop attribute", "loop unrolled by factor 2", "tt.divisibility/contiguity op attributes",
+     "gpu.barrier", "tl.flip"),
+    atol=1e-5,
+)
+
+ENTRIES.append(LOOP_HINTS)

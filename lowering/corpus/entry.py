@@ -40,6 +40,7 @@ class CorpusEntry:
     features: tuple[str, ...] = ()
     divisible_by_16: tuple[str, ...] = ()
     keep_block_pointers: bool = False
+    debug: bool = False
     atol: float = 1e-4
     rtol: float = 1e-4
     numeric: bool = True
@@ -68,9 +69,10 @@ class CorpusEntry:
     def frontend_options(self) -> Any:
         from lowering.ttir.frontend import FrontendOptions
 
-        if self.keep_block_pointers:
-            return FrontendOptions(rewrite_tensor_pointer=False, rewrite_tensor_descriptor=False)
-        return FrontendOptions()
+        keep = self.keep_block_pointers
+        return FrontendOptions(
+            rewrite_tensor_pointer=not keep, rewrite_tensor_descriptor=not keep, debug=self.debug
+        )
 
     def launch(self, args: Args, launcher: Callable[..., Any] | None = None) -> None:
         """Run the kernel on `args` (``fn[grid](**args, **constexprs)``, or through `launcher`)."""

@@ -206,6 +206,9 @@ class Printer:
             return ""
         if len(op.results) == 1:
             return self.define(op.results[0]) + " = "
+        hints = [r.name_hint for r in op.results]
+        if all(hints) and len(set(hints)) == len(hints):  # tt.split: %outLHS, %outRHS = ...
+            return ", ".join(self.define(r) for r in op.results) + " = "
         base = self._fresh(op.results[0].name_hint)
         for i, r in enumerate(op.results):
             self.names[id(r)] = f"{base}#{i}"
@@ -578,7 +581,9 @@ def _w_descriptor_store(p: Printer, op: Operation, depth: int) -> None:
 @_writer("dot")
 def _w_dot(p: Printer, op: Operation, depth: int) -> None:
     a, b, _c = op.operands
-    body = f"{p.refs(op.operands)}, inputPrecision = {op.attributes.get('inputPrecision', 'tf32')}"
+    body = p.refs(op.operands)
+    if op.attributes.get("inputPrecision", "ieee") != "ieee":  # Triton elides its default, ieee
+        body += f", inputPrecision = {op.attributes['inputPrecision']}"
     skip = ["inputPrecision"]
     if int(op.attributes.get("maxNumImpreciseAcc", 0)) == 0:
         skip.append("maxNumImpreciseAcc")
@@ -632,6 +637,19 @@ def _w_print(p: Printer, op: Operation, depth: int) -> None:
 def _w_assert(p: Printer, op: Operation, depth: int) -> None:
     c = op.operands[0]
     p.simple(op, depth, f"{p.ref(c)}, {quote(op.attributes['message'])}{_ad(op, ['message'])} : {c.type}")
+
+
+@_writer("inline_asm")
+def _w_inline_asm(p: Printer, op: Operation, depth: int) -> None:
+    body = quote(op.attributes["asm_string"]) + _ad(op, ["asm_string"])
+    if op.operands:
+        body += f" {p.refs(op.operands)} : " + ", ".join(map(str, op.operand_types))
+    p.simple(op, depth, f"{body} -> " + ", ".join(map(str, op.result_types)))
+
+
+@_writer("bare")
+def _w_bare(p: Printer, op: Operation, depth: int) -> None:
+    p.simple(op, depth, _ad(op).strip())
 
 
 @_writer("math_fpowi")

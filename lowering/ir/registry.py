@@ -364,7 +364,7 @@ _op(
     "dot",
     "a b c",
     attrs={
-        "inputPrecision": _enum("precision", False, "tf32"),
+        "inputPrecision": _enum("precision", False, "ieee"),
         "maxNumImpreciseAcc": AttrSpec("int", False, None, 0),
     },
     rule="dot",
@@ -408,7 +408,7 @@ _op(
 )
 _op(
     "tt.elementwise_inline_asm",
-    "generic",
+    "inline_asm",
     "args*",
     None,
     attrs={
@@ -430,6 +430,8 @@ _op(
     attrs={"prefix": AttrSpec("str", True), "hex": _BOOL, "isSigned": AttrSpec("array")},
 )
 _op("tt.assert", "assert", "condition", 0, attrs={"message": AttrSpec("str", True)})
+
+_op("gpu.barrier", "bare", "", 0, summary="tl.debug_barrier(): a barrier among the program's threads")
 
 # ------------------------------------------------------------------------------ scf, cf
 _op("scf.for", "scf_for", "lowerBound upperBound step initArgs*", None, num_regions=1, rule="scf_for")

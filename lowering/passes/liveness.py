@@ -49,8 +49,8 @@ class LivenessAnalysis:
         for op in fn.walk():
             values.extend(op.results)
             for region in op.regions:
-                for block in region.blocks:
-                    values.extend(block.args)
+                for blk in region.blocks:
+                    values.extend(blk.args)
         indices: dict[int, dict[int, int]] = {}
         for v in values:
             block, def_op = _defining_block_and_op(v)
@@ -60,14 +60,19 @@ class LivenessAnalysis:
             last_idx = -1
             index = indices.get(id(block))
             if index is None:
-                index = indices[id(block)] = {id(o): i for i, o in enumerate(block.ops)}
+                index = {id(o): i for i, o in enumerate(block.ops)}
+                indices[id(block)] = index
+            escapes = False
             for use in v.uses:
                 anc = _ancestor_in(use.op, block)
                 if anc is None:
+                    escapes = True
                     continue
                 i = index[id(anc)]
                 if i > last_idx:
                     last, last_idx = anc, i
+            if escapes:
+                continue  # used in another block of the function (cf branches): kept alive
             if last is None:
                 last = def_op if def_op is not None else (block.ops[0] if block.ops else None)
             if last is not None:

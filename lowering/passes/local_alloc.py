@@ -66,10 +66,16 @@ class LocalStoreAllocator:
         if len(live) > 8:
             listing += f", ... ({len(live) - 8} more)"
         used = sum(b.size for b in self.live)
-        shrink = [k for k, v in self.constexprs.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1]
-        hint = (f"shrink the block sizes ({', '.join(shrink)})" if shrink else "shrink the kernel's block sizes")
+        shrink = [
+            k for k, v in self.constexprs.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1
+        ]
+        hint = (
+            f"shrink the block sizes ({', '.join(shrink)})" if shrink else "shrink the kernel's block sizes"
+        )
         hint += " or lower num_stages"
         raise LocalStoreOverflowError(
             f"the kernel's blocks do not fit in the local store: {name} needs {size} B while "
             f"{used} B are live [{listing}]; capacity is {self.capacity} B",
-            kernel=self.kernel or None, hint=hint)
+            kernel=self.kernel or None,
+            hint=hint,
+        )

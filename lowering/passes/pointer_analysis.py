@@ -126,7 +126,9 @@ class BlockAccess:
         if self.mask_tensor:
             s += " mask=tensor"
         if self.mask is not None:
-            bounds = ["min(" + ", ".join(s_str(b) for b in bs) + ")" if bs else "-" for bs in self.mask.bounds]
+            bounds = [
+                "min(" + ", ".join(s_str(b) for b in bs) + ")" if bs else "-" for bs in self.mask.bounds
+            ]
             s += " valid=[" + ", ".join(bounds) + "]"
             if self.mask.conds:
                 s += " if " + " and ".join(_cond_str(c) for c in self.mask.conds)
@@ -157,12 +159,16 @@ def _splat_const(op: Operation) -> int | float | None:
         arr = np.asarray(val.value)
         if arr.size and (arr == arr.flat[0]).all():
             x = arr.flat[0]
-            return bool(x) if arr.dtype == bool else (int(x) if np.issubdtype(arr.dtype, np.integer) else float(x))
+            return (
+                bool(x)
+                if arr.dtype == bool
+                else (int(x) if np.issubdtype(arr.dtype, np.integer) else float(x))
+            )
         return None
     return None
 
 
-_SIDE_EFFECT_PREFIXES = ("scf.", "tt.store", "tt.atomic", "tt.print", "tt.assert", "tt.return", "cf.")
+_SIDE_EFFECT_PREFIXES = ("scf.", "tt.store", "tt.atomic", "tt.print", "tt.assert", "tt.return", "cf.", "tt.descriptor_store")
 
 
 class PointerAnalysis:
@@ -222,8 +228,11 @@ class PointerAnalysis:
             if a is None or b is None or b.base is not None or (name != "tt.addptr" and a.base is not None):
                 return
             comb = s_add if name != "arith.subi" else s_sub
-            aff[id(res)] = Affine(a.base, comb(a.offset, b.offset),
-                                  tuple(comb(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)))
+            aff[id(res)] = Affine(
+                a.base,
+                comb(a.offset, b.offset),
+                tuple(comb(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)),
+            )
         elif name == "arith.muli":
             a, b = get(op.operands[0]), get(op.operands[1])
             if a is None or b is None or a.base is not None or b.base is not None:
@@ -254,8 +263,8 @@ class PointerAnalysis:
             src_shape = op.operands[0].shape
             a = get(op.operands[0])
             if a is not None and len(src_shape) == rank:
-                coefs = tuple(ZERO if s == 1 else c for s, c in zip(src_shape, a.coefs, strict=True))
-                aff[id(res)] = Affine(a.base, a.offset, coefs)
+                bcoefs = tuple(ZERO if s == 1 else c for s, c in zip(src_shape, a.coefs, strict=True))
+                aff[id(res)] = Affine(a.base, a.offset, bcoefs)
             m = masks.get(id(op.operands[0]))
             if m is not None and len(src_shape) == rank:
                 masks[id(res)] = m
@@ -264,12 +273,16 @@ class PointerAnalysis:
         elif name == "arith.andi":
             m1, m2 = masks.get(id(op.operands[0])), masks.get(id(op.operands[1]))
             if m1 is not None and m2 is not None:
-                masks[id(res)] = MaskInfo(tuple(x + y for x, y in zip(m1.bounds, m2.bounds, strict=True)),
-                                          m1.conds + m2.conds)
+                masks[id(res)] = MaskInfo(
+                    tuple(x + y for x, y in zip(m1.bounds, m2.bounds, strict=True)), m1.conds + m2.conds
+                )
         if id(res) in aff:  # index k of a size-1 dim is always 0
             a = aff[id(res)]
-            aff[id(res)] = Affine(a.base, a.offset,
-                                  tuple(ZERO if d == 1 else c for d, c in zip(res.shape, a.coefs, strict=True)))
+            aff[id(res)] = Affine(
+                a.base,
+                a.offset,
+                tuple(ZERO if d == 1 else c for d, c in zip(res.shape, a.coefs, strict=True)),
+            )
 
     def _cmp(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> None:
         pred = str(op.attr("predicate"))
@@ -278,9 +291,15 @@ class PointerAnalysis:
             return
         # normalise to d < 0
         if pred == "slt":
-            d_off, d_coefs = s_sub(a.offset, b.offset), [s_sub(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)]
+            d_off, d_coefs = (
+                s_sub(a.offset, b.offset),
+                [s_sub(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)],
+            )
         elif pred == "sgt":
-            d_off, d_coefs = s_sub(b.offset, a.offset), [s_sub(y, x) for x, y in zip(a.coefs, b.coefs, strict=True)]
+            d_off, d_coefs = (
+                s_sub(b.offset, a.offset),
+                [s_sub(y, x) for x, y in zip(a.coefs, b.coefs, strict=True)],
+            )
         elif pred == "sle":
             d_off = s_sub(s_sub(a.offset, b.offset), ONE)
             d_coefs = [s_sub(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)]
@@ -298,7 +317,9 @@ class PointerAnalysis:
             bounds[nonzero[0]] = (s_neg(d_off),)
             masks[id(op.results[0])] = MaskInfo(tuple(bounds))
 
-    def _access(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> BlockAccess | None:
+    def _access(
+        self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]
+    ) -> BlockAccess | None:
         ptr = aff.get(id(op.operands[0]))
         if ptr is None or ptr.base is None:
             return None
@@ -328,8 +349,9 @@ class PointerAnalysis:
                     operands = [op.operands[1]] if op.name == "tt.store" else list(op.operands[2:3])
                     if acc.mask_tensor:
                         operands.append(op.operands[2 if op.name == "tt.store" else 1])
-                elif (op.name.startswith(_SIDE_EFFECT_PREFIXES)
-                      or any(id(r) in need or not r.type.is_tensor for r in op.results)):
+                elif op.name.startswith(_SIDE_EFFECT_PREFIXES) or any(
+                    id(r) in need or not r.type.is_tensor for r in op.results
+                ):
                     operands = list(op.operands)
                 else:
                     operands = []

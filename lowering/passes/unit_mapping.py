@@ -12,11 +12,23 @@ from lowering.ir.module import Function
 from lowering.passes.pointer_analysis import PointerInfo
 
 _UNIT_BY_PREFIX: tuple[tuple[str, str], ...] = (
-    ("tt.dot", "DPE"), ("tt.reduce", "RED"), ("tt.scan", "RED"),
-    ("tt.trans", "view"), ("tt.broadcast", "view"), ("tt.expand_dims", "view"), ("tt.splat", "view"),
-    ("tt.reshape", "view|MLU"), ("tt.join", "MLU"), ("tt.split", "view"), ("tt.cat", "MLU"),
-    ("tt.atomic", "DMA(atomic)"), ("tt.make_range", "SIMD"), ("tt.addptr", "SIMD"),
-    ("arith.", "SIMD"), ("math.", "SIMD"), ("tt.", "SIMD"),
+    ("tt.dot", "DPE"),
+    ("tt.reduce", "RED"),
+    ("tt.scan", "RED"),
+    ("tt.trans", "view"),
+    ("tt.broadcast", "view"),
+    ("tt.expand_dims", "view"),
+    ("tt.splat", "view"),
+    ("tt.reshape", "view|MLU"),
+    ("tt.join", "MLU"),
+    ("tt.split", "view"),
+    ("tt.cat", "MLU"),
+    ("tt.atomic", "DMA(atomic)"),
+    ("tt.make_range", "SIMD"),
+    ("tt.addptr", "SIMD"),
+    ("arith.", "SIMD"),
+    ("math.", "SIMD"),
+    ("tt.", "SIMD"),
 )
 
 
@@ -27,13 +39,21 @@ def unit_of(op: Operation, pointers: PointerInfo) -> str:
     if op.name in ("tt.load", "tt.store"):
         if not op.operands[0].type.is_tensor:
             return "core"
-        return "DMA(block)" if pointers.access(op) is not None else "DMA(gather)" if op.name == "tt.load" \
+        return (
+            "DMA(block)"
+            if pointers.access(op) is not None
+            else "DMA(gather)"
+            if op.name == "tt.load"
             else "DMA(scatter)"
+        )
     tensor = any(r.type.is_tensor for r in op.results) or any(v.type.is_tensor for v in op.operands)
     if not tensor:
         return "core"
-    if op.results and all(r.type.is_tensor for r in op.results) and not any(
-            pointers.needs_buffer(r) for r in op.results):
+    if (
+        op.results
+        and all(r.type.is_tensor for r in op.results)
+        and not any(pointers.needs_buffer(r) for r in op.results)
+    ):
         return "none(address)"
     if op.name == "arith.constant":
         return "imm"

@@ -649,6 +649,29 @@ def _assert(cur: Cursor, spec: OpSpec) -> Parsed:
     return p
 
 
+@_reader("inline_asm")
+def _inline_asm(cur: Cursor, spec: OpSpec) -> Parsed:
+    """``tt.elementwise_inline_asm "asm" {attrs} %args : T, T -> R, R``."""
+    p = Parsed(attrs={"asm_string": cur.next("string", "the asm string").value})
+    cur.accept_attr_dict(p.attrs)
+    p.operands = cur.value_list()
+    if p.operands:
+        cur.expect_punct(":")
+        cur.type_list()
+    cur.expect_punct("->")
+    p.result_types = cur.type_list()
+    cur.done()
+    return p
+
+
+@_reader("bare")
+def _bare(cur: Cursor, spec: OpSpec) -> Parsed:
+    p = Parsed()
+    cur.accept_attr_dict(p.attrs)
+    cur.done()
+    return p
+
+
 @_reader("math_fpowi")
 def _math_fpowi(cur: Cursor, spec: OpSpec) -> Parsed:
     p = Parsed(operands=cur.value_list())

@@ -29,7 +29,8 @@ class FrontendOptions:
     `rewrite_tensor_pointer`: lower ``tt.make_tensor_ptr``/``tt.advance`` block pointers to
     pointer tensors (Triton's NVIDIA pipeline does); `rewrite_tensor_descriptor`: likewise for
     tensor descriptors; `run_passes`: False gives the frontend's raw output (no clean-up at all);
-    `num_warps`: passed to the backend options (affects nothing in TTIR but the module attributes).
+    `num_warps`: passed to the backend options (affects nothing in TTIR but the module attributes);
+    `debug`: Triton's debug mode (keeps ``tl.device_assert`` as ``tt.assert``).
     """
 
     rewrite_tensor_pointer: bool = True
@@ -37,6 +38,7 @@ class FrontendOptions:
     run_passes: bool = True
     locations: bool = True
     num_warps: int = 4
+    debug: bool = False
 
 
 def _target(target: Any) -> Any:
@@ -132,7 +134,7 @@ def _ttir(
     try:
         backend = make_backend(tgt)
         src = ASTSource(fn, sig, constexprs, _attrs_for(fn, divisible_by_16))
-        options = backend.parse_options({"num_warps": opts.num_warps})
+        options = backend.parse_options({"num_warps": opts.num_warps, "debug": opts.debug})
         context = ir.context()
         ir.load_dialects(context)
         backend.load_dialects(context)

@@ -25,10 +25,11 @@ def ttir_parser() -> Lark:
         GRAMMAR_PATH.read_text(),
         parser="lalr",
         lexer="contextual",
+        start=["start", "stype"],
         transformer=RawTransformer(),
         maybe_placeholders=False,
         propagate_positions=False,
-        cache=False,
+        cache=True,  # lark keys its cache file (in the temp dir) by grammar text and options
     )
 
 
@@ -37,7 +38,7 @@ def parse_raw(text: str) -> RawModule:
     if not text.endswith("\n"):
         text += "\n"
     try:
-        raw = ttir_parser().parse(text)
+        raw = ttir_parser().parse(text, start="start")
     except UnexpectedToken as exc:
         tok = exc.token
         found = "end of input" if tok.type == "$END" else f"{tok.type} {str(tok)!r}"
@@ -106,4 +107,13 @@ _TOKEN_NAMES = {
 
 
 def _nice(name: str) -> str:
-    return _TOKEN_NAMES.get(name, name)
+    """A token name as a user reads it: ``'loc'``, ``%value``, ``newline``."""
+    if name in _TOKEN_NAMES:
+        return _TOKEN_NAMES[name]
+    try:
+        pattern = ttir_parser().get_terminal(name).pattern
+    except KeyError:
+        return name
+    if pattern.type == "str":
+        return repr(pattern.value)
+    return name.lower().replace("_", " ").strip()

@@ -6,6 +6,8 @@ locations are resolved afterwards by `lowering.ttir.builder`, which needs scopes
 
 from __future__ import annotations
 
+import functools
+import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +40,7 @@ from lowering.ir.types import (
 )
 
 __all__ = [
+    "parse_type_text",
     "Item",
     "RawOp",
     "RawBlock",
@@ -220,6 +223,9 @@ class RawTransformer(Transformer):  # type: ignore[type-arg]
     """Bottom-up conversion of lark's tree into raw records (used as lark's inline transformer)."""
 
     # ------------------------------------------------------------------ types
+    def type_token(self, tok: Token) -> Type:
+        return parse_type_text(str(tok))
+
     def int_type(self, tok: Token) -> Type:
         s = str(tok)
         if s[0] in "su":
@@ -361,6 +367,23 @@ class RawTransformer(Transformer):  # type: ignore[type-arg]
     # ------------------------------------------------------------------ locations
     def location(self, body: RawLoc) -> RawLoc:
         return body
+
+    def loc_ref_token(self, tok: Token) -> RawLoc:
+        return ("ref", str(tok)[4:-1])
+
+    def loc_file_token(self, tok: Token) -> RawLoc:
+        m = _LOC_FILE.fullmatch(str(tok))
+        assert m is not None
+        return ("file", decode_string(m.group(1)), int(m.group(2)), int(m.group(3)))
+
+    def loc_named_ref_token(self, tok: Token) -> RawLoc:
+        m = _LOC_NAMED_REF.fullmatch(str(tok))
+        assert m is not None
+        return ("name", decode_string(m.group(1)), ("ref", m.group(2)))
+
+    def loc_callsite_token(self, tok: Token) -> RawLoc:
+        callee, caller = str(tok)[len("loc(callsite(") : -2].split(" at ")
+        return ("callsite", ("ref", callee), ("ref", caller))
 
     def loc_ref(self, tok: Token) -> RawLoc:
         return ("ref", str(tok))
@@ -645,6 +668,20 @@ class RawTransformer(Transformer):  # type: ignore[type-arg]
             module.funcs.extend(loose)
         module.aliases = aliases
         return module
+
+
+_LOC_FILE = re.compile(r'loc\(("(?:[^"\\]|\\.)*"):([0-9]+):([0-9]+)\)')
+_LOC_NAMED_REF = re.compile(r'loc\(("(?:[^"\\]|\\.)*")\((#[A-Za-z0-9_.$\-]+)\)\)')
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_type_text(text: str) -> Type:
+    """A type from its MLIR text (``tensor<64x!tt.ptr<f32>>``), with the grammar's `stype` rule; cached."""
+    from lowering.ttir.parser import ttir_parser
+
+    t = ttir_parser().parse(text, start="stype")
+    assert isinstance(t, Type)
+    return t
 
 
 def _symbol_name(tok: Token) -> str:

@@ -10,7 +10,8 @@ only reads `mtia_sim.events` records. The model, with every figure from the mach
   on the fenced units are done, and at the end until all its commands are done.
 - Command processor: one in-order queue per unit and PE, shared by the PE's cores; a command starts
   when its unit is free and every earlier command of the PE it conflicts with on local-store
-  ranges (RAW, WAR, WAW) is done.
+  ranges (RAW, WAR, WAW) is done. The DMA unit may hold `dma_max_in_flight` commands at once
+  (started in order, finishing in any order); the other units run one command at a time.
 - Costs (`costs.py`): DMA = setup + latency of the farthest level (DRAM, SRAM, or NoC hops x hop
   latency) + a transfer through shared bandwidth; DPE = setup + 2*M*N*K (dims padded to the DPE
   tile) / FLOPs per cycle of the operand width; SIMD = setup + elements / lanes of that width

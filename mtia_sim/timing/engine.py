@@ -30,7 +30,7 @@ _UNITS = (Unit.DMA, Unit.DPE, Unit.SIMD, Unit.RED, Unit.MLU)
 
 class _Cmd:
     __slots__ = ("rec", "reads", "writes", "deps_left", "dependents", "waiters", "done", "head_at",
-                 "transfer", "transfer_start", "transfer_alone")
+                 "transfer_start", "transfer_alone")
 
     def __init__(self, rec: CommandRecord) -> None:
         self.rec = rec
@@ -41,7 +41,6 @@ class _Cmd:
         self.waiters: list[_Core] = []
         self.done = False
         self.head_at: float | None = None
-        self.transfer: Transfer | None = None
         self.transfer_start = 0.0
         self.transfer_alone = 0.0
 
@@ -62,24 +61,26 @@ class _Cmd:
 
 
 class _Unit:
-    __slots__ = ("queue", "busy", "blocked_cores")
+    """A unit's in-order queue and its in-flight slots (1, or dma_max_in_flight for DMA)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("queue", "running", "blocked_cores")
+
+    def __init__(self, slots: int) -> None:
         self.queue: deque[_Cmd] = deque()
-        self.busy: _Cmd | None = None
+        self.running: list[_Cmd | None] = [None] * slots
         self.blocked_cores: list[_Core] = []
 
 
 class _PE:
     __slots__ = ("units", "outstanding")
 
-    def __init__(self) -> None:
-        self.units = {u: _Unit() for u in _UNITS}
+    def __init__(self, dma_slots: int) -> None:
+        self.units = {u: _Unit(dma_slots if u == Unit.DMA else 1) for u in _UNITS}
         self.outstanding: list[_Cmd] = []  # the command processor's scoreboard
 
 
 class _Core:
-    __slots__ = ("pe", "core", "programs", "prog", "events", "idx", "time", "paid", "last_by_unit",
+    __slots__ = ("pe", "core", "programs", "prog", "events", "idx", "time", "paid", "issued",
                  "waiting", "blocked", "blocked_since", "wake_unit")
 
     def __init__(self, pe: int, core: int, programs: list[int]) -> None:
@@ -91,7 +92,7 @@ class _Core:
         self.idx = 0
         self.time = 0.0
         self.paid = False  # the current command's issue cost is already counted
-        self.last_by_unit: dict[Unit, _Cmd] = {}
+        self.issued: dict[Unit, list[_Cmd]] = {}  # this program's commands per unit (done ones pruned)
         self.waiting: set[_Cmd] = set()
         self.blocked: str | None = None
         self.blocked_since = 0.0
@@ -131,7 +132,7 @@ class Replay:
                                  f"{self.m.cores_per_pe} cores per PE")
             by_core.setdefault((tr.pe, tr.core), []).append(i)
         for (pe, core), progs in sorted(by_core.items()):
-            self.pes.setdefault(pe, _PE())
+            self.pes.setdefault(pe, _PE(self.m.dma_max_in_flight))
             c = _Core(pe, core, progs)
             self.cores.append(c)
             self._next_program(c, 0.0)
@@ -179,7 +180,7 @@ class Replay:
         c.idx = 0
         c.time = start
         c.paid = False
-        c.last_by_unit = {}
+        c.issued = {}
 
     def _block(self, c: _Core, reason: str) -> None:
         c.blocked = reason
@@ -200,6 +201,8 @@ class Replay:
     def _wait_for(self, c: _Core, cmds: list[_Cmd], reason: str) -> bool:
         """Block the core until `cmds` are done; False when they already are."""
         pending = [x for x in cmds if not x.done]
+        for unit, xs in c.issued.items():  # prune finished commands
+            c.issued[unit] = [x for x in xs if not x.done]
         if not pending:
             return False
         c.waiting = set(pending)
@@ -249,12 +252,12 @@ class Replay:
                 continue
             if isinstance(ev, FenceEvent):
                 c.idx += 1
-                cmds = [x for u, x in c.last_by_unit.items() if ev.unit_mask & (1 << int(u))]
+                cmds = [x for u, xs in c.issued.items() if ev.unit_mask & (1 << int(u)) for x in xs]
                 if self._wait_for(c, cmds, "fence_wait"):
                     return
                 continue
             if ev is None or isinstance(ev, EndEvent):
-                if self._wait_for(c, list(c.last_by_unit.values()), "end_wait"):
+                if self._wait_for(c, [x for xs in c.issued.values() for x in xs], "end_wait"):
                     return
                 prog.end = now
                 self._next_program(c, now + m.job_replacement_cycles)
@@ -273,33 +276,44 @@ class Replay:
             live = [x for x in pe.outstanding if not x.done]
             pe.outstanding = live
             unit_id = ev.unit
-            for other in live:  # earlier commands of the same unit finish first anyway (in order)
-                if other.rec.event.unit != unit_id and cmd.conflicts(other):
+            in_order = len(pe.units[unit_id].running) == 1
+            for other in live:  # with one slot, earlier commands of the same unit finish first anyway
+                if (other.rec.event.unit != unit_id or not in_order) and cmd.conflicts(other):
                     cmd.deps_left += 1
                     other.dependents.append(cmd)
         pe.outstanding.append(cmd)
-        c.last_by_unit[ev.unit] = cmd
+        mine = c.issued.setdefault(ev.unit, [])
+        if len(mine) >= 64:
+            mine[:] = [x for x in mine if not x.done]
+        mine.append(cmd)
         unit = pe.units[ev.unit]
         unit.queue.append(cmd)
         self._try_start(unit)
 
     def _try_start(self, unit: _Unit) -> None:
-        if unit.busy is not None or not unit.queue:
-            return
-        head = unit.queue[0]
-        if head.head_at is None:
-            head.head_at = self.now
-        if head.deps_left:
-            return
-        unit.queue.popleft()
-        unit.busy = head
-        rec = head.rec
-        rec.start = self.now
-        rec.wait_unit = head.head_at - rec.issue
-        rec.wait_dependency = self.now - head.head_at
-        fixed = costs.fixed_cycles(self.m, rec.pe, rec.event)
-        self._push(self.now + fixed, _COMPLETE, 1, head)
-        if unit.blocked_cores:
+        """Start queued commands in order while a slot is free and the head's dependencies are done."""
+        started = False
+        while unit.queue:
+            try:
+                slot = unit.running.index(None)
+            except ValueError:
+                break
+            head = unit.queue[0]
+            if head.head_at is None:
+                head.head_at = self.now
+            if head.deps_left:
+                break
+            unit.queue.popleft()
+            unit.running[slot] = head
+            rec = head.rec
+            rec.slot = slot
+            rec.start = self.now
+            rec.wait_unit = head.head_at - rec.issue
+            rec.wait_dependency = self.now - head.head_at
+            fixed = costs.fixed_cycles(self.m, rec.pe, rec.event)
+            self._push(self.now + fixed, _COMPLETE, 1, head)
+            started = True
+        if started and unit.blocked_cores:
             blocked, unit.blocked_cores = unit.blocked_cores, []
             for core in blocked:
                 self._push(self.now, _CORE, 0, core)
@@ -310,26 +324,37 @@ class Replay:
         if volume <= 0:
             self._complete(cmd)
             return
-        tr = Transfer(owner=cmd, remaining=volume, shares=shares, started=self.now)
-        cmd.transfer = tr
+        tr = Transfer(owner=cmd, remaining=volume, shares=shares)
         cmd.transfer_start = self.now
         cmd.transfer_alone = volume / costs.uncontended_rate(shares)
-        self.fluid.add(tr, self.now)  # rate 0 until the rebalance (at this time)
-        self.fluid_dirty = True
+        self.fluid.add(tr, self.now)
+        if self.fluid.is_private(tr):  # nobody else's rate changes: no rebalance
+            tr.rate = costs.uncontended_rate(shares)
+            self._push(self.now + tr.remaining / tr.rate, _COMPLETE, 2, None, self.fluid_epoch)
+        else:
+            self.fluid_dirty = True  # rate 0 until the rebalance (at this time)
 
     def _transfers_done(self) -> None:
         """The earliest transfer(s) finished: complete them; rates are rebalanced afterwards."""
         self.fluid.advance(self.now)
         active = self.fluid.active
-        finished = [tr for tr in active if tr.remaining <= tr.rate * _SAME_TIME]
-        if not finished and active:  # rounding: the one this event was scheduled for
-            finished = [min(active, key=lambda tr: tr.remaining / tr.rate if tr.rate > 0 else float("inf"))]
+        tol = _SAME_TIME + self.now * 1e-12  # float time resolution grows with the clock
+        finished = [tr for tr in active if tr.remaining <= tr.rate * tol]
+        if not finished:  # rounding, or a duplicate event: re-solve and reschedule
+            self.fluid_dirty = True
+            return
+        private = all(self.fluid.is_private(tr) for tr in finished)
         self.fluid.remove_all(finished)
         for tr in finished:
             cmd: _Cmd = tr.owner
             cmd.rec.wait_bandwidth = max(0.0, (self.now - cmd.transfer_start) - cmd.transfer_alone)
             self._complete(cmd)
-        self.fluid_dirty = True
+        if not private:
+            self.fluid_dirty = True
+        elif not self.fluid_dirty:  # others keep their rates; the next of them to finish needs an event
+            finish = self.fluid.next_finish()
+            if finish is not None:
+                self._push(self.now + finish, _COMPLETE, 2, None, self.fluid_epoch)
 
     def _rebalance(self) -> None:
         """Recompute fair shares and schedule one event for the next transfer to finish."""
@@ -351,7 +376,7 @@ class Replay:
         cmd.done = True
         pe = self.pes[rec.pe]
         unit = pe.units[rec.event.unit]
-        unit.busy = None
+        unit.running[rec.slot] = None
         for core in cmd.waiters:
             core.waiting.discard(cmd)
             if not core.waiting and core.blocked is not None:

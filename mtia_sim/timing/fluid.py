@@ -24,7 +24,6 @@ class Transfer:
     owner: Any
     remaining: float
     shares: list[tuple[Resource, float, float]]  # (resource, bytes per volume byte, capacity/cycle)
-    started: float
     last: float = 0.0
     rate: float = 0.0
     cap: float = math.inf  # its own limit from resources nobody else is using
@@ -66,6 +65,20 @@ class FluidBandwidth:
         self.active.append(t)
         for res, _, _ in t.shares:
             self.users.setdefault(res, []).append(t)
+
+    def is_private(self, t: Transfer) -> bool:
+        """True when no other transfer uses t's resources (and t is not on DRAM/SRAM, which the
+        bandwidth timeline follows): then t's start or end changes nobody else's rate."""
+        users = self.users
+        return all(len(users[res]) == 1 and res != "dram" and res != "sram" for res, _, _ in t.shares)
+
+    def next_finish(self) -> float | None:
+        """Time until the earliest transfer in flight finishes at the current rates."""
+        best = math.inf
+        for t in self.active:
+            if t.rate > 0 and t.remaining / t.rate < best:
+                best = t.remaining / t.rate
+        return best if best < math.inf else None
 
     def remove_all(self, done: list[Transfer]) -> None:
         """Drop finished transfers (call `advance` first)."""

@@ -28,6 +28,7 @@ class CommandRecord:
     wait_dependency: float = 0.0  # head of a free unit -> start (local-store RAW/WAR/WAW)
     wait_bandwidth: float = 0.0  # transfer slower than alone, because bandwidth was shared
     ideal_cycles: float = 0.0  # throughput-bound compute cycles (for peaks and the roofline)
+    slot: int = 0  # which of the unit's in-flight slots ran it (DMA may have several)
 
     @property
     def unit(self) -> Unit:

@@ -140,9 +140,11 @@ def random_traces(rng: random.Random, machine: MachineDescription, *, programs: 
             if kind == 0:
                 n = rng.choice([256, 4096, 16384])
                 src = rng.choice([MemLevel.DRAM, MemLevel.SRAM, MemLevel.LOCAL, MemLevel.REMOTE_LOCAL])
-                dst = MemLevel.LOCAL if src != MemLevel.LOCAL else rng.choice([MemLevel.DRAM, MemLevel.SRAM])
+                dst = MemLevel.LOCAL if src != MemLevel.LOCAL else rng.choice(
+                    [MemLevel.DRAM, MemLevel.SRAM, MemLevel.LOCAL])
                 remote = rng.randrange(machine.num_pes) if MemLevel.REMOTE_LOCAL in (src, dst) else None
                 evs.append(dma(n, src=src, dst=dst, local_addr=addr, remote_pe=remote,
+                               local_src_addr=ls // 2 + addr // 2 if src == dst else None,
                                misaligned=rng.random() < 0.2))
             elif kind == 1:
                 d = rng.choice([8, 32, 64])

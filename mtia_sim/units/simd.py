@@ -264,7 +264,10 @@ def simd_iota(c: SimdCommand) -> CommandEvent:
     idx_shape[axis] = c.shape[axis]
     ct = compute_dtype(c.d.dtype_out)
     idx = np.arange(c.shape[axis], dtype=np.int64).reshape(idx_shape)
-    vals = (idx + int(start)) if ct.kind in "iu" else (idx.astype(ct) + ct.type(start))
+    if ct.kind in "iu":
+        vals = idx + convert(np.asarray(start), DType.I64)  # wraps like the hardware counter
+    else:
+        vals = idx.astype(ct) + ct.type(start)
     c.store(vals)
     return c.event()
 

@@ -105,46 +105,64 @@ def test_compare_flags_regressions_first() -> None:
 class Scripted:
     """Evaluations and searches with fixed answers per problem (and a record of what was asked)."""
 
+    SEEDS = {"gemm": "ok", "softmax": "incorrect", "gelu": "ok", "layer_norm": "compile_error"}
+
     def __init__(self) -> None:
         self.evaluated: list[str] = []
         self.searched: list[tuple[str, int, Path]] = []
 
+    def seed(self, name: str) -> SeedEval:
+        status = self.SEEDS[name]
+        if status != "ok":
+            return SeedEval(status=status, message=f"{status} at seed.py:12")
+        return SeedEval(status="ok", speedup=1.0, baseline="seed", roofline=0.2, time_s=1e-5, wall_s=0.5)
+
     def evaluate(self, problem: SuiteProblem, config: BenchConfig) -> SeedEval:
         self.evaluated.append(problem.name)
-        if problem.name == "softmax":
-            return SeedEval(status="incorrect", message="max abs error 0.3 at (1, 2)")
         if problem.name == "embedding_bag":
             raise RuntimeError("simulator crashed")
-        return SeedEval(status="ok", speedup=1.0, baseline="seed", roofline=0.2, time_s=1e-5, wall_s=0.5)
+        return self.seed(problem.name)
 
     def search(self, problem: SuiteProblem, config: BenchConfig, out_dir: Path) -> SearchOutcome:
         self.searched.append((problem.name, config.budget, out_dir))
+        if problem.name == "embedding_bag":
+            raise RuntimeError("search crashed")
+        seed = self.seed(problem.name)
+        if problem.name == "softmax":  # nothing correct found
+            return SearchOutcome("done", evaluations=config.budget, seed=seed, message="budget spent")
+        if problem.name == "layer_norm":  # the search repaired the seed
+            return SearchOutcome("done", evaluations=config.budget, seed=seed, found_correct=True,
+                                 best_roofline=0.05, best_time_s=3e-5)
         gain = {"gemm": 2.5, "gelu": 0.9}[problem.name]
-        return SearchOutcome("done", evaluations=config.budget, time_s=3.0, gain=gain, best_time_s=1e-5 / gain,
-                             best_path=str(out_dir / "best.py"))
+        return SearchOutcome("done", evaluations=config.budget, time_s=3.0, seed=seed, found_correct=True,
+                             gain=gain, best_time_s=1e-5 / gain, best_path=str(out_dir / "best.py"))
 
 
-def test_runner_searches_only_correct_seeds_and_combines_speedups(tmp_path: Path) -> None:
+def test_runner_uses_the_search_root_as_seed_and_combines_speedups(tmp_path: Path) -> None:
     fake = Scripted()
-    config = BenchConfig(suite="default", problems=PROBLEMS, budget=3, out_dir=tmp_path, progress=False)
+    problems = (*PROBLEMS, "layer_norm")
+    config = BenchConfig(suite="default", problems=problems, budget=3, out_dir=tmp_path, progress=False)
     report = run_bench(config, evaluate_seed=fake.evaluate, search_problem=fake.search)
-    assert fake.evaluated == list(PROBLEMS)
-    assert [s[0] for s in fake.searched] == ["gemm", "gelu"]
-    assert fake.searched[0][2] == tmp_path / "search" / "gemm"
+    assert [s[0] for s in fake.searched] == ["gemm", "softmax", "layer_norm", "gelu", "embedding_bag"]
+    assert fake.evaluated == ["embedding_bag"]  # only where the search gave no seed result
+    assert fake.searched[0][1:] == (3, tmp_path / "search" / "gemm")
     rows = {p.name: p for p in report.problems}
     assert rows["gemm"].best_source == "search" and rows["gemm"].speedup == pytest.approx(2.5)
     assert rows["gemm"].best_roofline == pytest.approx(0.5)  # the seed's 0.2 times the gain
     assert rows["gelu"].best_source == "seed" and rows["gelu"].speedup == pytest.approx(1.0)  # slower: kept seed
-    assert rows["softmax"].search_state == "skipped" and not rows["softmax"].correct
+    assert not rows["softmax"].correct and rows["softmax"].seed_status == "incorrect"
+    assert rows["layer_norm"].correct and rows["layer_norm"].speedup is None
+    assert rows["layer_norm"].roofline_fraction == pytest.approx(0.05)
+    assert rows["embedding_bag"].search_state == "failed" and "search crashed" in rows["embedding_bag"].search_message
     assert rows["embedding_bag"].seed_status == "error" and "simulator crashed" in rows["embedding_bag"].seed_message
     s = report.summary
     assert s is not None
-    assert (s.correct, s.pass_rate, s.fast_1) == (2, 0.5, 0.25)
+    assert (s.correct, s.pass_rate, s.fast_1) == (3, 0.6, 0.2)
     assert s.geomean_speedup == pytest.approx(math.sqrt(2.5))
     assert report.host["cores"] >= 1 and report.baseline == "seed"
     table = format_table(report)
     assert "INCORRECT" in table and "done (improved)" in table
-    assert "pass rate        2/4 = 50.0%" in format_summary(report)
+    assert "pass rate        3/5 = 60.0%" in format_summary(report)
 
 
 def test_runner_with_jobs_evaluates_in_parallel_in_suite_order(tmp_path: Path) -> None:
@@ -212,17 +230,42 @@ def test_search_result_is_read_from_the_store(tmp_path: Path) -> None:
     store = GraphStore(tmp_path / "s.db")
     run_id = store.create_run(problem_path="p.py", problem_key="k", target="mtia", machine="mtia-2i",
                               seed_hash=None, config={}, out_dir=str(tmp_path))
-    node_id = store.add_node(run_id, parent_id=None, code="# best kernel\n", operator="mutate", description="d")
+    root_id = store.add_node(run_id, parent_id=None, code="# seed\n", operator="seed")
+    store.record_evaluation(root_id, status="ok", fitness=1.0, speedup=1.0, candidate_time_s=3.6e-6,
+                            baseline_time_s=3.6e-6, roofline_fraction=0.2, duration_s=9.0)
+    node_id = store.add_node(run_id, parent_id=root_id, code="# best kernel\n", operator="mutate", description="d")
     store.record_evaluation(node_id, status="ok", fitness=1.8, speedup=1.8, candidate_time_s=2e-6,
                             roofline_fraction=0.4)
-    best = store.node(node_id)
+    root, best = store.node(root_id), store.node(node_id)
     store.close()
-    result = _Node(best=best, evaluations=4, elapsed_s=12.5, stop_reason="budget", db=tmp_path / "s.db",
+    result = _Node(root=root, best=best, evaluations=4, elapsed_s=12.5, stop_reason="budget", db=tmp_path / "s.db",
                    run_id=run_id)
     outcome = adapters.search_outcome_from_result(result, tmp_path)
     assert (outcome.state, outcome.evaluations, outcome.gain) == ("done", 4, pytest.approx(1.8))
+    assert outcome.found_correct
     assert outcome.best_time_s == pytest.approx(2e-6) and outcome.best_roofline == pytest.approx(0.4)
     assert Path(outcome.best_path).read_text() == "# best kernel\n"
+    assert outcome.seed is not None
+    assert (outcome.seed.status, outcome.seed.speedup, outcome.seed.roofline) == ("ok", 1.0, 0.2)
+    assert outcome.seed.wall_s == 9.0
+
+
+def test_search_result_without_a_correct_node(tmp_path: Path) -> None:
+    from kegen.search.store import GraphStore
+
+    store = GraphStore(tmp_path / "s.db")
+    run_id = store.create_run(problem_path="p.py", problem_key="k", target="mtia", machine="mtia-2i",
+                              seed_hash=None, config={}, out_dir=str(tmp_path))
+    root_id = store.add_node(run_id, parent_id=None, code="# seed\n", operator="seed")
+    store.record_evaluation(root_id, status="compile_error", message="op tt.foo is not supported")
+    root = store.node(root_id)
+    store.close()
+    result = _Node(root=root, best=root, evaluations=2, elapsed_s=1.0, stop_reason="budget", db=tmp_path / "s.db",
+                   run_id=run_id)
+    outcome = adapters.search_outcome_from_result(result, tmp_path)
+    assert not outcome.found_correct and outcome.gain is None
+    assert outcome.seed is not None and outcome.seed.status == "compile_error"
+    assert "tt.foo" in outcome.seed.message and "no correct kernel" in outcome.message
 
 
 def test_seed_eval_reads_eval_results() -> None:
@@ -259,3 +302,14 @@ def test_record_bench_writes_dated_files_and_a_history_line(tmp_path: Path, monk
     rows = [ln for ln in lines if ln.startswith(f"| {day}")]
     assert len(rows) == 2
     assert "1/2 (50%)" in rows[0] and "cores" in rows[0] and "| t |" in rows[0].replace("search not run: disabled (--no-search); ", "")
+
+
+def test_time_limit_leaves_out_unstarted_problems_and_keeps_partial_results(tmp_path: Path) -> None:
+    fake = Scripted()
+    config = BenchConfig(problems=("gemm", "gelu", "softmax"), budget=2, out_dir=tmp_path, progress=False,
+                         time_limit_s=0.0)
+    report = run_bench(config, evaluate_seed=fake.evaluate, search_problem=fake.search)
+    assert [p.name for p in report.problems] == ["gemm"]  # the first problem always starts
+    assert report.notes == ["time limit 0 s reached; not run: softmax, gelu"]  # suite order
+    partial = load_json(tmp_path / "partial.json")
+    assert [p.name for p in partial.problems] == ["gemm"]

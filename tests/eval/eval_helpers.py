@@ -39,8 +39,14 @@ def needs_mtia() -> pytest.MarkDecorator:
 
 def quick(target: str = "mtia", **kw: object) -> EvalConfig:
     """A cheap configuration: 2 trials, one timing run, no profile, a short timeout."""
-    base: dict[str, object] = {"target": target, "trials": 2, "timing_runs": 1, "rep_ms": 5.0, "profile": False,
-                               "timeout_s": 120.0}
+    base: dict[str, object] = {
+        "target": target,
+        "trials": 2,
+        "timing_runs": 1,
+        "rep_ms": 5.0,
+        "profile": False,
+        "timeout_s": 120.0,
+    }
     base.update(kw)
     return EvalConfig(**base)  # type: ignore[arg-type]
 

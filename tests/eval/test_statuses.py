@@ -68,12 +68,27 @@ def test_network_is_blocked() -> None:
     assert r.details.get("network_isolation") in ("namespace", "python")
 
 
-@pytest.mark.parametrize("name, fragment, line", [
-    ("syntax_error", "syntax error", "syntax_error.py:5"),
-    ("import_fails", "kegen_no_such_module", "import_fails.py:3"),
-    ("no_model_new", "neither class ModelNew", None),
-])
-def test_malformed_candidates_are_compile_errors_that_say_which(name: str, fragment: str, line: str | None) -> None:
+SYNTAX_ERROR = (
+    "import torch.nn as nn\n\n\nclass ModelNew(nn.Module):\n    def forward(self, a, b)\n        return a\n"
+)
+
+
+def test_syntax_error_in_source_text_is_compile_error_with_the_line() -> None:
+    r = evaluate(problem("vector_add"), SYNTAX_ERROR, config=quick("cpu"))
+    assert r.status is Status.COMPILE_ERROR and "syntax error" in r.message
+    assert r.source_line == "candidate.py:5"
+
+
+@pytest.mark.parametrize(
+    "name, fragment, line",
+    [
+        ("import_fails", "kegen_no_such_module", "import_fails.py:3"),
+        ("no_model_new", "neither class ModelNew", None),
+    ],
+)
+def test_malformed_candidates_are_compile_errors_that_say_which(
+    name: str, fragment: str, line: str | None
+) -> None:
     r = run_eval("vector_add", name, quick("cpu"))
     assert r.status is Status.COMPILE_ERROR and fragment in r.message
     assert r.source_line == line

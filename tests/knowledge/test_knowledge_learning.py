@@ -190,3 +190,11 @@ def test_default_base_layers_the_user_folder_from_kegen_home(
     assert kb.root == tmp_path / "home" / "knowledge"
     assert kb.parent is not None and kb.parent.root == SHIPPED.root
     assert [e.path for e in kb.entries] == [e.path for e in SHIPPED.entries]
+
+
+def test_sample_verifier_runs_the_candidate_against_the_problem(problem: Path) -> None:
+    from kegen.knowledge import sample_verifier
+
+    verify = sample_verifier(problem, mode="interpret")
+    assert verify(CANDIDATE) is True
+    assert verify(CANDIDATE.replace("x + y, mask=mask)", "x + 2 * y, mask=mask)")) is False

@@ -86,3 +86,20 @@ def test_write_is_idempotent(tmp_path) -> None:
 
 def test_docs_live_in_the_shipped_knowledge_base() -> None:
     assert DOCS == shipped_root() / "hardware" / "mtia"
+
+
+@pytest.mark.parametrize("name", ["mtia-v1", "mtia-2i", "mtia-300"])
+def test_stated_cost_formulas_agree_with_the_simulator_cost_code(name: str) -> None:
+    """The formulas written in the cost table are the simulator's: checked on every machine."""
+    m = load_machine(name)
+    for example in mtia_docs.cost_examples():
+        assert example.predicted(m) == pytest.approx(
+            mtia_docs.command_cycles(m, example.event()), rel=1e-9
+        ), example.label
+
+
+def test_cost_table_numbers_come_from_the_cost_code() -> None:
+    m = load_machine("mtia-2i")
+    table = mtia_docs.render_cost_model()
+    for example in mtia_docs.cost_examples():
+        assert f"| {mtia_docs.command_cycles(m, example.event()):,.0f} |" in table

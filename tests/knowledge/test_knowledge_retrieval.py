@@ -131,3 +131,36 @@ def test_cut_keeps_whole_sections_and_never_cuts_code() -> None:
     sample = KB.read("code_samples/matmul.py")
     assert cut_to_budget(sample, len(sample.text) - 1) is None
     assert cut_to_budget(sample, len(sample.text)) == sample
+
+
+def test_op_class_synonyms_used_by_the_suites_are_understood() -> None:
+    from kegen.knowledge import canonical_op_class
+
+    assert canonical_op_class("gemm") == "matmul" and canonical_op_class("Embedding") == "gather"
+    assert canonical_op_class("search") == "any" and canonical_op_class("softmax") == "softmax"
+    with pytest.raises(IndexFormatError, match="unknown op class 'sorting'"):
+        canonical_op_class("sorting")
+    gemm = select_documents(
+        KB, platform="mtia", op_class="gemm", bottleneck=None, phase="draft", budget_chars=40000
+    )
+    matmul = select_documents(
+        KB, platform="mtia", op_class="matmul", bottleneck=None, phase="draft", budget_chars=40000
+    )
+    assert gemm == matmul
+
+
+def test_every_op_class_of_the_shipped_suites_is_understood() -> None:
+    import tomllib
+    from pathlib import Path
+
+    import kegen
+    from kegen.knowledge import canonical_op_class
+
+    suites = Path(kegen.__file__).parent / "suites"
+    classes = {
+        p.get("op_class", "other")
+        for f in suites.rglob("suite.toml")
+        for p in tomllib.loads(f.read_text()).get("problem", [])
+    }
+    for name in classes:
+        canonical_op_class(name)

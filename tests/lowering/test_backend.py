@@ -31,7 +31,11 @@ def libdevice_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = offs < n
     x = tl.load(x_ptr + offs, mask=m, other=1.0)
-    tl.store(y_ptr + offs, libdevice.tanh(x) + libdevice.rsqrt(tl.abs(x) + 1.0) + libdevice.pow(tl.abs(x), 1.5), mask=m)
+    tl.store(
+        y_ptr + offs,
+        libdevice.tanh(x) + libdevice.rsqrt(tl.abs(x) + 1.0) + libdevice.pow(tl.abs(x), 1.5),
+        mask=m,
+    )
 
 
 def test_driver_is_the_active_one_without_gpu() -> None:

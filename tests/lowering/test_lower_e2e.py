@@ -10,8 +10,11 @@ import triton.language as tl
 
 from lowering.backend import driver
 
-TOL = {torch.float32: dict(atol=1e-4, rtol=1e-4), torch.float16: dict(atol=1e-2, rtol=1e-2),
-       torch.bfloat16: dict(atol=1e-2, rtol=1e-2)}
+TOL = {
+    torch.float32: dict(atol=1e-4, rtol=1e-4),
+    torch.float16: dict(atol=1e-2, rtol=1e-2),
+    torch.bfloat16: dict(atol=1e-2, rtol=1e-2),
+}
 
 
 @triton.jit
@@ -57,8 +60,9 @@ def test_softmax(shape: tuple[int, int], dtype: torch.dtype) -> None:
 
 
 @triton.jit
-def matmul_kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def matmul_kernel(
+    a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
     pm = tl.program_id(0)
     pn = tl.program_id(1)
     rm = pm * BM + tl.arange(0, BM)
@@ -66,13 +70,22 @@ def matmul_kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
     rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
-        x = tl.load(a + rm[:, None] * sam + (k + rk)[None, :] * sak,
-                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
-        y = tl.load(b + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
-                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        x = tl.load(
+            a + rm[:, None] * sam + (k + rk)[None, :] * sak,
+            mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+            other=0.0,
+        )
+        y = tl.load(
+            b + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
+            mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+            other=0.0,
+        )
         acc += tl.dot(x, y)
-    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc.to(c.dtype.element_ty),
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(
+        c + rm[:, None] * scm + rn[None, :] * scn,
+        acc.to(c.dtype.element_ty),
+        mask=(rm[:, None] < M) & (rn[None, :] < N),
+    )
 
 
 @pytest.mark.parametrize("mnk", [(32, 32, 32), (40, 36, 70), (17, 50, 9)])
@@ -82,8 +95,23 @@ def test_matmul_k_loop(mnk: tuple[int, int, int], dtype: torch.dtype) -> None:
     a, b = torch.randn(M, K).to(dtype), torch.randn(K, N).to(dtype)
     c = torch.empty(M, N, dtype=dtype)
     grid = (triton.cdiv(M, 16), triton.cdiv(N, 32))
-    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), BM=16, BN=32, BK=16)
+    matmul_kernel[grid](
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        BM=16,
+        BN=32,
+        BK=16,
+    )
     ref = (a.float() @ b.float()).to(dtype)
     tol = dict(atol=1e-3, rtol=1e-3) if dtype == torch.float32 else dict(atol=5e-2, rtol=2e-2)
     torch.testing.assert_close(c, ref, **tol)
@@ -95,8 +123,22 @@ def test_matmul_transposed_operand() -> None:
     b = torch.randn(K, N)
     c = torch.empty(M, N)
     matmul_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 32))](
-        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=16, BN=32, BK=16)
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        BM=16,
+        BN=32,
+        BK=16,
+    )
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
 
 

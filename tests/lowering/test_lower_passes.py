@@ -35,9 +35,9 @@ def _parse_check(path: Path) -> tuple[Path, MtiaOptions, list[str], list[str]]:
         elif line.startswith("// INPUT:"):
             src = GOLDEN / line.split(":", 1)[1].strip()
         elif line.startswith("CHECK:"):
-            checks.append(line[len("CHECK:"):].strip())
+            checks.append(line[len("CHECK:") :].strip())
         elif line.startswith("CHECK-NOT:"):
-            nots.append(line[len("CHECK-NOT:"):].strip())
+            nots.append(line[len("CHECK-NOT:") :].strip())
     return src, MtiaOptions(**opts), checks, nots  # type: ignore[arg-type]
 
 
@@ -54,7 +54,9 @@ def test_golden_listing(check: Path) -> None:
                 pos = i + 1
                 break
         else:
-            pytest.fail(f"{check.name}: expected line not found (in order): {expected!r}\n--- listing ---\n{listing}")
+            pytest.fail(
+                f"{check.name}: expected line not found (in order): {expected!r}\n--- listing ---\n{listing}"
+            )
     for forbidden in nots:
         assert not any(forbidden in ln for ln in lines), f"{check.name}: unexpected {forbidden!r}"
 

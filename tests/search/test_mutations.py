@@ -24,7 +24,8 @@ LITERAL = textwrap.dedent("""
 
     @triton.jit
     def k(x_ptr, n, BLOCK: tl.constexpr, UNROLL: tl.constexpr = 2):
-        pass
+        for i in range(0, n, BLOCK):
+            tl.load(x_ptr + i)
 
     def launch(x, n):
         k[(triton.cdiv(n, 64),)](x, n, BLOCK=64)
@@ -68,17 +69,36 @@ def test_softmax_recipes() -> None:
     assert softmax_shape(templates.softmax("three_pass")) == "three_pass"
     seed = set_knob(seed, next(k for k in find_knobs(seed) if k.name == "num_stages"), 2)
     recipes = {m.name: m for m in recipe_mutations(seed)}
-    assert set(recipes) == {"online_softmax", "row_in_one_block"}
+    assert set(recipes) == {"online_softmax", "row_in_one_block", "reciprocal"}
     online = recipes["online_softmax"].apply(seed)
     assert softmax_shape(online) == "online" and "m_new" in online and "STATS_BLOCK" not in online
     one = recipes["row_in_one_block"].apply(seed)
     assert softmax_shape(one) == "single_block" and "next_power_of_2" in one
-    assert recipe_mutations(one) == []
+    assert [m.name for m in recipe_mutations(one)] == ["reciprocal"]
+    recip = recipe_mutations(one)[0].apply(one)
+    assert "e * (1.0 / tl.sum(e, axis=0))" in recip and recipe_mutations(recip) == []
+
+
+def test_reciprocal_only_for_block_by_scalar_divisions() -> None:
+    src = textwrap.dedent('''
+        @triton.jit
+        def k(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
+            cols = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + cols)
+            other = tl.load(s_ptr + cols)
+            a = n / 2
+            tl.store(x_ptr + cols, x / other + x / tl.load(s_ptr))
+        ''')
+    (m,) = recipe_mutations(src)
+    out = m.apply(src)
+    assert "x / other" in out and "x * (1.0 / tl.load(s_ptr))" in out and "a = n / 2" in out
 
 
 def test_grouped_order_recipe_rewrites_the_program_order() -> None:
     seed = (EXAMPLES / "matmul" / "seed.py").read_text()
     (m4, m8) = [m for m in recipe_mutations(seed) if m.family == "recipe_grouped_order"]
+    gpu = [m for m in recipe_mutations(seed, "nvidia") if m.family == "recipe_grouped_order"]
+    assert m4.prior < gpu[0].prior and gpu[0].helps == ("memory",)  # the MTIA guide: no cache to reuse
     new = m4.apply(seed)
     assert "GROUP: tl.constexpr = 4" in new and "first_pid_m" in new and "pid // num_pid_n" not in new
     assert recipe_mutations(new) == []  # applied once

@@ -112,9 +112,16 @@ def fill_kernel_dram_descriptor() -> bytes:
     return k.compile()
 
 
-def test_doorbell_widths_and_dram_descriptor(sim: Simulator) -> None:
+@pytest.mark.parametrize("python_hooks", [False, True])
+def test_doorbell_widths_and_dram_descriptor(python_hooks: bool) -> None:
+    """Both MMIO write paths (native joiner, Python fallback) see sd and sw stores whole."""
+    from mtia_sim.core import Core
     from mtia_sim.units.dtypes import encode_immediate
 
+    sim = Simulator("mtia-2i", dram_arena_bytes=1 << 20)
+    if python_hooks:
+        sim.core = Core(sim.memory, max_instructions=10**6, max_commands=100, python_block_hook=True)
+    assert (sim.core.native_mmio is None) == python_hooks
     buf = sim.alloc(isa.DESC_BYTES + 256)
     assert buf > 0xFFFF_FFFF
     image = sim.load_image(fill_kernel_dram_descriptor(), entry="kernel")
@@ -183,3 +190,37 @@ def test_matmul_and_row_sum_program(sim: Simulator) -> None:
     assert [e.matmul_mnk for e in mm] == [(m, n, half)] * 2 and [e.tag for e in mm] == [10, 11]
     for p in addrs:
         sim.free(p)
+
+
+def test_cross_pe_dma_through_windows(sim: Simulator) -> None:
+    """Launch 1: program p fills its local store with p and pushes it into PE (p+1)'s store through
+    the PE window. Launch 2: each program copies its own local store out to DRAM."""
+    n_pe = 4
+    k = KernelIR()
+    pid = k.pid(0)
+    nxt = k.binop("urem", k.binop("add", pid, 1), n_pe)
+    window = k.binop("add", k.binop("mul", nxt, isa.PE_WINDOW_STRIDE), isa.PE_WINDOW_BASE + 0x400)
+    fval = k.tmp()
+    k.emit(f"{fval} = sitofp i64 {pid} to double")
+    bits = k.tmp()
+    k.emit(f"{bits} = bitcast double {fval} to i64")
+    k.command(D(Op.SIMD_FILL, dtype_out=DType.F32, dst=isa.LOCAL_BASE, shape=D.dims([64]), dst_stride=[0, 0, 0, 1]),
+              imm0=bits)
+    k.command(D(Op.DMA_COPY, dtype_out=DType.F32, src0=isa.LOCAL_BASE, shape=D.dims([64]), dst_stride=[0, 0, 0, 1],
+                src0_stride=[0, 0, 0, 1], tag=4), dst=window)
+    push = sim.load_image(k.compile(), entry="kernel")
+    res = sim.launch(push, (n_pe,), [])
+    ev = [e for e in res.traces[0].events if isinstance(e, CommandEvent) and e.tag == 4][0]
+    assert ev.remote_pe == 1 and ev.bytes_written == {MemLevel.REMOTE_LOCAL: 256}
+    k2 = KernelIR()
+    out = k2.arg(0)
+    dst = k2.binop("add", out, k2.binop("mul", k2.pid(0), 256))
+    k2.command(D(Op.DMA_COPY, dtype_out=DType.F32, src0=isa.LOCAL_BASE + 0x400, shape=D.dims([64]),
+                 dst_stride=[0, 0, 0, 1], src0_stride=[0, 0, 0, 1]), dst=dst)
+    pull = sim.load_image(k2.compile(), entry="kernel")
+    buf = sim.alloc(256 * n_pe)
+    sim.launch(pull, (n_pe,), [buf])
+    got = sim.from_device(buf, (n_pe, 64), np.float32)
+    for pe in range(n_pe):
+        assert np.all(got[pe] == (pe - 1) % n_pe)
+    sim.free(buf)

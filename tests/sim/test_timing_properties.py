@@ -29,6 +29,8 @@ def _random_machine(rng: random.Random, base: MachineDescription) -> MachineDesc
         value = getattr(base, f.name)
         if f.name == "command_queue_depth":
             changes[f.name] = rng.randint(1, 32)
+        elif f.name == "dma_max_in_flight":
+            changes[f.name] = rng.randint(1, 4)
         elif isinstance(value, float):
             changes[f.name] = value * rng.uniform(0.1, 10.0) if value else rng.choice([0.0, rng.uniform(0, 100)])
     return dataclasses.replace(base, **changes)
@@ -41,9 +43,12 @@ def _check_schedule(r: TimingResult) -> None:
         assert rec.issue <= rec.start + EPS <= rec.end + 2 * EPS
         assert rec.end <= r.kernel_cycles + EPS
         by_unit.setdefault((rec.pe, rec.unit), []).append(rec)
-    for recs in by_unit.values():
-        for a, b in zip(recs, recs[1:], strict=False):  # issue order == start order, no overlap
-            assert b.start >= a.end - EPS
+    for (_, unit), recs in by_unit.items():
+        slots = r.machine.dma_max_in_flight if unit.name == "DMA" else 1
+        for a, b in zip(recs, recs[1:], strict=False):  # issue order == start order
+            assert b.start >= a.start - EPS
+        for i, b in enumerate(recs):  # never more than `slots` in flight at once
+            assert sum(1 for a in recs[:i] if a.end > b.start + EPS) < slots
     by_pe: dict[int, list] = {}
     for rec in r.commands:
         by_pe.setdefault(rec.pe, []).append(rec)
@@ -142,7 +147,7 @@ def test_fluid_shares_never_exceed_capacity_and_are_max_min_fair():
                     shares.append((("ls", rng.randrange(4)), rng.uniform(0.2, 1.0), 700.0))
                 else:
                     shares.append((res, rng.uniform(0.2, 1.0), caps[res]))
-            fluid.add(Transfer(owner=i, remaining=1000.0, shares=shares, started=0.0), 0.0)
+            fluid.add(Transfer(owner=i, remaining=1000.0, shares=shares), 0.0)
         fluid.rebalance()
         used: dict = {}
         capacity: dict = {}

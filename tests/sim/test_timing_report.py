@@ -154,3 +154,31 @@ def test_trace_has_a_bandwidth_counter_track(pipelined):
     counters = [e for e in trace_json(pipelined)["traceEvents"] if e["ph"] == "C"]
     assert counters and max(e["args"]["DRAM"] for e in counters) <= M.dram_bw / 1e9 * (1 + 1e-9)
     assert max(e["args"]["DRAM"] for e in counters) > 0.5 * M.dram_bw / 1e9
+
+
+def test_report_shows_load_imbalance():
+    """65 equal programs on 64 PEs: one core runs two, so the launch takes about twice as long."""
+    traces = [program(i % 64, [CoreEvent(2000)], program_id=(i, 0, 0)) for i in range(65)]
+    r = simulate(M, traces)
+    b = report_dict(r, M)["balance"]
+    assert (b["programs"], b["cores"], b["max_programs_per_core"], b["min_programs_per_core"]) == (65, 64, 2, 1)
+    assert b["last_core"] == {"pe": 0, "core": 0} and b["imbalance"] > 1.9
+    assert "65 on 64 cores (1-2 per core)" in format_report(r, M)
+
+
+def test_overlapping_dmas_get_their_own_tracks():
+    import dataclasses
+
+    m2 = dataclasses.replace(M, dma_max_in_flight=2)
+    r = simulate(m2, [program(0, [dma(16 * KB, local_addr=i * 16 * KB) for i in range(6)])])
+    events = trace_json(r)["traceEvents"]
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names[(0, unit_tid(Unit.DMA, 1))] == "DMA (in flight 2)"
+    by_track: dict = {}
+    for e in events:
+        if e["ph"] == "X" and e.get("cat") == "DMA":
+            by_track.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+    assert len(by_track) == 2
+    for intervals in by_track.values():
+        intervals.sort()
+        assert all(b[0] >= a[1] - 1e-6 for a, b in zip(intervals, intervals[1:], strict=False))

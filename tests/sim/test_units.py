@@ -255,3 +255,35 @@ def test_operand_errors(sim: Simulator) -> None:
         sim.execute(copy_cmd(L, 0x5000_0000, (32,), [0, 0, 0, 1], [0, 0, 0, 1]))
     with pytest.raises(IllegalCommandError, match="element type"):
         sim.execute(copy_cmd(L, L + 256, (32,), [0, 0, 0, 1], [0, 0, 0, 1], dt=DType.NONE))
+
+
+def test_random_descriptors_only_raise_simulation_errors(sim: Simulator) -> None:
+    """Hostile input: random descriptors either execute or raise a SimulationError subclass."""
+    import random
+
+    from mtia_sim import SimulationError
+    from mtia_sim.isa import CommandDescriptor
+
+    rng = random.Random(7)
+    scratch = sim.alloc(1 << 16)
+    put(sim, np.full(256, scratch + 64, np.uint64), 0x2000)
+    ok = 0
+    for _ in range(1500):
+        op = rng.choice(list(Op))
+        d = CommandDescriptor(
+            op, subop=rng.randrange(0, 64), flags=Flags(rng.randrange(0, 128)),
+            dtype_out=rng.choice(list(DType)), dtype_in0=rng.choice(list(DType)),
+            dtype_in1=rng.choice(list(DType)), dtype_in2=rng.choice(list(DType)), axis=rng.randrange(0, 5),
+            dst=L + 0x8000, src0=rng.choice([L + 0x1000, scratch, 0, L + (1 << 20)]), src1=L + 0x2000,
+            src2=rng.choice([0, L + 0x3000]), shape=[rng.randint(0, 4) for _ in range(4)],
+            valid=[rng.randint(0, 3) for _ in range(4)],
+            dst_stride=[rng.randint(-2, 4) for _ in range(4)], src0_stride=[rng.randint(-4, 4) for _ in range(4)],
+            src1_stride=[rng.randint(0, 4) for _ in range(4)], src2_stride=[rng.randint(0, 4) for _ in range(4)],
+            imm0=rng.getrandbits(64), imm1=rng.getrandbits(64))
+        try:
+            sim.execute(d)
+            ok += 1
+        except SimulationError:
+            pass
+    assert ok > 100  # plenty of the random commands are legal and run
+    sim.free(scratch)

@@ -18,6 +18,7 @@ from kegen.search.operators.context import Diagnosis, OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.store import code_hash
 
+UNTRIED_BONUS = 0.5
 STALL_HINTS = {
     ("dma", "memory", "dram", "sram", "load", "fabric", "bandwidth"): (
         "block_up",
@@ -49,7 +50,9 @@ class OfflineOperator(Operator):
     def candidates(self, ctx: OperatorContext) -> list[Mutation]:
         launch = ctx.problem.target == "mtia"
         try:
-            return recipe_mutations(ctx.parent_code) + knob_mutations(ctx.parent_code, launch_options=launch)
+            return recipe_mutations(ctx.parent_code, ctx.problem.platform) + knob_mutations(
+                ctx.parent_code, launch_options=launch
+            )
         except SyntaxError:
             return []
 
@@ -66,6 +69,8 @@ class OfflineOperator(Operator):
         g = self.gains.get(m.family)
         if g:
             s += max(-1.0, min(1.0, sum(g) / len(g)))
+        else:
+            s += UNTRIED_BONUS  # curiosity: learn what every family is worth
         return s + 0.4 * self.rng.random()
 
     def propose(self, ctx: OperatorContext) -> Proposal:

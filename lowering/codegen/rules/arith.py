@@ -8,6 +8,7 @@ runs on the SIMD engine over one element.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -22,105 +23,181 @@ from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import Operation
 from mtia_sim.isa import CastMode, CmpOp, DType, Flags, Op, SimdOp
 
-B = ir.IRBuilder
-ScalarFn = Callable[[B, ir.Value, ir.Value], ir.Value]
+B: Any = ir.IRBuilder
+ScalarFn = Callable[[Any, ir.Value, ir.Value], ir.Value]
 
 
-def _smax(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _smax(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed(">", x, y), x, y)
 
 
-def _smin(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _smin(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
 
-def _umax(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _umax(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_unsigned(">", x, y), x, y)
 
 
-def _umin(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _umin(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_unsigned("<", x, y), x, y)
 
 
-def _fmax(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _fmax(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.fcmp_unordered(">", x, y), x, y) if False else b.select(b.fcmp_ordered(">", x, y), x, y)
 
 
-def _fmin(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _fmin(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.fcmp_ordered("<", x, y), x, y)
 
 
-def _floordiv(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _floordiv(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     q = b.sdiv(x, y)
     r = b.srem(x, y)
-    adjust = b.and_(b.icmp_signed("!=", r, r.type(0)), b.icmp_signed("!=", b.icmp_signed("<", r, r.type(0)),
-                                                                      b.icmp_signed("<", y, y.type(0))))
+    adjust = b.and_(
+        b.icmp_signed("!=", r, r.type(0)),
+        b.icmp_signed("!=", b.icmp_signed("<", r, r.type(0)), b.icmp_signed("<", y, y.type(0))),
+    )
     return b.sub(q, b.zext(adjust, q.type))
 
 
-def _ceildiv(b: B, x: ir.Value, y: ir.Value) -> ir.Value:
+def _ceildiv(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     q = b.sdiv(x, y)
     r = b.srem(x, y)
-    adjust = b.and_(b.icmp_signed("!=", r, r.type(0)), b.icmp_signed("==", b.icmp_signed("<", r, r.type(0)),
-                                                                      b.icmp_signed("<", y, y.type(0))))
+    adjust = b.and_(
+        b.icmp_signed("!=", r, r.type(0)),
+        b.icmp_signed("==", b.icmp_signed("<", r, r.type(0)), b.icmp_signed("<", y, y.type(0))),
+    )
     return b.add(q, b.zext(adjust, q.type))
 
 
 # op name -> (SIMD op, flags, scalar builder or None: the scalar runs on the SIMD engine too)
 BINARY: dict[str, tuple[SimdOp, int, ScalarFn | None]] = {
-    "arith.addi": (SimdOp.ADD, 0, B.add), "arith.subi": (SimdOp.SUB, 0, B.sub),
-    "arith.muli": (SimdOp.MUL, 0, B.mul), "arith.divsi": (SimdOp.DIV, 0, B.sdiv),
-    "arith.divui": (SimdOp.DIV, Flags.UNSIGNED, B.udiv), "arith.remsi": (SimdOp.REM, 0, B.srem),
-    "arith.remui": (SimdOp.REM, Flags.UNSIGNED, B.urem), "arith.andi": (SimdOp.AND, 0, B.and_),
-    "arith.ori": (SimdOp.OR, 0, B.or_), "arith.xori": (SimdOp.XOR, 0, B.xor),
-    "arith.shli": (SimdOp.SHL, 0, B.shl), "arith.shrsi": (SimdOp.SHR, 0, B.ashr),
-    "arith.shrui": (SimdOp.SHR, Flags.UNSIGNED, B.lshr), "arith.maxsi": (SimdOp.MAX, 0, _smax),
-    "arith.minsi": (SimdOp.MIN, 0, _smin), "arith.maxui": (SimdOp.MAX, Flags.UNSIGNED, _umax),
-    "arith.minui": (SimdOp.MIN, Flags.UNSIGNED, _umin), "arith.floordivsi": (SimdOp.DIV_FLOOR, 0, _floordiv),
-    "arith.addf": (SimdOp.ADD, 0, B.fadd), "arith.subf": (SimdOp.SUB, 0, B.fsub),
-    "arith.mulf": (SimdOp.MUL, 0, B.fmul), "arith.divf": (SimdOp.DIV, 0, B.fdiv),
-    "tt.precise_divf": (SimdOp.DIV, 0, B.fdiv), "arith.remf": (SimdOp.REM, 0, None),
-    "arith.maximumf": (SimdOp.MAX, Flags.PROPAGATE_NAN, None), "arith.minimumf": (SimdOp.MIN, Flags.PROPAGATE_NAN, None),
-    "arith.maxnumf": (SimdOp.MAX, 0, _fmax), "arith.minnumf": (SimdOp.MIN, 0, _fmin),
-    "math.powf": (SimdOp.POW, 0, None), "math.atan2": (SimdOp.ATAN2, 0, None),
+    "arith.addi": (SimdOp.ADD, 0, B.add),
+    "arith.subi": (SimdOp.SUB, 0, B.sub),
+    "arith.muli": (SimdOp.MUL, 0, B.mul),
+    "arith.divsi": (SimdOp.DIV, 0, B.sdiv),
+    "arith.divui": (SimdOp.DIV, Flags.UNSIGNED, B.udiv),
+    "arith.remsi": (SimdOp.REM, 0, B.srem),
+    "arith.remui": (SimdOp.REM, Flags.UNSIGNED, B.urem),
+    "arith.andi": (SimdOp.AND, 0, B.and_),
+    "arith.ori": (SimdOp.OR, 0, B.or_),
+    "arith.xori": (SimdOp.XOR, 0, B.xor),
+    "arith.shli": (SimdOp.SHL, 0, B.shl),
+    "arith.shrsi": (SimdOp.SHR, 0, B.ashr),
+    "arith.shrui": (SimdOp.SHR, Flags.UNSIGNED, B.lshr),
+    "arith.maxsi": (SimdOp.MAX, 0, _smax),
+    "arith.minsi": (SimdOp.MIN, 0, _smin),
+    "arith.maxui": (SimdOp.MAX, Flags.UNSIGNED, _umax),
+    "arith.minui": (SimdOp.MIN, Flags.UNSIGNED, _umin),
+    "arith.floordivsi": (SimdOp.DIV_FLOOR, 0, _floordiv),
+    "arith.addf": (SimdOp.ADD, 0, B.fadd),
+    "arith.subf": (SimdOp.SUB, 0, B.fsub),
+    "arith.mulf": (SimdOp.MUL, 0, B.fmul),
+    "arith.divf": (SimdOp.DIV, 0, B.fdiv),
+    "tt.precise_divf": (SimdOp.DIV, 0, B.fdiv),
+    "arith.remf": (SimdOp.REM, 0, None),
+    "arith.maximumf": (SimdOp.MAX, Flags.PROPAGATE_NAN, None),
+    "arith.minimumf": (SimdOp.MIN, Flags.PROPAGATE_NAN, None),
+    "arith.maxnumf": (SimdOp.MAX, 0, _fmax),
+    "arith.minnumf": (SimdOp.MIN, 0, _fmin),
+    "math.powf": (SimdOp.POW, 0, None),
+    "math.atan2": (SimdOp.ATAN2, 0, None),
     "math.copysign": (SimdOp.MUL, 0, None),
 }
 
 UNARY: dict[str, SimdOp] = {
-    "math.exp": SimdOp.EXP, "math.exp2": SimdOp.EXP2, "math.log": SimdOp.LOG, "math.log2": SimdOp.LOG2,
-    "math.sqrt": SimdOp.SQRT, "tt.precise_sqrt": SimdOp.SQRT, "math.rsqrt": SimdOp.RSQRT,
-    "math.tanh": SimdOp.TANH, "math.erf": SimdOp.ERF, "math.sin": SimdOp.SIN, "math.cos": SimdOp.COS,
-    "math.floor": SimdOp.FLOOR, "math.ceil": SimdOp.CEIL, "math.absf": SimdOp.ABS, "math.absi": SimdOp.ABS,
-    "math.log1p": SimdOp.LOG1P, "math.expm1": SimdOp.EXPM1, "math.trunc": SimdOp.TRUNC,
-    "math.roundeven": SimdOp.ROUND, "math.tan": SimdOp.TAN, "math.asin": SimdOp.ASIN, "math.acos": SimdOp.ACOS,
-    "math.atan": SimdOp.ATAN, "math.sinh": SimdOp.SINH, "math.cosh": SimdOp.COSH, "arith.negf": SimdOp.NEG,
+    "math.exp": SimdOp.EXP,
+    "math.exp2": SimdOp.EXP2,
+    "math.log": SimdOp.LOG,
+    "math.log2": SimdOp.LOG2,
+    "math.sqrt": SimdOp.SQRT,
+    "tt.precise_sqrt": SimdOp.SQRT,
+    "math.rsqrt": SimdOp.RSQRT,
+    "math.tanh": SimdOp.TANH,
+    "math.erf": SimdOp.ERF,
+    "math.sin": SimdOp.SIN,
+    "math.cos": SimdOp.COS,
+    "math.floor": SimdOp.FLOOR,
+    "math.ceil": SimdOp.CEIL,
+    "math.absf": SimdOp.ABS,
+    "math.absi": SimdOp.ABS,
+    "math.log1p": SimdOp.LOG1P,
+    "math.expm1": SimdOp.EXPM1,
+    "math.trunc": SimdOp.TRUNC,
+    "math.roundeven": SimdOp.ROUND,
+    "math.tan": SimdOp.TAN,
+    "math.asin": SimdOp.ASIN,
+    "math.acos": SimdOp.ACOS,
+    "math.atan": SimdOp.ATAN,
+    "math.sinh": SimdOp.SINH,
+    "math.cosh": SimdOp.COSH,
+    "arith.negf": SimdOp.NEG,
 }
 
 CMP: dict[str, tuple[CmpOp, int]] = {
-    "eq": (CmpOp.EQ, 0), "ne": (CmpOp.NE, 0), "slt": (CmpOp.LT, 0), "sle": (CmpOp.LE, 0),
-    "sgt": (CmpOp.GT, 0), "sge": (CmpOp.GE, 0), "ult": (CmpOp.LT, Flags.UNSIGNED),
-    "ule": (CmpOp.LE, Flags.UNSIGNED), "ugt": (CmpOp.GT, Flags.UNSIGNED), "uge": (CmpOp.GE, Flags.UNSIGNED),
-    "oeq": (CmpOp.EQ, 0), "one": (CmpOp.NE, 0), "olt": (CmpOp.LT, 0), "ole": (CmpOp.LE, 0),
-    "ogt": (CmpOp.GT, 0), "oge": (CmpOp.GE, 0), "ueq": (CmpOp.EQ, 0), "une": (CmpOp.NE, 0),
+    "eq": (CmpOp.EQ, 0),
+    "ne": (CmpOp.NE, 0),
+    "slt": (CmpOp.LT, 0),
+    "sle": (CmpOp.LE, 0),
+    "sgt": (CmpOp.GT, 0),
+    "sge": (CmpOp.GE, 0),
+    "ult": (CmpOp.LT, Flags.UNSIGNED),
+    "ule": (CmpOp.LE, Flags.UNSIGNED),
+    "ugt": (CmpOp.GT, Flags.UNSIGNED),
+    "uge": (CmpOp.GE, Flags.UNSIGNED),
+    "oeq": (CmpOp.EQ, 0),
+    "one": (CmpOp.NE, 0),
+    "olt": (CmpOp.LT, 0),
+    "ole": (CmpOp.LE, 0),
+    "ogt": (CmpOp.GT, 0),
+    "oge": (CmpOp.GE, 0),
+    "ueq": (CmpOp.EQ, 0),
+    "une": (CmpOp.NE, 0),
     "ult_f": (CmpOp.LT, 0),
 }
 _LLVM_CMP = {CmpOp.EQ: "==", CmpOp.NE: "!=", CmpOp.LT: "<", CmpOp.LE: "<=", CmpOp.GT: ">", CmpOp.GE: ">="}
 
 
 # -- generic tensor helpers ---------------------------------------------------------------------
-def simd_binary(ctx: KernelLowering, op: Operation, a: Buf | Splat, b: Buf | Splat, subop: int, flags: int,
-                in_dtype: DType, out_dtype: DType, command: Op = Op.SIMD_BINARY) -> Buf:
+def simd_binary(
+    ctx: KernelLowering,
+    op: Operation,
+    a: Buf | Splat,
+    b: Buf | Splat,
+    subop: int,
+    flags: int,
+    in_dtype: DType,
+    out_dtype: DType,
+    command: Op = Op.SIMD_BINARY,
+) -> Buf:
     res = op.results[0]
     reuse = [v for v, x in zip(op.operands[:2], (a, b), strict=False) if isinstance(x, Buf)]
     dst = ctx.result_buf(op, res, out_dtype, reuse=reuse)
     shape = tuple(res.shape)
     dts = (out_dtype, in_dtype, in_dtype)
     if isinstance(b, Splat) and isinstance(a, Buf):
-        ctx.command(command, shape=shape, dst=dst, srcs=(a,), dtypes=dts, subop=subop,
-                    flags=flags | Flags.SRC1_IMM | ctx.imm_flags(in_dtype), imm1=ctx.imm(b.scalar, in_dtype))
+        ctx.command(
+            command,
+            shape=shape,
+            dst=dst,
+            srcs=(a,),
+            dtypes=dts,
+            subop=subop,
+            flags=flags | Flags.SRC1_IMM | ctx.imm_flags(in_dtype),
+            imm1=ctx.imm(b.scalar, in_dtype),
+        )
     elif isinstance(a, Splat) and isinstance(b, Buf):
-        ctx.command(command, shape=shape, dst=dst, srcs=(None, b), dtypes=dts, subop=subop,
-                    flags=flags | Flags.SRC0_IMM | ctx.imm_flags(in_dtype), imm0=ctx.imm(a.scalar, in_dtype))
+        ctx.command(
+            command,
+            shape=shape,
+            dst=dst,
+            srcs=(None, b),
+            dtypes=dts,
+            subop=subop,
+            flags=flags | Flags.SRC0_IMM | ctx.imm_flags(in_dtype),
+            imm0=ctx.imm(a.scalar, in_dtype),
+        )
     else:
         ab = a if isinstance(a, Buf) else ctx.materialize(a)
         bb = b if isinstance(b, Buf) else ctx.materialize(b)
@@ -128,8 +205,16 @@ def simd_binary(ctx: KernelLowering, op: Operation, a: Buf | Splat, b: Buf | Spl
     return dst
 
 
-def unit_scalar(ctx: KernelLowering, command: Op, subop: int, flags: int, inputs: list[ir.Value],
-                in_dtype: DType, out_dtype: DType, out_ty: ir.Type) -> ir.Value:
+def unit_scalar(
+    ctx: KernelLowering,
+    command: Op,
+    subop: int,
+    flags: int,
+    inputs: list[ir.Value],
+    in_dtype: DType,
+    out_dtype: DType,
+    out_ty: ir.Type,
+) -> ir.Value:
     """Evaluate a scalar op on the SIMD engine over one element and read it back."""
     bufs = []
     for x in inputs:
@@ -137,8 +222,15 @@ def unit_scalar(ctx: KernelLowering, command: Op, subop: int, flags: int, inputs
         ctx.fill(one, x, in_dtype)
         bufs.append(one)
     dst = ctx.new_buf(None, (1,), out_dtype)
-    ctx.command(command, shape=(1,), dst=dst, srcs=bufs, dtypes=(out_dtype, in_dtype, in_dtype, in_dtype),
-                subop=subop, flags=flags)
+    ctx.command(
+        command,
+        shape=(1,),
+        dst=dst,
+        srcs=bufs,
+        dtypes=(out_dtype, in_dtype, in_dtype, in_dtype),
+        subop=subop,
+        flags=flags,
+    )
     return ctx.read_scalar(dst, out_ty)
 
 
@@ -194,7 +286,9 @@ def _unary(ctx: KernelLowering, op: Operation) -> None:
         return
     src = ctx.buf(a)
     dst = ctx.result_buf(op, res, dtype, reuse=[a])
-    ctx.command(Op.SIMD_UNARY, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(dtype, dtype), subop=subop)
+    ctx.command(
+        Op.SIMD_UNARY, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(dtype, dtype), subop=subop
+    )
     ctx.bind(res, dst)
 
 
@@ -229,11 +323,25 @@ def _clampf(ctx: KernelLowering, op: Operation) -> None:
     dst = ctx.result_buf(op, res, dtype)
     th = ctx.tensor(hi)
     if isinstance(th, Splat):
-        ctx.command(Op.SIMD_BINARY, shape=tuple(res.shape), dst=dst, srcs=(tmp,), dtypes=(dtype, dtype, dtype),
-                    subop=SimdOp.MIN, flags=Flags.SRC1_IMM, imm1=ctx.imm(th.scalar, dtype))
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=tuple(res.shape),
+            dst=dst,
+            srcs=(tmp,),
+            dtypes=(dtype, dtype, dtype),
+            subop=SimdOp.MIN,
+            flags=Flags.SRC1_IMM,
+            imm1=ctx.imm(th.scalar, dtype),
+        )
     else:
-        ctx.command(Op.SIMD_BINARY, shape=tuple(res.shape), dst=dst, srcs=(tmp, th), dtypes=(dtype, dtype, dtype),
-                    subop=SimdOp.MIN)
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=tuple(res.shape),
+            dst=dst,
+            srcs=(tmp, th),
+            dtypes=(dtype, dtype, dtype),
+            subop=SimdOp.MIN,
+        )
     ctx.bind(res, dst)
 
 
@@ -289,7 +397,9 @@ def _select(ctx: KernelLowering, op: Operation) -> None:
     ab = ta if isinstance(ta, Buf) else ctx.materialize(ta)
     bb = tb if isinstance(tb, Buf) else ctx.materialize(tb)
     dst = ctx.result_buf(op, res, dtype, reuse=[a, b])
-    ctx.command(Op.SIMD_SELECT, shape=shape, dst=dst, srcs=(cb, ab, bb), dtypes=(dtype, DType.I1, dtype, dtype))
+    ctx.command(
+        Op.SIMD_SELECT, shape=shape, dst=dst, srcs=(cb, ab, bb), dtypes=(dtype, DType.I1, dtype, dtype)
+    )
     ctx.bind(res, dst)
 
 
@@ -322,7 +432,9 @@ def _scalar_cast(ctx: KernelLowering, op: Operation, x: ir.Value) -> ir.Value:
             return b.fpext(x, ty)
         return b.fptrunc(x, ty)
     if name in ("tt.int_to_ptr", "tt.ptr_to_int"):
-        return b.zext(x, ty) if ty.width > x.type.width else (b.trunc(x, ty) if ty.width < x.type.width else x)
+        return (
+            b.zext(x, ty) if ty.width > x.type.width else (b.trunc(x, ty) if ty.width < x.type.width else x)
+        )
     if name in ("arith.bitcast", "tt.bitcast"):
         if isinstance(x.type, ir.FloatType) and res.type.element_type.bitwidth != 32:
             raise UnsupportedError("bitcast of a 16-bit float scalar on the core")
@@ -330,9 +442,24 @@ def _scalar_cast(ctx: KernelLowering, op: Operation, x: ir.Value) -> ir.Value:
     raise UnsupportedError(f"scalar cast {name}")
 
 
-@rule("arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi",
-      "arith.fptoui", "arith.extf", "arith.truncf", "tt.fp_to_fp", "arith.index_cast", "arith.index_castui",
-      "arith.bitcast", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int")
+@rule(
+    "arith.extsi",
+    "arith.extui",
+    "arith.trunci",
+    "arith.sitofp",
+    "arith.uitofp",
+    "arith.fptosi",
+    "arith.fptoui",
+    "arith.extf",
+    "arith.truncf",
+    "tt.fp_to_fp",
+    "arith.index_cast",
+    "arith.index_castui",
+    "arith.bitcast",
+    "tt.bitcast",
+    "tt.int_to_ptr",
+    "tt.ptr_to_int",
+)
 def _cast(ctx: KernelLowering, op: Operation) -> None:
     a = op.operands[0]
     res = op.results[0]
@@ -350,7 +477,8 @@ def _cast(ctx: KernelLowering, op: Operation) -> None:
             _fold_splats(ctx, op, _scalar_cast(ctx, op, ta.scalar))
             return
     if op.name in ("arith.bitcast", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int") or (
-            in_dtype == out_dtype):
+        in_dtype == out_dtype
+    ):
         if isa_itemsize(in_dtype) == isa_itemsize(out_dtype):
             ctx.bind(res, ta.view(ta.shape, ta.strides, out_dtype))
             return
@@ -358,8 +486,15 @@ def _cast(ctx: KernelLowering, op: Operation) -> None:
     if op.name == "tt.fp_to_fp" and str(op.attr("rounding", "rtne")) == "rtz":
         mode = CastMode.RTZ
     dst = ctx.result_buf(op, res, out_dtype, reuse=[a])
-    ctx.command(Op.SIMD_CAST, shape=tuple(res.shape), dst=dst, srcs=(ta,), dtypes=(out_dtype, in_dtype),
-                subop=mode, flags=Flags.UNSIGNED if unsigned else 0)
+    ctx.command(
+        Op.SIMD_CAST,
+        shape=tuple(res.shape),
+        dst=dst,
+        srcs=(ta,),
+        dtypes=(out_dtype, in_dtype),
+        subop=mode,
+        flags=Flags.UNSIGNED if unsigned else 0,
+    )
     ctx.bind(res, dst)
 
 
@@ -402,8 +537,10 @@ def _dense_constant(ctx: KernelLowering, op: Operation, arr: np.ndarray, dtype: 
 
     res = op.results[0]
     if arr.size > 4096:
-        raise UnsupportedError(f"non-uniform constant tensor of {arr.size} elements",
-                               hint="build it with tl.arange / tl.where instead")
+        raise UnsupportedError(
+            f"non-uniform constant tensor of {arr.size} elements",
+            hint="build it with tl.arange / tl.where instead",
+        )
     dst = ctx.new_buf(res, tuple(res.shape), dtype)
     ctx.em.fence(UnitMask.ALL)
     b = ctx.b
@@ -413,7 +550,7 @@ def _dense_constant(ctx: KernelLowering, op: Operation, arr: np.ndarray, dtype: 
     raw = np.ascontiguousarray(flat.astype(np_dtype(dtype))).view(np.uint8)
     base = dst.addr
     for i in range(0, len(raw), 8):
-        chunk = bytes(raw[i:i + 8]) + b"\0" * (8 - len(raw[i:i + 8]))
+        chunk = bytes(raw[i : i + 8]) + b"\0" * (8 - len(raw[i : i + 8]))
         word = int.from_bytes(chunk, "little")
         b.store(I64(word), b.inttoptr(I64(int(base) + i), I64.as_pointer()))  # type: ignore[arg-type]
     ctx.bind(res, dst)
@@ -442,17 +579,78 @@ def _mulhiui(ctx: KernelLowering, op: Operation) -> None:
         w = ctx.new_buf(None, shape, DType.U64)
         x = ctx.tensor(v)
         if isinstance(x, Splat):
-            ctx.command(Op.SIMD_FILL, shape=shape, dst=w, dtypes=(DType.U64,),
-                        imm0=ctx.b.zext(x.scalar, I64), flags=Flags.IMM_IS_INT)
+            ctx.command(
+                Op.SIMD_FILL,
+                shape=shape,
+                dst=w,
+                dtypes=(DType.U64,),
+                imm0=ctx.b.zext(x.scalar, I64),
+                flags=Flags.IMM_IS_INT,
+            )
         else:
-            ctx.command(Op.SIMD_CAST, shape=shape, dst=w, srcs=(x,), dtypes=(DType.U64, DType.U32),
-                        flags=Flags.UNSIGNED)
+            ctx.command(
+                Op.SIMD_CAST,
+                shape=shape,
+                dst=w,
+                srcs=(x,),
+                dtypes=(DType.U64, DType.U32),
+                flags=Flags.UNSIGNED,
+            )
         wide_bufs.append(w)
     p, q = wide_bufs
     u64 = (DType.U64, DType.U64, DType.U64)
-    ctx.command(Op.SIMD_BINARY, shape=shape, dst=p, srcs=(p, q), dtypes=u64, subop=SimdOp.MUL, flags=Flags.UNSIGNED)
-    ctx.command(Op.SIMD_BINARY, shape=shape, dst=p, srcs=(p,), dtypes=u64, subop=SimdOp.SHR,
-                flags=Flags.UNSIGNED | Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=32)
+    ctx.command(
+        Op.SIMD_BINARY, shape=shape, dst=p, srcs=(p, q), dtypes=u64, subop=SimdOp.MUL, flags=Flags.UNSIGNED
+    )
+    ctx.command(
+        Op.SIMD_BINARY,
+        shape=shape,
+        dst=p,
+        srcs=(p,),
+        dtypes=u64,
+        subop=SimdOp.SHR,
+        flags=Flags.UNSIGNED | Flags.SRC1_IMM | Flags.IMM_IS_INT,
+        imm1=32,
+    )
     dst = ctx.new_buf(res, shape, DType.I32)
-    ctx.command(Op.SIMD_CAST, shape=shape, dst=dst, srcs=(p,), dtypes=(DType.U32, DType.U64), flags=Flags.UNSIGNED)
+    ctx.command(
+        Op.SIMD_CAST, shape=shape, dst=dst, srcs=(p,), dtypes=(DType.U32, DType.U64), flags=Flags.UNSIGNED
+    )
     ctx.bind(res, dst.view(dst.shape, dst.strides, DType.I32))
+
+
+@rule("tt.extern_elementwise")
+def _extern(ctx: KernelLowering, op: Operation) -> None:
+    """libdevice calls (`lowering.backend.libdevice`): `__mtia_NAME` symbols name a SIMD op."""
+    from lowering.backend.libdevice import SYMBOLS
+
+    symbol = str(op.attr("symbol", ""))
+    if symbol not in SYMBOLS:
+        raise UnsupportedError(
+            f"extern function {symbol!r} has no MTIA implementation",
+            hint="use triton.language.extra.libdevice functions or tl.math",
+        )
+    simd_name, nargs = SYMBOLS[symbol]
+    subop = SimdOp[simd_name]
+    res = op.results[0]
+    in_dtype = dt.to_dtype(op.operands[0].type)
+    out_dtype = dt.to_dtype(res.type)
+    command = Op.SIMD_UNARY if nargs == 1 else Op.SIMD_BINARY
+    if not res.type.is_tensor:
+        xs = [ctx.scalar(v) for v in op.operands]
+        ctx.bind(res, unit_scalar(ctx, command, subop, 0, xs, in_dtype, out_dtype, dt.core_type(res.type)))
+        return
+    if nargs == 2:
+        ctx.bind(
+            res,
+            simd_binary(
+                ctx, op, ctx.tensor(op.operands[0]), ctx.tensor(op.operands[1]), subop, 0, in_dtype, out_dtype
+            ),
+        )
+        return
+    src = ctx.buf(op.operands[0])
+    dst = ctx.result_buf(op, res, out_dtype, reuse=[op.operands[0]])
+    ctx.command(
+        Op.SIMD_UNARY, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(out_dtype, in_dtype), subop=subop
+    )
+    ctx.bind(res, dst)

@@ -9,6 +9,7 @@ the compute of the current one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 from llvmlite import ir
 
@@ -20,12 +21,12 @@ from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf
 from lowering.ir.core import Block, Operation, Value
 from lowering.passes.local_alloc import Buffer
-from mtia_sim.isa import ITEMSIZE, Reg, ReduceOp, UnitMask
+from mtia_sim.isa import ITEMSIZE, Op, ReduceOp, Reg, UnitMask
 
-Slot = ir.Value | Buf  # a stack slot (scalar) or a pinned local-store buffer (tensor)
+Slot: TypeAlias = Any  # a stack slot (ir.Value, scalar) or a pinned local-store Buf (tensor)
 
 
-def _make_slots(ctx: KernelLowering, values: Sequence[Value], name: str) -> list[Slot]:
+def make_slots(ctx: KernelLowering, values: Sequence[Value], name: str) -> list[Slot]:
     slots: list[Slot] = []
     for v in values:
         if v.type.is_tensor:
@@ -39,7 +40,7 @@ def _make_slots(ctx: KernelLowering, values: Sequence[Value], name: str) -> list
     return slots
 
 
-def _store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
+def store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
     for slot, v in zip(slots, values, strict=True):
         if isinstance(slot, Buf):
             ctx.store_into(slot, ctx.tensor(v))
@@ -47,7 +48,7 @@ def _store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Va
             ctx.b.store(ctx.scalar(v), slot)
 
 
-def _bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
+def bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
     for slot, v in zip(slots, values, strict=True):
         if isinstance(slot, Buf):
             ctx.bind(v, slot.view(slot.shape, slot.strides))
@@ -102,8 +103,8 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     inits = list(op.operands[3:])
     body = op.regions[0].entry
     iv_arg, carried = body.args[0], body.args[1:]
-    slots = _make_slots(ctx, carried, "iter")
-    _store_slots(ctx, slots, inits)
+    slots = make_slots(ctx, carried, "iter")
+    store_slots(ctx, slots, inits)
     iv_slot = ctx.alloca(lb.type, name="iv")
     b.store(lb, iv_slot)
     counter = ctx.alloca(I64, name="iteration")
@@ -121,10 +122,10 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     b.cbranch(cond, loop, done)
     b.position_at_end(loop)
     ctx.bind(iv_arg, iv)
-    _bind_slots(ctx, slots, carried)
+    bind_slots(ctx, slots, carried)
 
     def on_yield(y: Operation | None) -> None:
-        _store_slots(ctx, slots, list(y.operands) if y is not None else [])
+        store_slots(ctx, slots, list(y.operands) if y is not None else [])
         b.store(b.add(b.load(iv_slot), step), iv_slot)
         b.store(b.add(b.load(counter), I64(1)), counter)
         b.branch(head)
@@ -136,7 +137,7 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     for ring in rings:
         ring.pinned -= 1
         ctx.alloc.release(ring)
-    _bind_slots(ctx, slots, op.results)
+    bind_slots(ctx, slots, op.results)
     _unpin(ctx, slots)
 
 
@@ -144,32 +145,32 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
 def _while(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.b
     before, after = op.regions[0].entry, op.regions[1].entry
-    carried = _make_slots(ctx, before.args, "while")
-    _store_slots(ctx, carried, list(op.operands))
-    forwarded = _make_slots(ctx, after.args, "while.fwd")
+    carried = make_slots(ctx, before.args, "while")
+    store_slots(ctx, carried, list(op.operands))
+    forwarded = make_slots(ctx, after.args, "while.fwd")
     fn = b.function
     head = fn.append_basic_block("while.head")
     loop = fn.append_basic_block("while.body")
     done = fn.append_basic_block("while.end")
     b.branch(head)
     b.position_at_end(head)
-    _bind_slots(ctx, carried, before.args)
+    bind_slots(ctx, carried, before.args)
 
     def on_condition(c: Operation) -> None:
-        _store_slots(ctx, forwarded, list(c.operands[1:]))
+        store_slots(ctx, forwarded, list(c.operands[1:]))
         b.cbranch(ctx.scalar(c.operands[0]), loop, done)
 
     _with_yield(ctx, on_condition, before)
     b.position_at_end(loop)
-    _bind_slots(ctx, forwarded, after.args)
+    bind_slots(ctx, forwarded, after.args)
 
     def on_yield(y: Operation) -> None:
-        _store_slots(ctx, carried, list(y.operands))
+        store_slots(ctx, carried, list(y.operands))
         b.branch(head)
 
     _with_yield(ctx, on_yield, after)
     b.position_at_end(done)
-    _bind_slots(ctx, forwarded, op.results)
+    bind_slots(ctx, forwarded, op.results)
     _unpin(ctx, carried)
     _unpin(ctx, forwarded)
 
@@ -178,7 +179,7 @@ def _while(ctx: KernelLowering, op: Operation) -> None:
 def _if(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.b
     cond = ctx.scalar(op.operands[0])
-    slots = _make_slots(ctx, op.results, "if")
+    slots = make_slots(ctx, op.results, "if")
     fn = b.function
     then_bb = fn.append_basic_block("if.then")
     else_bb = fn.append_basic_block("if.else")
@@ -186,7 +187,7 @@ def _if(ctx: KernelLowering, op: Operation) -> None:
     b.cbranch(cond, then_bb, else_bb)
 
     def on_yield(y: Operation) -> None:
-        _store_slots(ctx, slots, list(y.operands))
+        store_slots(ctx, slots, list(y.operands))
         b.branch(end_bb)
 
     for region, bb in zip(op.regions, (then_bb, else_bb), strict=False):
@@ -199,7 +200,7 @@ def _if(ctx: KernelLowering, op: Operation) -> None:
         b.position_at_end(else_bb)
         b.branch(end_bb)
     b.position_at_end(end_bb)
-    _bind_slots(ctx, slots, op.results)
+    bind_slots(ctx, slots, op.results)
     _unpin(ctx, slots)
 
 
@@ -207,9 +208,8 @@ def _if(ctx: KernelLowering, op: Operation) -> None:
 def _return(ctx: KernelLowering, op: Operation) -> None:
     if op.operands:
         raise UnsupportedError("kernels cannot return values")
-    if op.parent is not ctx.fn.entry:
+    if op.parent is not ctx.fn.entry or len(ctx.fn.body.blocks) > 1:
         ctx.b.ret_void()
-        ctx.b.position_at_end(ctx.b.function.append_basic_block("after.return"))
 
 
 @rule("tt.assert")
@@ -219,8 +219,15 @@ def _assert(ctx: KernelLowering, op: Operation) -> None:
     if c.type.is_tensor:
         src = ctx.buf(c)
         one = ctx.new_buf(None, (1,), src.dtype)
-        ctx.command(0x400, shape=src.shape, dst=one.view(src.shape, tuple(0 for _ in src.shape)), srcs=(src,),
-                    dtypes=(src.dtype, src.dtype), subop=ReduceOp.MIN, axis=0)
+        ctx.command(
+            Op.RED_REDUCE,
+            shape=src.shape,
+            dst=one.view(src.shape, tuple(0 for _ in src.shape)),
+            srcs=(src,),
+            dtypes=(src.dtype, src.dtype),
+            subop=ReduceOp.MIN,
+            axis=0,
+        )
         ok = ctx.read_scalar(one, I1)
     else:
         ok = ctx.scalar(c)
@@ -234,3 +241,26 @@ def _print(ctx: KernelLowering, op: Operation) -> None:
     for v in op.operands:
         if not v.type.is_tensor:
             ctx.em.mmio_write(Reg.PRINT, ctx.scalar(v))
+
+
+@rule("cf.br")
+def _br(ctx: KernelLowering, op: Operation) -> None:
+    target = op.successors[0]
+    store_slots(ctx, ctx.cfg_slots[id(target)], list(op.operands))
+    ctx.b.branch(ctx.cfg_blocks[id(target)])
+
+
+@rule("cf.cond_br")
+def _cond_br(ctx: KernelLowering, op: Operation) -> None:
+    t, f = op.successors
+    ops = list(op.operands)
+    cond, rest = ops[0], ops[1:]
+    n_true = len(t.args)
+    b = ctx.b
+    then_bb = b.function.append_basic_block("cond.true")
+    else_bb = b.function.append_basic_block("cond.false")
+    b.cbranch(ctx.scalar(cond), then_bb, else_bb)
+    for bb, target, vals in ((then_bb, t, rest[:n_true]), (else_bb, f, rest[n_true:])):
+        b.position_at_end(bb)
+        store_slots(ctx, ctx.cfg_slots[id(target)], vals)
+        b.branch(ctx.cfg_blocks[id(target)])

@@ -42,7 +42,9 @@ def _dot(ctx: KernelLowering, op: Operation) -> None:
         if rank == 3:
             av = a.view(a.shape[1:], a.strides[1:], byte_offset=i * a.strides[0] * ITEMSIZE[a.dtype])
             bv = b.view(b.shape[1:], b.strides[1:], byte_offset=i * b.strides[0] * ITEMSIZE[b.dtype])
-            dv = dst.view(dst.shape[1:], dst.strides[1:], byte_offset=i * dst.strides[0] * ITEMSIZE[dst.dtype])
+            dv = dst.view(
+                dst.shape[1:], dst.strides[1:], byte_offset=i * dst.strides[0] * ITEMSIZE[dst.dtype]
+            )
         else:
             av, bv, dv = a, b, dst
         _matmul(ctx, av, bv, dv, flags)
@@ -52,7 +54,12 @@ def _dot(ctx: KernelLowering, op: Operation) -> None:
 def _matmul(ctx: KernelLowering, a: Buf, b: Buf, d: Buf, flags: int) -> None:
     m, k = a.shape
     n = b.shape[1]
-    ctx.command(Op.DPE_MATMUL, shape=(m, n, k, 1), raw_dims=True,
-                dst=(d.addr, [d.strides[0], d.strides[1], 0, 0]),
-                srcs=((a.addr, [a.strides[0], 0, a.strides[1], 0]), (b.addr, [0, b.strides[1], b.strides[0], 0])),
-                dtypes=(d.dtype, a.dtype, b.dtype), flags=flags)
+    ctx.command(
+        Op.DPE_MATMUL,
+        shape=(m, n, k, 1),
+        raw_dims=True,
+        dst=(d.addr, [d.strides[0], d.strides[1], 0, 0]),
+        srcs=((a.addr, [a.strides[0], 0, a.strides[1], 0]), (b.addr, [0, b.strides[1], b.strides[0], 0])),
+        dtypes=(d.dtype, a.dtype, b.dtype),
+        flags=flags,
+    )

@@ -3,6 +3,8 @@ plain core loads/stores for scalar pointers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
@@ -77,8 +79,16 @@ def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
         imm0, flags = _other_imm(ctx, op, dtype)
 
         def issue() -> None:
-            ctx.command(Op.DMA_COPY, shape=shape, dst=dst, srcs=(((base, strides)), None, mask_buf),
-                        dtypes=(dtype, dtype), valid=valid or None, imm0=imm0, flags=flags)
+            ctx.command(
+                Op.DMA_COPY,
+                shape=shape,
+                dst=dst,
+                srcs=(((base, strides)), None, mask_buf),
+                dtypes=(dtype, dtype),
+                valid=valid or None,
+                imm0=imm0,
+                flags=flags,
+            )
 
         if acc.mask is None:
             issue()
@@ -93,8 +103,14 @@ def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
         src = ctx.buf(op.operands[1])
 
         def issue_store() -> None:
-            ctx.command(Op.DMA_COPY, shape=shape, dst=(base, strides), srcs=(src, None, mask_buf),
-                        dtypes=(dtype, src.dtype), valid=valid or None)
+            ctx.command(
+                Op.DMA_COPY,
+                shape=shape,
+                dst=(base, strides),
+                srcs=(src, None, mask_buf),
+                dtypes=(dtype, src.dtype),
+                valid=valid or None,
+            )
 
         if acc.mask is None:
             issue_store()
@@ -103,10 +119,10 @@ def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
                 issue_store()
 
 
-def _load_dst(ctx: KernelLowering, op: Operation, res: object, dtype: DType) -> Buf:
-    ring = ctx.rings.get(id(op)) if hasattr(ctx, "rings") else None
+def _load_dst(ctx: KernelLowering, op: Operation, res: Any, dtype: DType) -> Buf:
+    ring = ctx.rings.get(id(op))
     if ring is None:
-        return ctx.new_buf(res, tuple(res.shape), dtype)  # type: ignore[attr-defined]
+        return ctx.new_buf(res, tuple(res.shape), dtype)
     buffer, nbytes, depth, counter = ring
     b = ctx.b
     slot = b.urem(b.load(counter), I64(depth))
@@ -156,7 +172,9 @@ def _scalar_access(ctx: KernelLowering, op: Operation) -> None:
                 b.store(val, addr)
 
 
-def _scalar_half(ctx: KernelLowering, op: Operation, ptr: ir.Value, dtype: DType, mask: ir.Value | None) -> None:
+def _scalar_half(
+    ctx: KernelLowering, op: Operation, ptr: ir.Value, dtype: DType, mask: ir.Value | None
+) -> None:
     """fp16/bf16 scalars live as f32 on the core: convert on the SIMD engine through the local store."""
     b = ctx.b
     if op.name == "tt.load":
@@ -194,11 +212,23 @@ def _gather_scatter(ctx: KernelLowering, op: Operation) -> None:
         imm0: ir.Value | int = 0
         if isinstance(other, Splat):
             imm0 = ctx.imm(other.scalar, dtype)
-        ctx.command(Op.DMA_GATHER, shape=shape, dst=dst, srcs=(None, addrs, mask), dtypes=(dtype, dtype),
-                    imm0=imm0, flags=ctx.imm_flags(dtype))
+        ctx.command(
+            Op.DMA_GATHER,
+            shape=shape,
+            dst=dst,
+            srcs=(None, addrs, mask),
+            dtypes=(dtype, dtype),
+            imm0=imm0,
+            flags=ctx.imm_flags(dtype),
+        )
         if isinstance(other, Buf) and mask is not None:
-            ctx.command(Op.SIMD_SELECT, shape=shape, dst=dst, srcs=(mask, dst, other),
-                        dtypes=(dtype, DType.I1, dtype, dtype))
+            ctx.command(
+                Op.SIMD_SELECT,
+                shape=shape,
+                dst=dst,
+                srcs=(mask, dst, other),
+                dtypes=(dtype, DType.I1, dtype, dtype),
+            )
         ctx.bind(res, dst)
     else:
         src = ctx.buf(op.operands[1])
@@ -217,9 +247,19 @@ def _load_store(ctx: KernelLowering, op: Operation) -> None:
         _gather_scatter(ctx, op)
 
 
-_RMW = {"add": AtomicOp.ADD, "fadd": AtomicOp.ADD, "max": AtomicOp.MAX, "min": AtomicOp.MIN,
-        "umax": AtomicOp.MAX, "umin": AtomicOp.MIN, "exch": AtomicOp.XCHG, "xchg": AtomicOp.XCHG,
-        "and": AtomicOp.AND, "or": AtomicOp.OR, "xor": AtomicOp.XOR}
+_RMW = {
+    "add": AtomicOp.ADD,
+    "fadd": AtomicOp.ADD,
+    "max": AtomicOp.MAX,
+    "min": AtomicOp.MIN,
+    "umax": AtomicOp.MAX,
+    "umin": AtomicOp.MIN,
+    "exch": AtomicOp.XCHG,
+    "xchg": AtomicOp.XCHG,
+    "and": AtomicOp.AND,
+    "or": AtomicOp.OR,
+    "xor": AtomicOp.XOR,
+}
 
 
 def _as_buf(ctx: KernelLowering, v: object, shape: tuple[int, ...], dtype: DType) -> Buf:
@@ -269,11 +309,21 @@ def _atomic(ctx: KernelLowering, op: Operation) -> None:
         imm0 = 0
     used = bool(res.uses)
     dst = ctx.new_buf(None if scalar else res, shape, dtype) if used else None
-    ctx.command(Op.DMA_ATOMIC, shape=shape, dst=dst, srcs=(vals, addrs, mask), dtypes=(dtype, dtype),
-                subop=sub, flags=flags | ctx.imm_flags(dtype), imm0=imm0)
+    ctx.command(
+        Op.DMA_ATOMIC,
+        shape=shape,
+        dst=dst,
+        srcs=(vals, addrs, mask),
+        dtypes=(dtype, dtype),
+        subop=sub,
+        flags=flags | ctx.imm_flags(dtype),
+        imm0=imm0,
+    )
     if scalar:
-        ctx.bind(res, ctx.read_scalar(dst, dt.core_type(res.type)) if dst is not None
-                 else dt.core_type(res.type)(0))
+        ctx.bind(
+            res,
+            ctx.read_scalar(dst, dt.core_type(res.type)) if dst is not None else dt.core_type(res.type)(0),
+        )
     elif dst is not None:
         ctx.bind(res, dst)
     else:

@@ -11,15 +11,28 @@ from lowering.ir.core import Operation
 from mtia_sim.isa import DType, Flags, Op, ReduceOp, ScanOp
 
 _COMBINERS: dict[str, tuple[ReduceOp, int]] = {
-    "arith.addf": (ReduceOp.SUM, 0), "arith.addi": (ReduceOp.SUM, 0),
-    "arith.mulf": (ReduceOp.PROD, 0), "arith.muli": (ReduceOp.PROD, 0),
-    "arith.maxnumf": (ReduceOp.MAX, 0), "arith.maximumf": (ReduceOp.MAX, Flags.PROPAGATE_NAN),
-    "arith.maxsi": (ReduceOp.MAX, 0), "arith.maxui": (ReduceOp.MAX, Flags.UNSIGNED),
-    "arith.minnumf": (ReduceOp.MIN, 0), "arith.minimumf": (ReduceOp.MIN, Flags.PROPAGATE_NAN),
-    "arith.minsi": (ReduceOp.MIN, 0), "arith.minui": (ReduceOp.MIN, Flags.UNSIGNED),
-    "arith.andi": (ReduceOp.AND, 0), "arith.ori": (ReduceOp.OR, 0), "arith.xori": (ReduceOp.XOR, 0),
+    "arith.addf": (ReduceOp.SUM, 0),
+    "arith.addi": (ReduceOp.SUM, 0),
+    "arith.mulf": (ReduceOp.PROD, 0),
+    "arith.muli": (ReduceOp.PROD, 0),
+    "arith.maxnumf": (ReduceOp.MAX, 0),
+    "arith.maximumf": (ReduceOp.MAX, Flags.PROPAGATE_NAN),
+    "arith.maxsi": (ReduceOp.MAX, 0),
+    "arith.maxui": (ReduceOp.MAX, Flags.UNSIGNED),
+    "arith.minnumf": (ReduceOp.MIN, 0),
+    "arith.minimumf": (ReduceOp.MIN, Flags.PROPAGATE_NAN),
+    "arith.minsi": (ReduceOp.MIN, 0),
+    "arith.minui": (ReduceOp.MIN, Flags.UNSIGNED),
+    "arith.andi": (ReduceOp.AND, 0),
+    "arith.ori": (ReduceOp.OR, 0),
+    "arith.xori": (ReduceOp.XOR, 0),
 }
-_SCANS = {ReduceOp.SUM: ScanOp.SUM, ReduceOp.PROD: ScanOp.PROD, ReduceOp.MAX: ScanOp.MAX, ReduceOp.MIN: ScanOp.MIN}
+_SCANS = {
+    ReduceOp.SUM: ScanOp.SUM,
+    ReduceOp.PROD: ScanOp.PROD,
+    ReduceOp.MAX: ScanOp.MAX,
+    ReduceOp.MIN: ScanOp.MIN,
+}
 
 
 def combiner(op: Operation) -> list[tuple[ReduceOp, int]]:
@@ -33,16 +46,21 @@ def combiner(op: Operation) -> list[tuple[ReduceOp, int]]:
             return [_COMBINERS[c.name]]
     if n == 2 and op.name == "tt.reduce":
         values = {id(block.args[0]), id(block.args[2])}
-        preds = [str(o.attr("predicate")) for o in body
-                 if o.name in ("arith.cmpf", "arith.cmpi") and {id(v) for v in o.operands} == values]
+        preds = [
+            str(o.attr("predicate"))
+            for o in body
+            if o.name in ("arith.cmpf", "arith.cmpi") and {id(v) for v in o.operands} == values
+        ]
         if any("gt" in p for p in preds) and not any("lt" in p for p in preds):
             return [(ReduceOp.MAX, 0), (ReduceOp.ARGMAX, 0)]
         if any("lt" in p for p in preds) and not any("gt" in p for p in preds):
             return [(ReduceOp.MIN, 0), (ReduceOp.ARGMIN, 0)]
     names = ", ".join(o.name for o in body) or "nothing"
-    raise UnsupportedError(f"the combine function ({names}) is not one the reduction engine has",
-                           hint="use tl.sum / tl.max / tl.min / tl.argmax / tl.argmin / tl.cumsum / tl.cumprod, "
-                                "or a combine_fn that is one add, mul, max, min, and, or, xor")
+    raise UnsupportedError(
+        f"the combine function ({names}) is not one the reduction engine has",
+        hint="use tl.sum / tl.max / tl.min / tl.argmax / tl.argmin / tl.cumsum / tl.cumprod, "
+        "or a combine_fn that is one add, mul, max, min, and, or, xor",
+    )
 
 
 @rule("tt.reduce")
@@ -59,8 +77,16 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
         strides.insert(axis, 0)
         if not out_shape:
             strides = [0] * len(shape)
-        ctx.command(Op.RED_REDUCE, shape=shape, dst=dst.view(shape, tuple(strides)), srcs=(src,),
-                    dtypes=(out_dtype, src.dtype), subop=kind, flags=flags, axis=axis)
+        ctx.command(
+            Op.RED_REDUCE,
+            shape=shape,
+            dst=dst.view(shape, tuple(strides)),
+            srcs=(src,),
+            dtypes=(out_dtype, src.dtype),
+            subop=kind,
+            flags=flags,
+            axis=axis,
+        )
         if out_shape:
             ctx.bind(res, dst)
         else:
@@ -77,11 +103,21 @@ def _scan(ctx: KernelLowering, op: Operation) -> None:
     res = op.results[0]
     kind, flags = kinds[0]
     if kind not in _SCANS:
-        raise UnsupportedError(f"scan with combiner {kind.name}", hint="use an add, mul, max or min combine_fn")
+        raise UnsupportedError(
+            f"scan with combiner {kind.name}", hint="use an add, mul, max or min combine_fn"
+        )
     out_dtype = dt.to_dtype(res.type)
     dst = ctx.result_buf(op, res, out_dtype, reuse=[op.operands[0]])
-    ctx.command(Op.RED_SCAN, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(out_dtype, src.dtype),
-                subop=_SCANS[kind], flags=flags | (Flags.REVERSE if reverse else 0), axis=axis)
+    ctx.command(
+        Op.RED_SCAN,
+        shape=tuple(res.shape),
+        dst=dst,
+        srcs=(src,),
+        dtypes=(out_dtype, src.dtype),
+        subop=_SCANS[kind],
+        flags=flags | (Flags.REVERSE if reverse else 0),
+        axis=axis,
+    )
     ctx.bind(res, dst)
 
 

@@ -35,8 +35,15 @@ def _num_programs(ctx: KernelLowering, op: Operation) -> None:
 def _make_range(ctx: KernelLowering, op: Operation) -> None:
     res = op.results[0]
     dst = ctx.new_buf(res, tuple(res.shape), DType.I32)
-    ctx.command(Op.SIMD_IOTA, shape=tuple(res.shape), dst=dst, dtypes=(DType.I32,), subop=3,
-                imm0=int(op.attr("start", 0)), flags=Flags.IMM_IS_INT)
+    ctx.command(
+        Op.SIMD_IOTA,
+        shape=tuple(res.shape),
+        dst=dst,
+        dtypes=(DType.I32,),
+        subop=3,
+        imm0=int(op.attr("start", 0)),
+        flags=Flags.IMM_IS_INT,
+    )
     ctx.bind(res, dst)
 
 
@@ -54,7 +61,9 @@ def _broadcast(ctx: KernelLowering, op: Operation) -> None:
     if isinstance(x, Splat):
         ctx.bind(res, Splat(x.scalar, shape, x.dtype))
         return
-    strides = tuple(0 if s == 1 and d != 1 else st for s, d, st in zip(x.shape, shape, x.strides, strict=True))
+    strides = tuple(
+        0 if s == 1 and d != 1 else st for s, d, st in zip(x.shape, shape, x.strides, strict=True)
+    )
     ctx.bind(res, x.view(shape, strides))
 
 
@@ -156,40 +165,79 @@ def _addptr(ctx: KernelLowering, op: Operation) -> None:
         ctx.bind(res, Splat(b.add(tp.scalar, b.mul(ctx.i64(to.scalar), I64(size))), shape, DType.U64))
         return
     if isinstance(to, Splat):
+        assert isinstance(tp, Buf)
         scaled = b.mul(ctx.i64(to.scalar), I64(size))
         dst = ctx.result_buf(op, res, DType.U64, reuse=[p])
-        ctx.command(Op.SIMD_BINARY, shape=shape, dst=dst, srcs=(tp,), dtypes=(DType.I64, DType.I64, DType.I64),
-                    subop=SimdOp.ADD, flags=Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=scaled)
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=shape,
+            dst=dst,
+            srcs=(tp,),
+            dtypes=(DType.I64, DType.I64, DType.I64),
+            subop=SimdOp.ADD,
+            flags=Flags.SRC1_IMM | Flags.IMM_IS_INT,
+            imm1=scaled,
+        )
         ctx.bind(res, dst.view(dst.shape, dst.strides, DType.U64))
         return
     # offsets (any int type) -> I64 bytes, then + pointer
     off_dtype = dt.to_dtype(off.type)
     dst = ctx.result_buf(op, res, DType.I64, reuse=[off])
+    assert isinstance(to, Buf)
     src: Buf = to
     if off_dtype != DType.I64:
         ctx.command(Op.SIMD_CAST, shape=shape, dst=dst, srcs=(to,), dtypes=(DType.I64, off_dtype))
         src = dst
-    ctx.command(Op.SIMD_BINARY, shape=shape, dst=dst, srcs=(src,), dtypes=(DType.I64, DType.I64, DType.I64),
-                subop=SimdOp.MUL, flags=Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=size)
+    ctx.command(
+        Op.SIMD_BINARY,
+        shape=shape,
+        dst=dst,
+        srcs=(src,),
+        dtypes=(DType.I64, DType.I64, DType.I64),
+        subop=SimdOp.MUL,
+        flags=Flags.SRC1_IMM | Flags.IMM_IS_INT,
+        imm1=size,
+    )
     if isinstance(tp, Splat):
-        ctx.command(Op.SIMD_BINARY, shape=shape, dst=dst, srcs=(dst,), dtypes=(DType.I64, DType.I64, DType.I64),
-                    subop=SimdOp.ADD, flags=Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=tp.scalar)
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=shape,
+            dst=dst,
+            srcs=(dst,),
+            dtypes=(DType.I64, DType.I64, DType.I64),
+            subop=SimdOp.ADD,
+            flags=Flags.SRC1_IMM | Flags.IMM_IS_INT,
+            imm1=tp.scalar,
+        )
     else:
-        ctx.command(Op.SIMD_BINARY, shape=shape, dst=dst, srcs=(tp, dst), dtypes=(DType.I64, DType.I64, DType.I64),
-                    subop=SimdOp.ADD)
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=shape,
+            dst=dst,
+            srcs=(tp, dst),
+            dtypes=(DType.I64, DType.I64, DType.I64),
+            subop=SimdOp.ADD,
+        )
     ctx.bind(res, dst.view(dst.shape, dst.strides, DType.U64))
 
 
-@rule("tt.gather", "tt.histogram", "tt.make_tensor_ptr", "tt.advance", "tt.descriptor_load",
-      "tt.descriptor_store", "tt.make_tensor_descriptor", "tt.elementwise_inline_asm",
-      "tt.dot_scaled", "tt.experimental_descriptor_load")
+@rule(
+    "tt.make_tensor_ptr",
+    "tt.advance",
+    "tt.elementwise_inline_asm",
+    "tt.dot_scaled",
+    "tt.experimental_descriptor_load",
+)
 def _unsupported(ctx: KernelLowering, op: Operation) -> None:
     hints = {
-        "tt.make_tensor_ptr": "block pointers should have been rewritten by Triton's passes; use plain pointers",
+        "tt.make_tensor_ptr": "block pointers should have been rewritten by Triton's passes; "
+        "use plain pointers",
         "tt.elementwise_inline_asm": "inline assembly targets a GPU ISA; use tl.* math instead",
         "tt.histogram": "compute the histogram with tl.atomic_add instead",
     }
-    raise UnsupportedError(f"{op.name} has no MTIA lowering", hint=hints.get(op.name, "rewrite the kernel without it"))
+    raise UnsupportedError(
+        f"{op.name} has no MTIA lowering", hint=hints.get(op.name, "rewrite the kernel without it")
+    )
 
 
 _ = (ir, I32)

@@ -212,7 +212,10 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
     muts: list[Mutation] = []
     space = option_space() if launch_options else {}
     seen: set[str] = set()
+    pipelined = kernels_with_load_loops(source)
     for knob in find_knobs(source, launch_options=launch_options):
+        if knob.name == "num_stages" and knob.kernel not in pipelined:
+            continue  # multi-buffering only changes loops that load
         if knob.is_block:
             if not isinstance(knob.value, int) or knob.key in seen:
                 continue
@@ -251,6 +254,20 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                     )
                 )
     return muts
+
+
+def kernels_with_load_loops(source: str) -> set[str]:
+    """Names of the jit kernels that have a loop with a `tl.load` in it."""
+    out = set()
+    for fn in _jit_functions(ast.parse(source)):
+        for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For | ast.While)):
+            if any(
+                isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "load"
+                for c in ast.walk(loop)
+            ):
+                out.add(fn.name)
+                break
+    return out
 
 
 def _setter(knob: Knob, value: Any):  # type: ignore[no-untyped-def]

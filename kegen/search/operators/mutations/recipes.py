@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from kegen.search.operators import templates
+from kegen.search.operators.mutations.arith import has_block_by_scalar_division, reciprocal
 from kegen.search.operators.mutations.base import Mutation, MutationError
 from kegen.search.operators.mutations.knobs import apply_launch_options, find_knobs, launch_options_of
 
@@ -151,9 +152,20 @@ def _grouped(group: int):  # type: ignore[no-untyped-def]
     return apply
 
 
-def recipe_mutations(source: str) -> list[Mutation]:
-    """The recipes that apply to this source."""
+def recipe_mutations(source: str, platform: str = "mtia") -> list[Mutation]:
+    """The recipes that apply to this source on `platform` (priors follow the platform's guide)."""
     muts: list[Mutation] = []
+    if has_block_by_scalar_division(source):
+        muts.append(
+            Mutation(
+                "reciprocal",
+                "recipe_reciprocal",
+                "recipe: divide by a scalar -> multiply by its reciprocal (division costs 4x on SIMD)",
+                reciprocal,
+                helps=("compute", "latency"),
+                prior=1.0,
+            )
+        )
     shape = softmax_shape(source)
     if shape in ("three_pass", "two_kernel"):
         muts.append(
@@ -185,10 +197,11 @@ def recipe_mutations(source: str) -> list[Mutation]:
                     Mutation(
                         f"grouped_order_{g}",
                         "recipe_grouped_order",
-                        f"recipe: grouped tile order (GROUP={g}) for operand reuse in SRAM",
+                        f"recipe: grouped tile order (GROUP={g}) for operand reuse in the cache",
                         _grouped(g),
-                        helps=("memory",),
-                        prior=1.3,
+                        # the MTIA guide: no cache between PEs and DRAM, grouping does not help there
+                        helps=() if platform == "mtia" else ("memory",),
+                        prior=0.3 if platform == "mtia" else 1.3,
                     )
                 )
             break
