@@ -114,7 +114,11 @@ def tile_listing(fn: Function, plan: LoweringPlan, lowered: LoweredKernel) -> st
                 for block in region.blocks:
                     walk(block.ops, depth + 1)
 
-    walk(fn.entry.ops, 0)
+    for i, block in enumerate(fn.body.blocks):
+        if i:
+            args = ", ".join(printer.define(a) for a in block.args)
+            lines.append(f"// ^bb{i}({args}):" if args else f"// ^bb{i}:")
+        walk(block.ops, 0)
     lines.append(f"// local store: peak {lowered.local_store_peak} B")
     for label, offset, size in lowered.buffers:
         lines.append(f"//   {offset:>7} +{size:<7} {label}")
@@ -169,6 +173,7 @@ def stage_tile(
     metadata["mtia_arg_types"] = result.lowered.arg_types
     metadata["mtia_local_store_peak"] = result.lowered.local_store_peak
     metadata["mtia_tags"] = result.lowered.tags
+    metadata["mtia_pe_mapping"] = options.pe_mapping
     _IN_FLIGHT[id(metadata)] = result
     return result.listing
 

@@ -108,8 +108,8 @@ class Roofline:
     ridge_point: float  # FLOPs/byte where the roofs meet
     attainable_flops: float  # min(compute_roof, AI * dram_bw)
     achieved_flops: float
-    fraction_of_roofline: float | None
-    bound: str  # "compute", "memory" or "none" (no FLOPs)
+    fraction_of_roofline: float | None  # without FLOPs: achieved / peak DRAM bandwidth
+    bound: str  # "compute", "memory" (also: no FLOPs but DRAM traffic) or "none"
 
     def to_dict(self) -> dict[str, Any]:
         def finite(x: float) -> float | None:
@@ -243,11 +243,18 @@ def _roofline(m: MachineDescription, totals: dict[str, UnitCounters], seconds: f
     ai = flops / dram if dram else math.inf
     attainable = min(roof, ai * m.dram_bw) if flops else 0.0
     achieved = flops / seconds if seconds > 0 else 0.0
+    if flops:
+        fraction: float | None = achieved / attainable if attainable > 0 else None
+        bound = "memory" if ai * m.dram_bw < roof else "compute"
+    elif dram:  # pure data movement: the roof is the DRAM bandwidth itself
+        fraction = dram / seconds / m.dram_bw if seconds > 0 else None
+        bound = "memory"
+    else:
+        fraction, bound = None, "none"
     return Roofline(
         flops=flops, dram_bytes=dram, arithmetic_intensity=ai, compute_roof=roof, dram_bw=m.dram_bw,
         ridge_point=roof / m.dram_bw, attainable_flops=attainable, achieved_flops=achieved,
-        fraction_of_roofline=achieved / attainable if attainable > 0 else None,
-        bound="none" if not flops else ("memory" if ai * m.dram_bw < roof else "compute"),
+        fraction_of_roofline=fraction, bound=bound,
     )
 
 

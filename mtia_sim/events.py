@@ -26,7 +26,8 @@ class MemLevel(StrEnum):
 
 @dataclass(frozen=True)
 class AddrRange:
-    """A half-open byte range [start, end) in the PE's local store (for dependency tracking)."""
+    """A half-open byte range [start, end) of absolute addresses in the PE's local store window
+    (starting at isa.LOCAL_BASE), used by the command processor for dependency tracking."""
 
     start: int
     end: int

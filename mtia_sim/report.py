@@ -20,7 +20,8 @@ _LEVEL_NAMES = {"dram": "DRAM", "sram": "SRAM", "local": "local store", "remote_
 _HINTS = {
     "fence_wait_DMA": "cores wait for DMA at fences: prefetch the next tile while computing "
                       "(multi-buffering)",
-    "end_wait_DMA": "programs end waiting for DMA stores: overlap the stores with other work",
+    "end_wait_DMA": "programs end waiting for their DMA transfers: overlap them with other work "
+                    "(or the launch is memory-bound)",
     "queue_full": "command queues are full: the core issues faster than the unit drains (that unit is busy)",
     "dependency": "the unit idles waiting for commands it depends on (often DMA loads): give each stage its "
                   "own buffer so they overlap, or speed up the producer",
@@ -172,19 +173,30 @@ def _summary_lines(result: TimingResult, m: MachineDescription) -> list[str]:
         f"== profile: {m.name} ({m.num_pes} PEs @ {m.clock_hz / 1e9:.3g} GHz), {len(c.pes)} PEs active ==",
         f"time        {result.seconds * 1e6:.3f} us = launch {result.launch_cycles / m.clock_hz * 1e6:.3f} us"
         f" + kernel {result.kernel_seconds * 1e6:.3f} us ({result.kernel_cycles:.0f} cycles)",
-        f"compute     {_si(r.achieved_flops, 'FLOP/s')} of {_si(r.compute_roof, 'FLOP/s')} roof "
-        f"({_pct(r.achieved_flops / r.compute_roof if r.compute_roof else None)}), {_si(c.flops, 'FLOP')}",
     ]
+    if r.flops:
+        lines.append(f"compute     {_si(r.achieved_flops, 'FLOP/s')} of {_si(r.compute_roof, 'FLOP/s')} roof "
+                     f"({_pct(r.achieved_flops / r.compute_roof if r.compute_roof else None)}), "
+                     f"{_si(c.flops, 'FLOP')}")
     for level, bw in c.bandwidth.items():
         if bw["bytes"]:
             lines.append(f"{_LEVEL_NAMES[level]:<11} {_si(bw['achieved_bw'], 'B/s')} of "
                          f"{_si(bw['peak_bw'], 'B/s')}"
                          f" ({_pct(bw['fraction'])}), {_si(bw['bytes'], 'B')} moved")
     ai = "inf" if not math.isfinite(r.arithmetic_intensity) else f"{r.arithmetic_intensity:.3g}"
+    if not r.flops:
+        lines.append(f"roofline    no FLOPs: {r.bound}-bound"
+                     + (f", {_pct(r.fraction_of_roofline)} of the DRAM bandwidth" if r.dram_bytes else ""))
+        return lines + _balance_lines(result)
     lines.append(f"roofline    AI {ai} FLOP/DRAM-byte, ridge {r.ridge_point:.3g}: {r.bound}-bound; "
                  "attainable "
                  f"{_si(r.attainable_flops, 'FLOP/s')}, achieved {_pct(r.fraction_of_roofline)} of it")
+    return lines + _balance_lines(result)
+
+
+def _balance_lines(result: TimingResult) -> list[str]:
     b = _balance(result)
+    lines = []
     if b["programs"]:
         lines.append(f"programs    {b['programs']} on {b['cores']} cores ({b['min_programs_per_core']}-"
                      f"{b['max_programs_per_core']} per core); last core to finish: "

@@ -98,7 +98,12 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
         out_dir=args.out,
         resume=args.resume,
         rng_seed=args.rng_seed,
-        policy=replace(PolicyConfig(name=args.policy), draft_children=args.draft),
+        # an LLM can repair failed candidates: let the policy pick a failed leaf now and then
+        policy=replace(
+            PolicyConfig(name=args.policy),
+            draft_children=args.draft,
+            debug_probability=0.15 if op_name == "llm" else 0.0,
+        ),
         operator=operator,
         termination=termination,
         eval=EvalSliceConfig(target=args.target, machine=machine, jobs=args.jobs, evaluator=args.evaluator),

@@ -115,7 +115,7 @@ class OpGuard(TorchDispatchMode):
             and name not in ALWAYS_ALLOWED_OPS
             and name not in self.allowed
         ):
-            self.violations.append((f"aten.{name}", _candidate_frame(self.candidate_path)))
+            self.violations.append((f"aten.{name}", candidate_frame(self.candidate_path)))
         return func(*args, **(kwargs or {}))
 
     def message(self) -> str | None:
@@ -131,7 +131,8 @@ class OpGuard(TorchDispatchMode):
         return next((v[1] for v in self.violations if v[1]), None)
 
 
-def _candidate_frame(path: Path | None) -> str | None:
+def candidate_frame(path: Path | None) -> str | None:
+    """file:line of the innermost frame of the current stack in the candidate's file."""
     if path is None:
         return None
     for frame in reversed(traceback.extract_stack()):
@@ -224,8 +225,10 @@ class TamperGuard:
         numerics = _numerics_flags()
         if numerics != self.numerics:
             diff = {k: (self.numerics[k], numerics[k]) for k in numerics if numerics[k] != self.numerics[k]}
-            return (f"candidate changed global numerics settings {diff}, "
-                    "which would lower the reference's precision")
+            return (
+                f"candidate changed global numerics settings {diff}, "
+                "which would lower the reference's precision"
+            )
         return None
 
 
@@ -271,7 +274,7 @@ class ThreadWatch:
         watch = self
 
         def start(thread: threading.Thread) -> None:
-            if _candidate_frame(watch.candidate_path):
+            if candidate_frame(watch.candidate_path):
                 watch.threads.append(thread)
             watch._orig_start(thread)
 
@@ -281,7 +284,7 @@ class ThreadWatch:
 
             def stream_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
                 stream = orig_new(cls, *args, **kwargs)
-                if _candidate_frame(watch.candidate_path):
+                if candidate_frame(watch.candidate_path):
                     watch.streams.append(stream)
                 return stream
 
@@ -329,8 +332,10 @@ def check_aliasing(
         if ref_out is not None:
             for r in ref_out:
                 if overlaps(out, r):
-                    return (f"candidate output {i} is the reference's output buffer "
-                            "(returned memory it did not compute)")
+                    return (
+                        f"candidate output {i} is the reference's output buffer "
+                        "(returned memory it did not compute)"
+                    )
         for r in ref_inputs:
             if isinstance(r, torch.Tensor) and overlaps(out, r):
                 return f"candidate output {i} aliases the reference's input buffer"

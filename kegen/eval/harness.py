@@ -116,7 +116,11 @@ class Harness:
         self._baselines(problem, factory, ref_model, init)
         self._speedups(timing, rf)
         if self.cfg.profile or self.job.mode == "profile":
-            prof = self._profile(timing, rf, cand_model, factory, guards)
+            try:
+                prof = self._profile(timing, rf, cand_model, factory, guards)
+            except Exception as exc:  # a profiler failure must not fail the candidate
+                self.result["details"]["profile_error"] = f"{type(exc).__name__}: {exc}"
+                return
             self.result["profile"] = prof.to_dict()
             library = prof.raw.get("library_kernels")
             if library and self.cfg.check_cheats and not self.cfg.allow_ops:
@@ -317,7 +321,11 @@ class Harness:
         if peak is None:
             self.result["details"]["roofline_error"] = "no peak figures for this GPU"
             return None
-        rf = roofline.problem_roofline(ref_model, outcome.first_inputs, outcome.first_ref_out, peak)
+        try:
+            rf = roofline.problem_roofline(ref_model, outcome.first_inputs, outcome.first_ref_out, peak)
+        except Exception as exc:
+            self.result["details"]["roofline_error"] = f"{type(exc).__name__}: {exc}"
+            return None
         self.result["roofline_time_s"] = rf.time_s
         self.result["times"]["roofline"] = rf.time_s
         self.result["details"]["roofline"] = rf.to_dict()

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from kegen.eval.cheats import OpGuard, TamperGuard, ThreadWatch, install_launch_hooks
+from kegen.eval.cheats import OpGuard, TamperGuard, ThreadWatch, candidate_frame, install_launch_hooks
 from kegen.eval.errors import CandidateError
 from kegen.eval.inputs import flatten_outputs
 from kegen.eval.loader import source_line_of
@@ -60,7 +60,8 @@ def _preimport() -> None:
     wraps torch.manual_seed), so the tamper snapshot is taken after it."""
     import importlib
 
-    for name in ("torch._dynamo", "triton", "triton.language", "triton.testing"):
+    for name in ("torch._dynamo", "triton", "triton.language", "triton.testing", "kegen.eval.timing_host",
+                 "kegen.eval.timing_gpu", "kegen.eval.timing_mtia", "kegen.eval.profile_gpu"):
         try:
             importlib.import_module(name)
         except Exception:  # pragma: no cover - optional pieces
@@ -87,17 +88,15 @@ class Guards:
         """Make a call of the reference Model from inside the candidate a detected cheat."""
         if not self.active:
             return
-        original = model_cls.forward
+        original = getattr(model_cls, "forward")  # noqa: B009
         guards = self
 
         def forward(model: Any, *args: Any, **kwargs: Any) -> Any:
             if guards.in_candidate and guards.reference_called is None:
-                from kegen.eval.cheats import _candidate_frame
-
-                guards.reference_called = _candidate_frame(guards.path) or "?"
+                guards.reference_called = candidate_frame(guards.path) or "?"
             return original(model, *args, **kwargs)
 
-        model_cls.forward = forward  # type: ignore[method-assign]
+        setattr(model_cls, "forward", forward)  # noqa: B010
 
     def check_tamper(self) -> None:
         """Raise cheat_detected if timers/checkers were replaced (~40 ms: call at phase ends)."""

@@ -111,7 +111,8 @@ def render_machine_table() -> str:
         (
             "DMA",
             lambda m: (
-                f"{m.dma_setup_cycles:g} cycles setup; misaligned +{m.dma_misaligned_penalty:.0%} bytes"
+                f"{m.dma_setup_cycles:g} cycles setup; misaligned +{m.dma_misaligned_penalty:.0%} bytes; "
+                f"{m.dma_max_in_flight} in flight per PE; atomics ≥ {m.dma_burst_bytes} B/element"
             ),
         ),
         (
@@ -622,8 +623,13 @@ def hand_written_figures() -> dict[str, list[str]]:
     )
     tile = f"{m.dpe_tile_m}×{m.dpe_tile_n}×{m.dpe_tile_k}"
     misaligned = f"{m.dma_misaligned_penalty:.0%} more bytes"
-    setups = (m.dma_setup_cycles, m.dpe_setup_cycles, m.simd_setup_cycles, m.red_setup_cycles,
-              m.mlu_setup_cycles)
+    setups = (
+        m.dma_setup_cycles,
+        m.dpe_setup_cycles,
+        m.simd_setup_cycles,
+        m.red_setup_cycles,
+        m.mlu_setup_cycles,
+    )
     return {
         "hardware/mtia/architecture.md": [
             f"{m.pe_rows}×{m.pe_cols} = {m.num_pes} on the default `{m.name}`",
@@ -632,6 +638,8 @@ def hand_written_figures() -> dict[str, list[str]]:
         "hardware/mtia/programming.md": [
             f"({ls_kib} on `{m.name}`)",
             f"fixed setup ({min(setups):g}–{max(setups):g} cycles by unit",
+            f"at least one memory burst ({m.dma_burst_bytes} B on `{m.name}`)",
+            f"job replacement ({m.job_replacement_ns:g} ns on `{m.name}`)",
         ],
         "hardware/mtia/optimization.md": [
             f"{m.dram_bw / 1e9:g} GB/s shared by {m.num_pes} PEs, {ls_kib} local store per PE",
@@ -642,12 +650,14 @@ def hand_written_figures() -> dict[str, list[str]]:
             f"{m.local_store_bytes // 4:,} fp32 elements fit in {ls_kib}",
             f"~{m.dma_setup_cycles:g} cycles of setup",
             misaligned,
+            f"a PE runs {_count_word(m.dma_max_in_flight)} DMA command at a time",
             f"works on {tile} tiles",
             f"~{m.dpe_setup_cycles:g} cycles setup",
             f"{quarter} of the fp16 rate",
             f"cost {m.simd_transcendental_factor:g}× an add",
             f"~{m.launch_overhead_ns / 1000:g} µs ({m.launch_overhead_cycles:,.0f} cycles)",
             f"at least {m.num_pes} programs",
+            f"job replacement\n  ({m.job_replacement_ns:g} ns on `{m.name}`)",
             f"ridge point against DRAM is ~{m.peak_flops('fp16') / m.dram_bw:.0f} FLOP/byte",
         ],
         "constraints/mtia-rules.md": [
@@ -657,6 +667,10 @@ def hand_written_figures() -> dict[str, list[str]]:
             f"PE count ({m.num_pes})",
         ],
     }
+
+
+def _count_word(n: int) -> str:
+    return {1: "one", 2: "two", 3: "three", 4: "four"}.get(n, str(n))
 
 
 def missing_figures(root: Path | None = None) -> list[str]:

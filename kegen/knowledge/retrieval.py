@@ -2,10 +2,11 @@
 
 The selection reads like an agent browsing the base: first an excerpt of the index (the entries
 that apply to this step, one line each), then the documents themselves, in the order of
-`_rank`: constraints, this platform's guide for the phase, code samples and guidance for the op
-class and bottleneck, other platform documents, general guidance. Documents that do
-not fit the remaining budget are cut at a section boundary, or left out (the index excerpt
-still names them, so a reader knows they exist). Deterministic: same inputs, same output.
+`_rank`: this platform's constraints and its guide for the phase, general constraints, code
+samples and guidance for the op class and bottleneck, other platform documents, general guidance.
+Documents that do not fit the remaining budget are cut at a section boundary, or left out (the
+index excerpt still names them, so a reader knows they exist). Deterministic: same inputs, same
+output.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ def _rank(
 ) -> tuple[int, int, str]:
     """Sort key: browsing group first, then specificity (more exact tags first), then path.
 
-    Groups, in the order an agent reads: 0 constraints; 1 this platform's guide for this phase;
-    2 code samples of this op class; 3 guidance for this op class or bottleneck; 4 other documents
-    of this platform; 5 the rest (general guidance).
+    Groups, in the order an agent reads: 0 this platform's constraints; 1 this platform's guide for
+    this phase; 2 general constraints; 3 code samples of this op class; 4 guidance for this op class
+    or bottleneck; 5 other documents of this platform; 6 the rest (general guidance). The platform's
+    own documents come first because they hold what a model cannot know from training.
     """
     exact = {
         "platform": _exact(e.platforms, platform),
@@ -44,18 +46,21 @@ def _rank(
         "phase": _exact(e.phases, phase),
     }
     specificity = sum(_WEIGHTS[k] for k, hit in exact.items() if hit)
-    if e.path.startswith("constraints/"):
+    constraint = e.path.startswith("constraints/")
+    if constraint and exact["platform"]:
         group = 0
     elif exact["platform"] and exact["phase"]:
         group = 1
-    elif e.kind == "sample" and exact["op"]:
+    elif constraint:
         group = 2
-    elif exact["op"] or exact["bottleneck"]:
+    elif e.kind == "sample" and exact["op"]:
         group = 3
-    elif exact["platform"]:
+    elif exact["op"] or exact["bottleneck"]:
         group = 4
-    else:
+    elif exact["platform"]:
         group = 5
+    else:
+        group = 6
     return (group, -specificity, e.path)
 
 

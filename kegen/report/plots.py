@@ -82,9 +82,12 @@ def search_tree(store: GraphStore, run_id: str) -> bytes:
 
 def roofline(profile: dict, label: str = "best") -> bytes | None:
     """The kernel's position under the roofline, from the profile's FLOP/s, bandwidth and intensity."""
-    roof = profile.get("roofline") if isinstance(profile.get("roofline"), dict) else {}
-    metrics = profile.get("metrics") if isinstance(profile.get("metrics"), dict) else {}
-    flat = {**profile, **roof, **metrics}
+    roof = profile.get("roofline")
+    metrics = profile.get("metrics")
+    flat: dict = {**profile}
+    for part in (roof, metrics):
+        if isinstance(part, dict):
+            flat.update(part)
     flops = _num(flat, "achieved_flops", "flops_per_s", "achieved_flop_s")
     peak = _num(flat, "peak_flops", "peak_flop_s")
     bw = _num(flat, "dram_bw", "peak_bandwidth", "peak_bytes_per_s", "peak_dram_bandwidth")

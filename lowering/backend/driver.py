@@ -81,6 +81,7 @@ class MtiaLauncher:
             )
         self.machine: str = metadata.machine
         self.dual_core: bool = bool(metadata.dual_core)
+        self.blocked: bool = getattr(metadata, "mtia_pe_mapping", "round_robin") == "blocked"
 
     def __call__(
         self,
@@ -100,7 +101,12 @@ class MtiaLauncher:
         runtime_args = [args[i] for i in self.arg_positions]
         session = _get_session(self.machine)
         result = session.launch(
-            function, (gx, gy, gz), runtime_args, self.arg_types, dual_core=self.dual_core
+            function,
+            (gx, gy, gz),
+            runtime_args,
+            self.arg_types,
+            dual_core=self.dual_core,
+            blocked=self.blocked,
         )
         _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result))
         if exit_hook is not None:

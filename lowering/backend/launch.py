@@ -57,6 +57,7 @@ class SimulatorSession:
         arg_types: list[str],
         *,
         dual_core: bool = False,
+        blocked: bool = False,
     ) -> Any:
         """Copy tensor storages in, launch, copy them back; return the LaunchResult."""
         image = self.image(fn)
@@ -82,6 +83,13 @@ class SimulatorSession:
                 slots.append(storages[host][2] + (int(value.data_ptr()) - host))
             else:
                 slots.append(scalar_slot(value, ty))
+        from lowering.passes.pe_mapping import PEMapping
+
+        plan = PEMapping("blocked" if blocked else "round_robin", dual_core).plan(
+            grid, self.sim.num_pes, self.sim.cores_per_pe
+        )
+        slots += list(plan.extra_slots)
+        grid = plan.grid
         result = self.sim.launch(image, grid, slots, arg_types=None, dual_core=dual_core)
         for host, nbytes, dev in storages.values():
             if nbytes:

@@ -6,13 +6,17 @@ import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+PE_MAPPINGS = ("round_robin", "blocked")
+
 
 @dataclass(frozen=True)
 class MtiaOptions:
     """Options of one mtia compilation.
 
     Performance options (the search's moves): `num_stages` (multi-buffering depth of loads in
-    loops; 1 = single buffer), `dual_core` (program ids fill both cores of each PE: PE-major
+    loops; 1 = single buffer), `pe_mapping` (program ids -> cores: "round_robin" launches one
+    program per grid point, dealt to PEs in turn; "blocked" launches one program per core that loops
+    over a contiguous block of program ids), `dual_core` (program ids fill both cores of each PE: PE-major
     over 2 x 64 slots instead of 64), `block_dma` (pointer analysis turns affine loads/stores into
     strided block DMA; False forces gather/scatter), `machine` (machine description name),
     `opt_level` (LLVM optimisation level for the control code, 2 or 3).
@@ -20,6 +24,7 @@ class MtiaOptions:
     """
 
     num_stages: int = 1
+    pe_mapping: str = "round_robin"
     dual_core: bool = False
     block_dma: bool = True
     machine: str = "mtia-2i"
@@ -49,6 +54,8 @@ class MtiaOptions:
     ir_override: str | None = None
 
     def __post_init__(self) -> None:
+        if self.pe_mapping not in PE_MAPPINGS:
+            raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {self.pe_mapping!r}")
         if self.num_stages < 1:
             raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
         if self.opt_level < 2 or self.opt_level > 3:
@@ -80,4 +87,4 @@ class MtiaOptions:
     @staticmethod
     def search_space() -> dict[str, tuple[Any, ...]]:
         """The performance options and their candidate values, for the search to enumerate."""
-        return {"num_stages": (1, 2, 3), "dual_core": (False, True)}
+        return {"num_stages": (1, 2, 3), "pe_mapping": PE_MAPPINGS, "dual_core": (False, True)}

@@ -8,6 +8,7 @@ local-store allocator and are released after each value's last use (`LivenessAna
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,6 +64,38 @@ def triton_arg_type(v: Value) -> str:
     return names.get(s, s)
 
 
+def _coalesce(
+    op: Op, shape: list[Word], dst: Operand | None, srcs: list[Operand | None], axis: int
+) -> tuple[list[Word], Operand | None, list[Operand | None], int]:
+    """Fold the index space of a rank > 4 command: drop size-1 dims, merge neighbours that are
+    contiguous in every operand (never across a reduction axis). Unchanged when not foldable."""
+    ops = [x for x in [dst, *srcs] if x is not None]
+    if op == Op.SIMD_IOTA or not all(isinstance(x, Buf) for x in ops):
+        return shape, dst, srcs, axis
+    bufs: list[Buf] = [x for x in ops if isinstance(x, Buf)]
+    reduce = op in (Op.RED_REDUCE, Op.RED_SCAN)
+    dims = [i for i, d in enumerate(shape) if d != 1 or (reduce and i == axis)]
+    merged: list[list[int]] = []
+    for i in dims:
+        if merged:
+            j = merged[-1][-1]
+            fixed = reduce and (i == axis or j == axis)
+            if not fixed and all(b.strides[j] == b.strides[i] * shape[i] for b in bufs):
+                merged[-1].append(i)
+                continue
+        merged.append([i])
+    new_shape = [math.prod(shape[i] for i in g) for g in merged] or [1]
+
+    def fold(x: Operand | None) -> Operand | None:
+        if not isinstance(x, Buf):
+            return x
+        strides = tuple(x.strides[g[-1]] for g in merged) or (0,)
+        return x.view(tuple(new_shape), strides)
+
+    new_axis = next((k for k, g in enumerate(merged) if axis in g), 0)
+    return new_shape, fold(dst), [fold(x) for x in srcs], new_axis
+
+
 class KernelLowering:
     """Lower one tile-IR function (a Triton kernel) to an LLVM module."""
 
@@ -90,6 +123,7 @@ class KernelLowering:
         self.cfg_blocks: dict[int, ir.Block] = {}  # tile Block -> LLVM block (multi-block bodies)
         self.cfg_slots: dict[int, list[Any]] = {}  # tile Block -> slots of its arguments
         self.no_reuse = False
+        self.program_latch: ir.Block | None = None  # blocked PE mapping: where a return continues
 
     # -- driving ------------------------------------------------------------------------------
     def lower(self) -> LoweredKernel:
@@ -100,10 +134,17 @@ class KernelLowering:
             slot = self.em.arg_slot(i)
             self.bind(arg, self.from_slot(slot, arg))
         blocks = self.fn.body.blocks
+        exit_bb = (
+            self._program_loop() if getattr(self.options, "pe_mapping", "round_robin") == "blocked" else None
+        )
         if len(blocks) == 1:
             self.emit_block(self.fn.entry)
         else:
             self._emit_cfg(blocks)
+        if exit_bb is not None:
+            if not self.b.block.is_terminated:
+                self.b.branch(self.program_latch)
+            self.b.position_at_end(exit_bb)
         llir = self.em.finish()
         return LoweredKernel(
             self.fn.name,
@@ -122,6 +163,34 @@ class KernelLowering:
             return slot if ty.width == 64 else b.trunc(slot, ty)
         d = b.bitcast(slot, ir.DoubleType())
         return d if isinstance(ty, ir.DoubleType) else b.fptrunc(d, ty)
+
+    def _program_loop(self) -> ir.Block:
+        """Blocked PE mapping: this core runs program ids pid_x*k .. pid_x*k+k-1 (k and the real
+        grid size come in two extra argument slots), one iteration of the kernel body each."""
+        b = self.b
+        n = len(self.fn.args)
+        k = b.trunc(self.em.arg_slot(n), I32)
+        real_x = b.trunc(self.em.arg_slot(n + 1), I32)
+        j_slot = self.alloca(I32, "vprogram")
+        b.store(I32(0), j_slot)
+        fn = b.function
+        head = fn.append_basic_block("program.head")
+        body = fn.append_basic_block("program.body")
+        latch = fn.append_basic_block("program.next")
+        done = fn.append_basic_block("program.end")
+        b.branch(head)
+        b.position_at_end(head)
+        j = b.load(j_slot)
+        vpid = b.add(b.mul(self.em.program_ids[0], k), j)
+        b.cbranch(b.and_(b.icmp_signed("<", j, k), b.icmp_signed("<", vpid, real_x)), body, done)
+        b.position_at_end(latch)
+        b.store(b.add(b.load(j_slot), I32(1)), j_slot)
+        b.branch(head)
+        b.position_at_end(body)
+        self.em.program_ids[0] = vpid
+        self.em.num_programs[0] = real_x
+        self.program_latch = latch
+        return done
 
     def _emit_cfg(self, blocks: Sequence[Block]) -> None:
         """A function body with several blocks (cf.br / cf.cond_br from early returns): one LLVM
@@ -298,6 +367,9 @@ class KernelLowering:
     ) -> None:
         """Issue one command over index space `shape` (right-aligned to 4 dims unless raw_dims)."""
         rank = len(shape)
+        if rank > isa.MAX_DIMS and not raw_dims and valid is None:
+            shape, dst, srcs, axis = _coalesce(op, list(shape), dst, list(srcs), axis)
+            rank = len(shape)
         if rank > isa.MAX_DIMS:
             raise UnsupportedError(f"tensors of rank {rank} exceed the units' {isa.MAX_DIMS} dimensions")
         pad = 0 if raw_dims else isa.MAX_DIMS - rank

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import triton
 import triton.language as tl
@@ -234,8 +235,12 @@ def dropout(x_ptr, out_ptr, n, p, seed, BLOCK: tl.constexpr):
 
 
 def _dropout_ref(a: Args) -> dict[str, torch.Tensor]:
-    # The Philox stream is Triton's own; check the invariant instead: kept values are x / (1 - p).
-    return {}
+    from lowering.corpus.philox import philox_rand
+
+    x = a["x_ptr"]
+    r = torch.from_numpy(philox_rand(a["seed"], np.arange(x.numel(), dtype=np.int32)))
+    p = torch.tensor(a["p"], dtype=torch.float32)
+    return {"out_ptr": torch.where(r > p, x / (1 - p), torch.zeros(()))}
 
 
 DROPOUT = CorpusEntry(
@@ -252,9 +257,10 @@ DROPOUT = CorpusEntry(
     },
     (triton.cdiv(N, BLOCK),),
     _dropout_ref,
-    (),
+    ("out_ptr",),
     ("tl.rand", "philox", "umulhi", "uitofp"),
-    notes="outputs are checked by invariant in tests (x/(1-p) or 0, about p dropped)",
+    atol=1e-6,
+    notes="the reference reproduces Triton's Philox stream bit-exactly (lowering/corpus/philox.py)",
 )
 
 
@@ -487,8 +493,13 @@ LOOP_HINTS = CorpusEntry(
     (2,),
     lambda a: {"out_ptr": (a["x_ptr"].sum(0) + 6.0) * 4.0},
     ("out_ptr",),
-    ("tt.num_stages loop attribute", "loop unrolled by factor 2", "tt.divisibility/contiguity op attributes",
-     "gpu.barrier", "tl.flip"),
+    (
+        "tt.num_stages loop attribute",
+        "loop unrolled by factor 2",
+        "tt.divisibility/contiguity op attributes",
+        "gpu.barrier",
+        "tl.flip",
+    ),
     atol=1e-5,
 )
 

@@ -323,8 +323,7 @@ TENSOR_DESCRIPTOR = CorpusEntry(
     ("tt.make_tensor_descriptor", "tt.descriptor_load", "tt.descriptor_store"),
     keep_block_pointers=True,
     divisible_by_16=("x_ptr", "y_ptr", "N"),
-    numeric=False,
-    notes="Triton needs a host-side TMA allocator to launch descriptor kernels; TTIR only",
+    notes="on a GPU, Triton needs a host-side allocator (triton.set_allocator) to launch descriptor kernels",
 )
 
 
@@ -344,18 +343,41 @@ def dot_scaled_mxfp8(
     tl.store(c_ptr + rm[:, None] * BN + rn[None, :], c)
 
 
+def _ds_args(seed: int) -> Args:
+    g = gen(seed)
+    a = (torch.randn(32, 64, generator=g) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(64, 32, generator=g) * 2).to(torch.float8_e4m3fn)
+    # e8m0 scales: 2 ** (s - 127), one per 32 elements along K
+    a_scale = torch.randint(124, 130, (32, 2), generator=g, dtype=torch.uint8)
+    b_scale = torch.randint(124, 130, (32, 2), generator=g, dtype=torch.uint8)
+    return {
+        "a_ptr": a,
+        "a_scale_ptr": a_scale,
+        "b_ptr": b,
+        "b_scale_ptr": b_scale,
+        "c_ptr": torch.zeros(32, 32),
+    }
+
+
+def _ds_ref(a: Args) -> dict[str, torch.Tensor]:
+    sa = torch.exp2(a["a_scale_ptr"].float() - 127).repeat_interleave(32, dim=1)  # [M, K]
+    sb = torch.exp2(a["b_scale_ptr"].float() - 127).repeat_interleave(32, dim=1)  # [N, K]
+    return {"c_ptr": (a["a_ptr"].float() * sa) @ (a["b_ptr"].float() * sb.t())}
+
+
 DOT_SCALED = CorpusEntry(
     "dot_scaled_mxfp8",
     dot_scaled_mxfp8,
     {"a_ptr": "*fp8e4nv", "a_scale_ptr": "*u8", "b_ptr": "*fp8e4nv", "b_scale_ptr": "*u8", "c_ptr": "*fp32"},
     {"BM": 32, "BN": 32, "BK": 64},
-    lambda s: {},
+    _ds_args,
     (1,),
-    lambda a: {},
-    (),
-    ("tt.dot_scaled", "f8E4M3FN"),
-    numeric=False,
-    notes="microscaled fp8 dot; TTIR only (no CPU reference run)",
+    _ds_ref,
+    ("c_ptr",),
+    ("tt.dot_scaled", "f8E4M3FN", "e8m0 scales"),
+    atol=1e-2,
+    rtol=1e-3,
+    notes="microscaled fp8 (mxfp8) dot: C = (A * 2^(sa-127)) @ (B * 2^(sb-127))",
 )
 
 SEQ, HEAD_DIM = 40, 16

@@ -19,6 +19,8 @@ API in brief (stable; new names get added, none renamed)::
         named_operands(op)                    # {"ptr": v, "mask": v | None, "other": v | None} by the op spec
     v.type.shape, v.type.element_type, v.type.is_pointer, v.type.rank, v.type.numel, v.type.bitwidth
     v.uses, v.users, v.replace_all_uses_with(w), op.set_operand(i, w), op.erase(), block.insert_before(a, op)
+    op.clone(value_map)                       # deep copy (regions too), operands remapped, map extended
+    module_difference(a, b, locations=False)  # lowering.ir.equivalence: first structural difference or None
     print_module(module, locations=False)     # readable TTIR-style text; parse_ttir reads it back
 
 Types (`lowering.ir.types`): IntType(width), FloatType(name), IndexType, PointerType(pointee, address_space),
@@ -26,8 +28,11 @@ TensorType(dims, element), TensorDescType(block), FunctionType; constants i1 i8 
 Attributes (`lowering.ir.attributes`): IntAttr/FloatAttr (int/float that keep their MLIR type), DenseAttr
 (`.value` numpy array, `.is_splat`, `.splat_value`), DenseArray (list), SymbolRef, UNIT, OpaqueAttr.
 Enum attributes hold keywords: cmpi "slt", load cache "none"/"ca", evict "evict_normal"/"evict_last",
-atomic_rmw_op "fadd", sem "acq_rel", scope "gpu", dot inputPrecision "tf32"/"ieee"; get_program_id axis is
-an int (0, 1, 2). Op specs (operand names, attributes, syntax) are in `lowering.ir.registry.OP_SPECS`.
+atomic_rmw_op "fadd", sem "acq_rel", scope "gpu", dot inputPrecision "ieee" (default) / "tf32"; get_program_id
+axis is an int (0, 1, 2). Defaults are filled in when the text leaves them out (load/store cache "none", evict
+"evict_normal", load isVolatile False, dot inputPrecision "ieee", maxNumImpreciseAcc 0).
+``scf.for``/``scf.if`` bodies always end in an ``scf.yield`` (the parser adds the one MLIR leaves out).
+Op specs (operand names, attributes, syntax) are in `lowering.ir.registry.OP_SPECS`.
 """
 
 from lowering.ir.attributes import (

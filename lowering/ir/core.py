@@ -208,6 +208,30 @@ class Operation:
         for region in self.regions:
             yield from region.walk()
 
+    def clone(self, value_map: dict[Value, Value] | None = None) -> Operation:
+        """A deep copy (regions included) that is not in any block.
+
+        Operands found in `value_map` are replaced by their mapping (others are kept); the map is
+        extended with this op's results and the values defined inside its regions, so cloning op by
+        op copies a whole block (the building block of inlining and unrolling).
+        """
+        vmap: dict[Value, Value] = value_map if value_map is not None else {}
+        new = Operation(
+            self.name,
+            [vmap.get(v, v) for v in self._operands],
+            self.result_types,
+            dict(self.attributes),
+            [],
+            self.location,
+            [r.name_hint for r in self.results],
+            self.successors,
+        )
+        for region in self.regions:
+            new.add_region(region.clone(vmap))
+        for old, res in zip(self.results, new.results, strict=True):
+            vmap[old] = res
+        return new
+
     def erase(self) -> None:
         """Remove this op from its block; its results must be unused."""
         for r in self.results:
@@ -292,3 +316,22 @@ class Region:
     def walk(self) -> Iterator[Operation]:
         for block in self.blocks:
             yield from block.walk()
+
+    def clone(self, value_map: dict[Value, Value] | None = None) -> Region:
+        """A deep copy of the region; block arguments and op results are mapped in `value_map`."""
+        vmap: dict[Value, Value] = value_map if value_map is not None else {}
+        new = Region()
+        blocks: dict[int, Block] = {}
+        for b in self.blocks:
+            nb = Block([a.type for a in b.args], [a.name_hint for a in b.args])
+            nb.label = b.label
+            for old, arg in zip(b.args, nb.args, strict=True):
+                vmap[old] = arg
+            blocks[id(b)] = nb
+            new.add_block(nb)
+        for b in self.blocks:
+            for op in b.ops:
+                c = op.clone(vmap)
+                c.successors = [blocks.get(id(s), s) for s in c.successors]
+                blocks[id(b)].append(c)
+        return new

@@ -530,8 +530,8 @@ def _w_atomic(p: Printer, op: Operation, depth: int) -> None:
 @_writer("functional")
 def _w_functional(p: Printer, op: Operation, depth: int) -> None:
     lead, skip = _leading_enum_words(op)
-    if op.name == "tt.gather":
-        body = f"{p.ref(op.operands[0])}[{p.ref(op.operands[1])}]"
+    if op.name in ("tt.gather", "tt.descriptor_gather"):  # src[indices], desc[x_offsets, y_offset]
+        body = f"{p.ref(op.operands[0])}[{p.refs(op.operands[1:])}]"
     else:
         body = p.refs(op.operands)
     p.simple(op, depth, f"{lead}{body}{_ad(op, skip)} : {_functional_types(op)}")
@@ -576,6 +576,20 @@ def _w_descriptor_load(p: Printer, op: Operation, depth: int) -> None:
 def _w_descriptor_store(p: Printer, op: Operation, depth: int) -> None:
     desc, src, *idx = op.operands
     p.simple(op, depth, f"{p.ref(desc)}[{p.refs(idx)}], {p.ref(src)}{_ad(op)} : {desc.type}, {src.type}")
+
+
+@_writer("descriptor_scatter")
+def _w_descriptor_scatter(p: Printer, op: Operation, depth: int) -> None:
+    desc, x_off, y_off, src = op.operands
+    types = ", ".join(str(t) for t in op.operand_types)
+    p.simple(op, depth, f"{p.ref(desc)}[{p.ref(x_off)}, {p.ref(y_off)}], {p.ref(src)}{_ad(op)} : {types}")
+
+
+@_writer("descriptor_reduce")
+def _w_descriptor_reduce(p: Printer, op: Operation, depth: int) -> None:
+    desc, src, *idx = op.operands
+    body = f"{op.attributes['kind']}, {p.ref(desc)}[{p.refs(idx)}], {p.ref(src)}{_ad(op, ['kind'])}"
+    p.simple(op, depth, f"{body} : {desc.type}, {src.type}")
 
 
 @_writer("dot")

@@ -125,6 +125,7 @@ ENUMS: dict[str, dict[str, int]] = {
     "propagate_nan": {"none": 0, "all": 65535},
     "scale_elem": {"e4m3": 0, "e5m2": 1, "e2m3": 2, "e3m2": 3, "e2m1": 4, "bf16": 5, "fp16": 6},
     "program_dim": {"x": 0, "y": 1, "z": 2},
+    "reduce_kind": {"add": 1, "min": 2, "max": 3, "inc": 4, "dec": 5, "and": 6, "or": 7, "xor": 8},
 }
 
 OP_SPECS: dict[str, OpSpec] = {}
@@ -345,18 +346,26 @@ _op(
     "make_tensor_descriptor",
     "base shape* strides*",
     attrs={"padding": _enum("padding", False)},
-    rule=None,
+    rule="make_tensor_descriptor",
 )
 _op(
     "tt.descriptor_load",
     "descriptor_load",
     "desc indices*",
     attrs={"cache": _enum("cache", False, "none"), "evict": _enum("evict", False, "evict_normal")},
+    rule="descriptor_access",
 )
-_op("tt.descriptor_store", "descriptor_store", "desc src indices*", 0)
+_op("tt.descriptor_store", "descriptor_store", "desc src indices*", 0, rule="descriptor_access")
 _op("tt.descriptor_gather", "functional", "desc x_offsets y_offset")
-_op("tt.descriptor_scatter", "functional", "desc x_offsets y_offset src", 0)
-_op("tt.descriptor_reduce", "functional", "desc src indices*", 0, attrs={"kind": AttrSpec("any", True)})
+_op("tt.descriptor_scatter", "descriptor_scatter", "desc x_offsets y_offset src", 0)
+_op(
+    "tt.descriptor_reduce",
+    "descriptor_reduce",
+    "desc src indices*",
+    0,
+    attrs={"kind": _enum("reduce_kind")},
+    rule="descriptor_access",
+)
 
 # ------------------------------------------------------------------------------ tt: compute
 _op(

@@ -17,6 +17,7 @@ from lowering.ir.types import (
     IndexType,
     IntType,
     PointerType,
+    TensorDescType,
     TensorType,
     Type,
     i1,
@@ -315,6 +316,29 @@ def _make_tensor_ptr(op: Operation) -> None:
 @_rule("same_result_as_first")
 def _same_result_as_first(op: Operation) -> None:
     _req(op.result.type == op.operands[0].type, "result type must equal the first operand's type")
+
+
+@_rule("descriptor_access")
+def _descriptor_access(op: Operation) -> None:
+    desc = op.operands[0].type
+    _req(isinstance(desc, TensorDescType), f"first operand must be a !tt.tensordesc, got {desc}")
+    assert isinstance(desc, TensorDescType)
+    data = op.result.type if op.results else op.operands[1].type
+    n_idx = len(op.operands) - (1 if op.results else 2)
+    _req(n_idx == desc.block.rank, f"needs {desc.block.rank} indices, has {n_idx}")
+    _req(
+        data.element_type == desc.block.element and data.numel == desc.block.numel,
+        f"tile {data} does not match the descriptor block {desc.block}",
+    )
+
+
+@_rule("make_tensor_descriptor")
+def _make_tensor_descriptor(op: Operation) -> None:
+    t = op.result.type
+    _req(isinstance(t, TensorDescType), f"result must be a !tt.tensordesc, got {t}")
+    assert isinstance(t, TensorDescType)
+    _req(len(op.operands) == 1 + 2 * t.block.rank, "shape and strides need one entry per block dimension")
+    _req(op.operands[0].type == PointerType(t.block.element), "base pointer element must match the block's")
 
 
 @_rule("dot")

@@ -26,8 +26,15 @@ def _clone_region(region: Region, vmap: dict[int, Value]) -> Region:
 def clone_op(op: Operation, vmap: dict[int, Value]) -> Operation:
     """A copy of `op` (regions included) whose operands are remapped through `vmap`."""
     regions = [_clone_region(r, vmap) for r in op.regions]
-    new = Operation(op.name, [vmap.get(id(v), v) for v in op.operands], [r.type for r in op.results],
-                    dict(op.attributes), regions, op.location, [r.name_hint for r in op.results])
+    new = Operation(
+        op.name,
+        [vmap.get(id(v), v) for v in op.operands],
+        [r.type for r in op.results],
+        dict(op.attributes),
+        regions,
+        op.location,
+        [r.name_hint for r in op.results],
+    )
     for old, res in zip(op.results, new.results, strict=True):
         vmap[id(old)] = res
     return new
@@ -59,8 +66,11 @@ class InlineCalls:
         except KeyError:
             raise UnsupportedError(f"tt.call of unknown function @{name}", op=call) from None
         if len(callee.body.blocks) != 1:
-            raise UnsupportedError(f"calls of @{name}: a noinline function with early returns", op=call,
-                                   hint="write the helper without early returns")
+            raise UnsupportedError(
+                f"calls of @{name}: a noinline function with early returns",
+                op=call,
+                hint="write the helper without early returns",
+            )
         block = call.parent
         assert block is not None
         vmap: dict[int, Value] = {id(a): v for a, v in zip(callee.args, call.operands, strict=True)}

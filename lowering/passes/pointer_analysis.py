@@ -168,7 +168,16 @@ def _splat_const(op: Operation) -> int | float | None:
     return None
 
 
-_SIDE_EFFECT_PREFIXES = ("scf.", "tt.store", "tt.atomic", "tt.print", "tt.assert", "tt.return", "cf.", "tt.descriptor_store")
+_SIDE_EFFECT_PREFIXES = (
+    "scf.",
+    "tt.store",
+    "tt.atomic",
+    "tt.print",
+    "tt.assert",
+    "tt.return",
+    "cf.",
+    "tt.descriptor_store",
+)
 
 
 class PointerAnalysis:

@@ -551,6 +551,35 @@ def _descriptor_store(cur: Cursor, spec: OpSpec) -> Parsed:
     return p
 
 
+@_reader("descriptor_scatter")
+def _descriptor_scatter(cur: Cursor, spec: OpSpec) -> Parsed:
+    """``tt.descriptor_scatter %desc[%x_offsets, %y_offset], %src : types``."""
+    p = Parsed(operands=[cur.expect_value()])
+    p.operands += _bracket_values(cur)
+    cur.expect_punct(",")
+    p.operands.append(cur.expect_value())
+    _trailing(cur, p)
+    cur.type_list()
+    cur.done()
+    return p
+
+
+@_reader("descriptor_reduce")
+def _descriptor_reduce(cur: Cursor, spec: OpSpec) -> Parsed:
+    """``tt.descriptor_reduce add, %desc[%i, %j], %src : desc_type, src_type``."""
+    kind = cur.expect_word(list(ENUMS["reduce_kind"]))
+    cur.expect_punct(",")
+    desc = cur.expect_value()
+    idx = _bracket_values(cur)
+    cur.expect_punct(",")
+    src = cur.expect_value()
+    p = Parsed(operands=[desc, src, *idx], attrs={"kind": kind})
+    _trailing(cur, p)
+    cur.type_list()
+    cur.done()
+    return p
+
+
 @_reader("dot")
 def _dot(cur: Cursor, spec: OpSpec) -> Parsed:
     p = Parsed(operands=cur.value_list())

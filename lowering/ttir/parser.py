@@ -58,6 +58,10 @@ def parse_raw(text: str) -> RawModule:
         ) from None
     except UnexpectedInput as exc:
         raise TTIRParseError(str(exc), getattr(exc, "line", 0), getattr(exc, "column", 0), text) from None
+    except TTIRError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError) as exc:  # a transformer callback rejected a value
+        raise TTIRParseError(f"malformed TTIR: {exc}", 0, 0, text) from None
     except VisitError as exc:
         if isinstance(exc.orig_exc, TTIRError):
             raise exc.orig_exc from None

@@ -188,6 +188,8 @@ def _dense_value(body: Any, t: TensorType) -> DenseAttr:
         )
         return DenseAttr(np.asarray(arr), t, True)
     flat = _flatten(body)
+    if len(flat) != t.numel:
+        raise ValueError(f"dense<...> lists {len(flat)} elements but {t} holds {t.numel}")
     vals = [_element(v, t.element) for v in flat]
     arr = np.array([np.asarray(v).reshape(()) for v in vals], dtype=dt).reshape(t.dims)
     return DenseAttr(arr, t)

@@ -5,8 +5,9 @@ Cores step through their program's events (instructions at `core_cpi`, a doorbel
 scoreboard holds a command until every earlier command of its PE it conflicts with on local-store
 ranges (RAW, WAR, WAW) is done; fences and the program's end wait for the core's commands; transfers
 share DRAM, SRAM, local-store and NoC bandwidth through the fluid model. One heap of timed events,
-O(events log events) apart from the fair-share recomputation, which is linear in transfers in flight
-(at most one per PE, since each PE's DMA queue is in order).
+O(events log events) apart from the fair-share recomputation when a shared transfer starts or ends,
+which is linear in the transfers in flight (at most `dma_max_in_flight` per PE); transfers on
+resources nobody else uses start and end without it.
 """
 
 from __future__ import annotations

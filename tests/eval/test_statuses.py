@@ -82,7 +82,7 @@ def test_syntax_error_in_source_text_is_compile_error_with_the_line() -> None:
 @pytest.mark.parametrize(
     "name, fragment, line",
     [
-        ("import_fails", "kegen_no_such_module", "import_fails.py:3"),
+        ("import_fails", "kegen_no_such_module", "import_fails.py:2"),
         ("no_model_new", "neither class ModelNew", None),
     ],
 )

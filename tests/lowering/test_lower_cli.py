@@ -8,7 +8,7 @@ import pytest
 
 from kegen.cli import main
 
-KERNEL = '''
+KERNEL = """
 import triton
 import triton.language as tl
 
@@ -29,7 +29,7 @@ def odd_reduce(x_ptr, y_ptr, BLOCK: tl.constexpr):
 @triton.jit
 def _combine(a, b):
     return a * b + 1.0
-'''
+"""
 SIG = "x_ptr=*fp32,y_ptr=*fp32,z_ptr=*fp32,n=i32"
 
 
@@ -46,50 +46,136 @@ def _lower(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
     return rc, out, err
 
 
-@pytest.mark.parametrize("emit,needle", [("ttir", "tt.func public @add_kernel"), ("tile", "DMA(block)"),
-                                         ("llir", "define void @add_kernel"), ("rvasm", "add_kernel:")])
+@pytest.mark.parametrize(
+    "emit,needle",
+    [
+        ("ttir", "tt.func public @add_kernel"),
+        ("tile", "DMA(block)"),
+        ("llir", "define void @add_kernel"),
+        ("rvasm", "add_kernel:"),
+    ],
+)
 def test_mtia_text_stages(kfile: Path, capsys: pytest.CaptureFixture[str], emit: str, needle: str) -> None:
-    rc, out, err = _lower(capsys, str(kfile), "--kernel", "add_kernel", "--signature", SIG,
-                          "--constexpr", "BLOCK=256", "--target", "mtia", "--emit", emit)
+    rc, out, err = _lower(
+        capsys,
+        str(kfile),
+        "--kernel",
+        "add_kernel",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=256",
+        "--target",
+        "mtia",
+        "--emit",
+        emit,
+    )
     assert rc == 0, err
     assert needle in out
 
 
 def test_mtia_elf_needs_output_file(kfile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, _, err = _lower(capsys, str(kfile), "--kernel", "add_kernel", "--signature", SIG, "--constexpr",
-                        "BLOCK=256", "--emit", "elf")
+    rc, _, err = _lower(
+        capsys,
+        str(kfile),
+        "--kernel",
+        "add_kernel",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=256",
+        "--emit",
+        "elf",
+    )
     assert rc == 1 and "-o FILE" in err
     out = tmp_path / "k.o"
-    rc, _, err = _lower(capsys, str(kfile), "--kernel", "add_kernel", "--signature", SIG, "--constexpr",
-                        "BLOCK=256", "--emit", "elf", "-o", str(out), "--option", "num_stages=2")
+    rc, _, err = _lower(
+        capsys,
+        str(kfile),
+        "--kernel",
+        "add_kernel",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=256",
+        "--emit",
+        "elf",
+        "-o",
+        str(out),
+        "--option",
+        "num_stages=2",
+    )
     assert rc == 0, err
     assert out.read_bytes()[:4] == b"\x7fELF"
 
 
 def test_nvidia_ptx_and_amd_gcn_without_gpu(kfile: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _lower(capsys, str(kfile), "--kernel", "add_kernel", "--signature", SIG, "--constexpr",
-                          "BLOCK=256", "--target", "nvidia")
+    rc, out, err = _lower(
+        capsys,
+        str(kfile),
+        "--kernel",
+        "add_kernel",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=256",
+        "--target",
+        "nvidia",
+    )
     assert rc == 0, err
     assert ".target sm_90a" in out and "ld.global" in out
-    rc, out, err = _lower(capsys, str(kfile), "--kernel", "add_kernel", "--signature", SIG, "--constexpr",
-                          "BLOCK=256", "--target", "amd", "--arch", "gfx90a")
+    rc, out, err = _lower(
+        capsys,
+        str(kfile),
+        "--kernel",
+        "add_kernel",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=256",
+        "--target",
+        "amd",
+        "--arch",
+        "gfx90a",
+    )
     assert rc == 0, err
     assert "gfx90a" in out and "global_load" in out
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--kernel", "nope", "--signature", SIG, "--constexpr", "BLOCK=8"], "no @triton.jit function 'nope'"),
-    (["--kernel", "add_kernel", "--signature", "x_ptr=*fp33", "--constexpr", "BLOCK=8"], "bad type '*fp33'"),
-    (["--kernel", "add_kernel", "--signature", "x_ptr=*fp32", "--constexpr", "BLOCK=8"], "needs a type"),
-    (["--kernel", "add_kernel", "--signature", SIG], "BLOCK needs a value"),
-    (["--kernel", "add_kernel", "--signature", SIG + ",w=i32", "--constexpr", "BLOCK=8"], "has no argument w"),
-    (["--kernel", "add_kernel", "--signature", SIG, "--constexpr", "BLOCK=8", "--emit", "ptx"], "not a stage"),
-    (["--kernel", "add_kernel", "--signature", SIG, "--constexpr", "BLOCK=1048576"], "do not fit in the local store"),
-    (["--kernel", "odd_reduce", "--signature", "x_ptr=*fp32,y_ptr=*fp32", "--constexpr", "BLOCK=8"],
-     "op tt.reduce"),
-])
-def test_errors_are_one_clear_line(kfile: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
-                                   message: str) -> None:
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["--kernel", "nope", "--signature", SIG, "--constexpr", "BLOCK=8"],
+            "no @triton.jit function 'nope'",
+        ),
+        (
+            ["--kernel", "add_kernel", "--signature", "x_ptr=*fp33", "--constexpr", "BLOCK=8"],
+            "bad type '*fp33'",
+        ),
+        (["--kernel", "add_kernel", "--signature", "x_ptr=*fp32", "--constexpr", "BLOCK=8"], "needs a type"),
+        (["--kernel", "add_kernel", "--signature", SIG], "BLOCK needs a value"),
+        (
+            ["--kernel", "add_kernel", "--signature", SIG + ",w=i32", "--constexpr", "BLOCK=8"],
+            "has no argument w",
+        ),
+        (
+            ["--kernel", "add_kernel", "--signature", SIG, "--constexpr", "BLOCK=8", "--emit", "ptx"],
+            "not a stage",
+        ),
+        (
+            ["--kernel", "add_kernel", "--signature", SIG, "--constexpr", "BLOCK=1048576"],
+            "do not fit in the local store",
+        ),
+        (
+            ["--kernel", "odd_reduce", "--signature", "x_ptr=*fp32,y_ptr=*fp32", "--constexpr", "BLOCK=8"],
+            "op tt.reduce",
+        ),
+    ],
+)
+def test_errors_are_one_clear_line(
+    kfile: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
     rc, out, err = _lower(capsys, str(kfile), *argv)
     assert rc == 1
     assert message in err

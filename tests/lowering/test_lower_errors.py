@@ -58,10 +58,25 @@ def rank5_kernel(x_ptr):
     tl.store(x_ptr + tl.reshape(offs, (1, 1, 1, 1, 2)), v5 * 2.0)
 
 
-def test_rank_above_four_is_unsupported() -> None:
-    x = torch.ones(2)
-    with pytest.raises(UnsupportedError, match="rank 5"):
-        rank5_kernel[(1,)](x)
+def test_rank5_folds_to_four_dims() -> None:
+    x = torch.tensor([1.0, 2.0])
+    rank5_kernel[(1,)](x)
+    assert x.tolist() == [2.0, 4.0]
+
+
+@triton.jit
+def permute5_kernel(x_ptr, y_ptr):
+    offs = tl.arange(0, 32)
+    a = tl.reshape(tl.load(x_ptr + offs), (2, 2, 2, 2, 2))
+    c = a + tl.permute(a, (4, 3, 2, 1, 0))
+    tl.store(y_ptr + offs, tl.reshape(c, (32,)))
+
+
+def test_unfoldable_rank5_is_unsupported() -> None:
+    x = torch.ones(32)
+    with pytest.raises(UnsupportedError, match="rank 5") as info:
+        permute5_kernel[(1,)](x, x)
+    assert "kernel permute5_kernel" in str(info.value)
 
 
 def test_gpu_tensor_is_rejected_clearly() -> None:

@@ -98,3 +98,35 @@ def test_options_hash_and_search_space() -> None:
     assert a.hash() == b.hash() and a.hash() != MtiaOptions(num_stages=3).hash()
     space = MtiaOptions.search_space()
     assert set(space) >= {"num_stages", "dual_core"}
+
+
+@triton.jit
+def early_exit_kernel(x_ptr, y_ptr, n, active, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if pid >= active:
+        return
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.num_programs(0), mask=m)
+
+
+def test_blocked_pe_mapping_fewer_programs_same_results() -> None:
+    _, round_robin = _scale()
+    rr_programs = driver.last_launch().programs
+    _, blocked = _scale(pe_mapping="blocked")
+    assert driver.last_launch().programs < rr_programs
+    assert blocked < round_robin, (round_robin, blocked)
+
+
+def test_blocked_mapping_with_early_return_and_num_programs() -> None:
+    n, block = 200 * 16, 16
+    x = torch.randn(n)
+    outs = []
+    for mapping in ("round_robin", "blocked"):
+        y = torch.zeros(n)
+        early_exit_kernel[(n // block,)](x, y, n, 150, BLOCK=block, pe_mapping=mapping)
+        outs.append(y)
+    ref = torch.zeros(n)
+    ref[: 150 * block] = x[: 150 * block] + n // block
+    torch.testing.assert_close(outs[0], ref)
+    torch.testing.assert_close(outs[1], ref)

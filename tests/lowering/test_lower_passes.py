@@ -100,3 +100,15 @@ def test_allocator_first_fit_and_reuse() -> None:
     a.release(x)
     z = a.allocate(96, "z")
     assert z.offset == 0 and a.peak == 192
+
+
+def test_pe_mapping_plans() -> None:
+    from lowering.passes.pe_mapping import PEMapping
+
+    rr = PEMapping().plan((300, 2, 1), 64, 2)
+    assert rr.grid == (300, 2, 1) and rr.extra_slots == ()
+    blocked = PEMapping("blocked").plan((300, 2, 1), 64, 2)
+    assert blocked.programs_per_core == 5 and blocked.grid == (60, 2, 1) and blocked.extra_slots == (5, 300)
+    dual = PEMapping("blocked", dual_core=True).plan((300, 1, 1), 64, 2)
+    assert dual.programs_per_core == 3 and dual.grid == (100, 1, 1)
+    assert PEMapping("blocked").plan((10, 1, 1), 64, 2).grid == (10, 1, 1)

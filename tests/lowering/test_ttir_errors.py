@@ -180,3 +180,12 @@ def test_frontend_errors_name_the_problem() -> None:
         ttir_from_jit(_needs_n, {"x_ptr": "*i32", "n": "i32"}, {"BLOCK": 3})  # arange needs a power of 2
     with pytest.raises(FrontendError, match="not a @triton.jit function"):
         ttir_from_jit(len, {}, {})
+
+
+def test_malformed_values_are_parse_errors() -> None:
+    bad_dense = "module {\n  tt.func @f() {\n    %c = arith.constant dense<[1, 2]> : tensor<3xf32>\n    tt.return\n  }\n}\n"
+    with pytest.raises(TTIRParseError, match=r"dense<...> lists 2 elements but tensor<3xf32> holds 3"):
+        parse_ttir(bad_dense)
+    bad_desc = "module {\n  tt.func @f(%d: !tt.tensordesc<f32>) {\n    tt.return\n  }\n}\n"
+    with pytest.raises(TTIRParseError, match="tensordesc wants a tensor type"):
+        parse_ttir(bad_desc)

@@ -236,3 +236,51 @@ def test_registry_lists_supported_ops() -> None:
     ops = supported_ops()
     assert len(ops) > 100 and "tt.dot" in ops and "scf.while" in ops and ops == sorted(ops)
     assert i64.bitwidth == 64
+
+
+def test_dense_hex_blobs_and_empty_input() -> None:
+    text = (
+        "module {\n  tt.func @f() {\n"
+        '    %c = arith.constant dense<"0x0000803F00000040"> : tensor<2xf32>\n'
+        '    %d = arith.constant dense<"0x0000803F"> : tensor<3xf32>\n'
+        "    tt.return\n  }\n}\n"
+    )
+    c, d, _ = parse_ttir(text).walk()
+    np.testing.assert_array_equal(c.attr("value").value, [1.0, 2.0])
+    assert d.attr("value").is_splat and d.attr("value").splat_value == 1.0 and d.result.type.shape == (3,)
+    assert parse_ttir("").functions == [] and parse_ttir("\n// only a comment\n").functions == []
+
+
+def test_clone_copies_ops_with_regions_and_maps_values() -> None:
+    from lowering.ir import Function, Module
+    from lowering.ir.equivalence import module_difference
+
+    module = parse_ttir(TEXT)
+    k = module.kernels[0]
+    loop = next(op for op in k.walk() if op.name == "scf.for")
+    copy = loop.clone()
+    k.entry.insert_before(loop, copy)
+    verify(module)
+    assert copy.regions[0].entry.args[1] is not loop.regions[0].entry.args[1]
+    inner_add = copy.regions[0].entry.ops[0]
+    assert inner_add.operands[0] is copy.regions[0].entry.args[1]  # mapped to the clone's own iter arg
+    assert print_module(module).count("scf.for") == 2
+
+    # copy a whole function body op by op into a new function with the same signature
+    original = parse_ttir(TEXT)
+    src = original.kernels[0]
+    dst = Function(
+        src.name,
+        src.arg_types,
+        arg_names=[a.name_hint for a in src.args],
+        arg_attrs=src.arg_attrs,
+        arg_locations=src.arg_locations,
+        attributes=src.attributes,
+        location=src.location,
+    )
+    vmap = dict(zip(src.args, dst.args, strict=True))
+    for op in src.entry.ops:
+        dst.entry.append(op.clone(vmap))
+    rebuilt = Module([dst])
+    verify(rebuilt)
+    assert module_difference(original, rebuilt, locations=True) is None

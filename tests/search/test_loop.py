@@ -151,3 +151,11 @@ def test_termination_rules() -> None:
     assert parse_duration("90") == 90 and parse_duration("2m") == 120 and parse_duration("1.5h") == 5400
     with pytest.raises(ValueError, match="duration"):
         parse_duration("soon")
+
+
+def test_without_a_seed_the_root_is_drafted_from_the_reference(tmp_path, store) -> None:
+    cfg = replace(_config(tmp_path, budget=3), seed=None, problem=EXAMPLES / "vector_add" / "problem.py")
+    r = run_search(cfg, store)
+    assert r.root.description.startswith("drafted from the reference (elementwise: add)")
+    assert "fused_elementwise_kernel" in r.root.code and (r.out_dir / "seed.py").read_text() == r.root.code
+    assert r.evaluations == 3

@@ -61,6 +61,9 @@ def test_launch_options_are_added_or_changed_per_launch() -> None:
     assert not any(
         m.startswith("num_stages") for m in (x.name for x in knob_mutations(LITERAL, launch_options=False))
     )
+    no_loop = LITERAL.replace("for i in range(0, n, BLOCK):\n        tl.load(x_ptr + i)", "pass")
+    names = {m.name for m in knob_mutations(no_loop)}
+    assert "dual_core=True@k#0" in names and not any(n.startswith("num_stages") for n in names)
 
 
 def test_softmax_recipes() -> None:
@@ -80,7 +83,7 @@ def test_softmax_recipes() -> None:
 
 
 def test_reciprocal_only_for_block_by_scalar_divisions() -> None:
-    src = textwrap.dedent('''
+    src = textwrap.dedent("""
         @triton.jit
         def k(x_ptr, s_ptr, n, BLOCK: tl.constexpr):
             cols = tl.arange(0, BLOCK)
@@ -88,7 +91,7 @@ def test_reciprocal_only_for_block_by_scalar_divisions() -> None:
             other = tl.load(s_ptr + cols)
             a = n / 2
             tl.store(x_ptr + cols, x / other + x / tl.load(s_ptr))
-        ''')
+        """)
     (m,) = recipe_mutations(src)
     out = m.apply(src)
     assert "x / other" in out and "x * (1.0 / tl.load(s_ptr))" in out and "a = n / 2" in out
@@ -128,6 +131,24 @@ def test_drafting_recognises_op_classes(tmp_path) -> None:
         a = analyze(p)
         assert a.op_class == op_class, (expr, a.summary)
         ast.parse(a.source)
+
+
+def test_drafting_layer_norm_keeps_the_module_weights(tmp_path) -> None:
+    p = tmp_path / "ln.py"
+    p.write_text(
+        PROBLEM.replace(
+            "def __init__(self):\n        super().__init__()",
+            "def __init__(self):\n        super().__init__()\n        self.norm = nn.LayerNorm(16)",
+        )
+        .format(expr="self.norm(x)", y="")
+        .replace("forward(self, x, y)", "forward(self, x)")
+        .replace(", ]", "]")
+    )
+    a = analyze(p)
+    assert a.op_class == "normalization"
+    assert "self.norm = nn.LayerNorm(16, eps=1e-05, elementwise_affine=True)" in a.source
+    assert "self.norm.weight, self.norm.bias" in a.source
+    ast.parse(a.source)
 
 
 def test_drafting_says_which_ops_it_cannot_draft(tmp_path) -> None:

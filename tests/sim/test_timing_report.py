@@ -182,3 +182,11 @@ def test_overlapping_dmas_get_their_own_tracks():
     for intervals in by_track.values():
         intervals.sort()
         assert all(b[0] >= a[1] - 1e-6 for a, b in zip(intervals, intervals[1:], strict=False))
+
+
+def test_copy_kernel_is_memory_bound_against_dram_bandwidth():
+    r = simulate(M, dram_stream(M, 256 * KB))
+    roof = r.counters.roofline
+    assert roof.flops == 0 and roof.bound == "memory"
+    assert roof.fraction_of_roofline == pytest.approx(r.counters.bandwidth["dram"]["fraction"])
+    assert "no FLOPs: memory-bound" in format_report(r)

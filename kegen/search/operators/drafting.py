@@ -140,6 +140,9 @@ def analyze(problem_path: Path) -> Analysis:
     names = [
         _name(n.target) if n.op != "call_module" else type(gm.get_submodule(n.target)).__name__ for n in ops
     ]
+    norm = _draft_layer_norm(gm, ops, placeholders)
+    if norm is not None:
+        return Analysis("normalization", names, [], norm)
     for draft in (_draft_softmax, _draft_reduce, _draft_matmul, _draft_gather, _draft_elementwise):
         got = draft(ops, placeholders)
         if got is not None:
@@ -173,6 +176,40 @@ def draft_candidate(problem_path: Path) -> tuple[str, Analysis]:
 
 def _single(ops: list[torch.fx.Node], targets: set[Any]) -> torch.fx.Node | None:
     return ops[0] if len(ops) == 1 and ops[0].target in targets else None
+
+
+def _draft_layer_norm(
+    gm: torch.fx.GraphModule, ops: list[torch.fx.Node], ph: list[torch.fx.Node]
+) -> str | None:
+    """nn.LayerNorm (a direct attribute of the model) or F.layer_norm over the last dimension."""
+    if len(ops) != 1 or len(ph) != 1:
+        return None
+    n = ops[0]
+    if n.op == "call_module":
+        mod = gm.get_submodule(str(n.target))
+        if not isinstance(mod, torch.nn.LayerNorm) or "." in str(n.target) or len(mod.normalized_shape) != 1:
+            return None
+        return templates.layer_norm(
+            64,
+            module=(
+                str(n.target),
+                int(mod.normalized_shape[0]),
+                float(mod.eps),
+                mod.weight is not None,
+                mod.bias is not None,
+            ),
+        )
+    if (
+        n.target is F.layer_norm
+        and len(n.args) == 2
+        and not n.kwargs.get("weight")
+        and not n.kwargs.get("bias")
+    ):
+        shape = n.args[1]
+        if isinstance(shape, list | tuple) and len(shape) == 1:
+            eps = n.kwargs.get("eps", 1e-5)
+            return templates.layer_norm(64, eps=float(eps) if isinstance(eps, int | float) else 1e-5)
+    return None
 
 
 def _draft_softmax(ops: list[torch.fx.Node], ph: list[torch.fx.Node]) -> tuple[str, str] | None:

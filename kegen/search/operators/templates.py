@@ -270,3 +270,67 @@ def gather_rows_kernel(table_ptr, idx_ptr, out_ptr, n_cols, table_stride, out_st
                                             BLOCK=BLOCK_SIZE)
         return out.view(*idx.shape, table.shape[1])"""
     return HEADER + f"\nBLOCK_SIZE = {block}\n\n" + kernel + MODEL_TAIL.format(args=arg_names, body=fwd)
+
+
+_LAYER_NORM_KERNEL = """
+@triton.jit
+def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_cols, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * row_stride
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_row + cols, mask=cols < n_cols, other=0.0)
+    mean = tl.sum(acc, axis=0) / n_cols
+    acc2 = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0)
+        d = tl.where(cols < n_cols, x - mean, 0.0)
+        acc2 += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc2, axis=0) / n_cols + eps)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0)
+        w = tl.load(w_ptr + cols, mask=mask, other=1.0)
+        b = tl.load(b_ptr + cols, mask=mask, other=0.0)
+        tl.store(y_ptr + row * row_stride + cols, (x - mean) * rstd * w + b, mask=mask)
+"""
+
+
+def layer_norm(
+    block: int = 64, eps: float = 1e-5, module: tuple[str, int, float, bool, bool] | None = None
+) -> str:
+    """Layer norm over the last dimension: three passes (mean, variance, normalise) per row.
+
+    `module` = (attribute, size, eps, has_weight, has_bias) of the model's nn.LayerNorm: ModelNew
+    builds the same module (equal weights under the evaluator's seeded construction)."""
+    if module is not None:
+        attr, size, eps, has_w, has_b = module
+        init = (
+            f"        self.{attr} = nn.LayerNorm({size}, eps={eps!r}, elementwise_affine={has_w or has_b})\n"
+        )
+        w = f"self.{attr}.weight" if has_w else "torch.ones(n_cols, device=x.device)"
+        b = f"self.{attr}.bias" if has_b else "torch.zeros(n_cols, device=x.device)"
+    else:
+        init, w, b = "", "torch.ones(n_cols, device=x.device)", "torch.zeros(n_cols, device=x.device)"
+    return (
+        HEADER
+        + f"\nBLOCK_SIZE = {block}\nEPS = {eps!r}\n\n"
+        + _LAYER_NORM_KERNEL
+        + f"""
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+{init}
+    def forward(self, x):
+        x = x.contiguous()
+        n_cols = x.shape[-1]
+        x2 = x.view(-1, n_cols)
+        y = torch.empty_like(x2)
+        layer_norm_kernel[(x2.shape[0],)](x2, {w}, {b}, y, x2.stride(0), n_cols, EPS, BLOCK=BLOCK_SIZE)
+        return y.view(x.shape)
+"""
+    )

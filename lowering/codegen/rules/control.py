@@ -208,7 +208,9 @@ def _if(ctx: KernelLowering, op: Operation) -> None:
 def _return(ctx: KernelLowering, op: Operation) -> None:
     if op.operands:
         raise UnsupportedError("kernels cannot return values")
-    if op.parent is not ctx.fn.entry or len(ctx.fn.body.blocks) > 1:
+    if ctx.program_latch is not None and (op.parent is not ctx.fn.entry or len(ctx.fn.body.blocks) > 1):
+        ctx.b.branch(ctx.program_latch)  # the next program id of this core
+    elif op.parent is not ctx.fn.entry or len(ctx.fn.body.blocks) > 1:
         ctx.b.ret_void()
 
 
@@ -264,3 +266,22 @@ def _cond_br(ctx: KernelLowering, op: Operation) -> None:
         b.position_at_end(bb)
         store_slots(ctx, ctx.cfg_slots[id(target)], vals)
         b.branch(ctx.cfg_blocks[id(target)])
+
+
+@rule("gpu.barrier")
+def _barrier(ctx: KernelLowering, op: Operation) -> None:
+    """tl.debug_barrier: one program runs per core, so a barrier waits for the PE's units."""
+    ctx.em.fence(UnitMask.ALL)
+
+
+@rule("ub.poison")
+def _poison(ctx: KernelLowering, op: Operation) -> None:
+    from lowering.codegen.values import Splat
+
+    res = op.results[0]
+    ty = dt.core_type(res.type)
+    zero = ty(0) if isinstance(ty, ir.IntType) else ty(0.0)
+    if res.type.is_tensor:
+        ctx.bind(res, Splat(zero, tuple(res.shape), dt.to_dtype(res.type)))
+    else:
+        ctx.bind(res, zero)

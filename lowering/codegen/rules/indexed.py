@@ -23,7 +23,10 @@ def _make_descriptor(ctx: KernelLowering, op: Operation) -> None:
     rank = (len(ops) - 1) // 2
     base = ctx.scalar(ops[0])
     ctx.env[id(op.results[0])] = TensorDescriptor(
-        base, [ctx.i64(ctx.scalar(v)) for v in ops[1:1 + rank]], [ctx.i64(ctx.scalar(v)) for v in ops[1 + rank:]])
+        base,
+        [ctx.i64(ctx.scalar(v)) for v in ops[1 : 1 + rank]],
+        [ctx.i64(ctx.scalar(v)) for v in ops[1 + rank :]],
+    )
 
 
 def _descriptor(ctx: KernelLowering, op: Operation) -> TensorDescriptor:
@@ -33,8 +36,9 @@ def _descriptor(ctx: KernelLowering, op: Operation) -> TensorDescriptor:
     return d
 
 
-def _box(ctx: KernelLowering, d: TensorDescriptor, offsets: list[ir.Value], block: tuple[int, ...],
-         dtype: DType) -> tuple[ir.Value, list[ir.Value], ir.Value]:
+def _box(
+    ctx: KernelLowering, d: TensorDescriptor, offsets: list[ir.Value], block: tuple[int, ...], dtype: DType
+) -> tuple[ir.Value, list[ir.Value], ir.Value]:
     """(start address, valid bounds, empty?) of the block at `offsets` of descriptor `d`."""
     b = ctx.b
     addr = ctx.i64(d.base)
@@ -62,10 +66,19 @@ def _descriptor_load(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.b
     with b.if_else(empty) as (then, otherwise):
         with then:
-            ctx.command(Op.SIMD_FILL, shape=shape, dst=dst, dtypes=(dtype,), imm0=0, flags=ctx.imm_flags(dtype))
+            ctx.command(
+                Op.SIMD_FILL, shape=shape, dst=dst, dtypes=(dtype,), imm0=0, flags=ctx.imm_flags(dtype)
+            )
         with otherwise:
-            ctx.command(Op.DMA_COPY, shape=shape, dst=dst, srcs=((addr, d.strides),), dtypes=(dtype, dtype),
-                        valid=valid, flags=ctx.imm_flags(dtype))
+            ctx.command(
+                Op.DMA_COPY,
+                shape=shape,
+                dst=dst,
+                srcs=((addr, d.strides),),
+                dtypes=(dtype, dtype),
+                valid=valid,
+                flags=ctx.imm_flags(dtype),
+            )
     ctx.bind(res, dst)
 
 
@@ -78,11 +91,19 @@ def _descriptor_store(ctx: KernelLowering, op: Operation) -> None:
         raise UnsupportedError("descriptor stores of a lower rank than the descriptor")
     addr, valid, empty = _box(ctx, d, [ctx.scalar(v) for v in op.operands[2:]], shape, src.dtype)
     with ctx.b.if_then(ctx.b.not_(empty)):
-        ctx.command(Op.DMA_COPY, shape=shape, dst=(addr, d.strides), srcs=(src,), dtypes=(src.dtype, src.dtype),
-                    valid=valid)
+        ctx.command(
+            Op.DMA_COPY,
+            shape=shape,
+            dst=(addr, d.strides),
+            srcs=(src,),
+            dtypes=(src.dtype, src.dtype),
+            valid=valid,
+        )
 
 
-def _addresses(ctx: KernelLowering, shape: tuple[int, ...], parts: list[tuple[Buf | None, int]], base: int) -> Buf:
+def _addresses(
+    ctx: KernelLowering, shape: tuple[int, ...], parts: list[tuple[Buf | None, int]], base: int
+) -> Buf:
     """I64 tensor base + sum_k part_k * scale_k; a None part is the index along dim k (iota)."""
     addrs = ctx.new_buf(None, shape, DType.I64)
     tmp = ctx.new_buf(None, shape, DType.I64)
@@ -92,13 +113,29 @@ def _addresses(ctx: KernelLowering, shape: tuple[int, ...], parts: list[tuple[Bu
         if scale == 0:
             continue
         if src is None:
-            ctx.command(Op.SIMD_IOTA, shape=shape, dst=tmp, dtypes=(DType.I64,), subop=4 - rank + k,
-                        flags=Flags.IMM_IS_INT)
+            ctx.command(
+                Op.SIMD_IOTA,
+                shape=shape,
+                dst=tmp,
+                dtypes=(DType.I64,),
+                subop=4 - rank + k,
+                flags=Flags.IMM_IS_INT,
+            )
         else:
             ctx.command(Op.SIMD_CAST, shape=shape, dst=tmp, srcs=(src,), dtypes=(DType.I64, src.dtype))
-        ctx.command(Op.SIMD_BINARY, shape=shape, dst=tmp, srcs=(tmp,), dtypes=_I64X3, subop=SimdOp.MUL,
-                    flags=Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=scale)
-        ctx.command(Op.SIMD_BINARY, shape=shape, dst=addrs, srcs=(addrs, tmp), dtypes=_I64X3, subop=SimdOp.ADD)
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=shape,
+            dst=tmp,
+            srcs=(tmp,),
+            dtypes=_I64X3,
+            subop=SimdOp.MUL,
+            flags=Flags.SRC1_IMM | Flags.IMM_IS_INT,
+            imm1=scale,
+        )
+        ctx.command(
+            Op.SIMD_BINARY, shape=shape, dst=addrs, srcs=(addrs, tmp), dtypes=_I64X3, subop=SimdOp.ADD
+        )
     return addrs
 
 
@@ -118,13 +155,19 @@ def _gather(ctx: KernelLowering, op: Operation) -> None:
     idx = ctx.buf(idx_v)
     size = ITEMSIZE[dtype]
     parts: list[tuple[Buf | None, int]] = [
-        (idx if k == axis else None, src.strides[k] * size) for k in range(len(shape))]
+        (idx if k == axis else None, src.strides[k] * size) for k in range(len(shape))
+    ]
     base = src.addr
     assert isinstance(base, int)
     addrs = _addresses(ctx, shape, parts, base)
     dst = ctx.new_buf(res, shape, dtype)
-    ctx.command(Op.DMA_GATHER, shape=shape, dst=dst, srcs=(None, addrs.view(shape, addrs.strides, DType.U64)),
-                dtypes=(dtype, dtype))
+    ctx.command(
+        Op.DMA_GATHER,
+        shape=shape,
+        dst=dst,
+        srcs=(None, addrs.view(shape, addrs.strides, DType.U64)),
+        dtypes=(dtype, dtype),
+    )
     ctx.bind(res, dst)
 
 
@@ -141,18 +184,52 @@ def _histogram(ctx: KernelLowering, op: Operation) -> None:
     in_range = ctx.new_buf(None, shape, DType.I1)
     below = ctx.new_buf(None, shape, DType.I1)
     xd = x.dtype
-    ctx.command(Op.SIMD_CMP, shape=shape, dst=in_range, srcs=(x,), dtypes=(DType.I1, xd, xd), subop=CmpOp.GE,
-                flags=Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=0)
-    ctx.command(Op.SIMD_CMP, shape=shape, dst=below, srcs=(x,), dtypes=(DType.I1, xd, xd), subop=CmpOp.LT,
-                flags=Flags.SRC1_IMM | Flags.IMM_IS_INT, imm1=bins)
-    ctx.command(Op.SIMD_BINARY, shape=shape, dst=in_range, srcs=(in_range, below),
-                dtypes=(DType.I1, DType.I1, DType.I1), subop=SimdOp.AND)
+    ctx.command(
+        Op.SIMD_CMP,
+        shape=shape,
+        dst=in_range,
+        srcs=(x,),
+        dtypes=(DType.I1, xd, xd),
+        subop=CmpOp.GE,
+        flags=Flags.SRC1_IMM | Flags.IMM_IS_INT,
+        imm1=0,
+    )
+    ctx.command(
+        Op.SIMD_CMP,
+        shape=shape,
+        dst=below,
+        srcs=(x,),
+        dtypes=(DType.I1, xd, xd),
+        subop=CmpOp.LT,
+        flags=Flags.SRC1_IMM | Flags.IMM_IS_INT,
+        imm1=bins,
+    )
+    ctx.command(
+        Op.SIMD_BINARY,
+        shape=shape,
+        dst=in_range,
+        srcs=(in_range, below),
+        dtypes=(DType.I1, DType.I1, DType.I1),
+        subop=SimdOp.AND,
+    )
     if len(op.operands) > 1:
         m = ctx.buf(op.operands[1])
-        ctx.command(Op.SIMD_BINARY, shape=shape, dst=in_range, srcs=(in_range, m),
-                    dtypes=(DType.I1, DType.I1, DType.I1), subop=SimdOp.AND)
+        ctx.command(
+            Op.SIMD_BINARY,
+            shape=shape,
+            dst=in_range,
+            srcs=(in_range, m),
+            dtypes=(DType.I1, DType.I1, DType.I1),
+            subop=SimdOp.AND,
+        )
     one = ctx.materialize(Splat(ir.IntType(32)(1), shape, DType.I32))
-    ctx.command(Op.DMA_ATOMIC, shape=shape, srcs=(one, addrs.view(shape, addrs.strides, DType.U64), in_range),
-                dtypes=(DType.I32, DType.I32), subop=AtomicOp.ADD, flags=Flags.IMM_IS_INT)
+    ctx.command(
+        Op.DMA_ATOMIC,
+        shape=shape,
+        srcs=(one, addrs.view(shape, addrs.strides, DType.U64), in_range),
+        dtypes=(DType.I32, DType.I32),
+        subop=AtomicOp.ADD,
+        flags=Flags.IMM_IS_INT,
+    )
     ctx.em.fence(UnitMask.DMA)  # the atomics write the local store through addresses
     ctx.bind(res, out)
