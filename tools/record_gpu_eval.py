@@ -70,6 +70,12 @@ def main() -> int:
             )
             data = result.to_dict()
             block = result.verdict_text()
+            inclusive = (result.details.get("timing") or {}).get("host_inclusive")
+            if inclusive:
+                block += (
+                    f"\n  candidate with host launch overhead (do_bench style): "
+                    f"{inclusive['median_s'] * 1e6:.2f} us"
+                )
             if result.profile:
                 block += "\n" + Profile.from_dict(result.profile).format_text(full=True)
         except Exception as exc:  # record and go on: the file says what failed

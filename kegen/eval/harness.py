@@ -225,7 +225,7 @@ class Harness:
             self._verify_after_timing(timing, pristine, ref_model, cand_model, guards, factory)
         self.result["candidate_time_s"] = timing.stats.median_s
         self.result["times"]["candidate"] = timing.stats.median_s
-        self.result["details"]["timing"] = timing.stats.to_dict()
+        self.result["details"]["timing"] = {**timing.stats.to_dict(), **timing.extra}
         return timing
 
     def _verify_after_timing(

@@ -64,3 +64,4 @@ class Timing:
     last_index: int = 0
     launches: list[Any] = field(default_factory=list)  # mtia: LaunchRecords of the last measured call
     notes: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # target-specific measurements (details.timing)

@@ -1,10 +1,11 @@
 """Targets `nvidia` and `amd`: CUDA/HIP events around each call, with warm-up, an L2 flush before
-every call, and fresh inputs round-robin. Also a device-synchronised wall-clock check that catches
-work escaping the timed stream.
+every call, fresh inputs round-robin, and the host's launch overhead hidden (see `measure`). Also
+a device-synchronised wall-clock check that catches work escaping the timed stream.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,43 +21,76 @@ _synchronize = torch.cuda.synchronize
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 MAX_REPS = 1000
 MIN_REPS = 10
+SPIN_HZ = 2.0e9  # GPU clock assumed for the spin kernel: a slower clock only spins longer
 
 
 def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], config: EvalConfig) -> Timing:
-    """Median of per-call event times (ms resolution ~0.5 us), L2 flushed before each call."""
+    """Per-call CUDA-event times, L2 flushed before each call, fresh inputs round-robin.
+
+    Two passes: the primary one queues a spin kernel (torch.cuda._sleep) before the start event,
+    so the host's launch overhead is hidden and the events time the GPU work of the forward (as a
+    CUDA graph would run it); the second is do_bench-style (events straight around the call, host
+    overhead included when the host is slower than the GPU), kept in the details as
+    `host_inclusive`, and used by the escape check.
+    """
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
     out = call(input_sets[0])
     _synchronize()
     t0 = _perf_counter()
     n_warm = 0
+    host_s = 0.0
     while n_warm < 3 or (_perf_counter() - t0) * 1e3 < config.warmup_ms:
+        h0 = _perf_counter()
         out = call(input_sets[n_warm % len(input_sets)])
+        host_s = max(host_s, _perf_counter() - h0) if n_warm else _perf_counter() - h0
         _synchronize()
         n_warm += 1
         if n_warm > MAX_REPS:
             break
     est_s = max((_perf_counter() - t0) / n_warm, 1e-7)
     reps = int(min(MAX_REPS, max(MIN_REPS, config.rep_ms * 1e-3 / est_s)))
-    starts = [_Event(enable_timing=True) for _ in range(reps)]
-    ends = [_Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        flush.zero_()
-        starts[i].record()
-        out = call(input_sets[i % len(input_sets)])
-        ends[i].record()
-    _synchronize()
-    samples = [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends, strict=True)]
-    stats = TimingStats.from_samples(samples, "cuda events, L2 flushed, fresh inputs round-robin")
+    spin_cycles = int(min(2 * host_s + 50e-6, 0.05) * SPIN_HZ)
+    hidden, out = _timed_pass(call, input_sets, flush, reps, spin_cycles)
+    inclusive, out = _timed_pass(call, input_sets, flush, reps, 0)
+    stats = TimingStats.from_samples(
+        hidden,
+        "cuda events, host launch overhead hidden by a spin kernel, L2 flushed, fresh inputs round-robin",
+    )
     timing = Timing(stats, out, (reps - 1) % len(input_sets))
-    escaped = _escape_check(call, input_sets, flush, stats.median_s)
+    timing.extra["host_inclusive"] = TimingStats.from_samples(
+        inclusive, "cuda events straight around each call (do_bench style)"
+    ).to_dict()
+    escaped = _escape_check(call, input_sets, flush, statistics.median(inclusive))
     if escaped:
         timing.notes.append(escaped)
     return timing
 
 
+def _timed_pass(
+    call: Callable[[list[Any]], Any],
+    input_sets: list[list[Any]],
+    flush: torch.Tensor,
+    reps: int,
+    spin_cycles: int,
+) -> tuple[list[float], Any]:
+    starts = [_Event(enable_timing=True) for _ in range(reps)]
+    ends = [_Event(enable_timing=True) for _ in range(reps)]
+    out: Any = None
+    for i in range(reps):
+        flush.zero_()
+        if spin_cycles:
+            torch.cuda._sleep(spin_cycles)
+        starts[i].record()
+        out = call(input_sets[i % len(input_sets)])
+        ends[i].record()
+    _synchronize()
+    return [s.elapsed_time(e) * 1e-3 for s, e in zip(starts, ends, strict=True)], out
+
+
 def _escape_check(
     call: Callable[[list[Any]], Any], input_sets: list[list[Any]], flush: torch.Tensor, event_median_s: float
 ) -> str | None:
+    # event_median_s is the host-inclusive median: the wall clock includes the host's overhead too.
     """Wall time to a device-wide sync vs event time: much longer means work ran off the timed stream."""
     walls: list[float] = []
     for i in range(5):

@@ -404,6 +404,8 @@ class SearchDriver:
             "best_description": best.description if best else None,
         }
         (self.out_dir / "run.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if best is not None:
+            self.store.add_artifact(self.run_id, best.id, "best", path=str(self.out_dir / "best.py"))
         return SearchResult(
             run_id=self.run_id,
             db=self.store.path,

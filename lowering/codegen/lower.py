@@ -370,6 +370,9 @@ class KernelLowering:
         if rank > isa.MAX_DIMS and not raw_dims and valid is None:
             shape, dst, srcs, axis = _coalesce(op, list(shape), dst, list(srcs), axis)
             rank = len(shape)
+        if rank > isa.MAX_DIMS and not raw_dims and valid is None:
+            self._split_command(op, shape, dst, srcs, dtypes, subop, flags, axis, imm0, imm1)
+            return
         if rank > isa.MAX_DIMS:
             raise UnsupportedError(f"tensors of rank {rank} exceed the units' {isa.MAX_DIMS} dimensions")
         pad = 0 if raw_dims else isa.MAX_DIMS - rank
@@ -402,6 +405,29 @@ class KernelLowering:
         f[Field.IMM0] = imm0
         f[Field.IMM1] = imm1
         self.em.command(f)
+
+    def _split_command(self, op: Op, shape: Sequence[Word], dst: Operand | None, srcs: Sequence[Operand | None],
+                       dtypes: Sequence[DType], subop: int, flags: int, axis: int, imm0: Word, imm1: Word) -> None:
+        """A rank > 4 command the units cannot take: one command per index of an outer dimension."""
+        reduce = op in (Op.RED_REDUCE, Op.RED_SCAN)
+        k = next(i for i in range(len(shape)) if not (reduce and i == axis))
+        operands = [x for x in [dst, *srcs] if x is not None]
+        n = int(shape[k])
+        if not all(isinstance(x, Buf) and x.dyn_base is None for x in operands) or n > 64 or op == Op.SIMD_IOTA:
+            raise UnsupportedError(f"tensors of rank {len(shape)} exceed the units' {isa.MAX_DIMS} dimensions",
+                                   hint="reshape to at most 4 dimensions")
+        rest = [d for i, d in enumerate(shape) if i != k]
+
+        def part(x: Operand | None, i: int) -> Operand | None:
+            if not isinstance(x, Buf):
+                return x
+            strides = tuple(s for j, s in enumerate(x.strides) if j != k)
+            return x.view(tuple(rest), strides, byte_offset=i * x.strides[k] * isa.ITEMSIZE[x.dtype])
+
+        for i in range(n):
+            self.command(op, shape=rest, dst=part(dst, i), srcs=[part(x, i) for x in srcs], dtypes=dtypes,
+                         subop=subop, flags=flags, axis=axis - (1 if reduce and axis > k else 0), imm0=imm0,
+                         imm1=imm1)
 
     @staticmethod
     def _raw(x: Operand) -> tuple[Word, list[Word]]:

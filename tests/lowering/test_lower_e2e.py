@@ -301,3 +301,44 @@ def test_mixed_elementwise_int_float() -> None:
     ref = torch.where(x > 0, x * yf, torch.exp(x) - 1.0)
     ref = torch.maximum(ref, torch.tensor(-0.5)) + torch.sigmoid(x) + (torch.arange(n) % 3).float()
     torch.testing.assert_close(out, ref, atol=1e-4, rtol=1e-4)
+
+
+@triton.jit
+def many_functions_kernel(x_ptr, i_ptr, o_ptr, oi_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.5)
+    i = tl.load(i_ptr + offs, mask=m, other=1)
+    a = tl.clamp(x, -0.5, 0.5) + tl.sigmoid(x) + tl.math.floor(x) + tl.math.ceil(x) + tl.math.fma(x, x, x)
+    a += tl.math.erf(x) + tl.math.log2(tl.abs(x) + 1) + tl.math.exp2(x) + tl.math.cos(x) + tl.math.sin(x)
+    a += tl.math.rsqrt(tl.abs(x) + 1) + tl.math.div_rn(x, 3.0) + tl.softmax(x) + tl.full((BLOCK,), 2.0, tl.float32)
+    a += tl.sum(tl.zeros_like(x)) + tl.xor_sum(i, 0).to(tl.float32) + tl.min(i, 0).to(tl.float32)
+    a = tl.where(m, a, 0.0)
+    j = (i // 3) + (i % 5) + (i << 2) + (i >> 1) + (~i) + (i ^ 7) + tl.umulhi(i.to(tl.uint32), 12345).to(tl.int32)
+    j += tl.maximum(i, 2) + tl.minimum(i, -2) + tl.cdiv(n, 7) + tl.flip(i, 0)
+    s = tl.sort(x)
+    tl.store(o_ptr + offs, a + s * 0.0, mask=m)
+    tl.store(oi_ptr + offs, j, mask=m)
+
+
+def test_many_tl_functions() -> None:
+    import numpy as np
+
+    n = 32
+    x = torch.randn(n)
+    i = torch.randint(-20, 20, (n,), dtype=torch.int32)
+    o, oi = torch.empty(n), torch.empty(n, dtype=torch.int32)
+    many_functions_kernel[(1,)](x, i, o, oi, n, BLOCK=32)
+    a = x.clamp(-0.5, 0.5) + torch.sigmoid(x) + x.floor() + x.ceil() + x * x + x
+    a += torch.erf(x) + torch.log2(x.abs() + 1) + torch.exp2(x) + torch.cos(x) + torch.sin(x)
+    a += torch.rsqrt(x.abs() + 1) + x / 3.0 + torch.softmax(x, 0) + 2.0
+    xs = 0
+    for v in i.tolist():
+        xs ^= v
+    a += xs + i.min().float()
+    torch.testing.assert_close(o, a, atol=1e-4, rtol=1e-4)
+    ii = i.long()
+    umul = torch.tensor((i.numpy().astype(np.uint32).astype(np.uint64) * 12345 >> 32).astype(np.int64))
+    j = torch.div(ii, 3, rounding_mode="trunc") + torch.fmod(ii, 5) + (ii << 2) + (ii >> 1) + (~ii) + (ii ^ 7) + umul
+    j += torch.clamp(ii, min=2) + torch.clamp(ii, max=-2) + (n + 6) // 7 + ii.flip(0)
+    assert torch.equal(oi.long(), j)

@@ -72,11 +72,28 @@ def permute5_kernel(x_ptr, y_ptr):
     tl.store(y_ptr + offs, tl.reshape(c, (32,)))
 
 
-def test_unfoldable_rank5_is_unsupported() -> None:
-    x = torch.ones(32)
+def test_unfoldable_rank5_is_split_into_rank4_commands() -> None:
+    x = torch.arange(32.0)
+    y = torch.empty(32)
+    permute5_kernel[(1,)](x, y)
+    a = x.reshape(2, 2, 2, 2, 2)
+    torch.testing.assert_close(y, (a + a.permute(4, 3, 2, 1, 0)).reshape(32))
+
+
+@triton.jit
+def permute5_big_kernel(x_ptr, y_ptr):
+    offs = tl.arange(0, 2048)
+    a = tl.reshape(tl.load(x_ptr + offs), (128, 2, 2, 2, 2))
+    b = tl.reshape(tl.load(x_ptr + offs), (2, 2, 2, 2, 128))
+    c = a + tl.permute(b, (4, 3, 2, 1, 0))
+    tl.store(y_ptr + offs, tl.reshape(c, (2048,)))
+
+
+def test_rank5_too_large_to_split_is_unsupported() -> None:
+    x = torch.ones(2048)
     with pytest.raises(UnsupportedError, match="rank 5") as info:
-        permute5_kernel[(1,)](x, x)
-    assert "kernel permute5_kernel" in str(info.value)
+        permute5_big_kernel[(1,)](x, x)
+    assert "kernel permute5_big_kernel" in str(info.value)
 
 
 def test_gpu_tensor_is_rejected_clearly() -> None:
