@@ -77,12 +77,33 @@ functional-simulator owner, no name or value changed):
   below 4 GiB) to DOORBELL/FENCE/EXIT/PRINT both work, as do 32-bit reads of either half.
 - Programs of a launch run in grid order (x fastest); program i runs on slot i mod (PEs x cores)
   with PE = slot mod num_pes and core = slot // num_pes (cores = 2 only with dual_core).
+- RED_ACCUMULATE (reductions across PEs, over the reduction network): dst[i] = subop(dst[i],
+  src0[i]) element-wise over the index space, subop a ReduceOp: SUM, MAX, MIN, PROD, and AND/OR/XOR
+  for integer types (ARGMAX/ARGMIN are illegal). src0 must be in this PE's local store (LOCAL_BASE,
+  or this PE's own window); dst may be anywhere: this or another PE's local store (its PE window),
+  SRAM or DRAM. dtype_out is dst's type; dtype_in0 (NONE: same) must equal it, except that any
+  float type may accumulate into any float dst; I1 is not accepted (use U8). The combine is done
+  in the compute type (floats up to 32 bits in fp32, rounded once to dtype_out; integers in their
+  own width with wrap-around; Flags.UNSIGNED, Flags.PROPAGATE_NAN as for RED_REDUCE). dst elements
+  that alias (stride 0, overlapping strides) receive every src0 element mapped to them, in index
+  order. Each command is atomic: programs run one after another (docs/DECISIONS.md D1), so the
+  result of many PEs accumulating into one tensor does not depend on timing; it is the same in any
+  order for integer SUM/PROD and all MAX/MIN/AND/OR/XOR, and for float SUM/PROD it is the program
+  order (grid order within a PE, PE by PE: see mtia_sim/simulator.py), exactly reproducible but
+  not bit-equal to another summation order. The command processor tracks src0 (read) and a
+  local-store dst (read and written); ordering against other PEs' commands on the same dst is not
+  tracked (D1). Cost: the RED unit's setup + elements / reduction rate, then the transfer: for a
+  PE's local store, NoC hops x hop latency + bytes through the destination PE's reduction-network
+  port (noc link bandwidth, shared by every accumulate into that PE) and its local store (read +
+  write); for SRAM/DRAM, that level's latency + read + write bytes at its shared bandwidth.
 
 Changes to this module (functional-simulator owner):
 - Enums hash like their int value (`_IntEnum`/`_IntFlag` bases): `{DType.F32: x}[12]` now works
   and hashing is fast. Values and names are unchanged.
 - `CommandDescriptor.from_bytes` decodes through lookup tables (same results, ~3x faster).
 - The operand rules above and the comments of DPE_MATMUL / AtomicOp.CAS were made precise.
+- Op.RED_ACCUMULATE = 0x402 added (reduction-engine owner, 2026-12): reductions across PEs; no
+  existing name or value changed.
 """
 
 from __future__ import annotations
@@ -218,6 +239,9 @@ class Op(_IntEnum):
     # Reduction engine (unit 4)
     RED_REDUCE = 0x400  # dst = reduce(src0) along axis (subop: ReduceOp); dst stride of that axis is 0
     RED_SCAN = 0x401  # dst = scan(src0) along axis (subop: ScanOp); flags & REVERSE scans backwards
+    RED_ACCUMULATE = 0x402  # dst[i] = subop(dst[i], src0[i]) across PEs (subop: ReduceOp SUM/MAX/MIN/PROD,
+    #                          AND/OR/XOR for ints); src0 in this PE's local store, dst anywhere (another
+    #                          PE's window, SRAM, DRAM); atomic per command (see the module docstring)
     # Memory layout unit (unit 5)
     MLU_COPY = 0x500  # dst = src0 re-laid out by strides: transpose, broadcast, reshape, slice, concat
     MLU_BITCAST = 0x501  # dst = src0 bytes reinterpreted (same itemsize)

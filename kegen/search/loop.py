@@ -89,6 +89,11 @@ class SearchDriver:
         c = self.config
         if c.resume:
             run = self.store.get_run(c.resume)
+            if Path(run.problem_path) != self.problem_path:
+                raise ValueError(
+                    f"run {run.id} searched {run.problem_path}, not {self.problem_path}; "
+                    "pass that problem file with --resume"
+                )
             self.store.reopen_run(run.id)
             out_dir = Path(run.out_dir or Path("kegen-runs") / run.id)
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -175,6 +180,7 @@ class SearchDriver:
         kb = load_knowledge_base() if c.operator.kb_budget_chars > 0 else None
         self.builder = ContextBuilder(self.store, run_id, problem, c.operator, kb)
         self._restore_progress()
+        resumed = self._replay_learning()
         executor: Executor = (
             _InlineExecutor()
             if c.eval.jobs == 0
@@ -184,7 +190,8 @@ class SearchDriver:
         try:
             self._open_bar()
             for node in self.store.pending(run_id):  # resumed, root or warm-started nodes
-                self._submit(executor, node, None, 0.0)
+                parent_fitness = self.store.node(node.parent_id).fitness if node.parent_id else 0.0
+                self._submit(executor, node, resumed.get(node.id), parent_fitness)
                 self._drain(block=len(self.inflight) >= max(c.eval.jobs, 1))
             while stop is None:
                 self.progress.elapsed_s = time.perf_counter() - t0
@@ -247,6 +254,8 @@ class SearchDriver:
         )
         if proposal.prompt:
             self.store.add_prompt(node_id, proposal.template or "", proposal.prompt)
+        if proposal.meta:  # what the operator learns from, kept so a resumed search learns it again
+            self.store.add_artifact(self.run_id, node_id, "operator_meta", content=json.dumps(proposal.meta))
         for call in proposal.llm_calls:
             self.store.add_llm_call(
                 self.run_id,
@@ -362,6 +371,20 @@ class SearchDriver:
         best = self.store.best(self.run_id)
         if best and best[0].code:
             (self.out_dir / "best.py").write_text(best[0].code)
+
+    def _replay_learning(self) -> dict[int, Proposal]:
+        """Feed the operator what earlier sessions of this run learned; returns pending nodes' proposals."""
+        pending: dict[int, Proposal] = {}
+        for art in self.store.artifacts(self.run_id):
+            if art["kind"] != "operator_meta" or art["node_id"] is None:
+                continue
+            node = self.store.node(art["node_id"])
+            proposal = Proposal(node.code, node.description, node.operator, meta=json.loads(art["content"]))
+            if not node.evaluated:
+                pending[node.id] = proposal
+            elif node.parent_id is not None:
+                self.operator.observe(proposal, self.store.node(node.parent_id).fitness, node.fitness)
+        return pending
 
     def _restore_progress(self) -> None:
         nodes = self.store.nodes(self.run_id)

@@ -11,6 +11,7 @@ Public API for callers that read simulated time (the evaluation team):
     kernel[grid](...)
     res = driver.last_launch()          # mtia_sim LaunchResult: .cycles, .seconds, .counters
     driver.launch_history()             # every LaunchRecord since the last clear
+    driver.enable_launch_history(False) # keep only the most recent launch
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ TARGET = GPUTarget("mtia", "2i", 1)
 _history: list[LaunchRecord] = []
 _history_lock = threading.Lock()
 _session: SimulatorSession | None = None
+_keep_all = True
+MAX_HISTORY = 10_000
 
 
 def _get_session(machine: str) -> SimulatorSession:
@@ -54,15 +57,24 @@ def launch_history() -> list[LaunchRecord]:
 
 
 def clear_launch_history() -> None:
+    """Forget every recorded launch."""
     with _history_lock:
         _history.clear()
 
 
+def enable_launch_history(enabled: bool = True) -> None:
+    """Keep every launch (default) or only the most recent one (for long benchmark loops)."""
+    global _keep_all
+    _keep_all = enabled
+
+
 def _record(rec: LaunchRecord) -> None:
     with _history_lock:
+        if not _keep_all:
+            _history.clear()
         _history.append(rec)
-        if len(_history) > 10_000:
-            del _history[: len(_history) - 10_000]
+        if len(_history) > MAX_HISTORY:
+            del _history[: len(_history) - MAX_HISTORY]
 
 
 class MtiaLauncher:

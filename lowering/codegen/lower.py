@@ -313,13 +313,20 @@ class KernelLowering:
         n = 1
         for d in shape:
             n *= d
-        label = name or (f"%{v.name_hint}" if v is not None and v.name_hint else "tmp")
+        label = name or (f"%{v.name_hint}" if v is not None and v.name_hint else self._anonymous_label())
         if v is not None:
             label += f" {'x'.join(map(str, shape))}x{dtype.name.lower()}"
         buffer = self.alloc.allocate(n * isa.ITEMSIZE[dtype], label)
         if v is None:
             self.temps.append(buffer)
         return Buf(buffer, tuple(shape), row_major(tuple(shape)), dtype)
+
+    def _anonymous_label(self) -> str:
+        op = self.current
+        if op is None:
+            return "tmp"
+        line = op.location.outermost().line if op.location.is_known else 0
+        return f"<{op.name}{f' line {line}' if line else ''}>"
 
     def result_buf(self, op: Operation, res: Value, dtype: DType, reuse: Sequence[Value] = ()) -> Buf:
         """A dense buffer for `res`, reusing a dying operand's buffer in place when legal."""
@@ -406,16 +413,33 @@ class KernelLowering:
         f[Field.IMM1] = imm1
         self.em.command(f)
 
-    def _split_command(self, op: Op, shape: Sequence[Word], dst: Operand | None, srcs: Sequence[Operand | None],
-                       dtypes: Sequence[DType], subop: int, flags: int, axis: int, imm0: Word, imm1: Word) -> None:
+    def _split_command(
+        self,
+        op: Op,
+        shape: Sequence[Word],
+        dst: Operand | None,
+        srcs: Sequence[Operand | None],
+        dtypes: Sequence[DType],
+        subop: int,
+        flags: int,
+        axis: int,
+        imm0: Word,
+        imm1: Word,
+    ) -> None:
         """A rank > 4 command the units cannot take: one command per index of an outer dimension."""
         reduce = op in (Op.RED_REDUCE, Op.RED_SCAN)
         k = next(i for i in range(len(shape)) if not (reduce and i == axis))
         operands = [x for x in [dst, *srcs] if x is not None]
         n = int(shape[k])
-        if not all(isinstance(x, Buf) and x.dyn_base is None for x in operands) or n > 64 or op == Op.SIMD_IOTA:
-            raise UnsupportedError(f"tensors of rank {len(shape)} exceed the units' {isa.MAX_DIMS} dimensions",
-                                   hint="reshape to at most 4 dimensions")
+        if (
+            not all(isinstance(x, Buf) and x.dyn_base is None for x in operands)
+            or n > 64
+            or op == Op.SIMD_IOTA
+        ):
+            raise UnsupportedError(
+                f"tensors of rank {len(shape)} exceed the units' {isa.MAX_DIMS} dimensions",
+                hint="reshape to at most 4 dimensions",
+            )
         rest = [d for i, d in enumerate(shape) if i != k]
 
         def part(x: Operand | None, i: int) -> Operand | None:
@@ -425,9 +449,18 @@ class KernelLowering:
             return x.view(tuple(rest), strides, byte_offset=i * x.strides[k] * isa.ITEMSIZE[x.dtype])
 
         for i in range(n):
-            self.command(op, shape=rest, dst=part(dst, i), srcs=[part(x, i) for x in srcs], dtypes=dtypes,
-                         subop=subop, flags=flags, axis=axis - (1 if reduce and axis > k else 0), imm0=imm0,
-                         imm1=imm1)
+            self.command(
+                op,
+                shape=rest,
+                dst=part(dst, i),
+                srcs=[part(x, i) for x in srcs],
+                dtypes=dtypes,
+                subop=subop,
+                flags=flags,
+                axis=axis - (1 if reduce and axis > k else 0),
+                imm0=imm0,
+                imm1=imm1,
+            )
 
     @staticmethod
     def _raw(x: Operand) -> tuple[Word, list[Word]]:

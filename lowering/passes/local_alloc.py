@@ -73,9 +73,10 @@ class LocalStoreAllocator:
             f"shrink the block sizes ({', '.join(shrink)})" if shrink else "shrink the kernel's block sizes"
         )
         hint += " or lower num_stages"
+        live_text = f"while {used} B are live [{listing}]" if live else "alone"
         raise LocalStoreOverflowError(
-            f"the kernel's blocks do not fit in the local store: {name} needs {size} B while "
-            f"{used} B are live [{listing}]; capacity is {self.capacity} B",
+            f"the kernel's blocks do not fit in the local store: {name} needs {size} B {live_text}; "
+            f"capacity is {self.capacity} B",
             kernel=self.kernel or None,
             hint=hint,
         )

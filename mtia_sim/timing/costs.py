@@ -3,6 +3,13 @@
 A command runs in up to two phases: a fixed phase (setup, latency, compute at the unit's throughput)
 and, when it moves bytes through shared memories, a transfer phase whose rate the fluid bandwidth
 model (`fluid.py`) sets while other transfers are in flight.
+
+RED_ACCUMULATE (reductions across PEs) is a RED command with a transfer phase: its fixed phase is
+setup + elements / reduction rate + the destination's latency (NoC hops x hop latency, or the
+SRAM/DRAM latency); its transfer reads src0 from this PE's local store and reads and writes dst at
+the destination (a read-modify-write: SRAM/DRAM bandwidth shared chip-wide, or the destination
+PE's local store). Into a PE's local store the src0 bytes also cross that PE's reduction-network
+input port ("red_port", at the NoC link bandwidth), which every accumulate into that PE shares.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from mtia_sim.machine import MachineDescription
 
 Resource = str | tuple[str, int]
 """A bandwidth resource: "dram", "sram", ("ls", pe) for a PE's local store, ("link", n) for one
-transfer's own NoC path."""
+transfer's own NoC path, ("red_port", pe) for a PE's reduction-network input port."""
 
 
 def _padded(x: int, tile: int) -> int:
@@ -137,6 +144,13 @@ def transfer_demands(m: MachineDescription, pe: int, cmd: CommandEvent,
             keys = [("sram", m.sram_bytes_per_cycle)]
         elif level == MemLevel.LOCAL:
             keys = [(("ls", pe), m.local_store_bytes_per_cycle)]
+        elif cmd.op == Op.RED_ACCUMULATE and cmd.remote_pe is not None:
+            # the network carries src0 once; the destination's store reads and writes dst
+            payload = cmd.bytes_read.get(MemLevel.LOCAL, 0) or cmd.bytes_written.get(level, 0)
+            port: Resource = ("red_port", cmd.remote_pe)
+            demand[port] = demand.get(port, 0.0) + payload
+            caps[port] = m.noc_link_bytes_per_cycle
+            keys = [(("ls", cmd.remote_pe), m.local_store_bytes_per_cycle)]
         else:
             keys = [(("link", link_id), m.noc_link_bytes_per_cycle)]
             if cmd.remote_pe is not None:

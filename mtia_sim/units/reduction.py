@@ -1,4 +1,5 @@
-"""Reduction engine: reduce or scan one axis of the 4-D index space."""
+"""Reduction engine: reduce or scan one axis of the 4-D index space; accumulate across PEs
+(RED_ACCUMULATE, in `red_accumulate.py`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from mtia_sim.memory import MemorySystem
 from mtia_sim.units import dtypes
 from mtia_sim.units.dtypes import compute_dtype, convert
 from mtia_sim.units.operand import Tally, check_shape
+from mtia_sim.units.red_accumulate import red_accumulate
 
 
 def _axis(desc: CommandDescriptor) -> int:
@@ -107,5 +109,8 @@ def red_scan(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEven
     return tally.event(desc, n, flops=n, dtype_bytes=dtypes.np_dtype(dt).itemsize)
 
 
+HANDLERS = {Op.RED_REDUCE: red_reduce, Op.RED_SCAN: red_scan, Op.RED_ACCUMULATE: red_accumulate}
+
+
 def execute(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
-    return red_reduce(desc, mem, pe) if desc.op == Op.RED_REDUCE else red_scan(desc, mem, pe)
+    return HANDLERS[desc.op](desc, mem, pe)

@@ -88,6 +88,13 @@ def test_launch_history_api_and_in_place_update() -> None:
     assert res.counters is not None
     driver.clear_launch_history()
     assert driver.launch_history() == []
+    driver.enable_launch_history(False)
+    try:
+        for _ in range(2):
+            axpy_kernel[(1,)](x, y, 0.0, n, BLOCK=128)
+        assert len(driver.launch_history()) == 1
+    finally:
+        driver.enable_launch_history(True)
 
 
 def test_strided_views_and_offsets() -> None:

@@ -14,7 +14,7 @@ import pytest
 from conftest import EXAMPLES, HERE, ROOT
 
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
-from kegen.search.loop import run_search
+from kegen.search.loop import SearchDriver, run_search
 from kegen.search.store import GraphStore
 
 
@@ -172,7 +172,8 @@ def test_resume_after_kill_mid_evaluation(tmp_path) -> None:
     assert store.pending(run.id), "the node being evaluated at the kill is kept as pending"
     os.environ["KEGEN_FAKE_EVAL_LOG"] = str(log)
     try:
-        result = run_search(_config(tmp_path, budget=8, resume=run.id), store)
+        driver = SearchDriver(_config(tmp_path, budget=8, resume=run.id), store)
+        result = driver.run()
     finally:
         del os.environ["KEGEN_FAKE_EVAL_LOG"]
     nodes = store.nodes(run.id)
@@ -181,6 +182,8 @@ def test_resume_after_kill_mid_evaluation(tmp_path) -> None:
     ends = Counter(x.split()[1] for x in log.read_text().splitlines() if x.startswith("end"))
     assert all(ends[n.code_hash] == 1 for n in nodes), "every node evaluated exactly once"
     assert store.get_run(run.id).status == "finished"
+    # what the operator learned before the kill was replayed: one gain per evaluated child
+    assert sum(len(g) for g in driver.operator.gains.values()) == 8
 
 
 def test_warm_start_from_past_run(tmp_path, store) -> None:
