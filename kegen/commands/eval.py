@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from kegen.eval.cli_common import add_common_arguments, config_from_args, problem_error, report
+from kegen.eval.cli_common import (
+    add_common_arguments,
+    config_from_args,
+    default_baseline,
+    problem_error,
+    report,
+)
 from kegen.eval.errors import ProblemError
 from kegen.eval.profile import Profile
 
@@ -12,7 +18,9 @@ from kegen.eval.profile import Profile
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common_arguments(parser)
     parser.add_argument(
-        "--baseline", default=None, help="a baseline candidate to time in the same run (seed kernel)"
+        "--baseline",
+        default=None,
+        help="a baseline candidate timed in the same run (mtia default: seed.py beside a suite's problem.py)",
     )
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default 3)")
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default by dtype)")
@@ -27,7 +35,12 @@ def run(args: argparse.Namespace) -> int:
         config = config_from_args(
             args, trials=args.trials, atol=args.atol, rtol=args.rtol, profile=not args.no_profile
         )
-        result = evaluate(args.problem, args.candidate, baseline=args.baseline, config=config)
+        result = evaluate(
+            args.problem,
+            args.candidate,
+            baseline=default_baseline(args.problem, args.candidate, args.target, args.baseline),
+            config=config,
+        )
     except (ProblemError, FileNotFoundError, ValueError) as exc:
         return problem_error(exc, args.json)
     text = result.verdict_text()

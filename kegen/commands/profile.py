@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kegen.eval.cli_common import add_common_arguments, config_from_args, problem_error, report
+from kegen.eval.cli_common import (
+    add_common_arguments,
+    config_from_args,
+    default_baseline,
+    problem_error,
+    report,
+)
 from kegen.eval.errors import ProblemError
 from kegen.eval.profile import Profile
 
@@ -29,7 +35,13 @@ def run(args: argparse.Namespace) -> int:
     trace = Path(args.trace or f"{Path(args.candidate).stem}.trace.json").resolve()
     try:
         config = config_from_args(args, profile=True, extra={"trace_path": str(trace), "ncu": bool(args.ncu)})
-        result = evaluate(args.problem, args.candidate, baseline=args.baseline, config=config, mode="profile")
+        result = evaluate(
+            args.problem,
+            args.candidate,
+            baseline=default_baseline(args.problem, args.candidate, args.target, args.baseline),
+            config=config,
+            mode="profile",
+        )
     except (ProblemError, FileNotFoundError, ValueError) as exc:
         return problem_error(exc, args.json)
     parts = [result.verdict_text()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from kegen.eval.config import TARGETS, EvalConfig
@@ -64,6 +65,17 @@ def config_from_args(args: argparse.Namespace, **extra: Any) -> EvalConfig:
             overrides[key] = value
     overrides.update({k: v for k, v in extra.items() if v is not None})
     return EvalConfig.from_settings(**overrides)
+
+
+def default_baseline(problem: str, candidate: str, target: str, baseline: str | None) -> str | None:
+    """On mtia, a suite problem (`<dir>/problem.py` beside `<dir>/seed.py`) is timed against its seed."""
+    if baseline is not None or target != "mtia":
+        return baseline
+    path = Path(problem)
+    seed = path.with_name("seed.py")
+    if path.name == "problem.py" and seed.is_file() and seed.resolve() != Path(candidate).resolve():
+        return str(seed)
+    return None
 
 
 def report(result: EvalResult, as_json: bool, text: str) -> int:

@@ -353,6 +353,12 @@ _OP_NOTES: dict[str, tuple[str, str]] = {
         "`tl.cumsum`, `tl.cumprod`, `tl.associative_scan` of sum/prod/max/min",
         "dst = scan(src0) along one axis (optionally reversed)",
     ),
+    "RED_ACCUMULATE": (
+        "not emitted by the compiler yet; the natural lowering of a block `tl.atomic_add/max/min` "
+        "with affine pointers whose result is unused (split-K, grid-wide sums)",
+        "dst[i] ← op(dst[i], src0[i]) across PEs: src0 in the local store, dst in any PE's store, "
+        "SRAM or DRAM; atomic per command",
+    ),
     "MLU_COPY": (
         "`tl.trans`, `tl.reshape`, `tl.broadcast_to`, `tl.join`/`split`, slices",
         "dst = src0 re-laid out by strides",

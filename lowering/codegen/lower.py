@@ -123,6 +123,7 @@ class KernelLowering:
         self.cfg_blocks: dict[int, ir.Block] = {}  # tile Block -> LLVM block (multi-block bodies)
         self.cfg_slots: dict[int, list[Any]] = {}  # tile Block -> slots of its arguments
         self.no_reuse = False
+        self.carry_slots: dict[int, ir.Value] = {}  # carried pointer arg -> i64 stack slot of its step sum
         self.program_latch: ir.Block | None = None  # blocked PE mapping: where a return continues
 
     # -- driving ------------------------------------------------------------------------------

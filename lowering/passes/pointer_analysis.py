@@ -81,6 +81,8 @@ def s_str(e: SExpr) -> str:
         return str(e[1])
     if e[0] == "v":
         return f"%{e[1].name_hint or '?'}"
+    if e[0] == "carry":
+        return f"carry(%{e[1].name_hint or '?'})"
     sym = {"add": "+", "sub": "-", "mul": "*"}[e[0]]
     return f"({s_str(e[1])} {sym} {s_str(e[2])})"
 
@@ -140,11 +142,23 @@ def _cond_str(c: SExpr) -> str:
 
 
 @dataclass
+class CarriedPointer:
+    """A pointer tensor carried by an scf.for that only moves by a uniform step per iteration
+    (`ptrs += BLOCK * stride`): it stays symbolic; the core keeps the step sum in a register."""
+
+    index: int  # iter_arg position
+    arg: Value  # the body's block argument
+    result: Value  # the loop's result
+    delta: SExpr  # added at each scf.yield (element units)
+
+
+@dataclass
 class PointerInfo:
     """Result of the pass: block accesses by op, and the tensors that need a local-store buffer."""
 
     accesses: dict[int, BlockAccess] = field(default_factory=dict)
     materialized: set[int] = field(default_factory=set)  # ids of tensor values needing a buffer
+    carried: dict[int, dict[int, CarriedPointer]] = field(default_factory=dict)  # id(scf.for) -> index -> ...
 
     def access(self, op: Operation) -> BlockAccess | None:
         return self.accesses.get(id(op))
@@ -189,20 +203,62 @@ class PointerAnalysis:
         self.enabled = enabled
 
     def apply(self, fn: Function) -> PointerInfo:
-        info = PointerInfo()
-        aff: dict[int, Affine] = {}
-        masks: dict[int, MaskInfo] = {}
         ops = list(fn.walk())
-        if self.enabled:
-            for op in ops:
-                self._visit(op, aff, masks)
-            for op in ops:
-                if op.name in ("tt.load", "tt.store") and op.operands[0].type.is_tensor:
-                    acc = self._access(op, aff, masks)
-                    if acc is not None:
-                        info.accesses[id(op)] = acc
-        self._demand(ops, info)
-        return info
+        excluded: set[int] = set()
+        while True:
+            info = PointerInfo()
+            aff: dict[int, Affine] = {}
+            masks: dict[int, MaskInfo] = {}
+            candidates: dict[int, CarriedPointer] = {}
+            if self.enabled:
+                for op in ops:
+                    if op.name == "scf.for":
+                        self._carry(op, aff, candidates, excluded)
+                    self._visit(op, aff, masks)
+                for op in ops:
+                    if op.name in ("tt.load", "tt.store") and op.operands[0].type.is_tensor:
+                        acc = self._access(op, aff, masks)
+                        if acc is not None:
+                            info.accesses[id(op)] = acc
+                self._validate_carried(ops, aff, candidates, info)
+            self._demand(ops, info)
+            bad = {cid for cid, c in candidates.items()
+                   if cid not in _carried_ids(info)
+                   or {id(c.arg), id(c.result), id(_yielded(c))} & info.materialized}
+            if not bad:
+                return info
+            excluded |= bad
+
+    @staticmethod
+    def _carry(op: Operation, aff: dict[int, Affine], candidates: dict[int, CarriedPointer],
+               excluded: set[int]) -> None:
+        """Tentatively give pointer iter_args the affine form init + carry(arg)."""
+        body = op.regions[0].entry
+        for i, init in enumerate(op.operands[3:]):
+            arg, result = body.args[i + 1], op.results[i]
+            a = aff.get(id(init))
+            if a is None or a.base is None or id(arg) in excluded or not arg.type.is_tensor:
+                continue
+            form = Affine(a.base, s_add(a.offset, ("carry", arg)), a.coefs)
+            aff[id(arg)] = form
+            aff[id(result)] = form
+            candidates[id(arg)] = CarriedPointer(i, arg, result, ZERO)
+
+    @staticmethod
+    def _validate_carried(ops: list[Operation], aff: dict[int, Affine], candidates: dict[int, CarriedPointer],
+                          info: PointerInfo) -> None:
+        """Keep the candidates whose yielded value is the argument plus a uniform step."""
+        for c in candidates.values():
+            y = _yielded(c)
+            a, ay = aff[id(c.arg)], aff.get(id(y))
+            if ay is None or ay.base is not a.base or ay.coefs != a.coefs:
+                continue
+            delta = s_sub(ay.offset, a.offset)
+            if "carry" in repr(delta):
+                continue
+            c.delta = delta
+            loop = c.arg.block.parent.parent  # type: ignore[union-attr]
+            info.carried.setdefault(id(loop), {})[c.index] = c
 
     # -- affine forms -----------------------------------------------------------------------
     def _visit(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> None:
@@ -351,6 +407,15 @@ class PointerAnalysis:
     # -- which tensors need a buffer ----------------------------------------------------------
     def _demand(self, ops: list[Operation], info: PointerInfo) -> None:
         need = info.materialized
+        skip: set[tuple[int, int]] = set()  # (id(op), operand index) of carried pointers
+        carried_args: set[int] = set()
+        for loop_id, cs in info.carried.items():
+            for c in cs.values():
+                skip.add((loop_id, 3 + c.index))
+                y_op = c.arg.block.terminator  # type: ignore[union-attr]
+                assert y_op is not None
+                skip.add((id(y_op), c.index))
+                carried_args.add(id(c.arg))
         for _ in range(2):  # loops feed values backwards through iter_args; two sweeps settle
             for op in reversed(ops):
                 acc = info.accesses.get(id(op))
@@ -364,12 +429,22 @@ class PointerAnalysis:
                     operands = list(op.operands)
                 else:
                     operands = []
-                for v in operands:
-                    if v.type.is_tensor:
+                for k, v in enumerate(operands):
+                    if v.type.is_tensor and (id(op), k) not in skip:
                         need.add(id(v))
             for op in ops:  # block arguments of regions whose owner needs them
                 for region in op.regions:
                     for block in region.blocks:
                         for arg in block.args:
-                            if arg.type.is_tensor and arg.uses:
+                            if arg.type.is_tensor and arg.uses and id(arg) not in carried_args:
                                 need.add(id(arg))
+
+
+def _yielded(c: CarriedPointer) -> Value:
+    term = c.arg.block.terminator  # type: ignore[union-attr]
+    assert term is not None
+    return term.operands[c.index]
+
+
+def _carried_ids(info: PointerInfo) -> set[int]:
+    return {id(c.arg) for cs in info.carried.values() for c in cs.values()}

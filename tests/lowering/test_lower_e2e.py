@@ -363,3 +363,34 @@ def test_many_tl_functions() -> None:
     )
     j += torch.clamp(ii, min=2) + torch.clamp(ii, max=-2) + (n + 6) // 7 + ii.flip(0)
     assert torch.equal(oi.long(), j)
+
+
+@triton.jit
+def matmul_tutorial_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The Triton tutorial's form: pointer tensors carried through the K loop (`ptrs += BK * s`)."""
+    offs_am = tl.program_id(0) * BM + tl.arange(0, BM)
+    offs_bn = tl.program_id(1) * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + (offs_am[:, None] * sam + offs_k[None, :] * sak)
+    b_ptrs = b_ptr + (offs_k[:, None] * sbk + offs_bn[None, :] * sbn)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(offs_am[:, None] < M) & (offs_k[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(offs_k[:, None] < K - k * BK) & (offs_bn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * sak
+        b_ptrs += BK * sbk
+    c_ptrs = c_ptr + scm * offs_am[:, None] + scn * offs_bn[None, :]
+    tl.store(c_ptrs, acc, mask=(offs_am[:, None] < M) & (offs_bn[None, :] < N))
+
+
+@pytest.mark.parametrize("mnk", [(32, 32, 64), (50, 40, 70)])
+def test_matmul_tutorial_carried_pointers(mnk: tuple[int, int, int]) -> None:
+    M, N, K = mnk
+    a, b = torch.randn(M, K), torch.randn(K, N)
+    c = torch.empty(M, N)
+    matmul_tutorial_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BM=32, BN=32, BK=32, num_stages=2)
+    torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)

@@ -112,3 +112,24 @@ def test_pe_mapping_plans() -> None:
     dual = PEMapping("blocked", dual_core=True).plan((300, 1, 1), 64, 2)
     assert dual.programs_per_core == 3 and dual.grid == (100, 1, 1)
     assert PEMapping("blocked").plan((10, 1, 1), 64, 2).grid == (10, 1, 1)
+
+
+def test_pointer_analysis_follows_pointers_carried_by_loops() -> None:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from test_lower_e2e import matmul_tutorial_kernel
+
+    names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"]
+    sig = {n: "*fp32" if n.endswith("ptr") else "i32" for n in names} | {n: "constexpr" for n in ("BM", "BN", "BK")}
+    k = triton.compile(ASTSource(matmul_tutorial_kernel, sig, {"BM": 16, "BN": 16, "BK": 16}),
+                       target=GPUTarget("mtia", "2i", 1))
+    fn = parse_ttir(k.asm["ttir"]).kernels[0]
+    info = PointerAnalysis().apply(fn)
+    (moving,) = info.carried.values()
+    assert sorted(moving) == [0, 1]  # both pointer iter_args move by a uniform step
+    loads = [op for op in fn.walk() if op.name == "tt.load"]
+    assert all(info.access(op) is not None for op in loads)
+    assert "carry(" in info.access(loads[0]).describe()
+    assert not any(info.needs_buffer(c.arg) for c in moving.values())

@@ -56,7 +56,7 @@ def bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Valu
             ctx.bind(v, ctx.b.load(slot))
 
 
-def _unpin(ctx: KernelLowering, slots: Sequence[Slot]) -> None:
+def unpin(ctx: KernelLowering, slots: Sequence[Slot]) -> None:
     for slot in slots:
         if isinstance(slot, Buf):
             slot.buffer.pinned -= 1
@@ -98,13 +98,22 @@ def _rings(ctx: KernelLowering, body: Block, counter: ir.Value) -> list[Buffer]:
 
 @rule("scf.for")
 def _for(ctx: KernelLowering, op: Operation) -> None:
+    from lowering.codegen.rules.memory import sexpr
+    from lowering.codegen.values import Symbolic
+
     b = ctx.b
     lb, ub, step = (ctx.scalar(v) for v in op.operands[:3])
     inits = list(op.operands[3:])
     body = op.regions[0].entry
-    iv_arg, carried = body.args[0], body.args[1:]
-    slots = make_slots(ctx, carried, "iter")
-    store_slots(ctx, slots, inits)
+    iv_arg, carried = body.args[0], list(body.args[1:])
+    moving = ctx.plan.pointers.carried.get(id(op), {})  # pointer tensors that move by a uniform step
+    keep = [i for i in range(len(carried)) if i not in moving]
+    slots = make_slots(ctx, [carried[i] for i in keep], "iter")
+    store_slots(ctx, slots, [inits[i] for i in keep])
+    for c in moving.values():
+        slot = ctx.alloca(I64, name="ptr.step")
+        b.store(I64(0), slot)
+        ctx.carry_slots[id(c.arg)] = slot
     iv_slot = ctx.alloca(lb.type, name="iv")
     b.store(lb, iv_slot)
     counter = ctx.alloca(I64, name="iteration")
@@ -122,10 +131,16 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     b.cbranch(cond, loop, done)
     b.position_at_end(loop)
     ctx.bind(iv_arg, iv)
-    bind_slots(ctx, slots, carried)
+    bind_slots(ctx, slots, [carried[i] for i in keep])
+    for c in moving.values():
+        ctx.env[id(c.arg)] = Symbolic(tuple(c.arg.shape))
 
     def on_yield(y: Operation | None) -> None:
-        store_slots(ctx, slots, list(y.operands) if y is not None else [])
+        values = list(y.operands) if y is not None else []
+        steps = [(ctx.carry_slots[id(c.arg)], sexpr(ctx, c.delta)) for c in moving.values()]
+        store_slots(ctx, slots, [values[i] for i in keep] if values else [])
+        for slot, delta in steps:
+            b.store(b.add(b.load(slot), delta), slot)
         b.store(b.add(b.load(iv_slot), step), iv_slot)
         b.store(b.add(b.load(counter), I64(1)), counter)
         b.branch(head)
@@ -137,8 +152,10 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     for ring in rings:
         ring.pinned -= 1
         ctx.alloc.release(ring)
-    bind_slots(ctx, slots, op.results)
-    _unpin(ctx, slots)
+    bind_slots(ctx, slots, [op.results[i] for i in keep])
+    for c in moving.values():
+        ctx.env[id(c.result)] = Symbolic(tuple(c.result.shape))
+    unpin(ctx, slots)
 
 
 @rule("scf.while")
@@ -171,8 +188,8 @@ def _while(ctx: KernelLowering, op: Operation) -> None:
     _with_yield(ctx, on_yield, after)
     b.position_at_end(done)
     bind_slots(ctx, forwarded, op.results)
-    _unpin(ctx, carried)
-    _unpin(ctx, forwarded)
+    unpin(ctx, carried)
+    unpin(ctx, forwarded)
 
 
 @rule("scf.if")
@@ -201,7 +218,7 @@ def _if(ctx: KernelLowering, op: Operation) -> None:
         b.branch(end_bb)
     b.position_at_end(end_bb)
     bind_slots(ctx, slots, op.results)
-    _unpin(ctx, slots)
+    unpin(ctx, slots)
 
 
 @rule("tt.return")

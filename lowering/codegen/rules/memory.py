@@ -25,6 +25,8 @@ def sexpr(ctx: KernelLowering, e: SExpr) -> ir.Value:
         return I64(int(e[1]))
     if kind == "v":
         return ctx.i64(ctx.scalar(e[1]))
+    if kind == "carry":
+        return ctx.b.load(ctx.carry_slots[id(e[1])])
     a, b = sexpr(ctx, e[1]), sexpr(ctx, e[2])
     bld = ctx.b
     return {"add": bld.add, "sub": bld.sub, "mul": bld.mul}[kind](a, b)
