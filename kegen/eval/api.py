@@ -68,10 +68,9 @@ def evaluate(
         )
     result = _to_result(outcome, config)
     result.wall_time_s = time.monotonic() - started
-    result.target, result.machine = (
-        config.target,
-        result.machine or (config.machine if config.target == "mtia" else result.machine),
-    )
+    result.target = config.target
+    if not result.machine and config.target == "mtia":
+        result.machine = config.machine
     if result.status != Status.OK:
         result.fitness = 0.0
     return result

@@ -99,6 +99,8 @@ class OpGuard(TorchDispatchMode):
 
     launch_depth = 0
     launches = 0  # top-level Triton launches seen by the hooks
+    launched_kernels: set[str] = set()  # names of the @triton.jit functions launched
+    current: OpGuard | None = None  # the guard of the forward in progress (for the host-copy hooks)
 
     def __init__(self, allow_ops: tuple[str, ...], candidate_path: Path | None) -> None:
         super().__init__()
@@ -106,6 +108,20 @@ class OpGuard(TorchDispatchMode):
         self.allowed = {op.removeprefix("aten.").split(".")[0] for op in allow_ops}
         self.candidate_path = candidate_path
         self.violations: list[tuple[str, str | None]] = []
+
+    def __enter__(self) -> OpGuard:
+        OpGuard.current = self
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        OpGuard.current = None
+        super().__exit__(*exc)
+
+    def note_host_access(self, what: str) -> None:
+        """Tensor data pulled to the host (numpy) outside a launch: host computation, not a kernel."""
+        if OpGuard.launch_depth == 0 and not self.allow_all and what not in self.allowed:
+            self.violations.append((what, candidate_frame(self.candidate_path)))
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
@@ -122,6 +138,12 @@ class OpGuard(TorchDispatchMode):
         if not self.violations:
             return None
         ops = sorted({v[0] for v in self.violations})
+        host = [op for op in ops if op.startswith("Tensor.")]
+        if host:
+            return (
+                f"candidate pulled tensor data to the host ({', '.join(host)}) in forward: computing on the "
+                "host instead of in kernels (allow with EvalConfig.allow_ops / --allow-op)"
+            )
         return (
             f"candidate computed with torch op(s) {', '.join(ops)} instead of a kernel; a candidate "
             "must compute in Triton kernels (allow ops with EvalConfig.allow_ops / --allow-op)"
@@ -129,6 +151,23 @@ class OpGuard(TorchDispatchMode):
 
     def source_line(self) -> str | None:
         return next((v[1] for v in self.violations if v[1]), None)
+
+
+def install_host_access_hooks() -> None:
+    """Make Tensor.numpy() / tolist() (and so np.asarray(tensor)) visible to the active OpGuard."""
+    for attr in ("numpy", "tolist"):
+        original = getattr(torch.Tensor, attr)
+        if getattr(original, "_kegen_hook", False):
+            continue
+
+        def hooked(self: Any, *args: Any, __orig: Any = original, __name: str = attr, **kwargs: Any) -> Any:
+            guard = OpGuard.current
+            if guard is not None:
+                guard.note_host_access(f"Tensor.{__name}")
+            return __orig(self, *args, **kwargs)
+
+        hooked._kegen_hook = True  # type: ignore[attr-defined]
+        setattr(torch.Tensor, attr, hooked)
 
 
 def candidate_frame(path: Path | None) -> str | None:
@@ -160,6 +199,9 @@ def install_launch_hooks() -> None:
         def hooked(self: Any, *args: Any, __orig: Callable[..., Any] = original, **kwargs: Any) -> Any:
             if OpGuard.launch_depth == 0:
                 OpGuard.launches += 1
+            name = getattr(getattr(self, "fn", None), "__name__", None)
+            if name:
+                OpGuard.launched_kernels.add(name)
             OpGuard.launch_depth += 1
             try:
                 return __orig(self, *args, **kwargs)

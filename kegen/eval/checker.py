@@ -31,6 +31,8 @@ def compare_outputs(ref: list[torch.Tensor], cand: list[torch.Tensor], config: E
         label = f"output {i}" if len(ref) > 1 else "output"
         if tuple(r.shape) != tuple(c.shape):
             return Comparison(False, f"{label} has shape {tuple(c.shape)}, the reference {tuple(r.shape)}")
+        if r.device != c.device:
+            return Comparison(False, f"{label} is on {c.device}, the reference's on {r.device}")
         if r.dtype != c.dtype:
             return Comparison(False, f"{label} has dtype {c.dtype}, the reference {r.dtype}")
         cmp = _compare_tensor(r, c, config, label)

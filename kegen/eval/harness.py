@@ -134,6 +134,10 @@ class Harness:
     def _check_target(self) -> None:
         if self.gpu and not torch.cuda.is_available():
             raise TargetUnavailable("no GPU is visible to torch (torch.cuda.is_available() is False)")
+        if self.gpu:
+            self.result["machine"] = torch.cuda.get_device_name()
+        elif self.cfg.target == "cpu":
+            self.result["machine"] = "host (Triton interpreter)"
         if self.cfg.target == "mtia":
             from kegen.eval.timing_mtia import backend_status
 

@@ -11,7 +11,14 @@ from typing import Any
 
 import torch
 
-from kegen.eval.cheats import OpGuard, TamperGuard, ThreadWatch, candidate_frame, install_launch_hooks
+from kegen.eval.cheats import (
+    OpGuard,
+    TamperGuard,
+    ThreadWatch,
+    candidate_frame,
+    install_host_access_hooks,
+    install_launch_hooks,
+)
 from kegen.eval.errors import CandidateError
 from kegen.eval.inputs import flatten_outputs
 from kegen.eval.loader import source_line_of
@@ -55,16 +62,36 @@ def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> to
     return model
 
 
+# Imported before the tamper snapshot, so that a candidate patching them (even one that imports
+# them itself) is seen. Pieces not installed here (the simulator on a GPU machine) are skipped.
+SNAPSHOT_PREIMPORTS = (
+    "torch._dynamo",
+    "triton",
+    "triton.language",
+    "triton.testing",
+    "triton.backends",
+    "kegen.eval.timing_host",
+    "kegen.eval.timing_gpu",
+    "kegen.eval.timing_mtia",
+    "kegen.eval.profile_gpu",
+    "lowering.backend.driver",
+    "lowering.backend.launch",
+    "mtia_sim.simulator",
+    "mtia_sim.timing",
+    "mtia_sim.counters",
+    "mtia_sim.report",
+)
+
+
 def _preimport() -> None:
     """Import what legitimate candidates import lazily and that rebinds watched names (torch._dynamo
     wraps torch.manual_seed), so the tamper snapshot is taken after it."""
     import importlib
 
-    for name in ("torch._dynamo", "triton", "triton.language", "triton.testing", "kegen.eval.timing_host",
-                 "kegen.eval.timing_gpu", "kegen.eval.timing_mtia", "kegen.eval.profile_gpu"):
+    for name in SNAPSHOT_PREIMPORTS:
         try:
             importlib.import_module(name)
-        except Exception:  # pragma: no cover - optional pieces
+        except Exception:  # optional pieces
             pass
 
 
@@ -74,6 +101,7 @@ class Guards:
     def __init__(self, candidate_path: Path, allow_ops: tuple[str, ...], active: bool, gpu: bool) -> None:
         _preimport()
         install_launch_hooks()
+        install_host_access_hooks()
         self.path = candidate_path
         self.allow_ops = allow_ops
         self.active = active
@@ -142,7 +170,7 @@ class Guards:
         except CandidateError:
             self._check_reference_call()
             raise
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit() in a candidate is its failure
             self._check_reference_call()
             raise classify(exc, self.path, what) from exc
         finally:

@@ -13,19 +13,11 @@ import json
 import os
 import resource
 import select
+import signal
 import sys
 from typing import Any
 
-PREIMPORTS = (
-    "torch",
-    "torch._dynamo",
-    "torch.utils.flop_counter",
-    "triton",
-    "triton.language",
-    "triton.testing",
-    "kegen.eval.harness",
-    "kegen.eval.timing_host",
-)
+PREIMPORTS = ("torch", "torch.utils.flop_counter", "kegen.eval.harness", "kegen.eval.runner")
 
 
 def _preimport() -> None:
@@ -36,12 +28,20 @@ def _preimport() -> None:
             importlib.import_module(name)
         except Exception:  # pragma: no cover - optional pieces
             pass
+    from kegen.eval.runner import SNAPSHOT_PREIMPORTS
+
+    for name in SNAPSHOT_PREIMPORTS:
+        try:
+            importlib.import_module(name)
+        except Exception:  # the simulator is not installed on GPU machines
+            pass
 
 
 def _child(job: dict[str, Any], proto_in: int, proto_out: int) -> None:
     """In the forked worker: new session, limits, stdio to the stderr file, run, exit."""
     code = 1
     try:
+        _die_with_parent()
         os.setsid()
         os.close(proto_in)
         os.close(proto_out)
@@ -68,17 +68,38 @@ def _child(job: dict[str, Any], proto_in: int, proto_out: int) -> None:
         os._exit(code)
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker if the zygote dies (no orphaned candidates)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # not Linux: the zygote's own clean-up still applies
+        pass
+
+
+def _kill_all(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def serve() -> None:
     _preimport()
     proto_in, proto_out = sys.stdin.fileno(), sys.stdout.fileno()
     out = os.fdopen(os.dup(proto_out), "w", buffering=1)
     buffer = b""
+    live: set[int] = set()
     while True:
         ready, _, _ = select.select([proto_in], [], [], 0.05)
         if ready:
             chunk = os.read(proto_in, 65536)
             if not chunk:
-                break  # the parent went away
+                _kill_all(live)  # the parent went away: take its workers with us
+                break
             buffer += chunk
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
@@ -86,6 +107,7 @@ def serve() -> None:
                 pid = os.fork()
                 if pid == 0:
                     _child(job, proto_in, proto_out)
+                live.add(pid)
                 out.write(json.dumps({"pid": pid}) + "\n")
         while True:
             try:
@@ -94,6 +116,7 @@ def serve() -> None:
                 break
             if pid == 0:
                 break
+            live.discard(pid)
             rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
             out.write(json.dumps({"pid": pid, "returncode": rc}) + "\n")
 

@@ -25,14 +25,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kegen.eval.config import DEFAULT_TOLERANCES as TOLERANCES  # (atol, rtol) by dtype, as kegen eval
 from kegen.suites import SuiteProblem, find_suite
 
-# (atol, rtol) by output dtype; KernelBench-like, fp32 stricter than half precision.
-TOLERANCES: dict[str, tuple[float, float]] = {
-    "float32": (1e-4, 1e-4),
-    "float16": (1e-2, 1e-2),
-    "bfloat16": (2e-2, 2e-2),
-}
 _counter = itertools.count()
 
 
@@ -104,38 +99,61 @@ def _compare(ref: Any, out: Any) -> tuple[bool, float, str]:
     return True, worst, ""
 
 
-def check_seed(problem: SuiteProblem, seed: int = 0) -> InterpreterCheck:
-    """Run `problem`'s seed under the interpreter on one seeded input set and compare with Model."""
+SIZE_MODES = ("all", "default", "edge")
+
+
+def check_seed(problem: SuiteProblem, seed: int = 0, sizes_mode: str = "all") -> InterpreterCheck:
+    """Run `problem`'s seed under the interpreter and compare with Model at the problem's sizes and/or
+    at the odd edge sizes `kegen eval` also tries (EDGE_SIZES, else its automatic set).
+
+    `sizes_mode`: "all" (both), "default" or "edge" (the edge sizes only; the problem's own sizes
+    where it has none)."""
     import torch
+
+    from kegen.eval.inputs import InputFactory
+    from kegen.eval.loader import load_problem
 
     _require_interpret_mode()
     start = time.perf_counter()
     _patch_numpy2_index()
-    ref_mod = _load(problem.problem_path, "problem")
+    ref = load_problem(problem.problem_path)
     seed_mod = _load(problem.seed_path, "seed")
-    init = ref_mod.get_init_inputs()
+    factory = InputFactory(ref, "cpu")
+    init = ref.get_init_inputs()
     torch.manual_seed(seed)
-    model = ref_mod.Model(*init)
+    model = ref.model_cls(*init)
     torch.manual_seed(seed)
     candidate = seed_mod.ModelNew(*init)
-    torch.manual_seed(seed + 1)
-    inputs = ref_mod.get_inputs()
-    with torch.no_grad():
-        ref = model(*inputs)
-        try:
-            out = candidate(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
-        except Exception as exc:  # a failing seed is a result to report, not a crash
-            return InterpreterCheck(problem.name, False, float("inf"), f"{type(exc).__name__}: {exc}",
-                                    time.perf_counter() - start)
-    ok, err, msg = _compare(ref, out)
-    return InterpreterCheck(problem.name, ok, err, msg, time.perf_counter() - start)
+    if sizes_mode not in SIZE_MODES:
+        raise ValueError(f"sizes_mode must be one of {', '.join(SIZE_MODES)}, got {sizes_mode!r}")
+    edges = factory.edge_sizes() if sizes_mode != "default" else []
+    size_sets = ([{}] if sizes_mode != "edge" or not edges else []) + edges
+    worst = 0.0
+    for sizes in size_sets:
+        where = f" at sizes {sizes}" if sizes else ""
+        with torch.no_grad():
+            try:
+                expected = model(*factory.make(seed + 1, sizes))
+            except Exception:  # the reference does not allow these sizes: nothing to check
+                continue
+            try:
+                out = candidate(*factory.make(seed + 1, sizes))
+            except Exception as exc:  # a failing seed is a result to report, not a crash
+                message = f"{type(exc).__name__}{where}: {exc}"
+                elapsed = time.perf_counter() - start
+                return InterpreterCheck(problem.name, False, float("inf"), message, elapsed)
+        ok, err, msg = _compare(expected, out)
+        worst = max(worst, err)
+        if not ok:
+            return InterpreterCheck(problem.name, False, worst, msg + where, time.perf_counter() - start)
+    return InterpreterCheck(problem.name, True, worst, "", time.perf_counter() - start)
 
 
-def check_problems(suite_root: Path, names: list[str] | None = None, seed: int = 0,
+def check_problems(suite_root: Path, names: list[str] | None = None, seed: int = 0, sizes_mode: str = "all",
                    timeout_s: float = 600.0) -> list[InterpreterCheck]:
     """Check the seeds of a suite folder in a child process with TRITON_INTERPRET=1."""
     cmd = [sys.executable, "-m", "kegen.suites.interpreter", str(suite_root), "--seed", str(seed),
-           *(names or [])]
+           "--sizes", sizes_mode, *(names or [])]
     env = dict(os.environ, TRITON_INTERPRET="1")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -152,11 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("suite", help="suite name or folder")
     parser.add_argument("problems", nargs="*", help="only these problems")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sizes", choices=SIZE_MODES, default="all",
+                        help="check at the problem's sizes, at kegen eval's edge sizes, or both (default)")
     args = parser.parse_args(argv)
     os.environ["TRITON_INTERPRET"] = "1"
     failed = 0
     for problem in find_suite(args.suite).select(args.problems).problems:
-        result = check_seed(problem, seed=args.seed)
+        result = check_seed(problem, seed=args.seed, sizes_mode=args.sizes)
         failed += not result.ok
         data = asdict(result)
         data["max_abs_error"] = data["max_abs_error"] if data["max_abs_error"] != float("inf") else 1e308

@@ -53,8 +53,21 @@ class MtiaBackend(BaseBackend):
         return f"mtia-{self.target.arch}-{_source_digest()}"
 
     def parse_options(self, opts: dict[str, Any]) -> MtiaOptions:
+        """Triton's option dict -> MtiaOptions; the target arch picks the machine description
+        (`2i` -> mtia-2i, `v1` -> mtia-v1, `300` -> mtia-300) unless `machine` is given."""
+        from mtia_sim.machine import list_machines
+
         args = dict(opts)
-        args.setdefault("arch", str(self.target.arch))
+        arch = str(self.target.arch)
+        args.setdefault("arch", arch)
+        if not args.get("machine"):
+            machine = f"mtia-{arch}"
+            if machine not in list_machines():
+                raise ValueError(
+                    f"unknown mtia arch {arch!r}: use one of "
+                    f"{', '.join(m.removeprefix('mtia-') for m in list_machines())}"
+                )
+            args["machine"] = machine
         return MtiaOptions.from_dict(args)
 
     def pack_metadata(self, metadata: Any) -> tuple[Any, ...]:

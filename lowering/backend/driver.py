@@ -139,7 +139,7 @@ class MtiaUtils:
     def get_device_properties(self, device: Any) -> dict[str, int]:
         from mtia_sim.machine import load_machine
 
-        m = load_machine("mtia2i")
+        m = load_machine("mtia-2i")
         local = int(getattr(m, "local_store_bytes", 384 * 1024))
         return {
             "max_shared_mem": local,

@@ -18,7 +18,7 @@ from llvmlite import ir
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I32, I64, CoreEmitter, Word
 from lowering.codegen.errors import LoweringError, UnsupportedError
-from lowering.codegen.values import Buf, Lowered, Splat, Symbolic, row_major
+from lowering.codegen.values import Buf, DeferredScalar, Lowered, Splat, Symbolic, row_major
 from lowering.ir.core import Block, Operation, Value
 from lowering.ir.module import Function
 from lowering.passes.liveness import Liveness
@@ -261,6 +261,8 @@ class KernelLowering:
         self.env[id(v)] = lowered
         if isinstance(lowered, Buf):
             lowered.buffer.refs.add(id(v))
+        elif isinstance(lowered, DeferredScalar):
+            lowered.buf.buffer.refs.add(id(v))
 
     def lookup(self, v: Value) -> Lowered:
         try:
@@ -270,6 +272,8 @@ class KernelLowering:
 
     def scalar(self, v: Value) -> ir.Value:
         x = self.lookup(v)
+        if isinstance(x, DeferredScalar):
+            return self.read_scalar(x.buf, x.ty)
         if not isinstance(x, ir.Value):
             raise LoweringError(f"expected %{v.name_hint} to be a scalar, got a tensor")
         return x
@@ -281,6 +285,18 @@ class KernelLowering:
         if isinstance(x, ir.Value):
             raise LoweringError(f"expected %{v.name_hint} to be a tensor")
         return x
+
+    def deferred(self, v: Value) -> DeferredScalar | None:
+        """The unit-produced scalar `v` still in the local store, or None."""
+        x = self.env.get(id(v))
+        return x if isinstance(x, DeferredScalar) else None
+
+    def scalar_operand(self, v: Value, shape: tuple[int, ...], dtype: DType) -> Buf | Splat:
+        """Scalar `v` as a uniform tensor operand: a stride-0 view of a deferred scalar, else a splat."""
+        d = self.deferred(v)
+        if d is not None:
+            return d.buf.view(shape, tuple(0 for _ in shape))
+        return Splat(self.scalar(v), shape, dtype)
 
     def buf(self, v: Value) -> Buf:
         """The tensor in the local store (a splat becomes a 1-element buffer seen with stride 0)."""
@@ -300,6 +316,8 @@ class KernelLowering:
         if self.no_reuse:
             return
         x = self.env.get(id(v))
+        if isinstance(x, DeferredScalar):
+            x = x.buf
         if isinstance(x, Buf):
             x.buffer.refs.discard(id(v))
             self.alloc.release(x.buffer)

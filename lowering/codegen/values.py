@@ -102,4 +102,15 @@ class TensorDescriptor:
     strides: list[ir.Value]
 
 
-Lowered = ir.Value | Buf | Splat | Symbolic | TensorDescriptor
+@dataclass
+class DeferredScalar:
+    """A scalar a unit produced (a reduction) that still lives in a 1-element local-store buffer.
+
+    Units consume it in place (a splat becomes a stride-0 view); the core reads it (fence + load)
+    only when it really needs the value (control flow, address arithmetic)."""
+
+    buf: Buf
+    ty: ir.Type
+
+
+Lowered = ir.Value | Buf | Splat | Symbolic | TensorDescriptor | DeferredScalar

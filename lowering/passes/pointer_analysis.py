@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lowering.ir.attributes import DenseAttr
-from lowering.ir.core import Operation, Value
+from lowering.ir.core import BlockArgument, Operation, Value
 from lowering.ir.module import Function
 
 # Scalar expressions over kernel scalars: ("c", int) | ("v", Value) | (op, a, b) with op in add/sub/mul.
@@ -147,7 +147,7 @@ class CarriedPointer:
     (`ptrs += BLOCK * stride`): it stays symbolic; the core keeps the step sum in a register."""
 
     index: int  # iter_arg position
-    arg: Value  # the body's block argument
+    arg: BlockArgument  # the body's block argument
     result: Value  # the loop's result
     delta: SExpr  # added at each scf.yield (element units)
 
@@ -222,16 +222,20 @@ class PointerAnalysis:
                             info.accesses[id(op)] = acc
                 self._validate_carried(ops, aff, candidates, info)
             self._demand(ops, info)
-            bad = {cid for cid, c in candidates.items()
-                   if cid not in _carried_ids(info)
-                   or {id(c.arg), id(c.result), id(_yielded(c))} & info.materialized}
+            bad = {
+                cid
+                for cid, c in candidates.items()
+                if cid not in _carried_ids(info)
+                or {id(c.arg), id(c.result), id(_yielded(c))} & info.materialized
+            }
             if not bad:
                 return info
             excluded |= bad
 
     @staticmethod
-    def _carry(op: Operation, aff: dict[int, Affine], candidates: dict[int, CarriedPointer],
-               excluded: set[int]) -> None:
+    def _carry(
+        op: Operation, aff: dict[int, Affine], candidates: dict[int, CarriedPointer], excluded: set[int]
+    ) -> None:
         """Tentatively give pointer iter_args the affine form init + carry(arg)."""
         body = op.regions[0].entry
         for i, init in enumerate(op.operands[3:]):
@@ -245,8 +249,9 @@ class PointerAnalysis:
             candidates[id(arg)] = CarriedPointer(i, arg, result, ZERO)
 
     @staticmethod
-    def _validate_carried(ops: list[Operation], aff: dict[int, Affine], candidates: dict[int, CarriedPointer],
-                          info: PointerInfo) -> None:
+    def _validate_carried(
+        ops: list[Operation], aff: dict[int, Affine], candidates: dict[int, CarriedPointer], info: PointerInfo
+    ) -> None:
         """Keep the candidates whose yielded value is the argument plus a uniform step."""
         for c in candidates.values():
             y = _yielded(c)
@@ -257,7 +262,9 @@ class PointerAnalysis:
             if "carry" in repr(delta):
                 continue
             c.delta = delta
-            loop = c.arg.block.parent.parent  # type: ignore[union-attr]
+            region = c.arg.block.parent
+            assert region is not None
+            loop = region.parent
             info.carried.setdefault(id(loop), {})[c.index] = c
 
     # -- affine forms -----------------------------------------------------------------------
@@ -412,7 +419,7 @@ class PointerAnalysis:
         for loop_id, cs in info.carried.items():
             for c in cs.values():
                 skip.add((loop_id, 3 + c.index))
-                y_op = c.arg.block.terminator  # type: ignore[union-attr]
+                y_op = c.arg.block.terminator
                 assert y_op is not None
                 skip.add((id(y_op), c.index))
                 carried_args.add(id(c.arg))
@@ -441,7 +448,7 @@ class PointerAnalysis:
 
 
 def _yielded(c: CarriedPointer) -> Value:
-    term = c.arg.block.terminator  # type: ignore[union-attr]
+    term = c.arg.block.terminator
     assert term is not None
     return term.operands[c.index]
 

@@ -1,6 +1,9 @@
 """Every problem of the default suite: its seed is correct under Triton's CPU interpreter.
 
-The checks run in one child process (interpreter mode must not leak into this one); ~35 s in all.
+The checks run in one child process (interpreter mode must not leak into this one). By default at
+the odd edge sizes `kegen eval` also tries (which catches power-of-two assumptions and missing
+masks, and is quicker). The check at the problems' own sizes too (~50 s) is
+`python -m kegen.suites.interpreter default`; `kegen bench` runs those sizes on the simulator.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ SUITE = find_suite("default")
 
 @pytest.fixture(scope="module")
 def interpreter_results() -> dict[str, InterpreterCheck]:
-    return {r.name: r for r in check_problems(SUITE.root, seed=3)}
+    return {r.name: r for r in check_problems(SUITE.root, seed=3, sizes_mode="edge")}
 
 
 def test_default_suite_covers_the_issue_op_classes() -> None:
@@ -58,7 +61,19 @@ def test_a_broken_seed_is_reported_not_raised(tmp_path) -> None:
     # off by one: the kernel skips the last chunk of every row
     (folder / "seed.py").write_text(src.seed_path.read_text().replace("range(0, n_cols, BLOCK)",
                                                                       "range(0, n_cols - BLOCK, BLOCK)"))
-    [result] = check_problems(tmp_path)
+    [result] = check_problems(tmp_path, sizes_mode="default")
     assert result.name == "row_sum"
     assert not result.ok
     assert "max abs error" in result.message
+
+
+def test_a_seed_that_assumes_power_of_two_sizes_fails_at_edge_sizes(tmp_path) -> None:
+    src = SUITE.select(["attention_fwd"]).problems[0]
+    folder = tmp_path / "attention_fwd"
+    folder.mkdir()
+    (folder / "problem.py").write_text(src.problem_path.read_text())
+    seed = src.seed_path.read_text().replace("BLOCK_D=triton.next_power_of_2(head_dim)", "BLOCK_D=head_dim")
+    (folder / "seed.py").write_text(seed)
+    [result] = check_problems(tmp_path, sizes_mode="edge")
+    assert not result.ok
+    assert "power of 2" in result.message and "HEAD_DIM" in result.message

@@ -24,6 +24,7 @@ CHEATS = {
     "cheat_low_precision": "lowered the precision",  # fp16 math behind a float32 output
     "cheat_thread": "thread",  # returns at once, computes on a thread
     "cheat_patches_timer": "monkey-patching timers",  # replaces time.perf_counter / launch history
+    "cheat_host_compute": "Tensor.numpy",  # numpy on the host + a token kernel
 }
 
 

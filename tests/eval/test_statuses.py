@@ -121,3 +121,14 @@ def test_triton_compile_error_on_mtia_points_at_the_kernel_line() -> None:
 def test_memory_hog_is_stopped_by_the_memory_limit() -> None:
     r = run_eval("vector_add", "vector_add_memory_hog", quick("cpu", memory_limit_mb=3000))
     assert r.status is Status.RUNTIME_ERROR and "memory" in r.message.lower()
+
+
+def test_fresh_process_sandbox_gives_the_same_verdicts() -> None:
+    """The plain-subprocess path (no zygote) for a correct, a crashing and a hanging candidate."""
+    ok = run_eval("vector_add", "vector_add_ok", quick("cpu", fresh_process=True))
+    assert ok.status is Status.OK, ok.message
+    assert run_eval("vector_add", "vector_add_segfault", quick("cpu", fresh_process=True)).status is (
+        Status.RUNTIME_ERROR
+    )
+    hang = run_eval("vector_add", "vector_add_hangs", quick("cpu", fresh_process=True, timeout_s=15.0))
+    assert hang.status is Status.TIMEOUT

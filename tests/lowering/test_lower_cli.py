@@ -180,3 +180,24 @@ def test_errors_are_one_clear_line(
     assert rc == 1
     assert message in err
     assert "Traceback" not in err and err.startswith("kegen lower: error:")
+
+
+def test_mtia_arch_selects_the_machine(kfile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """mtia-v1 has a 128 KiB local store: blocks that fit on 2i (384 KiB) do not fit there."""
+    args = [
+        str(kfile),
+        "--kernel",
+        "add_kernel",
+        "--signature",
+        SIG,
+        "--constexpr",
+        "BLOCK=32768",
+        "--emit",
+        "tile",
+    ]
+    rc, out, err = _lower(capsys, *args, "--arch", "2i")
+    assert rc == 0, err
+    rc, out, err = _lower(capsys, *args, "--arch", "v1")
+    assert rc == 1 and "capacity is 131072 B" in err
+    rc, out, err = _lower(capsys, *args, "--arch", "v9")
+    assert rc == 1 and "unknown mtia arch 'v9'" in err

@@ -14,7 +14,6 @@ from lowering.corpus import CORPUS
 # kernel -> a fragment of the error it must fail with (what the MTIA model cannot express yet)
 EXPECTED_ERRORS: dict[str, str] = {
     "associative_scan_recurrence": "combine function",  # a 2-operand custom scan (linear recurrence)
-    "dot_scaled_mxfp8": "tt.dot_scaled",  # microscaled fp8 dot: no DPE mode for block scales
 }
 
 RUNNABLE = [n for n in CORPUS if n not in EXPECTED_ERRORS]

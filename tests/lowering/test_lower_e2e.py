@@ -366,8 +366,23 @@ def test_many_tl_functions() -> None:
 
 
 @triton.jit
-def matmul_tutorial_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+def matmul_tutorial_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    sam,
+    sak,
+    sbk,
+    sbn,
+    scm,
+    scn,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
     """The Triton tutorial's form: pointer tensors carried through the K loop (`ptrs += BK * s`)."""
     offs_am = tl.program_id(0) * BM + tl.arange(0, BM)
     offs_bn = tl.program_id(1) * BN + tl.arange(0, BN)
@@ -391,6 +406,99 @@ def test_matmul_tutorial_carried_pointers(mnk: tuple[int, int, int]) -> None:
     a, b = torch.randn(M, K), torch.randn(K, N)
     c = torch.empty(M, N)
     matmul_tutorial_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
-        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BM=32, BN=32, BK=32, num_stages=2)
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        BM=32,
+        BN=32,
+        BK=32,
+        num_stages=2,
+    )
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
+
+
+@triton.jit
+def layernorm_stats_kernel(x_ptr, y_ptr, mean_ptr, rstd_ptr, n, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + row * n + offs, mask=m, other=0.0)
+    mean = tl.sum(x, axis=0) / n  # scalar arithmetic on a reduction result stays on the units
+    d = tl.where(m, x - mean, 0.0)
+    var = tl.sum(d * d, axis=0) / n
+    rstd = 1.0 / tl.sqrt(var + eps)
+    tl.store(y_ptr + row * n + offs, d * rstd, mask=m)
+    tl.store(mean_ptr + row, mean)
+    tl.store(rstd_ptr + row, rstd)
+
+
+def test_deferred_scalars_layernorm_stats() -> None:
+    R, C = 3, 37
+    x = torch.randn(R, C)
+    y, mean, rstd = torch.empty(R, C), torch.empty(R), torch.empty(R)
+    layernorm_stats_kernel[(R,)](x, y, mean, rstd, C, 1e-5, BLOCK=64)
+    mu = x.mean(1)
+    var = x.var(1, unbiased=False)
+    torch.testing.assert_close(mean, mu, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(rstd, 1 / torch.sqrt(var + 1e-5), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(y, (x - mu[:, None]) / torch.sqrt(var[:, None] + 1e-5), atol=1e-4, rtol=1e-4)
+
+
+def test_reduction_results_never_stall_the_core() -> None:
+    """Scalars from reductions feed later commands in the local store: no fence in the code."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from mtia_sim.isa import MMIO_BASE, Reg
+
+    sig = {
+        "x_ptr": "*fp32",
+        "y_ptr": "*fp32",
+        "mean_ptr": "*fp32",
+        "rstd_ptr": "*fp32",
+        "n": "i32",
+        "eps": "fp32",
+        "BLOCK": "constexpr",
+    }
+    k = triton.compile(
+        ASTSource(layernorm_stats_kernel, sig, {"BLOCK": 64}), target=GPUTarget("mtia", "2i", 1)
+    )
+    assert f"inttoptr (i64 {MMIO_BASE + Reg.FENCE} to ptr)" not in k.asm["llir"]
+    assert f"inttoptr (i64 {MMIO_BASE + Reg.DOORBELL} to ptr)" in k.asm["llir"]
+
+
+@triton.jit
+def dot_scaled_kernel(
+    a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
+):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    rs = tl.arange(0, BK // 32)
+    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+    a_scale = tl.load(a_scale_ptr + rm[:, None] * (BK // 32) + rs[None, :])
+    b_scale = tl.load(b_scale_ptr + rn[:, None] * (BK // 32) + rs[None, :])
+    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot_scaled(a, a_scale, "e4m3", b, b_scale, "e4m3"))
+
+
+def test_dot_scaled_mxfp8() -> None:
+    M, N, K = 16, 16, 64
+    a = (torch.randn(M, K) * 2).to(torch.float8_e4m3fn)
+    b = (torch.randn(K, N) * 2).to(torch.float8_e4m3fn)
+    sa = torch.randint(124, 130, (M, K // 32), dtype=torch.uint8)
+    sb = torch.randint(124, 130, (N, K // 32), dtype=torch.uint8)
+    c = torch.empty(M, N)
+    dot_scaled_kernel[(1,)](a, sa, b, sb, c, BM=M, BN=N, BK=K)
+    af = a.float() * torch.exp2(sa.float() - 127).repeat_interleave(32, dim=1)
+    bf = b.float() * torch.exp2(sb.float() - 127).repeat_interleave(32, dim=1).t()
+    torch.testing.assert_close(c, af @ bf, atol=1e-3, rtol=1e-3)

@@ -116,15 +116,18 @@ def test_pe_mapping_plans() -> None:
 
 def test_pointer_analysis_follows_pointers_carried_by_loops() -> None:
     import triton
+    from test_lower_e2e import matmul_tutorial_kernel
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from test_lower_e2e import matmul_tutorial_kernel
-
     names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"]
-    sig = {n: "*fp32" if n.endswith("ptr") else "i32" for n in names} | {n: "constexpr" for n in ("BM", "BN", "BK")}
-    k = triton.compile(ASTSource(matmul_tutorial_kernel, sig, {"BM": 16, "BN": 16, "BK": 16}),
-                       target=GPUTarget("mtia", "2i", 1))
+    sig = {n: "*fp32" if n.endswith("ptr") else "i32" for n in names} | {
+        n: "constexpr" for n in ("BM", "BN", "BK")
+    }
+    k = triton.compile(
+        ASTSource(matmul_tutorial_kernel, sig, {"BM": 16, "BN": 16, "BK": 16}),
+        target=GPUTarget("mtia", "2i", 1),
+    )
     fn = parse_ttir(k.asm["ttir"]).kernels[0]
     info = PointerAnalysis().apply(fn)
     (moving,) = info.carried.values()

@@ -1,8 +1,12 @@
 """Drafting a first candidate from the PyTorch reference (no seed given).
 
-The reference model is traced with torch.fx; the graph is matched against the op classes that
-have a Triton template: elementwise chains, last-dimension softmax, row reductions (sum, mean,
-max/amax), 2-D matmul with an elementwise epilogue, and row gathers (index_select on dim 0,
+The reference model is traced with torch.fx (shapes propagated) and matched against RULES, a table
+of (name, op class, pattern): the first pattern that recognises the whole graph writes the
+candidate from its Triton template. The op classes: elementwise chains (same-shape or broadcasting
+row/column vectors and scalars), last-dim softmax and log-softmax, last-dim reductions (sum, mean,
+max/amax, argmax), last-dim cumsum, LayerNorm, RMSNorm (nn.RMSNorm, F.rms_norm or written with torch
+ops), transposes of the last two dims, matmul / bmm with an elementwise epilogue, stacks of
+nn.Linear / F.linear with bias and activation epilogues, and row gathers (index_select on dim 0,
 embedding). Anything else is reported by name as not draftable.
 """
 
@@ -11,69 +15,95 @@ from __future__ import annotations
 import importlib.util
 import math
 import operator
+import string
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
+from torch.fx import GraphModule, Node
 
-from kegen.search.operators import templates
+from kegen.search.operators import templates, templates_layout, templates_matmul, templates_rows
 
 
 class DraftError(ValueError):
     """The reference uses ops the offline drafter has no template for."""
 
 
-# fx target -> (arity, format) over operand strings; scalars are inlined.
+_GELU_ERF = "(0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476)))"
+_GELU_TANH = "(0.5 * {0} * (2.0 / (1.0 + tl.exp(-1.5957691216057308 * ({0} + 0.044715 * {0} * {0} * {0})))))"
+_RELU, _SIGMOID = "tl.maximum({0}, 0.0)", "(1.0 / (1.0 + tl.exp(-{0})))"
+_TANH, _SILU = "(2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0)", "({0} / (1.0 + tl.exp(-{0})))"
+
+# fx target -> Triton expression over operand strings ({0}, {1}); scalars are inlined.
 _ELEMENTWISE: dict[Any, str] = {
-    operator.add: "({0} + {1})",
-    torch.add: "({0} + {1})",
-    "add": "({0} + {1})",
-    operator.sub: "({0} - {1})",
-    torch.sub: "({0} - {1})",
-    "sub": "({0} - {1})",
-    operator.mul: "({0} * {1})",
-    torch.mul: "({0} * {1})",
-    "mul": "({0} * {1})",
-    operator.truediv: "({0} / {1})",
-    torch.div: "({0} / {1})",
-    "div": "({0} / {1})",
-    operator.neg: "(-{0})",
-    torch.neg: "(-{0})",
-    "neg": "(-{0})",
-    torch.relu: "tl.maximum({0}, 0.0)",
-    F.relu: "tl.maximum({0}, 0.0)",
-    "relu": "tl.maximum({0}, 0.0)",
-    torch.sigmoid: "(1.0 / (1.0 + tl.exp(-{0})))",
-    F.sigmoid: "(1.0 / (1.0 + tl.exp(-{0})))",
-    "sigmoid": "(1.0 / (1.0 + tl.exp(-{0})))",
-    torch.tanh: "(2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0)",
-    F.tanh: "(2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0)",
-    "tanh": "(2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0)",
-    torch.exp: "tl.exp({0})",
-    "exp": "tl.exp({0})",
-    torch.abs: "tl.abs({0})",
-    "abs": "tl.abs({0})",
-    torch.sqrt: "tl.sqrt({0})",
-    "sqrt": "tl.sqrt({0})",
-    F.silu: "({0} / (1.0 + tl.exp(-{0})))",
-    F.gelu: "(0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476)))",
+    **dict.fromkeys((operator.add, torch.add, "add"), "({0} + {1})"),
+    **dict.fromkeys((operator.sub, torch.sub, "sub"), "({0} - {1})"),
+    **dict.fromkeys((operator.mul, torch.mul, "mul"), "({0} * {1})"),
+    **dict.fromkeys((operator.truediv, torch.div, "div"), "({0} / {1})"),
+    **dict.fromkeys((operator.neg, torch.neg, "neg"), "(-{0})"),
+    **dict.fromkeys((torch.relu, F.relu, "relu"), _RELU),
+    **dict.fromkeys((torch.sigmoid, F.sigmoid, "sigmoid"), _SIGMOID),
+    **dict.fromkeys((torch.tanh, F.tanh, "tanh"), _TANH),
+    **dict.fromkeys((torch.exp, "exp"), "tl.exp({0})"),
+    **dict.fromkeys((torch.log, "log"), "tl.log({0})"),
+    **dict.fromkeys((torch.abs, "abs"), "tl.abs({0})"),
+    **dict.fromkeys((torch.sqrt, "sqrt"), "tl.sqrt({0})"),
+    **dict.fromkeys((torch.rsqrt, "rsqrt"), "(1.0 / tl.sqrt({0}))"),
+    **dict.fromkeys((torch.reciprocal, "reciprocal"), "(1.0 / {0})"),
+    **dict.fromkeys((torch.square, "square"), "({0} * {0})"),
+    **dict.fromkeys((F.silu, "silu"), _SILU),
+    **dict.fromkeys(("contiguous", "clone", torch.clone, "float"), "{0}"),
     torch.maximum: "tl.maximum({0}, {1})",
     torch.minimum: "tl.minimum({0}, {1})",
 }
-_SOFTMAX = {torch.softmax, F.softmax, "softmax"}
-_REDUCE = {
-    torch.sum: "sum",
-    "sum": "sum",
-    torch.mean: "mean",
-    "mean": "mean",
-    torch.amax: "max",
-    "amax": "max",
+_POW = {operator.pow, torch.pow, "pow"}
+_POW_FORMATS = {
+    2: "({0} * {0})",
+    1: "{0}",
+    0.5: "tl.sqrt({0})",
+    -1: "(1.0 / {0})",
+    -0.5: "(1.0 / tl.sqrt({0}))",
 }
-_MATMUL = {torch.matmul, torch.mm, operator.matmul, "matmul", "mm"}
+_GELU = {F.gelu, torch._C._nn.gelu, "gelu"}
+_CASTS = {"to", "type", "half", "bfloat16"}
+_IGNORED_KWARGS = {"inplace": False, "approximate": "none"}
+# activation modules (nn.Sequential stacks) -> their expression
+_MODULE_FORMATS: dict[type, Callable[[Any], str]] = {
+    nn.ReLU: lambda m: _RELU,
+    nn.Sigmoid: lambda m: _SIGMOID,
+    nn.Tanh: lambda m: _TANH,
+    nn.SiLU: lambda m: _SILU,
+    nn.GELU: lambda m: _GELU_TANH if m.approximate == "tanh" else _GELU_ERF,
+    nn.LeakyReLU: lambda m: f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {float(m.negative_slope)!r})",
+    nn.Identity: lambda m: "{0}",
+    nn.Dropout: lambda m: "{0}",  # the evaluator runs the model in eval mode
+}
+_SOFTMAX = {torch.softmax, F.softmax, "softmax"}
+_LOG_SOFTMAX = {torch.log_softmax, F.log_softmax, "log_softmax"}
+_REDUCE = {
+    **dict.fromkeys((torch.sum, "sum"), "sum"),
+    **dict.fromkeys((torch.mean, "mean"), "mean"),
+    **dict.fromkeys((torch.amax, "amax"), "max"),
+}
+_ARGMAX = {torch.argmax, "argmax"}
+_CUMSUM = {torch.cumsum, "cumsum"}
+_MATMUL = {torch.matmul, torch.mm, operator.matmul, "matmul", "mm", torch.bmm, "bmm"}
+_LINEAR = {F.linear, torch._C._nn.linear}
 _GATHER = {torch.index_select, "index_select", F.embedding}
+_RMS_NORM = {F.rms_norm, torch.rms_norm}
+_TRANSPOSE = {"t", torch.t, "transpose", torch.transpose, "swapaxes", "swapdims", "permute", torch.permute}
+_KNOWN_TARGETS = (
+    set(_ELEMENTWISE) | _POW | _GELU | _CASTS | _SOFTMAX | _LOG_SOFTMAX | set(_REDUCE) | _ARGMAX | _CUMSUM
+) | (_MATMUL | _LINEAR | _GATHER | _RMS_NORM | _TRANSPOSE | {F.layer_norm, getattr})
+_KNOWN_MODULES = (*_MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm)
+# local names of the templates' forward bodies that an input must not shadow
+_RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
+_RESERVED |= {"n_rows", "n_cols", "n_batch", "M", "N", "K", "torch", "triton", "tl", "nn"}
 
 
 @dataclass
@@ -93,6 +123,39 @@ class Analysis:
         return s
 
 
+@dataclass
+class Traced:
+    """The traced reference: its compute nodes, inputs (with the values traced on) and output."""
+
+    problem: Any
+    model: nn.Module
+    gm: GraphModule
+    ops: list[Node]
+    ph: list[Node]
+    out: Node | None
+    inputs: list[Any]
+
+    def module(self, n: Node) -> nn.Module | None:
+        return self.gm.get_submodule(str(n.target)) if n.op == "call_module" else None
+
+    @property
+    def args(self) -> list[str]:
+        """ModelNew.forward's parameters: the reference's, renamed where a template uses the name."""
+        return [f"{p.name}_in" if p.name in _RESERVED else p.name for p in self.ph]
+
+    def arg(self, n: Any) -> str:
+        return self.args[self.ph.index(n)]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A pattern over the traced graph and the op class of the candidate it drafts."""
+
+    name: str
+    op_class: str
+    match: Callable[[Traced], str | None]
+
+
 def load_problem_module(path: Path) -> Any:
     """Import a problem file as a fresh module."""
     name = f"_kegen_problem_{abs(hash(str(path)))}"
@@ -109,102 +172,245 @@ def _name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
 
 
-def _dim(node: torch.fx.Node, pos: int, default: Any = None) -> Any:
+def _dim(node: Node, pos: int, default: Any = None) -> Any:
     if "dim" in node.kwargs:
         return node.kwargs["dim"]
     return node.args[pos] if len(node.args) > pos else default
 
 
-def _rank(node: Any) -> int | None:
+def _shape(node: Any) -> tuple[int, ...] | None:
     meta = getattr(node, "meta", {}).get("tensor_meta")
-    return len(meta.shape) if meta is not None else None
+    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
 
 
-def analyze(problem_path: Path) -> Analysis:
-    """Trace the reference and produce a candidate from templates where the graph is recognised."""
+def _rank(node: Any) -> int | None:
+    shape = _shape(node)
+    return None if shape is None else len(shape)
+
+
+def _dtype(node: Any) -> torch.dtype | None:
+    meta = getattr(node, "meta", {}).get("tensor_meta")
+    return getattr(meta, "dtype", None)
+
+
+def _is_last_dim(dim: Any, rank: int | None) -> bool:
+    if isinstance(dim, list | tuple) and len(dim) == 1:
+        dim = dim[0]
+    return isinstance(dim, int) and rank is not None and rank > 0 and dim in (-1, rank - 1)
+
+
+def _trace(problem_path: Path) -> Traced:
     mod = load_problem_module(Path(problem_path))
     torch.manual_seed(0)
     model = mod.Model(*mod.get_init_inputs())
     inputs = mod.get_inputs()
-    try:
-        gm = torch.fx.symbolic_trace(model)
-        from torch.fx.passes.shape_prop import ShapeProp
+    gm = torch.fx.symbolic_trace(model)
+    from torch.fx.passes.shape_prop import ShapeProp
 
-        ShapeProp(gm).propagate(*inputs)
+    ShapeProp(gm).propagate(*inputs)
+    nodes = list(gm.graph.nodes)
+    ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
+    out_args = [n for n in nodes if n.op == "output"][0].args[0]
+    out = out_args if isinstance(out_args, Node) else None
+    return Traced(mod, model, gm, ops, [n for n in nodes if n.op == "placeholder"], out, inputs)
+
+
+def analyze(problem_path: Path) -> Analysis:
+    """Trace the reference and produce a candidate from templates where the graph is recognised."""
+    try:
+        t = _trace(problem_path)
     except Exception as exc:
         return Analysis(
             None, unsupported=[f"reference cannot be traced with torch.fx ({type(exc).__name__}: {exc})"]
         )
-    ops = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    names = [
-        _name(n.target) if n.op != "call_module" else type(gm.get_submodule(n.target)).__name__ for n in ops
-    ]
-    norm = _draft_layer_norm(gm, ops, placeholders)
-    if norm is not None:
-        return Analysis("normalization", names, [], norm)
-    for draft in (_draft_softmax, _draft_reduce, _draft_matmul, _draft_gather, _draft_elementwise):
-        got = draft(ops, placeholders)
-        if got is not None:
-            op_class, source = got
-            return Analysis(op_class, names, [], source)
-    bad = [
-        nm
-        for n, nm in zip(ops, names, strict=True)
-        if n.op == "call_module"
-        or (
-            n.target not in _ELEMENTWISE
-            and n.target not in _SOFTMAX
-            and n.target not in _REDUCE
-            and n.target not in _MATMUL
-            and n.target not in _GATHER
-        )
-    ]
+    names = [_name(n.target) if n.op != "call_module" else type(t.module(n)).__name__ for n in t.ops]
+    for rule in RULES:
+        source = rule.match(t)
+        if source is not None:
+            return Analysis(rule.op_class, names, [], source)
+    bad = [nm for n, nm in zip(t.ops, names, strict=True) if not _known(t, n)]
     return Analysis(None, names, sorted(set(bad)) or ["this combination of ops"])
+
+
+def _known(t: Traced, n: Node) -> bool:
+    if n.op == "call_module":
+        return isinstance(t.module(n), _KNOWN_MODULES)
+    try:
+        return n.target in _KNOWN_TARGETS
+    except TypeError:  # an unhashable target
+        return False
 
 
 def draft_candidate(problem_path: Path) -> tuple[str, Analysis]:
     """A first candidate for the problem, or DraftError naming the ops that have no template."""
     a = analyze(problem_path)
     if a.source is None:
+        graph = f" (the reference computes: {', '.join(a.ops)})" if a.ops else ""
         raise DraftError(
             f"the offline operator cannot draft {problem_path}: no Triton template for "
-            f"{', '.join(a.unsupported)}. Pass a hand-written --seed candidate, or use --operator llm."
+            f"{', '.join(a.unsupported)}{graph}. Pass a hand-written --seed candidate, or use --operator llm."
         )
     return a.source, a
 
 
-def _single(ops: list[torch.fx.Node], targets: set[Any]) -> torch.fx.Node | None:
-    return ops[0] if len(ops) == 1 and ops[0].target in targets else None
+# ---- elementwise expressions --------------------------------------------------------------------
 
 
-def _draft_layer_norm(
-    gm: torch.fx.GraphModule, ops: list[torch.fx.Node], ph: list[torch.fx.Node]
-) -> str | None:
-    """nn.LayerNorm (a direct attribute of the model) or F.layer_norm over the last dimension."""
-    if len(ops) != 1 or len(ph) != 1:
-        return None
-    n = ops[0]
+def _operand(arg: Any, env: dict[Node, str]) -> str | None:
+    if isinstance(arg, Node):
+        return env.get(arg)
+    if isinstance(arg, int | float) and not isinstance(arg, bool):
+        return repr(float(arg))
+    return None
+
+
+def _format(t: Traced, n: Node) -> str | None:
+    """The Triton expression of one elementwise node, or None."""
     if n.op == "call_module":
-        mod = gm.get_submodule(str(n.target))
-        if not isinstance(mod, torch.nn.LayerNorm) or "." in str(n.target) or len(mod.normalized_shape) != 1:
+        m = t.module(n)
+        fmt = _MODULE_FORMATS.get(type(m))
+        return fmt(m) if fmt is not None and not n.kwargs else None
+    if any(k not in _IGNORED_KWARGS or v != _IGNORED_KWARGS[k] for k, v in n.kwargs.items()):
+        if n.target in _GELU and set(n.kwargs) <= {"approximate"}:
+            return _GELU_TANH if n.kwargs["approximate"] == "tanh" else None
+        return None
+    if n.target in _GELU:
+        return _GELU_ERF
+    if n.target in _POW:
+        exponent = n.args[1] if len(n.args) > 1 else None
+        return _POW_FORMATS.get(exponent) if isinstance(exponent, int | float) else None
+    if n.target in _CASTS:  # computed in fp32 and stored in the output's dtype: only a final cast
+        return "{0}" if n is t.out or n.args[1:] == (torch.float32,) else None
+    return _ELEMENTWISE.get(n.target)
+
+
+def _chain(t: Traced, nodes: list[Node], env: dict[Node, str]) -> tuple[list[str], str] | None:
+    """`tN = expr` lines computing `nodes` in order from the values named in `env`."""
+    lines: list[str] = []
+    for i, n in enumerate(nodes):
+        fmt = _format(t, n)
+        if fmt is None:
             return None
+        operands = [_operand(a, env) for a in n.args]
+        used = {int(f) for _, f, _, _ in string.Formatter().parse(fmt) if f is not None and f.isdigit()}
+        if any(i >= len(operands) or operands[i] is None for i in used):
+            return None
+        env[n] = f"t{i}"
+        lines.append(f"t{i} = " + fmt.format(*operands))
+    return lines, env[nodes[-1]] if nodes else ""
+
+
+def _dtype_src(n: Node | None) -> str | None:
+    dtype = _dtype(n)
+    return str(dtype) if dtype is not None and dtype.is_floating_point else None
+
+
+def _draft_elementwise(t: Traced) -> str | None:
+    """A fused chain over same-shape inputs (flattened, 1-D blocks)."""
+    if not t.ops or t.out is not t.ops[-1] or any(_rank(p) is None for p in t.ph):
+        return None
+    if len({_shape(p) for p in t.ph} | {_shape(t.out)}) != 1 or _dtype_src(t.out) is None:
+        return None
+    got = _chain(t, t.ops, {p: f"v{i}" for i, p in enumerate(t.ph)})
+    if got is None:
+        return None
+    lines, result = got
+    dtype = _dtype_src(t.out) if _dtype(t.out) != _dtype(t.ph[0]) else None
+    return templates.elementwise(len(t.ph), lines, result, 256, dtype=dtype)
+
+
+def _broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> str | None:
+    shape = (1,) * (len(out) - len(shape)) + shape
+    if len(shape) != len(out):
+        return None
+    if shape == out:
+        return "full"
+    if math.prod(shape) == 1:
+        return "scalar"
+    if shape[-1] == out[-1] and math.prod(shape[:-1]) == 1:
+        return "row"
+    if shape[-1] == 1 and shape[:-1] == out[:-1]:
+        return "col"
+    return None
+
+
+def _draft_broadcast(t: Traced) -> str | None:
+    """A fused chain whose inputs broadcast against the output: row/column vectors, scalars."""
+    out_shape, dtype = _shape(t.out), _dtype_src(t.out)
+    if not t.ops or t.out is not t.ops[-1] or not out_shape or dtype is None:
+        return None
+    shapes = [_shape(p) for p in t.ph]
+    kinds = [_broadcast_kind(s, out_shape) if s is not None else None for s in shapes]
+    if any(k is None for k in kinds) or "full" not in kinds and not {"row", "col"} <= set(kinds):
+        return None
+    got = _chain(t, t.ops, {p: f"v{i}" for i, p in enumerate(t.ph)})
+    if got is None:
+        return None
+    return templates_layout.broadcast_elementwise([str(k) for k in kinds], got[0], got[1], dtype)
+
+
+# ---- row-wise ops over the last dimension -------------------------------------------------------
+
+
+def _row_op(t: Traced, targets: set[Any], extra_kwargs: set[str] = frozenset()) -> Node | None:  # type: ignore[assignment]
+    """The single op of the graph, in `targets`, over the single input's last dimension."""
+    if len(t.ops) != 1 or len(t.ph) != 1 or t.out is not t.ops[0] or t.ops[0].target not in targets:
+        return None
+    n = t.ops[0]
+    kwargs = {k: v for k, v in n.kwargs.items() if k != "_stacklevel" and (k, v) != ("dtype", None)}
+    if n.args[:1] != (t.ph[0],) or set(kwargs) - {"dim"} - extra_kwargs:
+        return None
+    return n if _is_last_dim(_dim(n, 1, -1 if n.target in _SOFTMAX else None), _rank(t.ph[0])) else None
+
+
+def _draft_softmax(t: Traced) -> str | None:
+    return templates.softmax("two_kernel", 64) if _row_op(t, _SOFTMAX) is not None else None
+
+
+def _draft_log_softmax(t: Traced) -> str | None:
+    if _row_op(t, _LOG_SOFTMAX) is None or _dtype_src(t.out) is None:
+        return None
+    return templates_rows.log_softmax(t.args, t.args[0], str(_dtype_src(t.out)))
+
+
+def _draft_reduce(t: Traced) -> str | None:
+    n = _row_op(t, set(_REDUCE), {"keepdim"})
+    if n is None:
+        return None
+    kind = _REDUCE[n.target]
+    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    return templates.row_reduce("max" if kind == "max" else "sum", 64, kind == "mean", keep)
+
+
+def _draft_argmax(t: Traced) -> str | None:
+    n = _row_op(t, _ARGMAX, {"keepdim"})
+    if n is None or not t.ph[0].meta["tensor_meta"].dtype.is_floating_point:
+        return None
+    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    return templates_rows.argmax(t.args, t.args[0], keep)
+
+
+def _draft_cumsum(t: Traced) -> str | None:
+    if _row_op(t, _CUMSUM) is None or _dtype_src(t.out) is None or _dtype(t.out) != _dtype(t.ph[0]):
+        return None
+    return templates_rows.cumsum(t.args, t.args[0], str(_dtype_src(t.out)))
+
+
+def _draft_layer_norm(t: Traced) -> str | None:
+    """nn.LayerNorm (a direct attribute of the model) or F.layer_norm over the last dimension."""
+    if len(t.ops) != 1 or len(t.ph) != 1:
+        return None
+    n = t.ops[0]
+    mod = t.module(n)
+    if mod is not None:
+        if not isinstance(mod, nn.LayerNorm) or "." in str(n.target) or len(mod.normalized_shape) != 1:
+            return None
+        has_w, has_b = mod.weight is not None, mod.bias is not None
         return templates.layer_norm(
-            64,
-            module=(
-                str(n.target),
-                int(mod.normalized_shape[0]),
-                float(mod.eps),
-                mod.weight is not None,
-                mod.bias is not None,
-            ),
+            64, module=(str(n.target), int(mod.normalized_shape[0]), float(mod.eps), has_w, has_b)
         )
-    if (
-        n.target is F.layer_norm
-        and len(n.args) == 2
-        and not n.kwargs.get("weight")
-        and not n.kwargs.get("bias")
-    ):
+    affine = n.kwargs.get("weight") is not None or n.kwargs.get("bias") is not None
+    if n.target is F.layer_norm and len(n.args) == 2 and not affine:
         shape = n.args[1]
         if isinstance(shape, list | tuple) and len(shape) == 1:
             eps = n.kwargs.get("eps", 1e-5)
@@ -212,106 +418,232 @@ def _draft_layer_norm(
     return None
 
 
-def _draft_softmax(ops: list[torch.fx.Node], ph: list[torch.fx.Node]) -> tuple[str, str] | None:
-    n = _single(ops, _SOFTMAX)
-    if n is None or len(ph) != 1:
+def _draft_rms_norm_op(t: Traced) -> str | None:
+    """nn.RMSNorm (rebuilt in ModelNew) or F.rms_norm over the last dimension."""
+    if len(t.ops) != 1 or t.out is not t.ops[0] or _dtype_src(t.out) is None or t.ops[0].args[0] not in t.ph:
         return None
-    dim, rank = _dim(n, 1, -1), _rank(n)
-    if dim not in (-1, (rank or 0) - 1):
+    n, x = t.ops[0], t.ops[0].args[0]
+    mod, init = t.module(n), _twins(t) if t.module(n) is not None else []
+    weight: str | None
+    if isinstance(mod, nn.RMSNorm) and len(mod.normalized_shape) == 1 and init is not None:
+        attr = str(n.target).replace(".", "_")
+        eps: Any = mod.eps
+        weight = f"self.{attr}.weight.detach()" if mod.weight is not None else None
+    elif n.target in _RMS_NORM:
+        params = dict(zip(("input", "normalized_shape", "weight", "eps"), n.args, strict=False)) | n.kwargs
+        shape, w, eps = params.get("normalized_shape"), params.get("weight"), params.get("eps")
+        if not isinstance(shape, list | tuple) or len(shape) != 1 or (w is not None and w not in t.ph):
+            return None
+        weight = t.arg(w) if w is not None else None
+    else:
         return None
-    return "softmax", templates.softmax("two_kernel", 64)
+    eps_src = "torch.finfo(x.dtype).eps" if eps is None else repr(float(eps))
+    return templates_rows.rms_norm(t.args, t.arg(x), weight, eps_src, str(_dtype_src(t.out)), init=init or ())
 
 
-def _draft_reduce(ops: list[torch.fx.Node], ph: list[torch.fx.Node]) -> tuple[str, str] | None:
-    n = _single(ops, set(_REDUCE))
-    if n is None or len(ph) != 1:
-        return None
-    dim, rank = _dim(n, 1), _rank(ph[0])
-    if isinstance(dim, list | tuple) and len(dim) == 1:
-        dim = dim[0]
-    if dim not in (-1, (rank or 0) - 1):
-        return None
-    kind = _REDUCE[n.target]
-    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
-    return "reduction", templates.row_reduce("max" if kind == "max" else "sum", 64, kind == "mean", keep)
+_RMS_FORMULA_OPS = {"mean", torch.mean, "float", "to", "type_as"} | _POW | {torch.square, "square"}
+_RMS_FORMULA_OPS |= {operator.mul, torch.mul, "mul", operator.add, torch.add, "add", torch.rsqrt, "rsqrt"}
+_RMS_FORMULA_OPS |= {torch.sqrt, "sqrt", operator.truediv, torch.div, "div", torch.reciprocal, "reciprocal"}
 
 
-def _operand(arg: Any, env: dict[torch.fx.Node, str]) -> str | None:
-    if isinstance(arg, torch.fx.Node):
-        return env.get(arg)
-    if isinstance(arg, int | float) and not isinstance(arg, bool):
-        return repr(float(arg))
+def _draft_rms_norm_formula(t: Traced) -> str | None:
+    """RMSNorm written with torch ops: recognised by its ops and eps, confirmed numerically."""
+    if t.out is None or not 1 <= len(t.ph) <= 2 or any(n.op == "call_module" for n in t.ops):
+        return None
+    means = [n for n in t.ops if n.target in ("mean", torch.mean)]
+    if any(n.target not in _RMS_FORMULA_OPS for n in t.ops) or len(means) != 1:
+        return None
+    out_shape = _shape(t.out)
+    if not out_shape:
+        return None
+    xs = [p for p in t.ph if _shape(p) == out_shape]
+    ws = [p for p in t.ph if p not in xs]
+    if len(xs) != 1 or any(_shape(w) != out_shape[-1:] for w in ws) or _dtype_src(t.out) is None:
+        return None
+    adds = [n for n in t.ops if n.target in (operator.add, torch.add, "add")]
+    eps = [a for n in adds for a in n.args if isinstance(a, float)]
+    if len(eps) != 1:
+        return None
+    x, w = xs[0], ws[0] if ws else None
+    for scale in (1.0, 3.0):
+        values = [v * scale if p is x else v for p, v in zip(t.ph, t.inputs, strict=True)]
+        xv, wv = values[t.ph.index(x)].float(), values[t.ph.index(w)].float() if w is not None else 1.0
+        want = xv * torch.rsqrt(xv.pow(2).mean(-1, keepdim=True) + eps[0]) * wv
+        got = t.gm(*values)
+        if not isinstance(got, torch.Tensor) or not torch.allclose(got.float(), want, atol=1e-5, rtol=1e-4):
+            return None
+    wsrc = t.arg(w) if w is not None else None
+    return templates_rows.rms_norm(t.args, t.arg(x), wsrc, repr(eps[0]), str(_dtype_src(t.out)))
+
+
+# ---- layout -------------------------------------------------------------------------------------
+
+
+def _swapped(n: Node, rank: int) -> bool:
+    """Whether `n` swaps the last two dims of its first argument (rank >= 2) and nothing else."""
+    if n.target is getattr:
+        return n.args[1] == "mT" or (n.args[1] == "T" and rank == 2)
+    if n.target in ("t", torch.t):
+        return rank == 2
+    rest: list[Any] = [*n.args[1:], *n.kwargs.values()]
+    if len(rest) == 1 and isinstance(rest[0], list | tuple):
+        rest = list(rest[0])
+    if not all(isinstance(d, int) for d in rest):
+        return False
+    if n.target in ("permute", torch.permute):
+        return [d % rank for d in rest] == [*range(rank - 2), rank - 1, rank - 2]
+    if n.target in ("transpose", torch.transpose, "swapaxes", "swapdims") and len(rest) == 2:
+        return {d % rank for d in rest} == {rank - 2, rank - 1}
+    return False
+
+
+def _transposed(t: Traced, n: Any) -> str | None:
+    """The forward-time expression of an input, or of a view of it with the last two dims swapped."""
+    if n in t.ph:
+        return t.arg(n)
+    if isinstance(n, Node) and n.op != "call_module" and n.args and n.args[0] in t.ph:
+        rank = _rank(n.args[0])
+        if rank is not None and rank >= 2 and _swapped(n, rank):
+            return f"{t.arg(n.args[0])}.transpose(-1, -2)"
     return None
 
 
-def _epilogue(chain: list[torch.fx.Node], env: dict[torch.fx.Node, str]) -> tuple[list[str], str] | None:
-    lines: list[str] = []
-    for i, n in enumerate(chain):
-        fmt = _ELEMENTWISE.get(n.target)
-        if (
-            fmt is None
-            or n.kwargs
-            and set(n.kwargs) - {"approximate"}
-            or n.kwargs.get("approximate", "none") != "none"
-        ):
-            return None
-        operands = [_operand(a, env) for a in n.args]
-        if any(o is None for o in operands):
-            return None
-        env[n] = f"t{i}"
-        lines.append(f"t{i} = " + fmt.format(*operands))
-    return lines, env[chain[-1]] if chain else ""
+def _draft_transpose(t: Traced) -> str | None:
+    """x.t(), x.transpose(-1, -2), x.mT or x.permute(...) swapping the last two dims [.contiguous()]."""
+    if len(t.ph) != 1 or not 1 <= len(t.ops) <= 2 or t.out is not t.ops[-1] or (_rank(t.ph[0]) or 0) < 2:
+        return None
+    if _transposed(t, t.ops[0]) is None:
+        return None
+    if len(t.ops) == 2 and (t.ops[1].target != "contiguous" or t.ops[1].args != (t.ops[0],)):
+        return None
+    return templates_layout.transpose(t.args[0])
 
 
-def _draft_elementwise(ops: list[torch.fx.Node], ph: list[torch.fx.Node]) -> tuple[str, str] | None:
-    if not ops or any(_rank(p) is None for p in ph):
+# ---- matmul and linear layers -------------------------------------------------------------------
+
+
+def _draft_matmul(t: Traced) -> str | None:
+    """matmul / mm / bmm of two inputs (or their last-two-dim transposes) with an elementwise epilogue."""
+    mms = [n for n in t.ops if n.target in _MATMUL]
+    if len(mms) != 1 or len(mms[0].args) != 2 or mms[0].kwargs:
         return None
-    shapes = {tuple(p.meta["tensor_meta"].shape) for p in ph}
-    if len(shapes) != 1:
+    mm = mms[0]
+    k = t.ops.index(mm)
+    if set(t.ops[:k]) != {x for x in mm.args if x not in t.ph} or t.out is not t.ops[-1]:
         return None
-    env = {p: f"v{i}" for i, p in enumerate(ph)}
-    got = _epilogue(ops, env)
+    a, b = (_transposed(t, x) for x in mm.args)
+    (sa, sb), dtype = (_shape(x) for x in mm.args), _dtype_src(t.out)
+    if a is None or b is None or sa is None or sb is None or len(sa) < 2 or dtype is None:
+        return None
+    fold = len(sb) == 2 and len(sa) > 2
+    if not fold and (len(sa) != len(sb) or sa[:-2] != sb[:-2]):  # no batch broadcasting
+        return None
+    got = _chain(t, t.ops[k + 1 :], {mm: "acc"})
     if got is None:
         return None
-    lines, result = got
-    return "elementwise", templates.elementwise(len(ph), lines, result, 256)
+    return templates_matmul.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold)
 
 
-def _draft_matmul(ops: list[torch.fx.Node], ph: list[torch.fx.Node]) -> tuple[str, str] | None:
-    if not ops or ops[0].target not in _MATMUL or len(ph) != 2:
-        return None
-    mm = ops[0]
-    if list(mm.args) != ph or any(_rank(p) != 2 for p in ph):
-        return None
-    env = {mm: "acc"}
-    got = _epilogue(ops[1:], env)
-    if got is None:
-        return None
-    lines, result = got
-    epi = "acc" if not lines else "; ".join(lines)  # single expression only
-    if lines:
-        expr = result
-        for line in reversed(lines):
-            var, rhs = line.split(" = ", 1)
-            expr = expr.replace(var, rhs)
-        epi = expr
-    return "matmul", templates.matmul(epi, 16, 16, 16)
+def _twins(t: Traced) -> list[str] | None:
+    """`__init__` lines that rebuild the model's parametrised modules (nn.Linear, nn.RMSNorm) so that
+    the evaluator's seeded construction gives ModelNew equal weights; None when it would not."""
+    lines, built = [], []
+    for path, m in t.model.named_modules():
+        params = list(m.parameters(recurse=False))
+        if not params:
+            continue
+        if isinstance(m, nn.Linear):
+            ctor = f"nn.Linear({m.in_features}, {m.out_features}, bias={m.bias is not None})"
+        elif isinstance(m, nn.RMSNorm):
+            ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
+        else:
+            return None
+        if params[0].dtype != torch.float32:
+            ctor += f".to({params[0].dtype})"
+        lines.append(f"self.{path.replace('.', '_')} = {ctor}")
+        built.append((path, ctor))
+    torch.manual_seed(1234)
+    ref = t.problem.Model(*t.problem.get_init_inputs())
+    torch.manual_seed(1234)
+    twins = [eval(ctor, {"nn": nn, "torch": torch}) for _, ctor in built]  # noqa: S307 - our own text
+    for (path, _), twin in zip(built, twins, strict=True):
+        theirs = list(ref.get_submodule(path).parameters(recurse=False))
+        mine = list(twin.parameters())
+        if len(theirs) != len(mine) or not all(torch.equal(p, q) for p, q in zip(theirs, mine, strict=True)):
+            return None
+    return lines
 
 
-def _draft_gather(ops: list[torch.fx.Node], ph: list[torch.fx.Node]) -> tuple[str, str] | None:
-    n = _single(ops, _GATHER)
-    if n is None or len(ph) != 2:
+def _linear_layer(t: Traced, n: Node, x: Any) -> tuple[str, str | None] | None:
+    """(weight, bias) expressions when `n` is a linear layer applied to `x`."""
+    mod = t.module(n)
+    if isinstance(mod, nn.Linear) and n.args == (x,) and not n.kwargs:
+        attr = "self." + str(n.target).replace(".", "_")
+        return f"{attr}.weight.detach()", f"{attr}.bias.detach()" if mod.bias is not None else None
+    if mod is None and n.target in _LINEAR and n.args[:1] == (x,):
+        w, b = (*n.args[1:], None, None)[:2]
+        b = n.kwargs.get("bias", b)
+        if w in t.ph and _rank(w) == 2 and (b is None or b in t.ph and _rank(b) == 1):
+            return t.arg(w), t.arg(b) if b is not None else None
+    return None
+
+
+def _draft_linear(t: Traced) -> str | None:
+    """A stack of linear layers (nn.Linear / F.linear), each with an elementwise epilogue."""
+    if t.out is None or not t.ops or not t.ops[0].args or t.ops[0].args[0] not in t.ph:
         return None
+    x = t.ops[0].args[0]
+    stages, cur, i = [], x, 0
+    while i < len(t.ops):
+        layer = _linear_layer(t, t.ops[i], cur)
+        if layer is None:
+            return None
+        j = i + 1
+        while j < len(t.ops) and _linear_layer(t, t.ops[j], t.ops[j - 1]) is None:
+            j += 1
+        got = _chain(t, t.ops[i + 1 : j], {t.ops[i]: "acc"})
+        if got is None:
+            return None
+        stages.append(templates_matmul.LinearStage(layer[0], layer[1], tuple(got[0]), got[1] or "acc"))
+        cur, i = t.ops[j - 1], j
+    init = _twins(t)
+    if cur is not t.out or init is None or _dtype(t.out) != _dtype(x):
+        return None
+    return templates_matmul.linear_chain(stages, t.args, t.arg(x), init)
+
+
+def _draft_gather(t: Traced) -> str | None:
+    if len(t.ops) != 1 or t.ops[0].target not in _GATHER or len(t.ph) != 2:
+        return None
+    n = t.ops[0]
     if n.target is F.embedding:
-        if list(n.args[:2]) != ph[::-1] and list(n.args[:2]) != ph:
+        if list(n.args[:2]) != t.ph[::-1] and list(n.args[:2]) != t.ph:
             return None
         table = n.args[1]
     else:
         if _dim(n, 1) != 0:
             return None
         table = n.args[0]
-    names = "table, idx" if ph.index(table) == 0 else "idx, table"  # type: ignore[arg-type]
-    return "gather", templates.gather_rows(64, names)
+    names = "table, idx" if t.ph.index(table) == 0 else "idx, table"  # type: ignore[arg-type]
+    return templates.gather_rows(64, names)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("layer_norm", "normalization", _draft_layer_norm),
+    Rule("rms_norm", "normalization", _draft_rms_norm_op),
+    Rule("rms_norm_formula", "normalization", _draft_rms_norm_formula),
+    Rule("softmax", "softmax", _draft_softmax),
+    Rule("log_softmax", "softmax", _draft_log_softmax),
+    Rule("reduction", "reduction", _draft_reduce),
+    Rule("argmax", "reduction", _draft_argmax),
+    Rule("cumsum", "scan", _draft_cumsum),
+    Rule("transpose", "elementwise", _draft_transpose),
+    Rule("matmul", "matmul", _draft_matmul),
+    Rule("linear", "matmul", _draft_linear),
+    Rule("gather", "gather", _draft_gather),
+    Rule("elementwise", "elementwise", _draft_elementwise),
+    Rule("broadcast", "elementwise", _draft_broadcast),
+)
 
 
 def next_pow2(n: int) -> int:

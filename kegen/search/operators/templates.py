@@ -19,8 +19,11 @@ class ModelNew(nn.Module):
 """
 
 
-def elementwise(n_inputs: int, exprs: list[str], result: str, block: int = 256) -> str:
-    """One fused kernel over flattened, same-shape inputs: `exprs` are `tN = ...` lines over v0..vK."""
+def elementwise(
+    n_inputs: int, exprs: list[str], result: str, block: int = 256, dtype: str | None = None
+) -> str:
+    """One fused kernel over flattened, same-shape inputs: `exprs` are `tN = ...` lines over v0..vK;
+    the output has x0's dtype, or `dtype` (a torch dtype's source) when given."""
     ptrs = ", ".join(f"in{i}_ptr" for i in range(n_inputs))
     loads = "\n".join(
         f"    v{i} = tl.load(in{i}_ptr + offs, mask=mask).to(tl.float32)" for i in range(n_inputs)
@@ -30,7 +33,7 @@ def elementwise(n_inputs: int, exprs: list[str], result: str, block: int = 256) 
     fwd = "\n".join(
         [f"        x{i} = x{i}.contiguous()" for i in range(n_inputs)]
         + [
-            "        out = torch.empty_like(x0)",
+            "        out = torch.empty_like(x0" + (f", dtype={dtype})" if dtype else ")"),
             "        n = out.numel()",
             "        grid = (triton.cdiv(n, BLOCK_SIZE),)",
             f"        fused_elementwise_kernel[grid]({args}, out, n, BLOCK=BLOCK_SIZE)",

@@ -18,7 +18,7 @@ from lowering.codegen.emitter import I1, I64, f64_bits
 from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
-from lowering.codegen.values import Buf, Splat
+from lowering.codegen.values import Buf, DeferredScalar, Splat
 from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import Operation
 from mtia_sim.isa import CastMode, CmpOp, DType, Flags, Op, SimdOp
@@ -255,6 +255,10 @@ def _binary(ctx: KernelLowering, op: Operation) -> None:
         return unit_scalar(ctx, Op.SIMD_BINARY, subop, flags, [x, y], in_dtype, out_dtype, x.type)
 
     if not res.type.is_tensor:
+        if ctx.deferred(a) is not None or ctx.deferred(b) is not None:
+            srcs = [ctx.scalar_operand(v, (1,), in_dtype) for v in (a, b)]
+            _deferred(ctx, op, Op.SIMD_BINARY, subop, flags, srcs, in_dtype, out_dtype)
+            return
         ctx.bind(res, on_core(ctx.scalar(a), ctx.scalar(b)))
         return
     ta, tb = ctx.tensor(a), ctx.tensor(b)
@@ -262,6 +266,50 @@ def _binary(ctx: KernelLowering, op: Operation) -> None:
         _fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
         return
     ctx.bind(res, simd_binary(ctx, op, ta, tb, subop, flags, in_dtype, out_dtype))
+
+
+def _deferred(
+    ctx: KernelLowering,
+    op: Operation,
+    command: Op,
+    subop: int,
+    flags: int,
+    srcs: list[Buf | Splat],
+    in_dtype: DType,
+    out_dtype: DType,
+) -> None:
+    """A scalar op on a unit-produced scalar: one 1-element SIMD command, the result stays deferred."""
+    res = op.results[0]
+    dst = ctx.new_buf(res, (1,), out_dtype)
+    dts = (out_dtype, in_dtype, in_dtype)
+    a = srcs[0]
+    b = srcs[1] if len(srcs) > 1 else None
+    if isinstance(a, Splat) and b is not None and isinstance(b, Buf):
+        ctx.command(
+            command,
+            shape=(1,),
+            dst=dst,
+            srcs=(None, b),
+            dtypes=dts,
+            subop=subop,
+            flags=flags | Flags.SRC0_IMM | ctx.imm_flags(in_dtype),
+            imm0=ctx.imm(a.scalar, in_dtype),
+        )
+    elif isinstance(b, Splat) and isinstance(a, Buf):
+        ctx.command(
+            command,
+            shape=(1,),
+            dst=dst,
+            srcs=(a,),
+            dtypes=dts,
+            subop=subop,
+            flags=flags | Flags.SRC1_IMM | ctx.imm_flags(in_dtype),
+            imm1=ctx.imm(b.scalar, in_dtype),
+        )
+    else:
+        bufs = [x if isinstance(x, Buf) else ctx.materialize(x) for x in srcs]
+        ctx.command(command, shape=(1,), dst=dst, srcs=bufs, dtypes=dts, subop=subop, flags=flags)
+    ctx.bind(res, DeferredScalar(dst, dt.core_type(res.type)))
 
 
 for _name in BINARY:
@@ -274,6 +322,9 @@ def _unary(ctx: KernelLowering, op: Operation) -> None:
     res = op.results[0]
     dtype = dt.to_dtype(res.type)
     if not res.type.is_tensor:
+        if ctx.deferred(a) is not None:
+            _deferred(ctx, op, Op.SIMD_UNARY, subop, 0, [ctx.scalar_operand(a, (1,), dtype)], dtype, dtype)
+            return
         x = ctx.scalar(a)
         if subop == SimdOp.NEG:
             ctx.bind(res, ctx.b.fneg(x))
@@ -442,6 +493,21 @@ def _scalar_cast(ctx: KernelLowering, op: Operation, x: ir.Value) -> ir.Value:
     raise UnsupportedError(f"scalar cast {name}")
 
 
+_DEFERRABLE_CASTS = frozenset(
+    {
+        "arith.extsi",
+        "arith.extui",
+        "arith.trunci",
+        "arith.sitofp",
+        "arith.uitofp",
+        "arith.fptosi",
+        "arith.fptoui",
+        "arith.extf",
+        "arith.truncf",
+    }
+)
+
+
 @rule(
     "arith.extsi",
     "arith.extui",
@@ -464,6 +530,20 @@ def _cast(ctx: KernelLowering, op: Operation) -> None:
     a = op.operands[0]
     res = op.results[0]
     if not res.type.is_tensor:
+        d = ctx.deferred(a)
+        if d is not None and op.name in _DEFERRABLE_CASTS:
+            unsigned_src = op.name in ("arith.extui", "arith.uitofp", "arith.fptoui")
+            _deferred(
+                ctx,
+                op,
+                Op.SIMD_CAST,
+                CastMode.DEFAULT,
+                Flags.UNSIGNED if unsigned_src else 0,
+                [d.buf],
+                dt.to_dtype(a.type),
+                dt.to_dtype(res.type),
+            )
+            return
         ctx.bind(res, _scalar_cast(ctx, op, ctx.scalar(a)))
         return
     unsigned = op.name in ("arith.extui", "arith.uitofp", "arith.fptoui", "arith.index_castui")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from lowering.codegen import dtypes as dt
+from lowering.codegen.emitter import f64_bits
 from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, Splat
-from lowering.ir.core import Operation
-from mtia_sim.isa import ITEMSIZE, Flags, Op
+from lowering.ir.core import Operation, Value
+from mtia_sim.isa import ITEMSIZE, DType, Flags, Op, SimdOp
 
 
 def _is_zero(ctx: KernelLowering, s: Splat) -> bool:
@@ -63,3 +64,88 @@ def _matmul(ctx: KernelLowering, a: Buf, b: Buf, d: Buf, flags: int) -> None:
         dtypes=(d.dtype, a.dtype, b.dtype),
         flags=flags,
     )
+
+
+_SCALED_FORMATS = {"e4m3": DType.F8E4M3, "e5m2": DType.F8E5M2, "bf16": DType.BF16, "fp16": DType.F16}
+
+
+def _upcast_scaled(ctx: KernelLowering, x: Buf, scale: Buf | None, k_axis: int) -> Buf:
+    """x (fp8/16) -> F32 times 2**(scale - 127), one e8m0 scale per 32 elements along K."""
+    f = ctx.new_buf(None, x.shape, DType.F32)
+    ctx.command(Op.SIMD_CAST, shape=x.shape, dst=f, srcs=(x,), dtypes=(DType.F32, x.dtype))
+    if scale is None:
+        return f
+    s = ctx.new_buf(None, scale.shape, DType.F32)
+    ctx.command(
+        Op.SIMD_CAST,
+        shape=scale.shape,
+        dst=s,
+        srcs=(scale,),
+        dtypes=(DType.F32, DType.U8),
+        flags=Flags.UNSIGNED,
+    )
+    ctx.command(
+        Op.SIMD_BINARY,
+        shape=s.shape,
+        dst=s,
+        srcs=(s,),
+        dtypes=(DType.F32,) * 3,
+        subop=SimdOp.SUB,
+        flags=Flags.SRC1_IMM,
+        imm1=f64_bits(127.0),
+    )
+    ctx.command(
+        Op.SIMD_UNARY, shape=s.shape, dst=s, srcs=(s,), dtypes=(DType.F32, DType.F32), subop=SimdOp.EXP2
+    )
+    rows, cols = x.shape
+    if k_axis == 1:  # x [M, K], scale [M, K/32]
+        shape3 = (rows, cols // 32, 32)
+        fv = f.view(shape3, (cols, 32, 1))
+        sv = s.view(shape3, (s.strides[0], s.strides[1], 0))
+    else:  # x [K, N], scale [N, K/32]
+        shape3 = (rows // 32, 32, cols)
+        fv = f.view(shape3, (32 * cols, cols, 1))
+        sv = s.view(shape3, (s.strides[1], 0, s.strides[0]))
+    ctx.command(
+        Op.SIMD_BINARY, shape=shape3, dst=fv, srcs=(fv, sv), dtypes=(DType.F32,) * 3, subop=SimdOp.MUL
+    )
+    return f
+
+
+@rule("tt.dot_scaled")
+def _dot_scaled(ctx: KernelLowering, op: Operation) -> None:
+    """Microscaled dot (mxfp8): upcast both operands with their block scales on the SIMD engine,
+    then one fp32 DPE_MATMUL."""
+    from lowering.ir.registry import named_operands
+
+    ops = named_operands(op)
+    fmts = (str(op.attr("a_elem_type", "")), str(op.attr("b_elem_type", "")))
+    if any(f not in _SCALED_FORMATS for f in fmts):
+        raise UnsupportedError(
+            f"tl.dot_scaled with formats {fmts}", hint="use e4m3, e5m2, bf16 or fp16 operands"
+        )
+    res = op.results[0]
+    if len(res.shape) != 2:
+        raise UnsupportedError("batched tl.dot_scaled")
+    a_v, b_v, c_v = ops["a"], ops["b"], ops["c"]
+    assert isinstance(a_v, Value) and isinstance(b_v, Value) and isinstance(c_v, Value)
+    if a_v.shape[1] % 32:
+        raise UnsupportedError("tl.dot_scaled needs K to be a multiple of 32 (one scale per 32 elements)")
+    scales = [ops.get("a_scale"), ops.get("b_scale")]
+    a = _upcast_scaled(ctx, ctx.buf(a_v), ctx.buf(scales[0]) if isinstance(scales[0], Value) else None, 1)
+    b = _upcast_scaled(ctx, ctx.buf(b_v), ctx.buf(scales[1]) if isinstance(scales[1], Value) else None, 0)
+    out_dtype = dt.to_dtype(res.type)
+    c = ctx.tensor(c_v)
+    flags: int = Flags.ACCUMULATE
+    if isinstance(c, Splat):
+        dst = ctx.new_buf(res, tuple(res.shape), out_dtype)
+        if _is_zero(ctx, c):
+            flags = 0
+        else:
+            ctx.fill(dst, c.scalar, out_dtype)
+    else:
+        dst = ctx.result_buf(op, res, out_dtype, reuse=[c_v])
+        if dst.buffer is not c.buffer or dst.strides != c.strides:
+            ctx.copy(dst, c)
+    _matmul(ctx, a, b, dst, flags)
+    ctx.bind(res, dst)

@@ -17,6 +17,8 @@ from lowering.ir.core import Operation
 from lowering.passes.pointer_analysis import BlockAccess, SExpr
 from mtia_sim.isa import ITEMSIZE, LOCAL_BASE, AtomicOp, DType, Flags, Op, UnitMask
 
+isa_itemsize = ITEMSIZE.__getitem__
+
 
 def sexpr(ctx: KernelLowering, e: SExpr) -> ir.Value:
     """Evaluate a pointer-analysis scalar expression on the core (as i64)."""
@@ -143,6 +145,25 @@ def _scalar_access(ctx: KernelLowering, op: Operation) -> None:
     dtype = dt.to_dtype(val_type)
     mask_index = 1 if is_load else 2
     mask = ctx.scalar(op.operands[mask_index]) if len(op.operands) > mask_index else None
+    if not is_load:
+        d = ctx.deferred(op.operands[1])
+        if d is not None and isa_itemsize(d.buf.dtype) == isa_itemsize(dtype):
+            # a unit-produced scalar goes out by DMA: no fence, the core never waits for it
+            def issue() -> None:
+                ctx.command(
+                    Op.DMA_COPY,
+                    shape=(1,),
+                    dst=(ptr, [0]),
+                    srcs=(d.buf.view((1,), (0,)),),
+                    dtypes=(dtype, d.buf.dtype),
+                )
+
+            if mask is None:
+                issue()
+            else:
+                with b.if_then(mask):
+                    issue()
+            return
     if dtype in (DType.F16, DType.BF16):
         _scalar_half(ctx, op, ptr, dtype, mask)
         return
@@ -292,7 +313,7 @@ def _atomic(ctx: KernelLowering, op: Operation) -> None:
 
     def get(i: int, d: DType) -> Buf:
         v = op.operands[i]
-        x = ctx.scalar(v) if scalar else ctx.tensor(v)
+        x = ctx.scalar_operand(v, shape, d) if scalar else ctx.tensor(v)
         return _as_buf(ctx, x, shape, d)
 
     addrs = get(0, DType.U64)

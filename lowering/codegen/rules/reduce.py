@@ -6,7 +6,7 @@ from lowering.codegen import dtypes as dt
 from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
-from lowering.codegen.values import Buf, Splat
+from lowering.codegen.values import Buf, DeferredScalar, Splat
 from lowering.ir.core import Operation
 from mtia_sim.isa import DType, Flags, Op, ReduceOp, ScanOp
 
@@ -90,7 +90,10 @@ def _reduce(ctx: KernelLowering, op: Operation) -> None:
         if out_shape:
             ctx.bind(res, dst)
         else:
-            ctx.bind(res, ctx.read_scalar(dst, dt.core_type(res.type)))
+            temp = dst.buffer
+            if temp in ctx.temps:
+                ctx.temps.remove(temp)  # now owned by the deferred scalar (released after its last use)
+            ctx.bind(res, DeferredScalar(dst, dt.core_type(res.type)))
 
 
 @rule("tt.scan")

@@ -50,7 +50,7 @@ def _make_range(ctx: KernelLowering, op: Operation) -> None:
 @rule("tt.splat")
 def _splat(ctx: KernelLowering, op: Operation) -> None:
     res = op.results[0]
-    ctx.bind(res, Splat(ctx.scalar(op.operands[0]), tuple(res.shape), dt.to_dtype(res.type)))
+    ctx.bind(res, ctx.scalar_operand(op.operands[0], tuple(res.shape), dt.to_dtype(res.type)))
 
 
 @rule("tt.broadcast")
@@ -225,7 +225,6 @@ def _addptr(ctx: KernelLowering, op: Operation) -> None:
     "tt.make_tensor_ptr",
     "tt.advance",
     "tt.elementwise_inline_asm",
-    "tt.dot_scaled",
     "tt.experimental_descriptor_load",
 )
 def _unsupported(ctx: KernelLowering, op: Operation) -> None:

@@ -1,0 +1,104 @@
+"""Triton templates over 2-D tiles of (rows, cols): broadcasting elementwise and transpose.
+
+Leading dimensions are flattened into rows. In the broadcasting template each input has a kind:
+`full` (the output's shape), `row` (a vector along the last dim, e.g. a bias), `col` (one value per
+row, shape (..., 1)) or `scalar` (one element); the kernel loads each kind once per tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kegen.search.operators.templates import HEADER
+
+BROADCAST_KINDS = ("full", "row", "col", "scalar")
+
+_LOADS = {
+    "full": "tl.load(in{i}_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)",
+    "row": "tl.load(in{i}_ptr + cols, mask=cols < n_cols, other=0.0)[None, :]",
+    "col": "tl.load(in{i}_ptr + rows, mask=rows < n_rows, other=0.0)[:, None]",
+    "scalar": "tl.load(in{i}_ptr)",
+}
+
+
+MODEL_HEAD = (
+    "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n        super().__init__()\n\n"
+)
+
+
+def _model(args: Sequence[str], body: str) -> str:
+    return MODEL_HEAD + f"    def forward(self, {', '.join(args)}):\n{body}\n"
+
+
+def broadcast_elementwise(
+    kinds: Sequence[str],
+    exprs: Sequence[str],
+    result: str,
+    dtype: str,
+    block_r: int = 16,
+    block_c: int = 64,
+) -> str:
+    """One fused kernel over inputs that broadcast against a (rows, cols) output; `exprs` are
+    `tN = ...` lines over v0..vK (the inputs in fp32), `dtype` the output's torch dtype."""
+    for k in kinds:
+        if k not in BROADCAST_KINDS:
+            raise ValueError(f"unknown broadcast kind {k!r}: one of {', '.join(BROADCAST_KINDS)}")
+    ptrs = ", ".join(f"in{i}_ptr" for i in range(len(kinds)))
+    loads = "\n".join(f"    v{i} = " + _LOADS[k].format(i=i) + ".to(tl.float32)" for i, k in enumerate(kinds))
+    body = "\n".join(f"    {e}" for e in exprs)
+    kernel = f"""
+@triton.jit
+def broadcast_elementwise_kernel({ptrs}, out_ptr, n_rows, n_cols,
+                                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+{loads}
+{body}
+    out = tl.zeros([BLOCK_R, BLOCK_C], tl.float32) + {result}
+    tl.store(out_ptr + rows[:, None] * n_cols + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
+"""
+    args = [f"x{i}" for i in range(len(kinds))]
+    fwd = "\n".join(
+        [
+            f"        shape = torch.broadcast_shapes({', '.join(a + '.shape' for a in args)})",
+            f"        out = torch.empty(shape, dtype={dtype}, device=x0.device)",
+            "        n_cols = shape[-1]",
+            "        n_rows = out.numel() // max(n_cols, 1)",
+            "        grid = (triton.cdiv(n_rows, BLOCK_SIZE_R), triton.cdiv(n_cols, BLOCK_SIZE_C))",
+            "        broadcast_elementwise_kernel[grid]("
+            + ", ".join(a + ".contiguous()" for a in args)
+            + ", out, n_rows, n_cols,",
+            "                                           BLOCK_R=BLOCK_SIZE_R, BLOCK_C=BLOCK_SIZE_C)",
+            "        return out",
+        ]
+    )
+    consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
+    return HEADER + consts + kernel + _model(args, fwd)
+
+
+_TRANSPOSE_KERNEL = """
+@triton.jit
+def transpose_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    base = tl.program_id(2) * n_rows * n_cols
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    tile = tl.load(x_ptr + base + rows[:, None] * n_cols + cols[None, :], mask=mask, other=0.0)
+    tl.store(y_ptr + base + cols[None, :] * n_rows + rows[:, None], tile, mask=mask)
+"""
+
+_TRANSPOSE_FWD = """        x = {arg}
+        x3 = x.contiguous().view(-1, x.shape[-2], x.shape[-1])
+        n_batch, n_rows, n_cols = x3.shape
+        y = torch.empty((n_batch, n_cols, n_rows), dtype=x.dtype, device=x.device)
+        grid = (triton.cdiv(n_rows, BLOCK_SIZE_R), triton.cdiv(n_cols, BLOCK_SIZE_C), n_batch)
+        transpose_kernel[grid](x3, y, n_rows, n_cols, BLOCK_R=BLOCK_SIZE_R, BLOCK_C=BLOCK_SIZE_C)
+        return y.view(*x.shape[:-2], n_cols, n_rows)"""
+
+
+def transpose(arg: str = "x", block_r: int = 32, block_c: int = 32) -> str:
+    """Swap the last two dimensions into a new contiguous tensor: a tile is loaded row-major and
+    stored with the strides swapped (one program per tile per batch entry)."""
+    consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
+    return HEADER + consts + _TRANSPOSE_KERNEL + _model([arg], _TRANSPOSE_FWD.format(arg=arg))

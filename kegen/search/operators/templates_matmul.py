@@ -1,0 +1,166 @@
+"""Triton templates for linear layers (`act(x @ W.T + b)`, chains of them) and batched matmul.
+
+Epilogues are `tN = ...` lines over `acc` (the fp32 accumulator tile) ending in a result name,
+as drafting builds them from the reference's elementwise ops. Tile sizes are module constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates_layout import MODEL_HEAD
+
+_MATMUL_PROLOGUE = """    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)"""
+
+_LINEAR_KERNEL = """
+@triton.jit
+def {name}(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk, stride_ym,
+           HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+{prologue}
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + rk
+        a = tl.load(x_ptr + rm[:, None] * stride_xm + ks[None, :] * stride_xk,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rn[None, :] * stride_wn + ks[:, None] * stride_wk,
+                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, w)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+{epilogue}
+    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+
+_LINEAR_HELPER = """
+
+def _linear(kernel, x, weight, bias):
+    x2 = x.reshape(-1, x.shape[-1])
+    M, K = x2.shape
+    N = weight.shape[0]
+    y = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
+    kernel[grid](x2, weight, weight if bias is None else bias, y, M, N, K, x2.stride(0), x2.stride(1),
+                 weight.stride(0), weight.stride(1), y.stride(0), HAS_BIAS=bias is not None,
+                 BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
+    return y.view(*x.shape[:-1], N)
+"""
+
+
+@dataclass(frozen=True)
+class LinearStage:
+    """One layer `y = epilogue(x @ weight.T + bias)`; `weight`/`bias` are forward-time expressions
+    (`self.fc1.weight.detach()`, an input's name); `epilogue` lines read `acc` and end in `result`."""
+
+    weight: str
+    bias: str | None
+    epilogue: tuple[str, ...] = ()
+    result: str = "acc"
+
+
+def _consts(block_m: int, block_n: int, block_k: int) -> str:
+    return f"\nBLOCK_SIZE_M = {block_m}\nBLOCK_SIZE_N = {block_n}\nBLOCK_SIZE_K = {block_k}\n\n"
+
+
+def _indent(lines: Sequence[str], depth: int = 4) -> str:
+    return "\n".join(" " * depth + line for line in lines)
+
+
+def linear_chain(
+    stages: Sequence[LinearStage],
+    args: Sequence[str],
+    x: str,
+    init: Sequence[str] = (),
+    block_m: int = 16,
+    block_n: int = 16,
+    block_k: int = 16,
+) -> str:
+    """A stack of linear layers, each one launch of a kernel with its bias and epilogue fused.
+
+    `args` are ModelNew.forward's parameters, `x` the expression of the first layer's input and
+    `init` the lines of `__init__` that rebuild the reference's modules (same seeded weights)."""
+    kernels: dict[tuple[tuple[str, ...], str], str] = {}
+    for s in stages:
+        kernels.setdefault((s.epilogue, s.result), f"linear_kernel_{len(kernels)}")
+    src = "".join(
+        _LINEAR_KERNEL.format(name=name, prologue=_MATMUL_PROLOGUE, epilogue=_indent(epi), result=res)
+        for (epi, res), name in kernels.items()
+    )
+    body = [f"h = {x}"] + [
+        f"h = _linear({kernels[(s.epilogue, s.result)]}, h, {s.weight}, {s.bias or 'None'})" for s in stages
+    ]
+    init_body = _indent(["super().__init__()", *init], 8)
+    model = (
+        "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
+        f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{_indent(body, 8)}\n        return h\n"
+    )
+    return HEADER + _consts(block_m, block_n, block_k) + src + _LINEAR_HELPER + model
+
+
+_BMM_KERNEL = """
+@triton.jit
+def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+               stride_cb, stride_cm, stride_cn,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+{prologue}
+    batch = tl.program_id(1)
+    a_base = a_ptr + batch * stride_ab
+    b_base = b_ptr + batch * stride_bb
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + rk
+        a = tl.load(a_base + rm[:, None] * stride_am + ks[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        b = tl.load(b_base + ks[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+{epilogue}
+    tl.store(c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
+             {result}.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+
+_BMM_OPERANDS = {
+    False: "        a3 = a.reshape(-1, a.shape[-2], a.shape[-1])\n"
+    "        b3 = b.reshape(-1, b.shape[-2], b.shape[-1])",
+    True: "        a3 = a.reshape(1, -1, a.shape[-1])\n        b3 = b.unsqueeze(0)",
+}
+_BMM_FWD = """        a = {a}
+        b = {b}
+{operands}
+        n_batch, M, K = a3.shape
+        N = b3.shape[2]
+        c = torch.empty((n_batch, M, N), dtype={dtype}, device=a.device)
+        grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N), n_batch)
+        bmm_kernel[grid](a3, b3, c, M, N, K, a3.stride(0), a3.stride(1), a3.stride(2),
+                         b3.stride(0), b3.stride(1), b3.stride(2), c.stride(0), c.stride(1), c.stride(2),
+                         BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
+        return c.view(*a.shape[:-1], N)"""
+
+
+def bmm(
+    args: Sequence[str],
+    a: str,
+    b: str,
+    epilogue: Sequence[str] = (),
+    result: str = "acc",
+    dtype: str = "a.dtype",
+    fold: bool = False,
+    block_m: int = 16,
+    block_n: int = 16,
+    block_k: int = 16,
+) -> str:
+    """C[i] = epilogue(A[i] @ B[i]) over equal leading (batch) dims; `a`/`b` are forward-time
+    expressions of the operands (views such as `k.transpose(-1, -2)` are read through strides).
+    `fold`: B is 2-D and A's leading dims fold into M ((..., M, K) @ (K, N))."""
+    kernel = _BMM_KERNEL.format(prologue=_MATMUL_PROLOGUE, epilogue=_indent(epilogue), result=result)
+    fwd = _BMM_FWD.format(a=a, b=b, operands=_BMM_OPERANDS[fold], dtype=dtype)
+    model = MODEL_HEAD + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
+    return HEADER + _consts(block_m, block_n, block_k) + kernel + model

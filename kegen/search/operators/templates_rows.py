@@ -1,0 +1,162 @@
+"""Triton templates for row-wise ops over the last dimension: RMSNorm, log-softmax, cumsum, argmax.
+
+One program per row (leading dimensions flattened), the row walked in chunks of BLOCK_SIZE, so
+any row length works; values are computed in fp32 and stored in the output's dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kegen.search.operators.templates import HEADER
+
+
+def _module(kernel: str, args: Sequence[str], body: str, block: int, init: Sequence[str] = ()) -> str:
+    init_body = "\n".join(f"        {line}" for line in ("super().__init__()", *init))
+    return (
+        HEADER
+        + f"\nBLOCK_SIZE = {block}\n\n"
+        + kernel
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
+        + f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{body}\n"
+    )
+
+
+_ROWS_FWD = """        x = {x}.contiguous()
+        n_cols = x.shape[-1]
+        x2 = x.view(-1, n_cols)
+        n_rows = x2.shape[0]
+"""
+
+_RMS_NORM_KERNEL = """
+@triton.jit
+def rms_norm_kernel(x_ptr, w_ptr, y_ptr, row_stride, n_cols, eps,
+                    HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * row_stride
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+        acc += x * x
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        y = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32) * rstd
+        if HAS_WEIGHT:
+            y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+"""
+
+
+def rms_norm(
+    args: Sequence[str],
+    x: str,
+    weight: str | None,
+    eps: str,
+    dtype: str,
+    block: int = 64,
+    init: Sequence[str] = (),
+) -> str:
+    """y = x * rsqrt(mean(x^2, -1) + eps) [* weight]: a sum-of-squares pass, then a scale pass.
+
+    `x`, `weight`, `eps` and `dtype` (of y) are forward-time expressions; `init` rebuilds the
+    reference's modules (an nn.RMSNorm)."""
+    body = _ROWS_FWD.format(x=x) + (
+        f"        w = {weight or 'x2'}\n"
+        f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
+        f"        rms_norm_kernel[(n_rows,)](x2, w, y, x2.stride(0), n_cols, {eps}, "
+        f"HAS_WEIGHT={weight is not None}, BLOCK=BLOCK_SIZE)\n"
+        "        return y.view(x.shape)"
+    )
+    return _module(_RMS_NORM_KERNEL, args, body, block, init)
+
+
+_LOG_SOFTMAX_KERNEL = """
+@triton.jit
+def log_softmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * row_stride
+    m = tl.full([BLOCK], -1e30, tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=-1e30).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    lse = row_max + tl.log(tl.sum(s * tl.exp(m - row_max), axis=0))
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * n_cols + cols, (x - lse).to(y_ptr.dtype.element_ty), mask=mask)
+"""
+
+
+def log_softmax(args: Sequence[str], x: str, dtype: str, block: int = 64) -> str:
+    """log_softmax over the last dimension: an online max/sum-of-exponentials pass, then x - lse."""
+    body = _ROWS_FWD.format(x=x) + (
+        f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
+        "        log_softmax_kernel[(n_rows,)](x2, y, x2.stride(0), n_cols, BLOCK=BLOCK_SIZE)\n"
+        "        return y.view(x.shape)"
+    )
+    return _module(_LOG_SOFTMAX_KERNEL, args, body, block)
+
+
+_CUMSUM_KERNEL = """
+@triton.jit
+def cumsum_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    carry = tl.zeros((1,), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        x = tl.load(x_ptr + row * row_stride + start + offs, mask=mask, other=0.0).to(tl.float32)
+        scan = tl.cumsum(x, axis=0) + carry
+        tl.store(y_ptr + row * n_cols + start + offs, scan.to(y_ptr.dtype.element_ty), mask=mask)
+        carry += tl.sum(x, axis=0)
+"""
+
+
+def cumsum(args: Sequence[str], x: str, dtype: str, block: int = 64) -> str:
+    """Inclusive prefix sum over the last dimension: chunks scanned in order with a running carry."""
+    body = _ROWS_FWD.format(x=x) + (
+        f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
+        "        cumsum_kernel[(n_rows,)](x2, y, x2.stride(0), n_cols, BLOCK=BLOCK_SIZE)\n"
+        "        return y.view(x.shape)"
+    )
+    return _module(_CUMSUM_KERNEL, args, body, block)
+
+
+_ARGMAX_KERNEL = """
+@triton.jit
+def argmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    best_val = tl.full([BLOCK], float("-inf"), tl.float32)
+    best_idx = tl.zeros([BLOCK], tl.int32)
+    for start in range(0, n_cols, BLOCK):
+        x = tl.load(x_ptr + row * row_stride + start + offs, mask=start + offs < n_cols,
+                    other=float("-inf")).to(tl.float32)
+        better = x > best_val
+        best_idx = tl.where(better, start + offs, best_idx)
+        best_val = tl.where(better, x, best_val)
+    row_max = tl.max(best_val, axis=0)
+    first = tl.where(best_val == row_max, best_idx, n_cols)
+    tl.store(y_ptr + row, tl.min(first, axis=0).to(tl.int64))
+"""
+
+
+def argmax(args: Sequence[str], x: str, keepdim: bool, block: int = 64) -> str:
+    """Index of the first maximum of each row (per-lane running best, then the smallest index
+    among the lanes that hold the row maximum), as torch.argmax returns it."""
+    shape = "x.shape[:-1] + (1,)" if keepdim else "x.shape[:-1]"
+    body = _ROWS_FWD.format(x=x) + (
+        "        y = torch.empty(n_rows, dtype=torch.int64, device=x.device)\n"
+        "        argmax_kernel[(n_rows,)](x2, y, x2.stride(0), n_cols, BLOCK=BLOCK_SIZE)\n"
+        f"        return y.view({shape})"
+    )
+    return _module(_ARGMAX_KERNEL, args, body, block)

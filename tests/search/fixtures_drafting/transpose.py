@@ -1,0 +1,25 @@
+"""2-D transpose into a new contiguous tensor."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ROWS = 6
+COLS = 40
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, x):
+        return x.t().contiguous()
+
+
+def get_inputs():
+    return [torch.randn(ROWS, COLS)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,163 @@
+"""Drafting the first candidate from the reference: recognition of the op classes, and each drafted
+candidate evaluated on the simulated MTIA (real Triton backend, real simulator, tiny shapes)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.drafting import DraftError, analyze, draft_candidate
+
+FIXTURES = Path(__file__).parent / "fixtures_drafting"
+SUITE = ROOT / "kegen" / "suites" / "default"
+QUICK = EvalConfig(
+    target="mtia",
+    trials=2,
+    timing_runs=1,
+    warmup_ms=1.0,
+    rep_ms=1.0,
+    profile=False,
+    compile_baseline=False,
+    timeout_s=240.0,
+)
+
+# fixture -> (op class, a fragment the draft must contain)
+DRAFTED = {
+    "mlp_sequential": ("matmul", "linear_kernel_1"),
+    "linear_functional": ("matmul", "HAS_BIAS=bias is not None"),
+    "bmm_transposed": ("matmul", "k.transpose(-1, -2)"),
+    "matmul_fold": ("matmul", "b3 = b.unsqueeze(0)"),
+    "rms_norm_formula": ("normalization", "rms_norm_kernel"),
+    "rms_norm_module": ("normalization", "nn.RMSNorm((40,), eps=1e-05"),
+    "broadcast_bias": ("elementwise", "[:, None]"),
+    "cumsum": ("scan", "tl.cumsum"),
+    "argmax": ("reduction", "argmax_kernel"),
+    "transpose": ("elementwise", "transpose_kernel"),
+    "log_softmax": ("softmax", "tl.log"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTED))
+def test_drafted_candidate_is_correct_on_the_simulator(name: str) -> None:
+    path = FIXTURES / f"{name}.py"
+    source, analysis = draft_candidate(path)
+    op_class, fragment = DRAFTED[name]
+    assert analysis.op_class == op_class, analysis.summary
+    assert fragment in source
+    result = evaluate(path, source, config=QUICK)
+    assert result.status.value == "ok", f"{name}: {result.status} {result.message}"
+    assert result.target == "mtia" and result.trials == 2
+
+
+def test_a_wrong_draft_is_caught_so_the_checks_above_mean_something() -> None:
+    path = FIXTURES / "cumsum.py"
+    source, _ = draft_candidate(path)
+    result = evaluate(path, source.replace("+ carry", "+ carry * 0.5"), config=QUICK)
+    assert result.status.value == "incorrect"
+
+
+@pytest.mark.parametrize(
+    ("problem", "op_class"),
+    [
+        ("mlp_bias_relu", "matmul"),
+        ("batched_gemm", "matmul"),
+        ("gemm", "matmul"),
+        ("rms_norm_fwd", "normalization"),
+        ("cumsum", "scan"),
+        ("argmax", "reduction"),
+        ("transpose", "elementwise"),
+        ("gelu", "elementwise"),
+        ("silu_bf16", "elementwise"),
+    ],
+)
+def test_bench_suite_problems_are_recognised(problem: str, op_class: str) -> None:
+    a = analyze(SUITE / problem / "problem.py")
+    assert a.op_class == op_class, a.summary
+    ast.parse(a.source or "")
+
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init}
+    def forward(self, {args}):
+        return {expr}
+
+def get_inputs():
+    return [{inputs}]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _problem(tmp_path: Path, expr: str, inputs: str, args: str = "x", init: str = "") -> Path:
+    p = tmp_path / f"p{abs(hash((expr, inputs, init)))}.py"
+    p.write_text(PROBLEM.format(expr=expr, inputs=inputs, args=args, init=textwrap.indent(init, " " * 8)))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("expr", "args", "inputs", "op_class"),
+    [
+        ("x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w", "x, w", "torch.randn(4, 8), torch.rand(8)",
+         "normalization"),
+        ("w * (x * torch.rsqrt(torch.square(x).mean(dim=-1, keepdim=True) + 1e-6))", "w, x",
+         "torch.rand(8), torch.randn(4, 8)", "normalization"),
+        ("F.rms_norm(x, (8,), eps=1e-6)", "x", "torch.randn(4, 8)", "normalization"),
+        ("x.T", "x", "torch.randn(4, 8)", "elementwise"),
+        ("x.permute(1, 0).contiguous()", "x", "torch.randn(4, 8)", "elementwise"),
+        ("x.transpose(-1, -2).contiguous()", "x", "torch.randn(2, 4, 8)", "elementwise"),
+        ("F.relu(x, inplace=False) + 1.0", "x", "torch.randn(4, 8)", "elementwise"),
+        ("x * y", "x, y", "torch.randn(4, 8), torch.randn(4, 1)", "elementwise"),
+        ("x + y", "x, y", "torch.randn(2, 4, 8), torch.randn(8)", "elementwise"),
+        ("x.log_softmax(-1)", "x", "torch.randn(4, 8)", "softmax"),
+        ("x.argmax(dim=-1, keepdim=True)", "x", "torch.randn(4, 8)", "reduction"),
+        ("x.cumsum(dim=1)", "x", "torch.randn(4, 8)", "scan"),
+        ("torch.matmul(a, b.mT)", "a, b", "torch.randn(2, 4, 8), torch.randn(2, 5, 8)", "matmul"),
+    ],
+)
+def test_recognised_forms(tmp_path: Path, expr: str, args: str, inputs: str, op_class: str) -> None:
+    a = analyze(_problem(tmp_path, expr, inputs, args))
+    assert a.op_class == op_class, (expr, a.summary)
+    ast.parse(a.source or "")
+
+
+@pytest.mark.parametrize(
+    ("expr", "args", "inputs", "init"),
+    [
+        # looks like RMSNorm but is not: the numeric confirmation refuses it
+        ("x * torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w", "x, w", "torch.randn(4, 8), torch.randn(8)",
+         ""),
+        ("torch.cumsum(x, dim=0)", "x", "torch.randn(4, 8)", ""),
+        ("torch.argmax(x)", "x", "torch.randn(4, 8)", ""),
+        ("x + y", "x, y", "torch.randn(2, 4, 8), torch.randn(2, 1, 8)", ""),  # a middle-dim broadcast
+        ("x.transpose(0, 1).contiguous()", "x", "torch.randn(2, 4, 8)", ""),
+        ("torch.matmul(a, b)", "a, b", "torch.randn(2, 4, 8), torch.randn(1, 8, 5)", ""),  # batch broadcast
+        ("self.fc(x) + x", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)"),  # residual: not an epilogue
+        # weights that seeded construction of nn.Linear would not rebuild in ModelNew
+        ("self.fc(x)", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)\nnn.init.zeros_(self.fc.bias)"),
+        ("self.fc(x)", "x", "torch.randn(4, 8)", "self.w = nn.Parameter(torch.randn(8))\nself.fc = nn.Linear(8, 8)"),
+    ],
+)
+def test_lookalikes_are_refused(tmp_path: Path, expr: str, args: str, inputs: str, init: str) -> None:
+    with pytest.raises(DraftError, match="--seed"):
+        draft_candidate(_problem(tmp_path, expr, inputs, args, init))
+
+
+def test_the_refusal_names_the_missing_ops_and_the_graph(tmp_path: Path) -> None:
+    p = _problem(tmp_path, "torch.flip(torch.cumsum(x, dim=-1), [0])", "torch.randn(4, 8)")
+    with pytest.raises(DraftError) as err:
+        draft_candidate(p)
+    msg = str(err.value)
+    assert "no Triton template for flip" in msg and "cumsum" in msg and "--operator llm" in msg
