@@ -33,7 +33,7 @@ DRAFTED = {
     "bmm_transposed": ("matmul", "k.transpose(-1, -2)"),
     "matmul_fold": ("matmul", "b3 = b.unsqueeze(0)"),
     "rms_norm_formula": ("normalization", "rms_norm_kernel"),
-    "rms_norm_module": ("normalization", "nn.RMSNorm((40,), eps=1e-05"),
+    "rms_norm_module": ("normalization", "nn.RMSNorm((100,), eps=1e-05"),
     "broadcast_bias": ("elementwise", "[:, None]"),
     "cumsum": ("scan", "tl.cumsum"),
     "argmax": ("reduction", "argmax_kernel"),
@@ -51,13 +51,13 @@ def test_drafted_candidate_is_correct_on_the_simulator(name: str) -> None:
     assert fragment in source
     result = evaluate(path, source, config=QUICK)
     assert result.status.value == "ok", f"{name}: {result.status} {result.message}"
-    assert result.target == "mtia" and result.trials == 2
+    assert result.target == "mtia" and result.trials >= 2
 
 
 def test_a_wrong_draft_is_caught_so_the_checks_above_mean_something() -> None:
     path = FIXTURES / "cumsum.py"
     source, _ = draft_candidate(path)
-    result = evaluate(path, source.replace("+ carry", "+ carry * 0.5"), config=QUICK)
+    result = evaluate(path, source.replace("tl.cumsum(x, axis=0) + carry", "tl.cumsum(x, axis=0) - x + carry"), config=QUICK)
     assert result.status.value == "incorrect"
 
 
@@ -110,10 +110,18 @@ def _problem(tmp_path: Path, expr: str, inputs: str, args: str = "x", init: str 
 @pytest.mark.parametrize(
     ("expr", "args", "inputs", "op_class"),
     [
-        ("x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w", "x, w", "torch.randn(4, 8), torch.rand(8)",
-         "normalization"),
-        ("w * (x * torch.rsqrt(torch.square(x).mean(dim=-1, keepdim=True) + 1e-6))", "w, x",
-         "torch.rand(8), torch.randn(4, 8)", "normalization"),
+        (
+            "x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * w",
+            "x, w",
+            "torch.randn(4, 8), torch.rand(8)",
+            "normalization",
+        ),
+        (
+            "w * (x * torch.rsqrt(torch.square(x).mean(dim=-1, keepdim=True) + 1e-6))",
+            "w, x",
+            "torch.rand(8), torch.randn(4, 8)",
+            "normalization",
+        ),
         ("F.rms_norm(x, (8,), eps=1e-6)", "x", "torch.randn(4, 8)", "normalization"),
         ("x.T", "x", "torch.randn(4, 8)", "elementwise"),
         ("x.permute(1, 0).contiguous()", "x", "torch.randn(4, 8)", "elementwise"),
@@ -137,17 +145,27 @@ def test_recognised_forms(tmp_path: Path, expr: str, args: str, inputs: str, op_
     ("expr", "args", "inputs", "init"),
     [
         # looks like RMSNorm but is not: the numeric confirmation refuses it
-        ("x * torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w", "x, w", "torch.randn(4, 8), torch.randn(8)",
-         ""),
+        (
+            "x * torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w",
+            "x, w",
+            "torch.randn(4, 8), torch.randn(8)",
+            "",
+        ),
         ("torch.cumsum(x, dim=0)", "x", "torch.randn(4, 8)", ""),
         ("torch.argmax(x)", "x", "torch.randn(4, 8)", ""),
         ("x + y", "x, y", "torch.randn(2, 4, 8), torch.randn(2, 1, 8)", ""),  # a middle-dim broadcast
         ("x.transpose(0, 1).contiguous()", "x", "torch.randn(2, 4, 8)", ""),
         ("torch.matmul(a, b)", "a, b", "torch.randn(2, 4, 8), torch.randn(1, 8, 5)", ""),  # batch broadcast
-        ("self.fc(x) + x", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)"),  # residual: not an epilogue
+        # a residual input is not an epilogue of the linear layer
+        ("self.fc(x) + x", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)"),
         # weights that seeded construction of nn.Linear would not rebuild in ModelNew
         ("self.fc(x)", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)\nnn.init.zeros_(self.fc.bias)"),
-        ("self.fc(x)", "x", "torch.randn(4, 8)", "self.w = nn.Parameter(torch.randn(8))\nself.fc = nn.Linear(8, 8)"),
+        (
+            "self.fc(x)",
+            "x",
+            "torch.randn(4, 8)",
+            "self.w = nn.Parameter(torch.randn(8))\nself.fc = nn.Linear(8, 8)",
+        ),
     ],
 )
 def test_lookalikes_are_refused(tmp_path: Path, expr: str, args: str, inputs: str, init: str) -> None:

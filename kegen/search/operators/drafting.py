@@ -134,6 +134,7 @@ class Traced:
     ph: list[Node]
     out: Node | None
     inputs: list[Any]
+    notes: list[str] = field(default_factory=list)  # why a pattern that nearly matched refused
 
     def module(self, n: Node) -> nn.Module | None:
         return self.gm.get_submodule(str(n.target)) if n.op == "call_module" else None
@@ -229,7 +230,7 @@ def analyze(problem_path: Path) -> Analysis:
         if source is not None:
             return Analysis(rule.op_class, names, [], source)
     bad = [nm for n, nm in zip(t.ops, names, strict=True) if not _known(t, n)]
-    return Analysis(None, names, sorted(set(bad)) or ["this combination of ops"])
+    return Analysis(None, names, sorted(set(bad)) or t.notes or ["this combination of ops"])
 
 
 def _known(t: Traced, n: Node) -> bool:
@@ -557,6 +558,9 @@ def _twins(t: Traced) -> list[str] | None:
         elif isinstance(m, nn.RMSNorm):
             ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
         else:
+            t.notes.append(
+                f"the parameters of {path or 'Model'} ({type(m).__name__}), which ModelNew cannot rebuild"
+            )
             return None
         if params[0].dtype != torch.float32:
             ctor += f".to({params[0].dtype})"
@@ -566,10 +570,11 @@ def _twins(t: Traced) -> list[str] | None:
     ref = t.problem.Model(*t.problem.get_init_inputs())
     torch.manual_seed(1234)
     twins = [eval(ctor, {"nn": nn, "torch": torch}) for _, ctor in built]  # noqa: S307 - our own text
-    for (path, _), twin in zip(built, twins, strict=True):
+    for (path, ctor), twin in zip(built, twins, strict=True):
         theirs = list(ref.get_submodule(path).parameters(recurse=False))
         mine = list(twin.parameters())
         if len(theirs) != len(mine) or not all(torch.equal(p, q) for p, q in zip(theirs, mine, strict=True)):
+            t.notes.append(f"the weights of {path}, which seeded construction of {ctor} does not reproduce")
             return None
     return lines
 

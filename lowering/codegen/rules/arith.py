@@ -14,7 +14,7 @@ import numpy as np
 from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
-from lowering.codegen.emitter import I1, I64, f64_bits
+from lowering.codegen.emitter import I64
 from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
@@ -634,9 +634,6 @@ def _dense_constant(ctx: KernelLowering, op: Operation, arr: np.ndarray, dtype: 
         word = int.from_bytes(chunk, "little")
         b.store(I64(word), b.inttoptr(I64(int(base) + i), I64.as_pointer()))  # type: ignore[arg-type]
     ctx.bind(res, dst)
-
-
-_ = (I1, f64_bits)
 
 
 @rule("tt.mulhiui")

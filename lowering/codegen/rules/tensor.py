@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from llvmlite import ir
-
 from lowering.codegen import dtypes as dt
-from lowering.codegen.emitter import I32, I64
+from lowering.codegen.emitter import I64
 from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
@@ -237,6 +235,3 @@ def _unsupported(ctx: KernelLowering, op: Operation) -> None:
     raise UnsupportedError(
         f"{op.name} has no MTIA lowering", hint=hints.get(op.name, "rewrite the kernel without it")
     )
-
-
-_ = (ir, I32)

@@ -2,10 +2,9 @@
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 ROWS = 6
-COLS = 40
+COLS = 100
 
 
 class Model(nn.Module):

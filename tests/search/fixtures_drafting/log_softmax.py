@@ -5,7 +5,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 ROWS = 6
-COLS = 40
+COLS = 100
 
 
 class Model(nn.Module):

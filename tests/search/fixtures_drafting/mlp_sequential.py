@@ -2,16 +2,20 @@
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 ROWS = 6
-COLS = 40
+COLS = 100
 
 
 class Model(nn.Module):
     def __init__(self, n_in, hidden, n_out):
         super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(n_in, hidden), nn.GELU(approximate="tanh"), nn.Linear(hidden, n_out, bias=False), nn.Sigmoid())
+        self.mlp = nn.Sequential(
+            nn.Linear(n_in, hidden),
+            nn.GELU(approximate="tanh"),
+            nn.Linear(hidden, n_out, bias=False),
+            nn.Sigmoid(),
+        )
 
     def forward(self, x):
         return self.mlp(x)
