@@ -223,6 +223,10 @@ class Printer:
     def refs(self, vs: Sequence[Value]) -> str:
         return ", ".join(self.ref(v) for v in vs)
 
+    def typed_refs(self, vs: Sequence[Value]) -> str:
+        """``%a, %b : t, t``."""
+        return f"{self.refs(vs)} : " + ", ".join(str(v.type) for v in vs)
+
     def block_name(self, b: Block) -> str:
         """``^bbN`` with N the block's index in its region (as MLIR numbers them)."""
         if id(b) not in self.block_names:
@@ -356,9 +360,7 @@ class Printer:
         tail = ""
         if rest:
             tail += " " + format_attr_dict(rest)
-        ins = ", ".join(map(str, op.operand_types))
-        outs = [str(t) for t in op.result_types]
-        tail += f" : ({ins}) -> " + (outs[0] if len(outs) == 1 else "(" + ", ".join(outs) + ")")
+        tail += " : " + _functional_types(op)
         if not op.regions:
             self.emit(depth, text + tail + self.loc(op.location))
             return
@@ -495,12 +497,8 @@ def _mem_attrs(op: Operation) -> str:
 
 
 @_writer("load")
-def _w_load(p: Printer, op: Operation, depth: int) -> None:
-    p.simple(op, depth, f"{p.refs(op.operands)}{_mem_kw(op)}{_mem_attrs(op)} : {op.operands[0].type}")
-
-
 @_writer("store")
-def _w_store(p: Printer, op: Operation, depth: int) -> None:
+def _w_load_store(p: Printer, op: Operation, depth: int) -> None:
     p.simple(op, depth, f"{p.refs(op.operands)}{_mem_kw(op)}{_mem_attrs(op)} : {op.operands[0].type}")
 
 
@@ -623,9 +621,7 @@ def _w_dot_scaled(p: Printer, op: Operation, depth: int) -> None:
 def _w_return_like(p: Printer, op: Operation, depth: int) -> None:
     body = _ad(op).strip()
     if op.operands:
-        body = (
-            (body + " " if body else "") + f"{p.refs(op.operands)} : " + ", ".join(map(str, op.operand_types))
-        )
+        body = (body + " " if body else "") + p.typed_refs(op.operands)
     p.simple(op, depth, body)
 
 
@@ -643,7 +639,7 @@ def _w_clampf(p: Printer, op: Operation, depth: int) -> None:
 def _w_print(p: Printer, op: Operation, depth: int) -> None:
     body = quote(op.attributes["prefix"]) + _ad(op, ["prefix"])
     if op.operands:
-        body += f" : {p.refs(op.operands)} : " + ", ".join(map(str, op.operand_types))
+        body += " : " + p.typed_refs(op.operands)
     p.simple(op, depth, body)
 
 
@@ -657,7 +653,7 @@ def _w_assert(p: Printer, op: Operation, depth: int) -> None:
 def _w_inline_asm(p: Printer, op: Operation, depth: int) -> None:
     body = quote(op.attributes["asm_string"]) + _ad(op, ["asm_string"])
     if op.operands:
-        body += f" {p.refs(op.operands)} : " + ", ".join(map(str, op.operand_types))
+        body += " " + p.typed_refs(op.operands)
     p.simple(op, depth, f"{body} -> " + ", ".join(map(str, op.result_types)))
 
 
@@ -676,11 +672,6 @@ def _w_math_fpowi(p: Printer, op: Operation, depth: int) -> None:
 def _w_math_predicate(p: Printer, op: Operation, depth: int) -> None:
     a = op.operands[0]
     p.simple(op, depth, f"{p.ref(a)}{_mods(op)}{_ad(op, ['fastmath'])} : {a.type}")
-
-
-@_writer("poison")
-def _w_poison(p: Printer, op: Operation, depth: int) -> None:
-    p.simple(op, depth, f"{_ad(op).strip()} : {op.result.type}".strip())
 
 
 def _types_paren(ts: Sequence[Type]) -> str:
@@ -730,14 +721,14 @@ def _w_scf_condition(p: Printer, op: Operation, depth: int) -> None:
     c, *args = op.operands
     body = f"({p.ref(c)}){_ad(op)}"
     if args:
-        body += f" {p.refs(args)} : " + ", ".join(str(a.type) for a in args)
+        body += " " + p.typed_refs(args)
     p.emit(depth, f"scf.condition{body}{p.loc(op.location)}")
 
 
 def _succ(p: Printer, b: Block, vals: Sequence[Value]) -> str:
     if not vals:
         return p.block_name(b)
-    return f"{p.block_name(b)}({p.refs(vals)} : " + ", ".join(str(v.type) for v in vals) + ")"
+    return f"{p.block_name(b)}({p.typed_refs(vals)})"
 
 
 @_writer("cf_br")

@@ -450,7 +450,7 @@ _op("scf.yield", "return_like", "results*", 0, terminator=True)
 _op("scf.condition", "scf_condition", "condition args*", 0, terminator=True)
 _op("cf.br", "cf_br", "destOperands*", 0, terminator=True)
 _op("cf.cond_br", "cf_cond_br", "condition trueDestOperands* falseDestOperands*", 0, terminator=True)
-_op("ub.poison", "poison", "", rule=None)
+_op("ub.poison", "result_type_only", "", rule=None)
 
 
 def get_spec(name: str) -> OpSpec:

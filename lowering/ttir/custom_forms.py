@@ -139,6 +139,14 @@ class Cursor:
             out.append(self.expect_value())
         return out
 
+    def typed_value_list(self) -> list[Value]:
+        """``%a, %b : t, t`` (the types are read past, the values carry them); nothing when no value."""
+        vals = self.value_list()
+        if vals:
+            self.expect_punct(":")
+            self.type_list()
+        return vals
+
     def expect_type(self) -> Type:
         return self.next("type", "a type").value  # type: ignore[no-any-return]
 
@@ -536,13 +544,18 @@ def _descriptor_load(cur: Cursor, spec: OpSpec) -> Parsed:
     return p
 
 
-@_reader("descriptor_store")
-def _descriptor_store(cur: Cursor, spec: OpSpec) -> Parsed:
+def _desc_index_src(cur: Cursor) -> list[Value]:
+    """``%desc[%i, %j], %src`` → the operands in their stored order: desc, src, indices."""
     desc = cur.expect_value()
     idx = _bracket_values(cur)
     cur.expect_punct(",")
     src = cur.expect_value()
-    p = Parsed(operands=[desc, src, *idx])
+    return [desc, src, *idx]
+
+
+@_reader("descriptor_store")
+def _descriptor_store(cur: Cursor, spec: OpSpec) -> Parsed:
+    p = Parsed(operands=_desc_index_src(cur))
     _trailing(cur, p)
     cur.expect_type()
     cur.expect_punct(",")
@@ -569,11 +582,7 @@ def _descriptor_reduce(cur: Cursor, spec: OpSpec) -> Parsed:
     """``tt.descriptor_reduce add, %desc[%i, %j], %src : desc_type, src_type``."""
     kind = cur.expect_word(list(ENUMS["reduce_kind"]))
     cur.expect_punct(",")
-    desc = cur.expect_value()
-    idx = _bracket_values(cur)
-    cur.expect_punct(",")
-    src = cur.expect_value()
-    p = Parsed(operands=[desc, src, *idx], attrs={"kind": kind})
+    p = Parsed(operands=_desc_index_src(cur), attrs={"kind": kind})
     _trailing(cur, p)
     cur.type_list()
     cur.done()
@@ -632,10 +641,7 @@ def _dot_scaled(cur: Cursor, spec: OpSpec) -> Parsed:
 def _return_like(cur: Cursor, spec: OpSpec) -> Parsed:
     p = Parsed()
     cur.accept_attr_dict(p.attrs)
-    p.operands = cur.value_list()
-    if p.operands:
-        cur.expect_punct(":")
-        cur.type_list()
+    p.operands = cur.typed_value_list()
     cur.done()
     p.result_types = []
     return p
@@ -683,10 +689,7 @@ def _inline_asm(cur: Cursor, spec: OpSpec) -> Parsed:
     """``tt.elementwise_inline_asm "asm" {attrs} %args : T, T -> R, R``."""
     p = Parsed(attrs={"asm_string": cur.next("string", "the asm string").value})
     cur.accept_attr_dict(p.attrs)
-    p.operands = cur.value_list()
-    if p.operands:
-        cur.expect_punct(":")
-        cur.type_list()
+    p.operands = cur.typed_value_list()
     cur.expect_punct("->")
     p.result_types = cur.type_list()
     cur.done()
@@ -721,15 +724,6 @@ def _math_predicate(cur: Cursor, spec: OpSpec) -> Parsed:
     _trailing(cur, p)
     t = cur.expect_type()
     p.result_types = [with_element_type(t, i1)]
-    cur.done()
-    return p
-
-
-@_reader("poison")
-def _poison(cur: Cursor, spec: OpSpec) -> Parsed:
-    p = Parsed()
-    _trailing(cur, p)
-    p.result_types = [cur.expect_type()]
     cur.done()
     return p
 
@@ -828,11 +822,7 @@ def _scf_condition(cur: Cursor, spec: OpSpec) -> Parsed:
     cur.expect_punct(")")
     p = Parsed(operands=[cond])
     cur.accept_attr_dict(p.attrs)
-    args = cur.value_list()
-    p.operands += args
-    if args:
-        cur.expect_punct(":")
-        cur.type_list()
+    p.operands += cur.typed_value_list()
     cur.done()
     return p
 

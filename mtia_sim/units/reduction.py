@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 
@@ -16,6 +17,8 @@ from mtia_sim.units.dtypes import compute_dtype, convert
 from mtia_sim.units.operand import Tally, check_shape
 from mtia_sim.units.red_accumulate import red_accumulate
 
+_SubOp = TypeVar("_SubOp", ReduceOp, ScanOp)
+
 
 def _axis(desc: CommandDescriptor) -> int:
     if not 0 <= desc.axis < 4:
@@ -23,10 +26,33 @@ def _axis(desc: CommandDescriptor) -> int:
     return int(desc.axis)
 
 
+def _subop(desc: CommandDescriptor, kind: type[_SubOp]) -> _SubOp:
+    """The command's `subop` as a `ReduceOp`/`ScanOp`."""
+    try:
+        return kind(desc.subop)
+    except ValueError:
+        raise IllegalCommandError(f"{desc.op.name}: unknown {kind.__name__} {desc.subop}") from None
+
+
 def _source(desc: CommandDescriptor, tally: Tally, shape: tuple[int, ...]) -> tuple[np.ndarray, DType]:
+    """The source operand in the type arithmetic is done in (i1 as uint8), and its storage type."""
     dt = desc.dtype_in0 if desc.dtype_in0 != DType.NONE else desc.dtype_out
     v = tally.view("src0", desc.src0, dt, shape, desc.src0_stride, write=False)
-    return dtypes.load(v, dt, bool(desc.flags & Flags.UNSIGNED)), dt
+    unsigned = bool(desc.flags & Flags.UNSIGNED)
+    return dtypes.load(v, dt, unsigned).astype(compute_dtype(dt, unsigned)), dt
+
+
+def _store(
+    desc: CommandDescriptor, tally: Tally, r: np.ndarray, out_shape: tuple[int, ...], strides: list[int]
+) -> None:
+    dst = tally.view("dst", desc.dst, desc.dtype_out, out_shape, strides, write=True)
+    dst[...] = convert(r, desc.dtype_out, unsigned_src=bool(desc.flags & Flags.UNSIGNED))
+
+
+def _event(desc: CommandDescriptor, tally: Tally, shape: tuple[int, ...], dt: DType) -> CommandEvent:
+    """One operation per source element."""
+    n = math.prod(shape)
+    return tally.event(desc, n, flops=n, dtype_bytes=dtypes.np_dtype(dt).itemsize)
 
 
 def _reduce(x: np.ndarray, op: ReduceOp, axis: int, dt: DType, propagate_nan: bool) -> np.ndarray:
@@ -57,39 +83,24 @@ def _reduce(x: np.ndarray, op: ReduceOp, axis: int, dt: DType, propagate_nan: bo
 def red_reduce(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
     shape = check_shape(desc.shape)
     axis = _axis(desc)
-    try:
-        op = ReduceOp(desc.subop)
-    except ValueError:
-        raise IllegalCommandError(f"RED_REDUCE: unknown ReduceOp {desc.subop}") from None
+    op = _subop(desc, ReduceOp)
     tally = Tally(mem, pe)
     x, dt = _source(desc, tally, shape)
-    unsigned = bool(desc.flags & Flags.UNSIGNED)
-    if x.dtype != np.bool_:
-        x = x.astype(compute_dtype(dt, unsigned) if dt != DType.I1 else np.uint8)
-    else:
-        x = x.astype(np.uint8)
     r = _reduce(x, op, axis, dt, bool(desc.flags & Flags.PROPAGATE_NAN))
     out_shape = list(shape)
     out_shape[axis] = 1
     strides = list(desc.dst_stride)
     strides[axis] = 0
-    dst = tally.view("dst", desc.dst, desc.dtype_out, tuple(out_shape), strides, write=True)
-    dst[...] = convert(r, desc.dtype_out, unsigned_src=unsigned)
-    n = math.prod(shape)
-    return tally.event(desc, n, flops=n, dtype_bytes=dtypes.np_dtype(dt).itemsize)
+    _store(desc, tally, r, tuple(out_shape), strides)
+    return _event(desc, tally, shape, dt)
 
 
 def red_scan(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
     shape = check_shape(desc.shape)
     axis = _axis(desc)
-    try:
-        op = ScanOp(desc.subop)
-    except ValueError:
-        raise IllegalCommandError(f"RED_SCAN: unknown ScanOp {desc.subop}") from None
+    op = _subop(desc, ScanOp)
     tally = Tally(mem, pe)
     x, dt = _source(desc, tally, shape)
-    unsigned = bool(desc.flags & Flags.UNSIGNED)
-    x = np.asarray(x).astype(compute_dtype(dt, unsigned) if dt != DType.I1 else np.uint8)
     rev = bool(desc.flags & Flags.REVERSE)
     if rev:
         x = np.flip(x, axis)
@@ -103,10 +114,8 @@ def red_scan(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEven
         r = np.minimum.accumulate(x, axis=axis)
     if rev:
         r = np.flip(r, axis)
-    dst = tally.view("dst", desc.dst, desc.dtype_out, shape, desc.dst_stride, write=True)
-    dst[...] = convert(r, desc.dtype_out, unsigned_src=unsigned)
-    n = math.prod(shape)
-    return tally.event(desc, n, flops=n, dtype_bytes=dtypes.np_dtype(dt).itemsize)
+    _store(desc, tally, r, shape, desc.dst_stride)
+    return _event(desc, tally, shape, dt)
 
 
 HANDLERS = {Op.RED_REDUCE: red_reduce, Op.RED_SCAN: red_scan, Op.RED_ACCUMULATE: red_accumulate}

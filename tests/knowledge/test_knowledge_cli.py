@@ -72,39 +72,19 @@ def test_add_note_then_list_it(tmp_path: Path, user_home: Path, capsys: pytest.C
     assert "guidance/dual-core-tip.md" in capsys.readouterr().out
 
 
-def test_add_rejects_bad_tags_and_wrong_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("kind", "platform", "error"),
+    [("note", "tpu", "unknown platform tag 'tpu'"), ("sample", "any", "must be a .py file")],
+    ids=["bad-tags", "wrong-kind"],
+)
+def test_add_rejects_bad_tags_and_wrong_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, platform: str, error: str
+) -> None:
     note = tmp_path / "n.md"
     note.write_text("# N\n\ntext\n")
-    assert (
-        main(
-            [
-                "kb",
-                "add",
-                str(note),
-                "--kind",
-                "note",
-                "--tags",
-                "platform=tpu op=any bottleneck=any phase=any",
-            ]
-        )
-        == 2
-    )
-    assert "unknown platform tag 'tpu'" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "kb",
-                "add",
-                str(note),
-                "--kind",
-                "sample",
-                "--tags",
-                "platform=any op=any bottleneck=any phase=any",
-            ]
-        )
-        == 2
-    )
-    assert "must be a .py file" in capsys.readouterr().err
+    tags = f"platform={platform} op=any bottleneck=any phase=any"
+    assert main(["kb", "add", str(note), "--kind", kind, "--tags", tags]) == 2
+    assert error in capsys.readouterr().err
 
 
 def test_add_sample_verifies_it_first(

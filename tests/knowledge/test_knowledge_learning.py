@@ -1,6 +1,8 @@
 """Learning: verified improvements are saved with provenance into the user's layer; failures save nothing."""
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,13 +56,18 @@ def problem(tmp_path: Path) -> Path:
 
 def test_saved_sample_is_indexed_with_provenance_and_runs(kb: KnowledgeBase, problem: Path) -> None:
     seen: list[str] = []
+
+    def verify(src: str) -> bool:
+        seen.append(src)
+        return True
+
     path = save_learned_sample(
         kb,
         name="fast_add",
         source=CANDIDATE,
         problem_path=problem,
         provenance=PROV,
-        verify=lambda src: seen.append(src) or True,
+        verify=verify,
         platform="mtia",
         op_class="elementwise",
     )
@@ -108,7 +115,7 @@ def test_sample_that_fails_verification_is_not_saved(kb: KnowledgeBase, problem:
 def test_bad_requests_are_rejected_before_verification(
     kb: KnowledgeBase, problem: Path, kwargs: dict, message: str
 ) -> None:
-    args = dict(name="ok_name", source=CANDIDATE, problem_path=problem, provenance=PROV)
+    args: dict[str, Any] = dict(name="ok_name", source=CANDIDATE, problem_path=problem, provenance=PROV)
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         save_learned_sample(kb, verify=lambda src: pytest.fail("verify must not run"), **args)
@@ -153,27 +160,31 @@ def test_saved_note_is_indexed_and_selected_for_its_step(kb: KnowledgeBase) -> N
     ]
 
 
-def test_note_with_failed_check_or_bad_tags_is_rejected(kb: KnowledgeBase) -> None:
-    with pytest.raises(LearningRejected, match="failed its check"):
+@pytest.mark.parametrize(
+    ("phase", "verify", "error", "match"),
+    [
+        ("any", lambda: False, LearningRejected, "failed its check"),
+        ("ship", None, ValueError, "unknown phase tag"),
+    ],
+    ids=["failed-check", "bad-tags"],
+)
+def test_note_with_failed_check_or_bad_tags_is_rejected(
+    kb: KnowledgeBase,
+    phase: str,
+    verify: Callable[[], bool] | None,
+    error: type[Exception],
+    match: str,
+) -> None:
+    with pytest.raises(error, match=match):
         save_learned_note(
             kb,
             name="n",
             title="T",
             text="x",
-            tags="platform=any op=any bottleneck=any phase=any",
+            tags=f"platform=any op=any bottleneck=any phase={phase}",
             provenance=PROV,
             summary="s",
-            verify=lambda: False,
-        )
-    with pytest.raises(ValueError, match="unknown phase tag"):
-        save_learned_note(
-            kb,
-            name="n",
-            title="T",
-            text="x",
-            tags="platform=any op=any bottleneck=any phase=ship",
-            provenance=PROV,
-            summary="s",
+            verify=verify,
         )
     assert not (kb.root / "guidance").exists()
 

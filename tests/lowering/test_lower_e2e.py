@@ -502,3 +502,26 @@ def test_dot_scaled_mxfp8() -> None:
     af = a.float() * torch.exp2(sa.float() - 127).repeat_interleave(32, dim=1)
     bf = b.float() * torch.exp2(sb.float() - 127).repeat_interleave(32, dim=1).t()
     torch.testing.assert_close(c, af @ bf, atol=1e-3, rtol=1e-3)
+
+
+@triton.jit
+def assert_kernel(x_ptr, R: tl.constexpr, C: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :])
+    tl.device_assert(x >= 0, "negative input")
+
+
+def test_device_assert_checks_every_element() -> None:
+    import triton.knobs as knobs
+
+    from mtia_sim.errors import SimulationError
+
+    old = knobs.runtime.debug
+    knobs.runtime.debug = True
+    try:
+        x = torch.ones(4, 8)
+        assert_kernel[(1,)](x, R=4, C=8)  # passes
+        x[3, 5] = -1.0  # not in row 0 nor column 0
+        with pytest.raises(SimulationError):
+            assert_kernel[(1,)](x, R=4, C=8)
+    finally:
+        knobs.runtime.debug = old

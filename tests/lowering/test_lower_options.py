@@ -130,3 +130,32 @@ def test_blocked_mapping_with_early_return_and_num_programs() -> None:
     ref[: 150 * block] = x[: 150 * block] + n // block
     torch.testing.assert_close(outs[0], ref)
     torch.testing.assert_close(outs[1], ref)
+
+
+@triton.jit
+def online_softmax_kernel(x_ptr, y_ptr, N, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    m = -float("inf")
+    s = 0.0
+    for off in range(0, N, BLOCK):  # running max and sum: loop-carried scalars made by the units
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=-float("inf"))
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+        m = m_new
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=-float("inf"))
+        tl.store(y_ptr + row * N + cols, tl.exp(x - m) / s, mask=cols < N)
+
+
+def test_online_softmax_stages_overlap_without_core_stalls() -> None:
+    R, N = 3, 300
+    x = torch.randn(R, N)
+    cycles = []
+    for stages in (1, 2):
+        y = torch.empty(R, N)
+        online_softmax_kernel[(R,)](x, y, N, BLOCK=64, num_stages=stages)
+        torch.testing.assert_close(y, torch.softmax(x, 1), atol=1e-5, rtol=1e-4)
+        cycles.append(driver.last_launch().cycles)
+    assert cycles[1] < cycles[0], cycles

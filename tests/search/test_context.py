@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, new_run
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo, diagnose, load_knowledge_base
@@ -20,15 +20,7 @@ PROFILE = {
 
 def _setup(store):
     problem = EXAMPLES / "softmax" / "problem.py"
-    run = store.create_run(
-        problem_path=str(problem),
-        problem_key="k",
-        target="mtia",
-        machine="mtia-2i",
-        seed_hash=None,
-        config={},
-        out_dir=None,
-    )
+    run = new_run(store, str(problem))
     seed = (EXAMPLES / "softmax" / "seed.py").read_text()
     root = store.add_node(run, parent_id=None, code=seed, operator="seed", description="seed")
     store.record_evaluation(root, status="ok", fitness=1.0, profile=PROFILE)

@@ -32,6 +32,8 @@ DRAFTED = {
     "linear_functional": ("matmul", "HAS_BIAS=bias is not None"),
     "bmm_transposed": ("matmul", "k.transpose(-1, -2)"),
     "matmul_fold": ("matmul", "b3 = b.unsqueeze(0)"),
+    "gemm_fp16": ("matmul", "dtype=torch.float16"),
+    "layer_norm_residual": ("normalization", "HAS_RESIDUAL=True"),
     "rms_norm_formula": ("normalization", "rms_norm_kernel"),
     "rms_norm_module": ("normalization", "nn.RMSNorm((100,), eps=1e-05"),
     "broadcast_bias": ("elementwise", "[:, None]"),
@@ -57,7 +59,9 @@ def test_drafted_candidate_is_correct_on_the_simulator(name: str) -> None:
 def test_a_wrong_draft_is_caught_so_the_checks_above_mean_something() -> None:
     path = FIXTURES / "cumsum.py"
     source, _ = draft_candidate(path)
-    result = evaluate(path, source.replace("tl.cumsum(x, axis=0) + carry", "tl.cumsum(x, axis=0) - x + carry"), config=QUICK)
+    exclusive = source.replace("tl.cumsum(x, axis=0) + carry", "tl.cumsum(x, axis=0) - x + carry")
+    assert exclusive != source
+    result = evaluate(path, exclusive, config=QUICK)
     assert result.status.value == "incorrect"
 
 
@@ -67,6 +71,9 @@ def test_a_wrong_draft_is_caught_so_the_checks_above_mean_something() -> None:
         ("mlp_bias_relu", "matmul"),
         ("batched_gemm", "matmul"),
         ("gemm", "matmul"),
+        ("gemm_fp16", "matmul"),
+        ("layer_norm", "normalization"),
+        ("add_layer_norm", "normalization"),
         ("rms_norm_fwd", "normalization"),
         ("cumsum", "scan"),
         ("argmax", "reduction"),

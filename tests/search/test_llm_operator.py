@@ -8,7 +8,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import EXAMPLES
+from conftest import EXAMPLES, new_run
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo
@@ -84,15 +84,7 @@ def _server(script: Script):
 @pytest.fixture
 def ctx(store):
     problem = EXAMPLES / "softmax" / "problem.py"
-    run = store.create_run(
-        problem_path=str(problem),
-        problem_key="k",
-        target="mtia",
-        machine="mtia-2i",
-        seed_hash=None,
-        config={},
-        out_dir=None,
-    )
+    run = new_run(store, str(problem))
     root = store.add_node(run, parent_id=None, code=SEED, operator="seed")
     store.record_evaluation(root, status="ok", fitness=1.0, profile={"bound": "memory"})
     info = ProblemInfo(path=problem, source=problem.read_text(), op_class="softmax")

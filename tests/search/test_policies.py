@@ -4,21 +4,10 @@ from __future__ import annotations
 
 import random
 
+from conftest import new_run
+
 from kegen.search.config import PolicyConfig
 from kegen.search.policies import GreedyPolicy, IslandPolicy, TreeView, UctPolicy, make_policy
-from kegen.search.store import GraphStore
-
-
-def _run(store: GraphStore) -> str:
-    return store.create_run(
-        problem_path="p.py",
-        problem_key="k",
-        target="mtia",
-        machine="m",
-        seed_hash=None,
-        config={},
-        out_dir=None,
-    )
 
 
 def _add(store, run, parent, fitness, status="ok", island=None, code=None):
@@ -35,7 +24,7 @@ def _view(store, run, exhausted=()):
 
 
 def test_draft_phase_expands_the_root_first(store) -> None:
-    run = _run(store)
+    run = new_run(store)
     root = _add(store, run, None, 1.0)
     for name in ("greedy", "uct", "evolutionary"):
         pol = make_policy(PolicyConfig(name=name, draft_children=2), random.Random(0))
@@ -51,7 +40,7 @@ def test_draft_phase_expands_the_root_first(store) -> None:
 
 
 def test_greedy_picks_best_correct_and_skips_failed_and_exhausted(store) -> None:
-    run = _run(store)
+    run = new_run(store)
     root = _add(store, run, None, 1.0)
     a = _add(store, run, root, 2.0)
     _add(store, run, root, 0.0, status="incorrect")
@@ -65,7 +54,7 @@ def test_greedy_picks_best_correct_and_skips_failed_and_exhausted(store) -> None
 
 
 def test_uct_ucb1_balances_value_and_visits(store) -> None:
-    run = _run(store)
+    run = new_run(store)
     root = _add(store, run, None, 1.0)
     good = _add(store, run, root, 3.0)
     for _ in range(6):  # `good` is well explored
@@ -88,7 +77,7 @@ def test_uct_ucb1_balances_value_and_visits(store) -> None:
 
 
 def test_uct_widening_expands_a_node_with_few_children(store) -> None:
-    run = _run(store)
+    run = new_run(store)
     root = _add(store, run, None, 1.0)
     _add(store, run, root, 2.0)
     wide = UctPolicy(PolicyConfig(name="uct", draft_children=1, widening=10.0), random.Random(0))
@@ -98,7 +87,7 @@ def test_uct_widening_expands_a_node_with_few_children(store) -> None:
 
 
 def test_islands_take_turns_and_migrate(store) -> None:
-    run = _run(store)
+    run = new_run(store)
     root = _add(store, run, None, 1.0)
     cfg = PolicyConfig(name="evolutionary", draft_children=3, islands=3, tournament=2, migration_every=4)
     pol = IslandPolicy(cfg, random.Random(0))

@@ -11,28 +11,16 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import EXAMPLES, HERE, ROOT
+from conftest import EXAMPLES, HERE, ROOT, new_run
 
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
 from kegen.search.loop import SearchDriver, run_search
 from kegen.search.store import GraphStore
 
 
-def _run(store: GraphStore) -> str:
-    return store.create_run(
-        problem_path="p.py",
-        problem_key="k",
-        target="mtia",
-        machine="mtia-2i",
-        seed_hash=None,
-        config={},
-        out_dir=None,
-    )
-
-
 def _tree(store: GraphStore) -> tuple[str, dict[str, int]]:
     """root -> a -> (a1, a2 -> a21), root -> b."""
-    run = _run(store)
+    run = new_run(store)
     ids: dict[str, int] = {}
     ids["root"] = store.add_node(run, parent_id=None, code="root", operator="seed")
     ids["a"] = store.add_node(run, parent_id=ids["root"], code="a", operator="offline")

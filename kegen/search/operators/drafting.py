@@ -398,7 +398,7 @@ def _draft_cumsum(t: Traced) -> str | None:
 
 
 def _draft_layer_norm(t: Traced) -> str | None:
-    """nn.LayerNorm (a direct attribute of the model) or F.layer_norm over the last dimension."""
+    """nn.LayerNorm (a direct attribute of the model) over the last dimension."""
     if len(t.ops) != 1 or len(t.ph) != 1:
         return None
     n = t.ops[0]
@@ -410,13 +410,47 @@ def _draft_layer_norm(t: Traced) -> str | None:
         return templates.layer_norm(
             64, module=(str(n.target), int(mod.normalized_shape[0]), float(mod.eps), has_w, has_b)
         )
-    affine = n.kwargs.get("weight") is not None or n.kwargs.get("bias") is not None
-    if n.target is F.layer_norm and len(n.args) == 2 and not affine:
-        shape = n.args[1]
-        if isinstance(shape, list | tuple) and len(shape) == 1:
-            eps = n.kwargs.get("eps", 1e-5)
-            return templates.layer_norm(64, eps=float(eps) if isinstance(eps, int | float) else 1e-5)
     return None
+
+
+def _shape_reads(t: Traced) -> set[Node]:
+    """`x.shape` and `x.shape[i]` nodes (arguments such as F.layer_norm's normalized_shape)."""
+    reads = {n for n in t.ops if n.target is getattr and n.args[1] == "shape"}
+    return reads | {n for n in t.ops if n.target is operator.getitem and n.args[0] in reads}
+
+
+def _draft_layer_norm_fn(t: Traced) -> str | None:
+    """F.layer_norm over the last dimension, with input weight/bias, of an input or a residual sum."""
+    lns = [n for n in t.ops if n.target is F.layer_norm]
+    if len(lns) != 1 or t.out is not lns[0] or _dtype_src(t.out) is None:
+        return None
+    ln = lns[0]
+    p = dict(zip(("input", "normalized_shape", "weight", "bias", "eps"), ln.args, strict=False)) | ln.kwargs
+    x, shape, w, b = p.get("input"), p.get("normalized_shape"), p.get("weight"), p.get("bias")
+    eps = p.get("eps", 1e-5)
+    if not isinstance(shape, list | tuple) or len(shape) != 1 or not isinstance(eps, float | int):
+        return None
+    if any(v is not None and (v not in t.ph or _rank(v) != 1) for v in (w, b)):
+        return None
+    rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t)]
+    residual = None
+    if rest == [x] and isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs:
+        x, residual = x.args
+        if residual not in t.ph or _shape(residual) != _shape(x):
+            return None
+    elif rest:
+        return None
+    if x not in t.ph:
+        return None
+    return templates_rows.layer_norm(
+        t.args,
+        t.arg(x),
+        t.arg(residual) if residual is not None else None,
+        t.arg(w) if w is not None else None,
+        t.arg(b) if b is not None else None,
+        float(eps),
+        str(_dtype_src(t.out)),
+    )
 
 
 def _draft_rms_norm_op(t: Traced) -> str | None:
@@ -498,22 +532,39 @@ def _swapped(n: Node, rank: int) -> bool:
     return False
 
 
-def _transposed(t: Traced, n: Any) -> str | None:
-    """The forward-time expression of an input, or of a view of it with the last two dims swapped."""
-    if n in t.ph:
-        return t.arg(n)
-    if isinstance(n, Node) and n.op != "call_module" and n.args and n.args[0] in t.ph:
+def _is_upcast(n: Node) -> bool:
+    """x.float() / x.to(torch.float32) of a floating tensor (exact, so a kernel may read x as it is)."""
+    src = n.args[0] if n.args else None
+    if not isinstance(src, Node) or _dtype(src) is None or not _dtype(src).is_floating_point:  # type: ignore[union-attr]
+        return False
+    if n.target == "float":
+        return len(n.args) == 1 and not n.kwargs
+    return n.target == "to" and (n.args[1:] == (torch.float32,) or n.kwargs == {"dtype": torch.float32})
+
+
+def _operand_view(t: Traced, n: Any) -> tuple[str, list[Node]] | None:
+    """An input read through fp32 upcasts and at most one swap of its last two dims: the forward-time
+    expression of the view (strides do the swap; the kernel converts) and the nodes it covers."""
+    nodes: list[Node] = []
+    swapped = False
+    while n not in t.ph:
+        if not isinstance(n, Node) or n.op == "call_module" or not n.args or len(n.users) != 1:
+            return None
         rank = _rank(n.args[0])
-        if rank is not None and rank >= 2 and _swapped(n, rank):
-            return f"{t.arg(n.args[0])}.transpose(-1, -2)"
-    return None
+        if not _is_upcast(n):
+            if swapped or rank is None or rank < 2 or not _swapped(n, rank):
+                return None
+            swapped = True
+        nodes.append(n)
+        n = n.args[0]
+    return t.arg(n) + (".transpose(-1, -2)" if swapped else ""), nodes
 
 
 def _draft_transpose(t: Traced) -> str | None:
     """x.t(), x.transpose(-1, -2), x.mT or x.permute(...) swapping the last two dims [.contiguous()]."""
     if len(t.ph) != 1 or not 1 <= len(t.ops) <= 2 or t.out is not t.ops[-1] or (_rank(t.ph[0]) or 0) < 2:
         return None
-    if _transposed(t, t.ops[0]) is None:
+    if not _swapped(t.ops[0], _rank(t.ph[0]) or 0) or t.ops[0].args[:1] != (t.ph[0],):
         return None
     if len(t.ops) == 2 and (t.ops[1].target != "contiguous" or t.ops[1].args != (t.ops[0],)):
         return None
@@ -530,19 +581,28 @@ def _draft_matmul(t: Traced) -> str | None:
         return None
     mm = mms[0]
     k = t.ops.index(mm)
-    if set(t.ops[:k]) != {x for x in mm.args if x not in t.ph} or t.out is not t.ops[-1]:
+    views = [_operand_view(t, x) for x in mm.args]
+    if views[0] is None or views[1] is None or t.out is not t.ops[-1]:
         return None
-    a, b = (_transposed(t, x) for x in mm.args)
+    (a, a_nodes), (b, b_nodes) = views[0], views[1]
+    if set(t.ops[:k]) != set(a_nodes + b_nodes):
+        return None
     (sa, sb), dtype = (_shape(x) for x in mm.args), _dtype_src(t.out)
-    if a is None or b is None or sa is None or sb is None or len(sa) < 2 or dtype is None:
+    if sa is None or sb is None or len(sa) < 2 or dtype is None:
         return None
     fold = len(sb) == 2 and len(sa) > 2
     if not fold and (len(sa) != len(sb) or sa[:-2] != sb[:-2]):  # no batch broadcasting
         return None
-    got = _chain(t, t.ops[k + 1 :], {mm: "acc"})
+    env, extras = {mm: "acc"}, []
+    for p in t.ph:  # inputs the epilogue reads: a bias row, a residual, a scalar
+        kind = _broadcast_kind(_shape(p) or (), tuple(_shape(t.out) or ()))
+        if kind in ("row", "full", "scalar") and any(u in t.ops[k + 1 :] for u in p.users):
+            env[p] = f"e{len(extras)}"
+            extras.append((t.arg(p), str(kind)))
+    got = _chain(t, t.ops[k + 1 :], env)
     if got is None:
         return None
-    return templates_matmul.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold)
+    return templates_matmul.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras)
 
 
 def _twins(t: Traced) -> list[str] | None:
@@ -635,6 +695,7 @@ def _draft_gather(t: Traced) -> str | None:
 
 RULES: tuple[Rule, ...] = (
     Rule("layer_norm", "normalization", _draft_layer_norm),
+    Rule("layer_norm_fn", "normalization", _draft_layer_norm_fn),
     Rule("rms_norm", "normalization", _draft_rms_norm_op),
     Rule("rms_norm_formula", "normalization", _draft_rms_norm_formula),
     Rule("softmax", "softmax", _draft_softmax),

@@ -108,7 +108,7 @@ def linear_chain(
 
 _BMM_KERNEL = """
 @triton.jit
-def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
+def bmm_kernel(a_ptr, b_ptr, c_ptr,{extra_ptrs} M, N, K, stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
                stride_cb, stride_cm, stride_cn,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
 {prologue}
@@ -122,10 +122,17 @@ def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_ab, stride_am, stride_ak, st
         b = tl.load(b_base + ks[:, None] * stride_bk + rn[None, :] * stride_bn,
                     mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc += tl.dot(a, b)
-{epilogue}
+{extra_loads}{epilogue}
     tl.store(c_ptr + batch * stride_cb + rm[:, None] * stride_cm + rn[None, :] * stride_cn,
              {result}.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 """
+
+_EXTRA_LOADS = {
+    "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
+    "full": "tl.load(e{i}_ptr + (batch * M + rm[:, None]) * N + rn[None, :],\n"
+    "                 mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)",
+    "scalar": "tl.load(e{i}_ptr)",
+}
 
 _BMM_OPERANDS = {
     False: "        a3 = a.reshape(-1, a.shape[-2], a.shape[-1])\n"
@@ -139,7 +146,7 @@ _BMM_FWD = """        a = {a}
         N = b3.shape[2]
         c = torch.empty((n_batch, M, N), dtype={dtype}, device=a.device)
         grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N), n_batch)
-        bmm_kernel[grid](a3, b3, c, M, N, K, a3.stride(0), a3.stride(1), a3.stride(2),
+        bmm_kernel[grid](a3, b3, c,{extra_args} M, N, K, a3.stride(0), a3.stride(1), a3.stride(2),
                          b3.stride(0), b3.stride(1), b3.stride(2), c.stride(0), c.stride(1), c.stride(2),
                          BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
         return c.view(*a.shape[:-1], N)"""
@@ -153,14 +160,33 @@ def bmm(
     result: str = "acc",
     dtype: str = "a.dtype",
     fold: bool = False,
+    extras: Sequence[tuple[str, str]] = (),
     block_m: int = 16,
     block_n: int = 16,
     block_k: int = 16,
 ) -> str:
     """C[i] = epilogue(A[i] @ B[i]) over equal leading (batch) dims; `a`/`b` are forward-time
     expressions of the operands (views such as `k.transpose(-1, -2)` are read through strides).
-    `fold`: B is 2-D and A's leading dims fold into M ((..., M, K) @ (K, N))."""
-    kernel = _BMM_KERNEL.format(prologue=_MATMUL_PROLOGUE, epilogue=_indent(epilogue), result=result)
-    fwd = _BMM_FWD.format(a=a, b=b, operands=_BMM_OPERANDS[fold], dtype=dtype)
+    `fold`: B is 2-D and A's leading dims fold into M ((..., M, K) @ (K, N)). `extras` are more
+    inputs the epilogue reads as e0, e1, ...: (forward-time expression, kind), kind `row` (a vector
+    along N, e.g. a bias), `full` (C's shape, e.g. a residual) or `scalar`."""
+    loads = "".join(
+        f"    e{i} = " + _EXTRA_LOADS[kind].format(i=i) + ".to(tl.float32)\n"
+        for i, (_, kind) in enumerate(extras)
+    )
+    kernel = _BMM_KERNEL.format(
+        prologue=_MATMUL_PROLOGUE,
+        extra_ptrs="".join(f" e{i}_ptr," for i in range(len(extras))),
+        extra_loads=loads,
+        epilogue=_indent(epilogue),
+        result=result,
+    )
+    fwd = _BMM_FWD.format(
+        a=a,
+        b=b,
+        operands=_BMM_OPERANDS[fold],
+        dtype=dtype,
+        extra_args="".join(f" {expr}.contiguous()," for expr, _ in extras),
+    )
     model = MODEL_HEAD + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
     return HEADER + _consts(block_m, block_n, block_k) + kernel + model

@@ -160,3 +160,66 @@ def argmax(args: Sequence[str], x: str, keepdim: bool, block: int = 64) -> str:
         f"        return y.view({shape})"
     )
     return _module(_ARGMAX_KERNEL, args, body, block)
+
+
+_LAYER_NORM_LOAD = """        x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0)
+        if HAS_RESIDUAL:
+            x += tl.load(r_ptr + row * row_stride + cols, mask=mask, other=0.0)
+        x = x.to(tl.float32)"""
+
+_LAYER_NORM_KERNEL = f"""
+@triton.jit
+def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_cols, eps, HAS_RESIDUAL: tl.constexpr,
+                      HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+{_LAYER_NORM_LOAD}
+        acc += x
+    mean = tl.sum(acc, axis=0) / n_cols
+    acc2 = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+{_LAYER_NORM_LOAD}
+        d = tl.where(mask, x - mean, 0.0)
+        acc2 += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc2, axis=0) / n_cols + eps)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+{_LAYER_NORM_LOAD}
+        y = (x - mean) * rstd
+        if HAS_WEIGHT:
+            y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        if HAS_BIAS:
+            y = y + tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+"""
+
+
+def layer_norm(
+    args: Sequence[str],
+    x: str,
+    residual: str | None,
+    weight: str | None,
+    bias: str | None,
+    eps: float,
+    dtype: str,
+    block: int = 64,
+) -> str:
+    """F.layer_norm over the last dimension of `x` (+ `residual`, added in the kernel): mean,
+    variance and normalise passes per row; optional weight and bias (forward-time expressions)."""
+    body = _ROWS_FWD.format(x=x) + (
+        (f"        r = {residual}.contiguous().view(-1, n_cols)\n" if residual else "        r = x2\n")
+        + f"        w = {weight or 'x2'}\n"
+        + f"        b = {bias or 'x2'}\n"
+        + f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
+        + f"        layer_norm_kernel[(n_rows,)](x2, r, w, b, y, x2.stride(0), n_cols, {eps!r},\n"
+        + f"            HAS_RESIDUAL={residual is not None}, HAS_WEIGHT={weight is not None},\n"
+        + f"            HAS_BIAS={bias is not None}, BLOCK=BLOCK_SIZE)\n"
+        + "        return y.view(x.shape)"
+    )
+    return _module(_LAYER_NORM_KERNEL, args, body, block)

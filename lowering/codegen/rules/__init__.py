@@ -25,4 +25,14 @@ def rule(*names: str) -> Callable[[Rule], Rule]:
     return deco
 
 
-from lowering.codegen.rules import arith, control, dot, indexed, memory, reduce, tensor  # noqa: E402,F401
+from lowering.codegen.rules import (  # noqa: E402,F401
+    arith,
+    casts,
+    constants,
+    control,
+    dot,
+    indexed,
+    memory,
+    reduce,
+    tensor,
+)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
@@ -19,9 +18,8 @@ from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, DeferredScalar, Splat
-from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import Operation
-from mtia_sim.isa import CastMode, CmpOp, DType, Flags, Op, SimdOp
+from mtia_sim.isa import CmpOp, DType, Flags, Op, SimdOp
 
 B: Any = ir.IRBuilder
 ScalarFn = Callable[[Any, ir.Value, ir.Value], ir.Value]
@@ -234,7 +232,7 @@ def unit_scalar(
     return ctx.read_scalar(dst, out_ty)
 
 
-def _fold_splats(ctx: KernelLowering, op: Operation, scalar: ir.Value) -> None:
+def fold_splats(ctx: KernelLowering, op: Operation, scalar: ir.Value) -> None:
     res = op.results[0]
     ctx.bind(res, Splat(scalar, tuple(res.shape), dt.to_dtype(res.type)))
 
@@ -257,18 +255,18 @@ def _binary(ctx: KernelLowering, op: Operation) -> None:
     if not res.type.is_tensor:
         if ctx.deferred(a) is not None or ctx.deferred(b) is not None:
             srcs = [ctx.scalar_operand(v, (1,), in_dtype) for v in (a, b)]
-            _deferred(ctx, op, Op.SIMD_BINARY, subop, flags, srcs, in_dtype, out_dtype)
+            deferred_op(ctx, op, Op.SIMD_BINARY, subop, flags, srcs, in_dtype, out_dtype)
             return
         ctx.bind(res, on_core(ctx.scalar(a), ctx.scalar(b)))
         return
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if isinstance(ta, Splat) and isinstance(tb, Splat):
-        _fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
+        fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
         return
     ctx.bind(res, simd_binary(ctx, op, ta, tb, subop, flags, in_dtype, out_dtype))
 
 
-def _deferred(
+def deferred_op(
     ctx: KernelLowering,
     op: Operation,
     command: Op,
@@ -323,7 +321,7 @@ def _unary(ctx: KernelLowering, op: Operation) -> None:
     dtype = dt.to_dtype(res.type)
     if not res.type.is_tensor:
         if ctx.deferred(a) is not None:
-            _deferred(ctx, op, Op.SIMD_UNARY, subop, 0, [ctx.scalar_operand(a, (1,), dtype)], dtype, dtype)
+            deferred_op(ctx, op, Op.SIMD_UNARY, subop, 0, [ctx.scalar_operand(a, (1,), dtype)], dtype, dtype)
             return
         x = ctx.scalar(a)
         if subop == SimdOp.NEG:
@@ -333,7 +331,7 @@ def _unary(ctx: KernelLowering, op: Operation) -> None:
         return
     ta = ctx.tensor(a)
     if isinstance(ta, Splat) and subop == SimdOp.NEG:
-        _fold_splats(ctx, op, ctx.b.fneg(ta.scalar))
+        fold_splats(ctx, op, ctx.b.fneg(ta.scalar))
         return
     src = ctx.buf(a)
     dst = ctx.result_buf(op, res, dtype, reuse=[a])
@@ -425,7 +423,7 @@ def _cmp(ctx: KernelLowering, op: Operation) -> None:
         return
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if isinstance(ta, Splat) and isinstance(tb, Splat):
-        _fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
+        fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
         return
     ctx.bind(res, simd_binary(ctx, op, ta, tb, cmp, flags, in_dtype, DType.I1, command=Op.SIMD_CMP))
 
@@ -442,7 +440,7 @@ def _select(ctx: KernelLowering, op: Operation) -> None:
     cond = ctx.tensor(c) if c.type.is_tensor else Splat(ctx.scalar(c), shape, DType.I1)
     ta, tb = ctx.tensor(a), ctx.tensor(b)
     if isinstance(cond, Splat) and isinstance(ta, Splat) and isinstance(tb, Splat):
-        _fold_splats(ctx, op, ctx.b.select(cond.scalar, ta.scalar, tb.scalar))
+        fold_splats(ctx, op, ctx.b.select(cond.scalar, ta.scalar, tb.scalar))
         return
     cb = cond if isinstance(cond, Buf) else ctx.materialize(cond)
     ab = ta if isinstance(ta, Buf) else ctx.materialize(ta)
@@ -451,188 +449,6 @@ def _select(ctx: KernelLowering, op: Operation) -> None:
     ctx.command(
         Op.SIMD_SELECT, shape=shape, dst=dst, srcs=(cb, ab, bb), dtypes=(dtype, DType.I1, dtype, dtype)
     )
-    ctx.bind(res, dst)
-
-
-# -- casts ---------------------------------------------------------------------------------------
-def _scalar_cast(ctx: KernelLowering, op: Operation, x: ir.Value) -> ir.Value:
-    b = ctx.b
-    res = op.results[0]
-    ty = dt.core_type(res.type)
-    name = op.name
-    if x.type == ty and name not in ("arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui"):
-        return x
-    if name in ("arith.extsi", "arith.index_cast", "arith.index_castui"):
-        if ty.width > x.type.width:
-            return b.zext(x, ty) if name == "arith.index_castui" else b.sext(x, ty)
-        return b.trunc(x, ty) if ty.width < x.type.width else x
-    if name == "arith.extui":
-        return b.zext(x, ty)
-    if name == "arith.trunci":
-        return b.trunc(x, ty)
-    if name == "arith.sitofp":
-        return b.sitofp(x, ty)
-    if name == "arith.uitofp":
-        return b.uitofp(x, ty)
-    if name == "arith.fptosi":
-        return b.fptosi(x, ty)
-    if name == "arith.fptoui":
-        return b.fptoui(x, ty)
-    if name in ("arith.extf", "arith.truncf", "tt.fp_to_fp"):
-        if isinstance(ty, ir.DoubleType):
-            return b.fpext(x, ty)
-        return b.fptrunc(x, ty)
-    if name in ("tt.int_to_ptr", "tt.ptr_to_int"):
-        return (
-            b.zext(x, ty) if ty.width > x.type.width else (b.trunc(x, ty) if ty.width < x.type.width else x)
-        )
-    if name in ("arith.bitcast", "tt.bitcast"):
-        if isinstance(x.type, ir.FloatType) and res.type.element_type.bitwidth != 32:
-            raise UnsupportedError("bitcast of a 16-bit float scalar on the core")
-        return b.bitcast(x, ty)
-    raise UnsupportedError(f"scalar cast {name}")
-
-
-_DEFERRABLE_CASTS = frozenset(
-    {
-        "arith.extsi",
-        "arith.extui",
-        "arith.trunci",
-        "arith.sitofp",
-        "arith.uitofp",
-        "arith.fptosi",
-        "arith.fptoui",
-        "arith.extf",
-        "arith.truncf",
-    }
-)
-
-
-@rule(
-    "arith.extsi",
-    "arith.extui",
-    "arith.trunci",
-    "arith.sitofp",
-    "arith.uitofp",
-    "arith.fptosi",
-    "arith.fptoui",
-    "arith.extf",
-    "arith.truncf",
-    "tt.fp_to_fp",
-    "arith.index_cast",
-    "arith.index_castui",
-    "arith.bitcast",
-    "tt.bitcast",
-    "tt.int_to_ptr",
-    "tt.ptr_to_int",
-)
-def _cast(ctx: KernelLowering, op: Operation) -> None:
-    a = op.operands[0]
-    res = op.results[0]
-    if not res.type.is_tensor:
-        d = ctx.deferred(a)
-        if d is not None and op.name in _DEFERRABLE_CASTS:
-            unsigned_src = op.name in ("arith.extui", "arith.uitofp", "arith.fptoui")
-            _deferred(
-                ctx,
-                op,
-                Op.SIMD_CAST,
-                CastMode.DEFAULT,
-                Flags.UNSIGNED if unsigned_src else 0,
-                [d.buf],
-                dt.to_dtype(a.type),
-                dt.to_dtype(res.type),
-            )
-            return
-        ctx.bind(res, _scalar_cast(ctx, op, ctx.scalar(a)))
-        return
-    unsigned = op.name in ("arith.extui", "arith.uitofp", "arith.fptoui", "arith.index_castui")
-    in_dtype = dt.to_dtype(a.type)
-    out_dtype = dt.to_dtype(res.type)
-    ta = ctx.tensor(a)
-    if isinstance(ta, Splat):
-        if op.name in ("arith.bitcast", "tt.bitcast"):
-            ta = ctx.materialize(ta)
-        else:
-            _fold_splats(ctx, op, _scalar_cast(ctx, op, ta.scalar))
-            return
-    if op.name in ("arith.bitcast", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int") or (
-        in_dtype == out_dtype
-    ):
-        if isa_itemsize(in_dtype) == isa_itemsize(out_dtype):
-            ctx.bind(res, ta.view(ta.shape, ta.strides, out_dtype))
-            return
-    mode = CastMode.DEFAULT
-    if op.name == "tt.fp_to_fp" and str(op.attr("rounding", "rtne")) == "rtz":
-        mode = CastMode.RTZ
-    dst = ctx.result_buf(op, res, out_dtype, reuse=[a])
-    ctx.command(
-        Op.SIMD_CAST,
-        shape=tuple(res.shape),
-        dst=dst,
-        srcs=(ta,),
-        dtypes=(out_dtype, in_dtype),
-        subop=mode,
-        flags=Flags.UNSIGNED if unsigned else 0,
-    )
-    ctx.bind(res, dst)
-
-
-def isa_itemsize(d: DType) -> int:
-    from mtia_sim.isa import ITEMSIZE
-
-    return ITEMSIZE[d]
-
-
-# -- constants -----------------------------------------------------------------------------------
-def scalar_constant(ty: ir.Type, value: object) -> ir.Value:
-    if isinstance(ty, ir.IntType):
-        v = int(bool(value)) if isinstance(value, bool | np.bool_) else int(value)  # type: ignore[call-overload]
-        return ty(v & ((1 << ty.width) - 1) if ty.width > 1 else v & 1)
-    return ty(float(value))  # type: ignore[arg-type]
-
-
-@rule("arith.constant")
-def _constant(ctx: KernelLowering, op: Operation) -> None:
-    res = op.results[0]
-    value = op.attr("value")
-    ty = dt.core_type(res.type)
-    if not res.type.is_tensor:
-        ctx.bind(res, scalar_constant(ty, value))
-        return
-    dtype = dt.to_dtype(res.type)
-    if isinstance(value, DenseAttr):
-        arr = np.asarray(value.value)
-        if arr.size == 0 or (arr == arr.flat[0]).all():
-            ctx.bind(res, Splat(scalar_constant(ty, arr.flat[0] if arr.size else 0), tuple(res.shape), dtype))
-            return
-        _dense_constant(ctx, op, np.broadcast_to(arr, tuple(res.shape)), dtype)
-        return
-    ctx.bind(res, Splat(scalar_constant(ty, value), tuple(res.shape), dtype))
-
-
-def _dense_constant(ctx: KernelLowering, op: Operation, arr: np.ndarray, dtype: DType) -> None:
-    """A non-uniform constant tensor: the core writes it into the local store element by element."""
-    from mtia_sim.isa import UnitMask
-
-    res = op.results[0]
-    if arr.size > 4096:
-        raise UnsupportedError(
-            f"non-uniform constant tensor of {arr.size} elements",
-            hint="build it with tl.arange / tl.where instead",
-        )
-    dst = ctx.new_buf(res, tuple(res.shape), dtype)
-    ctx.em.fence(UnitMask.ALL)
-    b = ctx.b
-    flat = arr.reshape(-1)
-    from mtia_sim.units.dtypes import np_dtype
-
-    raw = np.ascontiguousarray(flat.astype(np_dtype(dtype))).view(np.uint8)
-    base = dst.addr
-    for i in range(0, len(raw), 8):
-        chunk = bytes(raw[i : i + 8]) + b"\0" * (8 - len(raw[i : i + 8]))
-        word = int.from_bytes(chunk, "little")
-        b.store(I64(word), b.inttoptr(I64(int(base) + i), I64.as_pointer()))  # type: ignore[arg-type]
     ctx.bind(res, dst)
 
 

@@ -9,6 +9,7 @@ the compute of the current one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from llvmlite import ir
@@ -18,23 +19,35 @@ from lowering.codegen.emitter import I1, I64
 from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
-from lowering.codegen.values import Buf
+from lowering.codegen.values import Buf, DeferredScalar
 from lowering.ir.core import Block, Operation, Value
 from lowering.passes.local_alloc import Buffer
 from mtia_sim.isa import ITEMSIZE, Op, ReduceOp, Reg, UnitMask
 
-Slot: TypeAlias = Any  # a stack slot (ir.Value, scalar) or a pinned local-store Buf (tensor)
+Slot: TypeAlias = Any  # a stack slot (scalar), a pinned local-store Buf (tensor), or a ScalarSlot
 
 
-def make_slots(ctx: KernelLowering, values: Sequence[Value], name: str) -> list[Slot]:
+@dataclass
+class ScalarSlot:
+    """A loop-carried scalar that units produce (a running max / sum): it stays in a 1-element
+    local-store buffer so the loop never waits for the units to hand it to the core."""
+
+    buf: Buf
+    ty: ir.Type
+
+
+def make_slots(
+    ctx: KernelLowering, values: Sequence[Value], name: str, on_units: Sequence[bool] = ()
+) -> list[Slot]:
     slots: list[Slot] = []
-    for v in values:
-        if v.type.is_tensor:
-            buf = ctx.new_buf(v, tuple(v.shape), dt.to_dtype(v.type), name=f"{name} %{v.name_hint or '?'}")
+    for i, v in enumerate(values):
+        if v.type.is_tensor or (i < len(on_units) and on_units[i]):
+            shape = tuple(v.shape) if v.type.is_tensor else (1,)
+            buf = ctx.new_buf(v, shape, dt.to_dtype(v.type), name=f"{name} %{v.name_hint or '?'}")
             buf.buffer.pinned += 1
             if buf.buffer in ctx.temps:
                 ctx.temps.remove(buf.buffer)
-            slots.append(buf)
+            slots.append(buf if v.type.is_tensor else ScalarSlot(buf, dt.core_type(v.type)))
         else:
             slots.append(ctx.alloca(dt.core_type(v.type), name=name))
     return slots
@@ -44,6 +57,13 @@ def store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Val
     for slot, v in zip(slots, values, strict=True):
         if isinstance(slot, Buf):
             ctx.store_into(slot, ctx.tensor(v))
+        elif isinstance(slot, ScalarSlot):
+            d = ctx.deferred(v)
+            if d is not None:
+                if d.buf.buffer is not slot.buf.buffer:
+                    ctx.copy(slot.buf, d.buf.view((1,), (0,)))
+            else:
+                ctx.fill(slot.buf, ctx.scalar(v), slot.buf.dtype)
         else:
             ctx.b.store(ctx.scalar(v), slot)
 
@@ -52,15 +72,34 @@ def bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Valu
     for slot, v in zip(slots, values, strict=True):
         if isinstance(slot, Buf):
             ctx.bind(v, slot.view(slot.shape, slot.strides))
+        elif isinstance(slot, ScalarSlot):
+            ctx.bind(v, DeferredScalar(slot.buf.view((1,), (0,)), slot.ty))
         else:
             ctx.bind(v, ctx.b.load(slot))
 
 
 def unpin(ctx: KernelLowering, slots: Sequence[Slot]) -> None:
     for slot in slots:
-        if isinstance(slot, Buf):
-            slot.buffer.pinned -= 1
-            ctx.alloc.release(slot.buffer)
+        buf = slot.buf if isinstance(slot, ScalarSlot) else slot
+        if isinstance(buf, Buf):
+            buf.buffer.pinned -= 1
+            ctx.alloc.release(buf.buffer)
+
+
+def produced_by_units(v: Value, loop_args: set[int], depth: int = 0) -> bool:
+    """Whether scalar `v` comes (through scalar float/int ops) from a reduction: then carrying it
+    in the local store avoids a fence per iteration."""
+    owner = v.owner
+    if depth > 16 or not isinstance(owner, Operation):
+        return False
+    if owner.name == "tt.reduce":
+        return True
+    if owner.regions or owner.name.startswith(("scf.", "tt.load", "tt.atomic")):
+        return False
+    return any(
+        not o.type.is_tensor and id(o) not in loop_args and produced_by_units(o, loop_args, depth + 1)
+        for o in owner.operands
+    )
 
 
 def _with_yield(ctx: KernelLowering, handler: Callable[[Operation], None], block: Block) -> None:
@@ -108,7 +147,14 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     iv_arg, carried = body.args[0], list(body.args[1:])
     moving = ctx.plan.pointers.carried.get(id(op), {})  # pointer tensors that move by a uniform step
     keep = [i for i in range(len(carried)) if i not in moving]
-    slots = make_slots(ctx, [carried[i] for i in keep], "iter")
+    term = body.terminator
+    yielded = list(term.operands) if term is not None and term.name == "scf.yield" else []
+    loop_args = {id(a) for a in body.args}
+    on_units = [
+        bool(yielded) and not carried[i].type.is_tensor and produced_by_units(yielded[i], loop_args)
+        for i in keep
+    ]
+    slots = make_slots(ctx, [carried[i] for i in keep], "iter", on_units)
     store_slots(ctx, slots, [inits[i] for i in keep])
     for c in moving.values():
         slot = ctx.alloca(I64, name="ptr.step")
@@ -237,12 +283,17 @@ def _assert(ctx: KernelLowering, op: Operation) -> None:
     b = ctx.b
     if c.type.is_tensor:
         src = ctx.buf(c)
+        if not src.is_dense:  # reduce over all elements: make it one dense row first
+            dense = ctx.new_buf(None, src.shape, src.dtype)
+            ctx.copy(dense, src)
+            src = dense
+        flat = src.view((src.numel,), (1,))
         one = ctx.new_buf(None, (1,), src.dtype)
         ctx.command(
             Op.RED_REDUCE,
-            shape=src.shape,
-            dst=one.view(src.shape, tuple(0 for _ in src.shape)),
-            srcs=(src,),
+            shape=flat.shape,
+            dst=one.view(flat.shape, (0,)),
+            srcs=(flat,),
             dtypes=(src.dtype, src.dtype),
             subop=ReduceOp.MIN,
             axis=0,
