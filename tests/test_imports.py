@@ -43,3 +43,13 @@ def test_mtia_sim_does_not_import_triton_or_lowering() -> None:
                 mods = [node.module]
             for m in mods:
                 assert not m.startswith(("triton", "lowering", "kegen")), f"{path}: imports {m}"
+
+
+@pytest.mark.parametrize("name", ["lowering.backend.driver", "lowering.backend.compiler"])
+def test_backend_modules_import_first_in_a_fresh_process(name: str) -> None:
+    """Triton's backend discovery imports these modules itself; importing them first must work."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -33,6 +33,7 @@ DRAFTED = {
     "bmm_transposed": ("matmul", "k.transpose(-1, -2)"),
     "matmul_fold": ("matmul", "b3 = b.unsqueeze(0)"),
     "gemm_fp16": ("matmul", "dtype=torch.float16"),
+    "matmul_bias_residual": ("matmul", "bias.contiguous(), residual.contiguous()"),
     "layer_norm_residual": ("normalization", "HAS_RESIDUAL=True"),
     "rms_norm_formula": ("normalization", "rms_norm_kernel"),
     "rms_norm_module": ("normalization", "nn.RMSNorm((100,), eps=1e-05"),

@@ -2,12 +2,19 @@
 
 The reference model is traced with torch.fx (shapes propagated) and matched against RULES, a table
 of (name, op class, pattern): the first pattern that recognises the whole graph writes the
-candidate from its Triton template. The op classes: elementwise chains (same-shape or broadcasting
-row/column vectors and scalars), last-dim softmax and log-softmax, last-dim reductions (sum, mean,
-max/amax, argmax), last-dim cumsum, LayerNorm, RMSNorm (nn.RMSNorm, F.rms_norm or written with torch
-ops), transposes of the last two dims, matmul / bmm with an elementwise epilogue, stacks of
-nn.Linear / F.linear with bias and activation epilogues, and row gathers (index_select on dim 0,
-embedding). Anything else is reported by name as not draftable.
+candidate from its Triton template. The op classes:
+
+- elementwise chains over same-shape inputs, or broadcasting row/column vectors and scalars;
+- last-dim softmax, log-softmax, reductions (sum, mean, max/amax, argmax) and cumsum;
+- LayerNorm (nn.LayerNorm; F.layer_norm with input weight/bias, of an input or a residual sum) and
+  RMSNorm (nn.RMSNorm, F.rms_norm, or written with torch ops and confirmed numerically);
+- transposes of the last two dims;
+- matmul / mm / bmm (operands may be transposed views or fp32 upcasts) with an elementwise epilogue
+  that may read a bias row, a residual or a scalar input;
+- stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
+- row gathers (index_select on dim 0, embedding).
+
+Anything else is reported by name as not draftable.
 """
 
 from __future__ import annotations
@@ -593,7 +600,8 @@ def _draft_matmul(t: Traced) -> str | None:
     fold = len(sb) == 2 and len(sa) > 2
     if not fold and (len(sa) != len(sb) or sa[:-2] != sb[:-2]):  # no batch broadcasting
         return None
-    env, extras = {mm: "acc"}, []
+    env: dict[Node, str] = {mm: "acc"}
+    extras: list[tuple[str, str]] = []
     for p in t.ph:  # inputs the epilogue reads: a bias row, a residual, a scalar
         kind = _broadcast_kind(_shape(p) or (), tuple(_shape(t.out) or ()))
         if kind in ("row", "full", "scalar") and any(u in t.ops[k + 1 :] for u in p.users):

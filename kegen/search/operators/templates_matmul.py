@@ -108,8 +108,8 @@ def linear_chain(
 
 _BMM_KERNEL = """
 @triton.jit
-def bmm_kernel(a_ptr, b_ptr, c_ptr,{extra_ptrs} M, N, K, stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn,
-               stride_cb, stride_cm, stride_cn,
+def bmm_kernel(a_ptr, b_ptr, c_ptr,{extra_ptrs} M, N, K, stride_ab, stride_am, stride_ak,
+               stride_bb, stride_bk, stride_bn, stride_cb, stride_cm, stride_cn,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
 {prologue}
     batch = tl.program_id(1)
