@@ -545,10 +545,15 @@ def _groups(op: Operation) -> dict[str, Any]:
     return named_operands(op)
 
 
+def _base_and_lists(p: Printer, op: Operation, lists: Sequence[str]) -> str:
+    """``%base, [%a, ...], [%b, ...]``: the `base` operand, then each named operand group in brackets."""
+    g = _groups(op)
+    return p.ref(g["base"]) + "".join(f", [{p.refs(g[name])}]" for name in lists)
+
+
 @_writer("make_tensor_ptr")
 def _w_make_tensor_ptr(p: Printer, op: Operation, depth: int) -> None:
-    g = _groups(op)
-    body = f"{p.ref(g['base'])}, [{p.refs(g['shape'])}], [{p.refs(g['strides'])}], [{p.refs(g['offsets'])}]"
+    body = _base_and_lists(p, op, ("shape", "strides", "offsets"))
     p.simple(op, depth, f"{body}{_ad(op)} : {op.result.type}")
 
 
@@ -559,8 +564,7 @@ def _w_advance(p: Printer, op: Operation, depth: int) -> None:
 
 @_writer("make_tensor_descriptor")
 def _w_make_tensor_descriptor(p: Printer, op: Operation, depth: int) -> None:
-    g = _groups(op)
-    body = f"{p.ref(g['base'])}, [{p.refs(g['shape'])}], [{p.refs(g['strides'])}]"
+    body = _base_and_lists(p, op, ("shape", "strides"))
     p.simple(op, depth, f"{body}{_ad(op)} : {op.operands[0].type}, {op.result.type}")
 
 
