@@ -74,10 +74,10 @@ class TileResult:
 
 def run_passes(fn: Function, options: MtiaOptions) -> LoweringPlan:
     """Pointer analysis, liveness, multi-buffering and unit mapping over one kernel."""
-    pointers = PointerAnalysis(enabled=options.block_dma).apply(fn)
+    pointers = PointerAnalysis(enabled=options.block_dma, accumulate=options.red_accumulate).apply(fn)
     liveness = LivenessAnalysis().apply(fn)
     stages = MultiBuffering(options.num_stages).apply(fn, pointers)
-    units = UnitMapping().apply(fn, pointers)
+    units = UnitMapping(accumulate=options.red_accumulate).apply(fn, pointers)
     return LoweringPlan(pointers, liveness, stages, units)
 
 

@@ -27,6 +27,9 @@ class Scored(Protocol):
     def seed_speedup(self) -> float | None: ...
 
     @property
+    def seed_roofline(self) -> float | None: ...
+
+    @property
     def roofline_fraction(self) -> float | None: ...
 
     @property
@@ -61,13 +64,15 @@ class SuiteMetrics:
     geomean_search_gain: float | None
     geomean_roofline_fraction: float | None
     by_op_class: dict[str, dict[str, Any]] = field(default_factory=dict)
+    geomean_seed_roofline_fraction: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SuiteMetrics:
-        return cls(**data)
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def summarize(results: Sequence[Scored]) -> SuiteMetrics:
@@ -95,4 +100,6 @@ def summarize(results: Sequence[Scored]) -> SuiteMetrics:
         geomean_roofline_fraction=geomean(r.roofline_fraction for r in correct
                                           if r.roofline_fraction is not None),
         by_op_class=by_class,
+        geomean_seed_roofline_fraction=geomean(r.seed_roofline for r in correct
+                                               if r.seed_roofline is not None),
     )

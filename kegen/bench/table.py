@@ -43,7 +43,8 @@ def format_summary(report: BenchReport) -> str:
         f"{report.baseline or '-'})",
         f"  geomean speedup  {_x(s.geomean_speedup)}   (seed {_x(s.geomean_seed_speedup)}, "
         f"search gain {_x(s.geomean_search_gain)})",
-        f"  roofline         {_pct(s.geomean_roofline_fraction)} (geomean fraction over correct problems)",
+        f"  roofline         {_pct(s.geomean_roofline_fraction)} "
+        f"(seed {_pct(s.geomean_seed_roofline_fraction)}; geomean fraction over correct problems)",
     ]
     lines.extend(f"  note: {n}" for n in report.notes)
     return "\n".join(lines)

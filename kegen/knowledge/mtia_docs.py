@@ -330,7 +330,7 @@ _OP_NOTES: dict[str, tuple[str, str]] = {
     ),
     "DMA_SCATTER": ("`tl.store` with non-affine pointers", "*src1[i] ← src0[i] where mask src2[i]"),
     "DMA_ATOMIC": (
-        "`tl.atomic_add/max/min/xchg/and/or/xor/cas`",
+        "`tl.atomic_*` whose result is used, xchg/cas, gathered pointers or a non-box mask",
         "old ← *addr; *addr ← op(*addr, src0[i]) where mask; dst ← old",
     ),
     "DPE_MATMUL": ("`tl.dot(a, b, acc)`", "dst[M,N] = (ACCUMULATE ? dst : 0) + src0[M,K] @ src1[K,N]"),
@@ -354,8 +354,8 @@ _OP_NOTES: dict[str, tuple[str, str]] = {
         "dst = scan(src0) along one axis (optionally reversed)",
     ),
     "RED_ACCUMULATE": (
-        "not emitted by the compiler yet; the natural lowering of a block `tl.atomic_add/max/min` "
-        "with affine pointers whose result is unused (split-K, grid-wide sums)",
+        "`tl.atomic_add/max/min/and/or/xor` whose result is unused, on affine blocks with a box "
+        "mask (or none) or a scalar pointer: split-K, grid-wide sums (option `red_accumulate`)",
         "dst[i] ← op(dst[i], src0[i]) across PEs: src0 in the local store, dst in any PE's store, "
         "SRAM or DRAM; atomic per command",
     ),

@@ -19,7 +19,9 @@ class MtiaOptions:
     over a contiguous block of program ids), `dual_core` (program ids fill both cores of each PE: PE-major
     over 2 x 64 slots instead of 64), `block_dma` (pointer analysis turns affine loads/stores into
     strided block DMA; False forces gather/scatter), `machine` (machine description name),
-    `opt_level` (LLVM optimisation level for the control code, 2 or 3).
+    `opt_level` (LLVM optimisation level for the control code, 2 or 3), `red_accumulate` (atomics
+    whose result is unused, on affine blocks with a box mask or on scalar pointers, become one
+    RED_ACCUMULATE over the reduction network instead of per-element DMA_ATOMIC).
     The other fields are what Triton's frontend reads from every backend's options.
     """
 
@@ -29,6 +31,7 @@ class MtiaOptions:
     block_dma: bool = True
     machine: str = "mtia-2i"
     opt_level: int = 2
+    red_accumulate: bool = True
     # fields Triton's frontend and runtime read
     num_warps: int = 1
     num_ctas: int = 1
@@ -87,4 +90,9 @@ class MtiaOptions:
     @staticmethod
     def search_space() -> dict[str, tuple[Any, ...]]:
         """The performance options and their candidate values, for the search to enumerate."""
-        return {"num_stages": (1, 2, 3), "pe_mapping": PE_MAPPINGS, "dual_core": (False, True)}
+        return {
+            "num_stages": (1, 2, 3),
+            "pe_mapping": PE_MAPPINGS,
+            "dual_core": (False, True),
+            "red_accumulate": (True, False),
+        }

@@ -53,6 +53,14 @@ class LoweredKernel:
     tags: list[str]
 
 
+def core_share(capacity: int, dual_core: bool) -> int:
+    """The local-store bytes one program may use: all of it, or (dual_core) an aligned half, since
+    the two cores of a PE share its local store."""
+    if not dual_core:
+        return capacity
+    return capacity // 2 // isa.ALIGNMENT * isa.ALIGNMENT
+
+
 def triton_arg_type(v: Value) -> str:
     """Triton signature spelling of a kernel argument type (`*fp32`, `i32`, `fp32`...)."""
     t = v.type
@@ -113,7 +121,12 @@ class KernelLowering:
         self.options = options
         self.em = CoreEmitter(fn.name)
         self.b = self.em.builder
-        self.alloc = LocalStoreAllocator(capacity, fn.name, dict(constexprs or {}))
+        self.dual_core = bool(getattr(options, "dual_core", False))
+        self.core_share = core_share(capacity, self.dual_core)
+        self.alloc = LocalStoreAllocator(
+            self.core_share, fn.name, dict(constexprs or {}), dual_core=self.dual_core
+        )
+        self.core_offset: ir.Value | None = None  # dual_core: byte offset of this core's half
         self.env: dict[int, Lowered] = {}
         self.temps: list[Buffer] = []
         self.tags: list[str] = []
@@ -125,12 +138,16 @@ class KernelLowering:
         self.no_reuse = False
         self.carry_slots: dict[int, ir.Value] = {}  # carried pointer arg -> i64 stack slot of its step sum
         self.program_latch: ir.Block | None = None  # blocked PE mapping: where a return continues
+        self.accumulated = False  # a RED_ACCUMULATE was issued (core reads of memory fence RED too)
 
     # -- driving ------------------------------------------------------------------------------
     def lower(self) -> LoweredKernel:
         from lowering.codegen.rules import RULES
 
         self._rules = RULES
+        if self.dual_core:
+            core = self.em.mmio_read(isa.Reg.CORE_ID)
+            self.core_offset = self.b.mul(self.b.and_(core, I64(1)), I64(self.core_share), name="core_offset")
         for i, arg in enumerate(self.fn.args):
             slot = self.em.arg_slot(i)
             self.bind(arg, self.from_slot(slot, arg))
@@ -365,10 +382,23 @@ class KernelLowering:
         return self.new_buf(res, tuple(res.shape), dtype)
 
     # -- commands -----------------------------------------------------------------------------
-    @staticmethod
-    def operand(x: Operand, rank_shape: int) -> tuple[Word, list[Word]]:
+    def local_addr(self, x: Buf) -> Word:
+        """The device address of local-store view `x` for this program: with dual_core, shifted
+        into this core's half of the store (a static int when no shift is needed)."""
+        addr = x.addr
+        if self.core_offset is None or x.dyn_base is not None:
+            return addr  # ring-buffer addresses are built from `local_base` already
+        return self.b.add(I64(addr), self.core_offset)
+
+    def local_base(self, offset: int) -> Word:
+        """The device address of local-store byte `offset` (allocator offsets) for this program."""
+        if self.core_offset is None:
+            return isa.LOCAL_BASE + offset
+        return self.b.add(I64(isa.LOCAL_BASE + offset), self.core_offset)
+
+    def operand(self, x: Operand, rank_shape: int) -> tuple[Word, list[Word]]:
         if isinstance(x, Buf):
-            addr, strides = x.addr, list(x.strides)
+            addr, strides = self.local_addr(x), list(x.strides)
         else:
             addr, strides = x[0], list(x[1])
         if len(strides) != rank_shape:
@@ -481,10 +511,9 @@ class KernelLowering:
                 imm1=imm1,
             )
 
-    @staticmethod
-    def _raw(x: Operand) -> tuple[Word, list[Word]]:
+    def _raw(self, x: Operand) -> tuple[Word, list[Word]]:
         if isinstance(x, Buf):
-            return x.addr, list(x.strides) + [0] * (4 - len(x.strides))
+            return self.local_addr(x), list(x.strides) + [0] * (4 - len(x.strides))
         return x[0], list(x[1]) + [0] * (4 - len(x[1]))
 
     # -- common command shapes ----------------------------------------------------------------
@@ -541,7 +570,8 @@ class KernelLowering:
             )
             self.em.fence(isa.UnitMask.SIMD)
             src = tmp
-        addr = src.addr if isinstance(src.addr, ir.Value) else I64(src.addr)
+        local = self.local_addr(src)
+        addr = local if isinstance(local, ir.Value) else I64(local)
         mem_ty = {
             DType.I1: ir.IntType(8),
             DType.I8: ir.IntType(8),

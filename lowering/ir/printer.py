@@ -28,7 +28,7 @@ from lowering.ir.attributes import (
 from lowering.ir.core import Block, Operation, Region, Value
 from lowering.ir.location import Location
 from lowering.ir.module import Function, Module
-from lowering.ir.registry import ENUMS, OP_SPECS, named_operands
+from lowering.ir.registry import ENUMS, OP_SPECS, named_operands, registrar
 from lowering.ir.types import FloatType, IntType, Type, f32, i32
 
 __all__ = ["print_module", "print_function", "print_op", "format_attr", "format_float", "Printer"]
@@ -382,12 +382,7 @@ Writer = Callable[[Printer, Operation, int], None]
 _WRITERS: dict[str, Writer] = {}
 
 
-def _writer(name: str) -> Callable[[Writer], Writer]:
-    def deco(fn: Writer) -> Writer:
-        _WRITERS[name] = fn
-        return fn
-
-    return deco
+_writer = registrar(_WRITERS)
 
 
 def _ad(op: Operation, skip: Sequence[str] = ()) -> str:

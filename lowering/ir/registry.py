@@ -10,8 +10,9 @@ generic form. A new op is a new entry here (and a type rule if it needs one).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from lowering.ir.core import Operation, Value
 
@@ -25,6 +26,7 @@ __all__ = [
     "is_registered",
     "supported_ops",
     "named_operands",
+    "registrar",
 ]
 
 
@@ -451,6 +453,23 @@ _op("scf.condition", "scf_condition", "condition args*", 0, terminator=True)
 _op("cf.br", "cf_br", "destOperands*", 0, terminator=True)
 _op("cf.cond_br", "cf_cond_br", "condition trueDestOperands* falseDestOperands*", 0, terminator=True)
 _op("ub.poison", "result_type_only", "", rule=None)
+
+
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def registrar(table: dict[str, Handler]) -> Callable[[str], Callable[[Handler], Handler]]:
+    """The decorator that files a handler under the name an `OpSpec` gives it (its `syntax` or
+    `rule`): ``@reg("cmp")`` on a function puts it in `table` under ``"cmp"``."""
+
+    def register(name: str) -> Callable[[Handler], Handler]:
+        def deco(fn: Handler) -> Handler:
+            table[name] = fn
+            return fn
+
+        return deco
+
+    return register
 
 
 def get_spec(name: str) -> OpSpec:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from lowering.ir.attributes import DenseAttr, UnitAttr
 from lowering.ir.core import Block, Operation, Region, Value
 from lowering.ir.module import Function, Module
-from lowering.ir.registry import ENUMS, OP_SPECS, OpSpec
+from lowering.ir.registry import ENUMS, OP_SPECS, OpSpec, registrar
 from lowering.ir.types import (
     FloatType,
     IndexType,
@@ -60,12 +60,7 @@ Rule = Callable[[Operation], None]
 TYPE_RULES: dict[str, Rule] = {}
 
 
-def _rule(name: str) -> Callable[[Rule], Rule]:
-    def deco(fn: Rule) -> Rule:
-        TYPE_RULES[name] = fn
-        return fn
-
-    return deco
+_rule = registrar(TYPE_RULES)
 
 
 def _same_shape(a: Type, b: Type) -> bool:

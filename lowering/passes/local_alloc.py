@@ -4,7 +4,8 @@ The code generator asks for a buffer when a tensor value is produced and release
 value's last use (`lowering.passes.liveness`). Addresses are static (assigned at compile time);
 the command processor orders reuse of an address behind earlier readers (write-after-read).
 When live tensors exceed the capacity, `LocalStoreOverflowError` names them, their sizes, the
-capacity and the constexprs that set the block sizes.
+capacity and the constexprs that set the block sizes. With dual_core the two cores of a PE share
+its local store, so the allocator gets half of it (the code generator shifts core 1's addresses).
 """
 
 from __future__ import annotations
@@ -33,8 +34,15 @@ def _align(n: int) -> int:
 class LocalStoreAllocator:
     """First-fit allocator over [0, capacity) with a free list; tracks the peak."""
 
-    def __init__(self, capacity: int, kernel: str = "", constexprs: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        kernel: str = "",
+        constexprs: dict[str, int] | None = None,
+        dual_core: bool = False,
+    ) -> None:
         self.capacity = capacity
+        self.dual_core = dual_core  # capacity is one core's half of the PE's shared local store
         self.kernel = kernel
         self.constexprs = dict(constexprs or {})
         self.live: list[Buffer] = []
@@ -73,10 +81,17 @@ class LocalStoreAllocator:
             f"shrink the block sizes ({', '.join(shrink)})" if shrink else "shrink the kernel's block sizes"
         )
         hint += " or lower num_stages"
+        if self.dual_core:
+            hint += ", or turn dual_core off (it gives each core only half of the local store)"
         live_text = f"while {used} B are live [{listing}]" if live else "alone"
         raise LocalStoreOverflowError(
             f"the kernel's blocks do not fit in the local store: {name} needs {size} B {live_text}; "
-            f"capacity is {self.capacity} B",
+            f"capacity is {self.capacity} B"
+            + (
+                " (dual_core halves the local store: the two cores of a PE share it)"
+                if self.dual_core
+                else ""
+            ),
             kernel=self.kernel or None,
             hint=hint,
         )

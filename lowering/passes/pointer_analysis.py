@@ -5,6 +5,8 @@ For every `tt.load` / `tt.store` whose pointer tensor is `base + sum_k coef_k * 
 is a conjunction of `index_k + c < bound` comparisons and uniform scalar conditions, the pass
 records a `BlockAccess`: the code generator emits one strided DMA_COPY with `valid` bounds.
 Anything else (indirect indices, modulo, non-prefix masks) is left to the gather/scatter fallback.
+With `accumulate`, a `tt.atomic_rmw` that `lowering.passes.accumulate` can turn into one
+RED_ACCUMULATE gets a `BlockAccess` too when its pointers are affine and its mask is a box or absent.
 The pass also computes which tensor values must be materialised in the local store at all.
 """
 
@@ -18,6 +20,7 @@ import numpy as np
 from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import BlockArgument, Operation, Value
 from lowering.ir.module import Function
+from lowering.passes.accumulate import accumulate_form
 
 # Scalar expressions over kernel scalars: ("c", int) | ("v", Value) | (op, a, b) with op in add/sub/mul.
 SExpr = tuple[Any, ...]
@@ -199,8 +202,9 @@ class PointerAnalysis:
 
     name = "pointer-analysis"
 
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, accumulate: bool = True) -> None:
         self.enabled = enabled
+        self.accumulate = accumulate  # block atomics with unused results -> RED_ACCUMULATE
 
     def apply(self, fn: Function) -> PointerInfo:
         ops = list(fn.walk())
@@ -219,6 +223,10 @@ class PointerAnalysis:
                     if op.name in ("tt.load", "tt.store") and op.operands[0].type.is_tensor:
                         acc = self._access(op, aff, masks)
                         if acc is not None:
+                            info.accesses[id(op)] = acc
+                    elif self._accumulable(op):
+                        acc = self._access(op, aff, masks)
+                        if acc is not None and not acc.mask_tensor:
                             info.accesses[id(op)] = acc
                 self._validate_carried(ops, aff, candidates, info)
             self._demand(ops, info)
@@ -389,6 +397,14 @@ class PointerAnalysis:
             bounds[nonzero[0]] = (s_neg(d_off),)
             masks[id(op.results[0])] = MaskInfo(tuple(bounds))
 
+    def _accumulable(self, op: Operation) -> bool:
+        return (
+            self.accumulate
+            and op.name == "tt.atomic_rmw"
+            and op.operands[0].type.is_tensor
+            and accumulate_form(op) is not None
+        )
+
     def _access(
         self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]
     ) -> BlockAccess | None:
@@ -427,7 +443,7 @@ class PointerAnalysis:
             for op in reversed(ops):
                 acc = info.accesses.get(id(op))
                 if acc is not None:
-                    operands = [op.operands[1]] if op.name == "tt.store" else list(op.operands[2:3])
+                    operands = [op.operands[1]] if op.name != "tt.load" else list(op.operands[2:3])
                     if acc.mask_tensor:
                         operands.append(op.operands[2 if op.name == "tt.store" else 1])
                 elif op.name.startswith(_SIDE_EFFECT_PREFIXES) or any(

@@ -2,13 +2,15 @@
 
 dot -> dot-product engine; elementwise/math -> SIMD engine; reduce/scan -> reduction engine;
 layout ops -> memory-layout unit (or a free view); loads/stores/atomics -> DMA (block or
-gather/scatter); scalar ops and structured control flow -> the RISC-V control core.
+gather/scatter), except atomics with unused results that become RED_ACCUMULATE (reduction
+network); scalar ops and structured control flow -> the RISC-V control core.
 """
 
 from __future__ import annotations
 
 from lowering.ir.core import Operation
 from lowering.ir.module import Function
+from lowering.passes.accumulate import accumulate_form
 from lowering.passes.pointer_analysis import PointerInfo
 
 _UNIT_BY_PREFIX: tuple[tuple[str, str], ...] = (
@@ -32,8 +34,14 @@ _UNIT_BY_PREFIX: tuple[tuple[str, str], ...] = (
 )
 
 
-def unit_of(op: Operation, pointers: PointerInfo) -> str:
+def unit_of(op: Operation, pointers: PointerInfo, accumulate: bool = True) -> str:
     """The unit for `op` ("core" for scalar work and control flow)."""
+    if op.name.startswith("tt.atomic"):
+        if accumulate_form(op) is not None and (
+            pointers.access(op) is not None or (accumulate and not op.operands[0].type.is_tensor)
+        ):
+            return "RED(accumulate)"
+        return "DMA(atomic)"
     if op.name.startswith("scf.") or op.name in ("tt.return", "tt.get_program_id", "tt.get_num_programs"):
         return "core"
     if op.name in ("tt.load", "tt.store"):
@@ -68,5 +76,8 @@ class UnitMapping:
 
     name = "unit-mapping"
 
+    def __init__(self, accumulate: bool = True) -> None:
+        self.accumulate = accumulate  # atomics with unused results may go to RED_ACCUMULATE
+
     def apply(self, fn: Function, pointers: PointerInfo) -> dict[int, str]:
-        return {id(op): unit_of(op, pointers) for op in fn.walk()}
+        return {id(op): unit_of(op, pointers, self.accumulate) for op in fn.walk()}

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from lowering.ir.attributes import UNIT, DenseArray, DenseAttr, FloatAttr, IntAttr
 from lowering.ir.core import Block, Operation, Region, Value
 from lowering.ir.location import UNKNOWN_LOC
-from lowering.ir.registry import ENUMS, OpSpec
+from lowering.ir.registry import ENUMS, OpSpec, registrar
 from lowering.ir.types import (
     FloatType,
     IntType,
@@ -201,12 +201,7 @@ Reader = Callable[[Cursor, OpSpec], Parsed]
 READERS: dict[str, Reader] = {}
 
 
-def _reader(name: str) -> Callable[[Reader], Reader]:
-    def deco(fn: Reader) -> Reader:
-        READERS[name] = fn
-        return fn
-
-    return deco
+_reader = registrar(READERS)
 
 
 def normalize_enum_attrs(spec: OpSpec, attrs: dict[str, Any]) -> dict[str, Any]:

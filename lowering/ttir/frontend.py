@@ -19,7 +19,13 @@ from lowering.ir.module import Module
 from lowering.ttir.errors import FrontendError
 from lowering.ttir.parser import parse_ttir
 
-__all__ = ["FrontendOptions", "ttir_from_jit", "module_from_jit", "timed_ttir_from_jit"]
+__all__ = [
+    "FrontendOptions",
+    "ttir_from_jit",
+    "module_from_jit",
+    "timed_ttir_from_jit",
+    "add_ttir_cleanup_passes",
+]
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,26 @@ class FrontendOptions:
     locations: bool = True
     num_warps: int = 4
     debug: bool = False
+
+
+def add_ttir_cleanup_passes(
+    pm: Any, *, rewrite_tensor_pointer: bool = True, rewrite_tensor_descriptor: bool = False
+) -> None:
+    """Add the TTIR clean-up pass list of Triton's NVIDIA backend (its ``make_ttir`` stage) to the
+    Triton pass manager `pm`; the defaults are that backend's choices."""
+    from triton._C.libtriton import passes
+
+    passes.common.add_inliner(pm)
+    if rewrite_tensor_pointer:
+        passes.ttir.add_rewrite_tensor_pointer(pm)
+    if rewrite_tensor_descriptor:
+        passes.ttir.add_rewrite_tensor_descriptor_to_pointer(pm)
+    passes.common.add_canonicalizer(pm)
+    passes.ttir.add_combine(pm)
+    passes.ttir.add_reorder_broadcast(pm)
+    passes.common.add_cse(pm)
+    passes.common.add_symbol_dce(pm)
+    passes.ttir.add_loop_unroll(pm)
 
 
 def _target(target: Any) -> Any:
@@ -107,7 +133,7 @@ def _ttir(
     opts: FrontendOptions,
 ) -> tuple[str, float]:
     try:
-        from triton._C.libtriton import ir, passes
+        from triton._C.libtriton import ir
         from triton.compiler import ASTSource
         from triton.compiler.compiler import make_backend
     except Exception as exc:  # Triton itself failed to import (e.g. a broken backend plug-in)
@@ -144,17 +170,11 @@ def _ttir(
         module = src.make_ir(tgt, options, codegen_fns, module_map, context)
         if opts.run_passes:
             pm = ir.pass_manager(module.context)
-            passes.common.add_inliner(pm)
-            if opts.rewrite_tensor_pointer:
-                passes.ttir.add_rewrite_tensor_pointer(pm)
-            if opts.rewrite_tensor_descriptor:
-                passes.ttir.add_rewrite_tensor_descriptor_to_pointer(pm)
-            passes.common.add_canonicalizer(pm)
-            passes.ttir.add_combine(pm)
-            passes.ttir.add_reorder_broadcast(pm)
-            passes.common.add_cse(pm)
-            passes.common.add_symbol_dce(pm)
-            passes.ttir.add_loop_unroll(pm)
+            add_ttir_cleanup_passes(
+                pm,
+                rewrite_tensor_pointer=opts.rewrite_tensor_pointer,
+                rewrite_tensor_descriptor=opts.rewrite_tensor_descriptor,
+            )
             pm.run(module, "make_ttir")
         seconds = time.perf_counter() - start
         text = module.str() if opts.locations else module.str_nodebug()

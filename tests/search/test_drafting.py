@@ -34,6 +34,7 @@ DRAFTED = {
     "matmul_fold": ("matmul", "b3 = b.unsqueeze(0)"),
     "gemm_fp16": ("matmul", "dtype=torch.float16"),
     "matmul_bias_residual": ("matmul", "bias.contiguous(), residual.contiguous()"),
+    "scale_bias_params": ("elementwise", "self.bias = nn.Parameter(torch.zeros((100,)))"),
     "layer_norm_residual": ("normalization", "HAS_RESIDUAL=True"),
     "rms_norm_formula": ("normalization", "rms_norm_kernel"),
     "rms_norm_module": ("normalization", "nn.RMSNorm((100,), eps=1e-05"),
@@ -149,6 +150,16 @@ def test_recognised_forms(tmp_path: Path, expr: str, args: str, inputs: str, op_
     ast.parse(a.source or "")
 
 
+def test_modules_and_parameters_are_rebuilt_in_construction_order(tmp_path: Path) -> None:
+    init = "self.fc = nn.Linear(8, 4)\nself.scale = nn.Parameter(torch.rand(4))"
+    a = analyze(_problem(tmp_path, "self.fc(x)", "torch.randn(3, 8)", init=init))
+    assert a.op_class == "matmul", a.summary
+    src = a.source or ""
+    assert src.index("self.fc = nn.Linear(8, 4, bias=True)") < src.index(
+        "self.scale = nn.Parameter(torch.rand((4,)))"
+    )
+
+
 @pytest.mark.parametrize(
     ("expr", "args", "inputs", "init"),
     [
@@ -172,7 +183,7 @@ def test_recognised_forms(tmp_path: Path, expr: str, args: str, inputs: str, op_
             "self.fc(x)",
             "x",
             "torch.randn(4, 8)",
-            "self.w = nn.Parameter(torch.randn(8))\nself.fc = nn.Linear(8, 8)",
+            "self.w = nn.Parameter(torch.randn(8) * 0.1)\nself.fc = nn.Linear(8, 8)",
         ),
     ],
 )

@@ -35,61 +35,23 @@ import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
 from kegen.search.operators import templates, templates_layout, templates_matmul, templates_rows
+from kegen.search.operators.templates_exprs import (
+    ELEMENTWISE_FORMATS,
+    GELU_ERF,
+    GELU_TANH,
+    MODULE_FORMATS,
+    POW_FORMATS,
+)
 
 
 class DraftError(ValueError):
     """The reference uses ops the offline drafter has no template for."""
 
 
-_GELU_ERF = "(0.5 * {0} * (1.0 + tl.erf({0} * 0.7071067811865476)))"
-_GELU_TANH = "(0.5 * {0} * (2.0 / (1.0 + tl.exp(-1.5957691216057308 * ({0} + 0.044715 * {0} * {0} * {0})))))"
-_RELU, _SIGMOID = "tl.maximum({0}, 0.0)", "(1.0 / (1.0 + tl.exp(-{0})))"
-_TANH, _SILU = "(2.0 / (1.0 + tl.exp(-2.0 * {0})) - 1.0)", "({0} / (1.0 + tl.exp(-{0})))"
-
-# fx target -> Triton expression over operand strings ({0}, {1}); scalars are inlined.
-_ELEMENTWISE: dict[Any, str] = {
-    **dict.fromkeys((operator.add, torch.add, "add"), "({0} + {1})"),
-    **dict.fromkeys((operator.sub, torch.sub, "sub"), "({0} - {1})"),
-    **dict.fromkeys((operator.mul, torch.mul, "mul"), "({0} * {1})"),
-    **dict.fromkeys((operator.truediv, torch.div, "div"), "({0} / {1})"),
-    **dict.fromkeys((operator.neg, torch.neg, "neg"), "(-{0})"),
-    **dict.fromkeys((torch.relu, F.relu, "relu"), _RELU),
-    **dict.fromkeys((torch.sigmoid, F.sigmoid, "sigmoid"), _SIGMOID),
-    **dict.fromkeys((torch.tanh, F.tanh, "tanh"), _TANH),
-    **dict.fromkeys((torch.exp, "exp"), "tl.exp({0})"),
-    **dict.fromkeys((torch.log, "log"), "tl.log({0})"),
-    **dict.fromkeys((torch.abs, "abs"), "tl.abs({0})"),
-    **dict.fromkeys((torch.sqrt, "sqrt"), "tl.sqrt({0})"),
-    **dict.fromkeys((torch.rsqrt, "rsqrt"), "(1.0 / tl.sqrt({0}))"),
-    **dict.fromkeys((torch.reciprocal, "reciprocal"), "(1.0 / {0})"),
-    **dict.fromkeys((torch.square, "square"), "({0} * {0})"),
-    **dict.fromkeys((F.silu, "silu"), _SILU),
-    **dict.fromkeys(("contiguous", "clone", torch.clone, "float"), "{0}"),
-    torch.maximum: "tl.maximum({0}, {1})",
-    torch.minimum: "tl.minimum({0}, {1})",
-}
 _POW = {operator.pow, torch.pow, "pow"}
-_POW_FORMATS = {
-    2: "({0} * {0})",
-    1: "{0}",
-    0.5: "tl.sqrt({0})",
-    -1: "(1.0 / {0})",
-    -0.5: "(1.0 / tl.sqrt({0}))",
-}
 _GELU = {F.gelu, torch._C._nn.gelu, "gelu"}
 _CASTS = {"to", "type", "half", "bfloat16"}
 _IGNORED_KWARGS = {"inplace": False, "approximate": "none"}
-# activation modules (nn.Sequential stacks) -> their expression
-_MODULE_FORMATS: dict[type, Callable[[Any], str]] = {
-    nn.ReLU: lambda m: _RELU,
-    nn.Sigmoid: lambda m: _SIGMOID,
-    nn.Tanh: lambda m: _TANH,
-    nn.SiLU: lambda m: _SILU,
-    nn.GELU: lambda m: _GELU_TANH if m.approximate == "tanh" else _GELU_ERF,
-    nn.LeakyReLU: lambda m: f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {float(m.negative_slope)!r})",
-    nn.Identity: lambda m: "{0}",
-    nn.Dropout: lambda m: "{0}",  # the evaluator runs the model in eval mode
-}
 _SOFTMAX = {torch.softmax, F.softmax, "softmax"}
 _LOG_SOFTMAX = {torch.log_softmax, F.log_softmax, "log_softmax"}
 _REDUCE = {
@@ -105,9 +67,24 @@ _GATHER = {torch.index_select, "index_select", F.embedding}
 _RMS_NORM = {F.rms_norm, torch.rms_norm}
 _TRANSPOSE = {"t", torch.t, "transpose", torch.transpose, "swapaxes", "swapdims", "permute", torch.permute}
 _KNOWN_TARGETS = (
-    set(_ELEMENTWISE) | _POW | _GELU | _CASTS | _SOFTMAX | _LOG_SOFTMAX | set(_REDUCE) | _ARGMAX | _CUMSUM
-) | (_MATMUL | _LINEAR | _GATHER | _RMS_NORM | _TRANSPOSE | {F.layer_norm, getattr})
-_KNOWN_MODULES = (*_MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm)
+    set(ELEMENTWISE_FORMATS)
+    | _POW
+    | _GELU
+    | _CASTS
+    | _SOFTMAX
+    | _LOG_SOFTMAX
+    | set(_REDUCE)
+    | _ARGMAX
+    | _CUMSUM
+) | (
+    _MATMUL
+    | _LINEAR
+    | _GATHER
+    | _RMS_NORM
+    | _TRANSPOSE
+    | {F.layer_norm, getattr, operator.getitem, "type_as"}
+)
+_KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm)
 # local names of the templates' forward bodies that an input must not shadow
 _RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
 _RESERVED |= {"n_rows", "n_cols", "n_batch", "M", "N", "K", "torch", "triton", "tl", "nn"}
@@ -233,7 +210,11 @@ def analyze(problem_path: Path) -> Analysis:
         )
     names = [_name(n.target) if n.op != "call_module" else type(t.module(n)).__name__ for n in t.ops]
     for rule in RULES:
-        source = rule.match(t)
+        try:
+            source = rule.match(t)
+        except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+            t.notes.append(f"pattern {rule.name} failed on this graph ({type(exc).__name__}: {exc})")
+            continue
         if source is not None:
             return Analysis(rule.op_class, names, [], source)
     bad = [nm for n, nm in zip(t.ops, names, strict=True) if not _known(t, n)]
@@ -276,20 +257,20 @@ def _format(t: Traced, n: Node) -> str | None:
     """The Triton expression of one elementwise node, or None."""
     if n.op == "call_module":
         m = t.module(n)
-        fmt = _MODULE_FORMATS.get(type(m))
+        fmt = MODULE_FORMATS.get(type(m))
         return fmt(m) if fmt is not None and not n.kwargs else None
     if any(k not in _IGNORED_KWARGS or v != _IGNORED_KWARGS[k] for k, v in n.kwargs.items()):
         if n.target in _GELU and set(n.kwargs) <= {"approximate"}:
-            return _GELU_TANH if n.kwargs["approximate"] == "tanh" else None
+            return GELU_TANH if n.kwargs["approximate"] == "tanh" else None
         return None
     if n.target in _GELU:
-        return _GELU_ERF
+        return GELU_ERF
     if n.target in _POW:
         exponent = n.args[1] if len(n.args) > 1 else None
-        return _POW_FORMATS.get(exponent) if isinstance(exponent, int | float) else None
+        return POW_FORMATS.get(exponent) if isinstance(exponent, int | float) else None
     if n.target in _CASTS:  # computed in fp32 and stored in the output's dtype: only a final cast
         return "{0}" if n is t.out or n.args[1:] == (torch.float32,) else None
-    return _ELEMENTWISE.get(n.target)
+    return ELEMENTWISE_FORMATS.get(n.target)
 
 
 def _chain(t: Traced, nodes: list[Node], env: dict[Node, str]) -> tuple[list[str], str] | None:
@@ -343,18 +324,24 @@ def _broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> str | None:
 
 
 def _draft_broadcast(t: Traced) -> str | None:
-    """A fused chain whose inputs broadcast against the output: row/column vectors, scalars."""
+    """A fused chain whose inputs (and the model's own parameters) broadcast against the output:
+    same-shape tensors, row/column vectors, scalars."""
     out_shape, dtype = _shape(t.out), _dtype_src(t.out)
     if not t.ops or t.out is not t.ops[-1] or not out_shape or dtype is None:
         return None
-    shapes = [_shape(p) for p in t.ph]
-    kinds = [_broadcast_kind(s, out_shape) if s is not None else None for s in shapes]
+    attrs = [n for n in t.gm.graph.nodes if n.op == "get_attr"]
+    leaves = t.ph + attrs
+    kinds = [_broadcast_kind(s, out_shape) if (s := _shape(p)) is not None else None for p in leaves]
     if any(k is None for k in kinds) or "full" not in kinds and not {"row", "col"} <= set(kinds):
         return None
-    got = _chain(t, t.ops, {p: f"v{i}" for i, p in enumerate(t.ph)})
-    if got is None:
+    got = _chain(t, t.ops, {p: f"v{i}" for i, p in enumerate(leaves)})
+    init = _twins(t) if attrs else []
+    if got is None or init is None:
         return None
-    return templates_layout.broadcast_elementwise([str(k) for k in kinds], got[0], got[1], dtype)
+    inputs = [*t.args, *(f"self.{str(a.target).replace('.', '_')}.detach()" for a in attrs)]
+    return templates_layout.broadcast_elementwise(
+        [str(k) for k in kinds], got[0], got[1], dtype, inputs=inputs, args=t.args, init=init
+    )
 
 
 # ---- row-wise ops over the last dimension -------------------------------------------------------
@@ -613,36 +600,67 @@ def _draft_matmul(t: Traced) -> str | None:
     return templates_matmul.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras)
 
 
+_PARAM_INITS = ("torch.randn", "torch.rand", "torch.ones", "torch.zeros")
+
+
+def _module_ctor(m: nn.Module) -> str | None:
+    """The constructor call that rebuilds module `m` (its weights equal under the same RNG state)."""
+    if isinstance(m, nn.Linear):
+        ctor = f"nn.Linear({m.in_features}, {m.out_features}, bias={m.bias is not None})"
+    elif isinstance(m, nn.RMSNorm):
+        ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
+    else:
+        return None
+    dtype = next(m.parameters()).dtype
+    return ctor if dtype == torch.float32 else f"{ctor}.to({dtype})"
+
+
 def _twins(t: Traced) -> list[str] | None:
-    """`__init__` lines that rebuild the model's parametrised modules (nn.Linear, nn.RMSNorm) so that
-    the evaluator's seeded construction gives ModelNew equal weights; None when it would not."""
-    lines, built = [], []
-    for path, m in t.model.named_modules():
-        params = list(m.parameters(recurse=False))
-        if not params:
-            continue
-        if isinstance(m, nn.Linear):
-            ctor = f"nn.Linear({m.in_features}, {m.out_features}, bias={m.bias is not None})"
-        elif isinstance(m, nn.RMSNorm):
-            ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
-        else:
-            t.notes.append(
-                f"the parameters of {path or 'Model'} ({type(m).__name__}), which ModelNew cannot rebuild"
-            )
+    """`__init__` lines that rebuild the model's parameters (nn.Linear, nn.RMSNorm, and the model's
+    own nn.Parameter(torch.randn/rand/ones/zeros(shape))) so that the evaluator's seeded
+    construction gives ModelNew equal values; None (and a note) when they would not be equal."""
+    modules = [(path, m) for path, m in t.model.named_modules() if path and list(m.parameters(recurse=False))]
+    for path, m in modules:
+        if _module_ctor(m) is None:
+            t.notes.append(f"the parameters of {path} ({type(m).__name__}), which ModelNew cannot rebuild")
             return None
-        if params[0].dtype != torch.float32:
-            ctor += f".to({params[0].dtype})"
-        lines.append(f"self.{path.replace('.', '_')} = {ctor}")
-        built.append((path, ctor))
+    params = [(name, p) for name, p in t.model.named_parameters(recurse=False)]
+    for params_first in (True, False):
+        lines = _rebuild(t, params, modules, params_first)
+        if lines is not None:
+            return lines
+    t.notes.append("the model's weights, which seeded construction in ModelNew does not reproduce")
+    return None
+
+
+def _rebuild(
+    t: Traced, params: list[tuple[str, Any]], modules: list[tuple[str, nn.Module]], params_first: bool
+) -> list[str] | None:
     torch.manual_seed(1234)
     ref = t.problem.Model(*t.problem.get_init_inputs())
     torch.manual_seed(1234)
-    twins = [eval(ctor, {"nn": nn, "torch": torch}) for _, ctor in built]  # noqa: S307 - our own text
-    for (path, ctor), twin in zip(built, twins, strict=True):
-        theirs = list(ref.get_submodule(path).parameters(recurse=False))
-        mine = list(twin.parameters())
-        if len(theirs) != len(mine) or not all(torch.equal(p, q) for p, q in zip(theirs, mine, strict=True)):
-            t.notes.append(f"the weights of {path}, which seeded construction of {ctor} does not reproduce")
+    lines = []
+    steps = [*((n, None) for n, _ in params), *((p, m) for p, m in modules)]
+    if not params_first:
+        steps = steps[len(params) :] + steps[: len(params)]
+    for name, module in steps:
+        theirs = (
+            list(ref.get_submodule(name).parameters(recurse=False)) if module else [ref.get_parameter(name)]
+        )
+        candidates = (
+            [str(_module_ctor(module))]
+            if module
+            else [f"nn.Parameter({f}({tuple(theirs[0].shape)}))" for f in _PARAM_INITS]
+        )
+        state = torch.get_rng_state()
+        for ctor in candidates:
+            torch.set_rng_state(state)
+            twin = eval(ctor, {"nn": nn, "torch": torch})  # noqa: S307 - our own text
+            mine = list(twin.parameters()) if module else [twin]
+            if len(mine) == len(theirs) and all(torch.equal(p, q) for p, q in zip(theirs, mine, strict=True)):
+                lines.append(f"self.{name.replace('.', '_')} = {ctor}")
+                break
+        else:
             return None
     return lines
 

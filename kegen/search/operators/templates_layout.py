@@ -26,8 +26,9 @@ MODEL_HEAD = (
 )
 
 
-def _model(args: Sequence[str], body: str) -> str:
-    return MODEL_HEAD + f"    def forward(self, {', '.join(args)}):\n{body}\n"
+def _model(args: Sequence[str], body: str, init: Sequence[str] = ()) -> str:
+    head = MODEL_HEAD.rstrip("\n") + "".join(f"\n        {line}" for line in init) + "\n\n"
+    return head + f"    def forward(self, {', '.join(args)}):\n{body}\n"
 
 
 def broadcast_elementwise(
@@ -37,9 +38,15 @@ def broadcast_elementwise(
     dtype: str,
     block_r: int = 16,
     block_c: int = 64,
+    inputs: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    init: Sequence[str] = (),
 ) -> str:
     """One fused kernel over inputs that broadcast against a (rows, cols) output; `exprs` are
-    `tN = ...` lines over v0..vK (the inputs in fp32), `dtype` the output's torch dtype."""
+    `tN = ...` lines over v0..vK (the inputs in fp32), `dtype` the output's torch dtype.
+
+    By default the inputs are forward's parameters x0..xK; else `inputs` are their forward-time
+    expressions (e.g. `self.scale.detach()`) over parameters `args`, and `init` builds the modules."""
     for k in kinds:
         if k not in BROADCAST_KINDS:
             raise ValueError(f"unknown broadcast kind {k!r}: one of {', '.join(BROADCAST_KINDS)}")
@@ -58,23 +65,24 @@ def broadcast_elementwise_kernel({ptrs}, out_ptr, n_rows, n_cols,
     out = tl.zeros([BLOCK_R, BLOCK_C], tl.float32) + {result}
     tl.store(out_ptr + rows[:, None] * n_cols + cols[None, :], out.to(out_ptr.dtype.element_ty), mask=mask)
 """
-    args = [f"x{i}" for i in range(len(kinds))]
+    names = [f"x{i}" for i in range(len(kinds))]
     fwd = "\n".join(
-        [
-            f"        shape = torch.broadcast_shapes({', '.join(a + '.shape' for a in args)})",
+        ([f"        {', '.join(names)}, = ({', '.join(inputs)},)"] if inputs is not None else [])
+        + [
+            f"        shape = torch.broadcast_shapes({', '.join(a + '.shape' for a in names)})",
             f"        out = torch.empty(shape, dtype={dtype}, device=x0.device)",
             "        n_cols = shape[-1]",
             "        n_rows = out.numel() // max(n_cols, 1)",
             "        grid = (triton.cdiv(n_rows, BLOCK_SIZE_R), triton.cdiv(n_cols, BLOCK_SIZE_C))",
             "        broadcast_elementwise_kernel[grid]("
-            + ", ".join(a + ".contiguous()" for a in args)
+            + ", ".join(a + ".contiguous()" for a in names)
             + ", out, n_rows, n_cols,",
             "                                           BLOCK_R=BLOCK_SIZE_R, BLOCK_C=BLOCK_SIZE_C)",
             "        return out",
         ]
     )
     consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
-    return HEADER + consts + kernel + _model(args, fwd)
+    return HEADER + consts + kernel + _model(names if args is None else args, fwd, init)
 
 
 _TRANSPOSE_KERNEL = """

@@ -61,9 +61,10 @@ def _dense_constant(ctx: KernelLowering, op: Operation, arr: np.ndarray, dtype: 
     from mtia_sim.units.dtypes import np_dtype
 
     raw = np.ascontiguousarray(flat.astype(np_dtype(dtype))).view(np.uint8)
-    base = dst.addr
+    base = ctx.local_addr(dst)
     for i in range(0, len(raw), 8):
         chunk = bytes(raw[i : i + 8]) + b"\0" * (8 - len(raw[i : i + 8]))
         word = int.from_bytes(chunk, "little")
-        b.store(I64(word), b.inttoptr(I64(int(base) + i), I64.as_pointer()))  # type: ignore[arg-type]
+        addr = I64(base + i) if isinstance(base, int) else b.add(base, I64(i))
+        b.store(I64(word), b.inttoptr(addr, I64.as_pointer()))
     ctx.bind(res, dst)

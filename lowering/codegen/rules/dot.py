@@ -59,8 +59,11 @@ def _matmul(ctx: KernelLowering, a: Buf, b: Buf, d: Buf, flags: int) -> None:
         Op.DPE_MATMUL,
         shape=(m, n, k, 1),
         raw_dims=True,
-        dst=(d.addr, [d.strides[0], d.strides[1], 0, 0]),
-        srcs=((a.addr, [a.strides[0], 0, a.strides[1], 0]), (b.addr, [0, b.strides[1], b.strides[0], 0])),
+        dst=(ctx.local_addr(d), [d.strides[0], d.strides[1], 0, 0]),
+        srcs=(
+            (ctx.local_addr(a), [a.strides[0], 0, a.strides[1], 0]),
+            (ctx.local_addr(b), [0, b.strides[1], b.strides[0], 0]),
+        ),
         dtypes=(d.dtype, a.dtype, b.dtype),
         flags=flags,
     )

@@ -6,13 +6,13 @@ from __future__ import annotations
 from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
-from lowering.codegen.emitter import I1, I64
+from lowering.codegen.emitter import I1, I64, Word
 from lowering.codegen.errors import LoweringError, UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, Splat, TensorDescriptor
 from lowering.ir.core import Operation
-from mtia_sim.isa import ITEMSIZE, LOCAL_BASE, AtomicOp, CmpOp, DType, Flags, Op, SimdOp, UnitMask
+from mtia_sim.isa import ITEMSIZE, AtomicOp, CmpOp, DType, Flags, Op, SimdOp, UnitMask
 
 _I64X3 = (DType.I64, DType.I64, DType.I64)
 
@@ -102,7 +102,7 @@ def _descriptor_store(ctx: KernelLowering, op: Operation) -> None:
 
 
 def _addresses(
-    ctx: KernelLowering, shape: tuple[int, ...], parts: list[tuple[Buf | None, int]], base: int
+    ctx: KernelLowering, shape: tuple[int, ...], parts: list[tuple[Buf | None, int]], base: Word
 ) -> Buf:
     """I64 tensor base + sum_k part_k * scale_k; a None part is the index along dim k (iota)."""
     addrs = ctx.new_buf(None, shape, DType.I64)
@@ -157,8 +157,7 @@ def _gather(ctx: KernelLowering, op: Operation) -> None:
     parts: list[tuple[Buf | None, int]] = [
         (idx if k == axis else None, src.strides[k] * size) for k in range(len(shape))
     ]
-    base = src.addr
-    assert isinstance(base, int)
+    base = ctx.local_addr(src)
     addrs = _addresses(ctx, shape, parts, base)
     dst = ctx.new_buf(res, shape, dtype)
     ctx.command(
@@ -180,7 +179,7 @@ def _histogram(ctx: KernelLowering, op: Operation) -> None:
     shape = x.shape
     out = ctx.new_buf(res, (bins,), DType.I32)
     ctx.command(Op.SIMD_FILL, shape=(bins,), dst=out, dtypes=(DType.I32,), imm0=0, flags=Flags.IMM_IS_INT)
-    addrs = _addresses(ctx, shape, [(x, 4)], LOCAL_BASE + out.buffer.offset)
+    addrs = _addresses(ctx, shape, [(x, 4)], ctx.local_addr(out))
     in_range = ctx.new_buf(None, shape, DType.I1)
     below = ctx.new_buf(None, shape, DType.I1)
     xd = x.dtype

@@ -14,8 +14,9 @@ from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, Splat
 from lowering.ir.core import Operation
+from lowering.passes.accumulate import accumulate_form
 from lowering.passes.pointer_analysis import BlockAccess, SExpr
-from mtia_sim.isa import ITEMSIZE, LOCAL_BASE, AtomicOp, DType, Flags, Op, UnitMask
+from mtia_sim.isa import ITEMSIZE, AtomicOp, DType, Flags, Op, UnitMask
 
 isa_itemsize = ITEMSIZE.__getitem__
 
@@ -58,22 +59,7 @@ def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
     shape = tuple(val_type.shape)
     base = b.add(ctx.i64(ctx.scalar(acc.base)), b.mul(sexpr(ctx, acc.offset), I64(size)))
     strides = [sexpr(ctx, s) for s in acc.strides]
-    valid: list[ir.Value | int] = []
-    empty: ir.Value = I1(0)
-    if acc.mask is not None:
-        for k, bounds in enumerate(acc.mask.bounds):
-            if not bounds:
-                valid.append(shape[k])
-                continue
-            v = sexpr(ctx, bounds[0])
-            for extra in bounds[1:]:
-                e = sexpr(ctx, extra)
-                v = b.select(b.icmp_signed("<", e, v), e, v)
-            empty = b.or_(empty, b.icmp_signed("<=", v, I64(0)))
-            v = b.select(b.icmp_signed(">", v, I64(shape[k])), I64(shape[k]), v)
-            valid.append(v)
-        for c in acc.mask.conds:
-            empty = b.or_(empty, b.not_(_cond(ctx, c)))
+    valid, empty = _valid_box(ctx, acc, shape)
     mask_buf = None
     if acc.mask_tensor:
         mask_buf = ctx.buf(op.operands[1 if is_load else 2])
@@ -123,6 +109,32 @@ def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
                 issue_store()
 
 
+def _valid_box(
+    ctx: KernelLowering, acc: BlockAccess, shape: tuple[int, ...]
+) -> tuple[list[ir.Value | int], ir.Value]:
+    """The mask box of a block access as per-dim valid sizes (clamped to the shape; [] without a
+    mask) and an i1 that is true when the box is empty."""
+    b = ctx.b
+    valid: list[ir.Value | int] = []
+    empty: ir.Value = I1(0)
+    if acc.mask is None:
+        return valid, empty
+    for k, bounds in enumerate(acc.mask.bounds):
+        if not bounds:
+            valid.append(shape[k])
+            continue
+        v = sexpr(ctx, bounds[0])
+        for extra in bounds[1:]:
+            e = sexpr(ctx, extra)
+            v = b.select(b.icmp_signed("<", e, v), e, v)
+        empty = b.or_(empty, b.icmp_signed("<=", v, I64(0)))
+        v = b.select(b.icmp_signed(">", v, I64(shape[k])), I64(shape[k]), v)
+        valid.append(v)
+    for c in acc.mask.conds:
+        empty = b.or_(empty, b.not_(_cond(ctx, c)))
+    return valid, empty
+
+
 def _load_dst(ctx: KernelLowering, op: Operation, res: Any, dtype: DType) -> Buf:
     ring = ctx.rings.get(id(op))
     if ring is None:
@@ -130,7 +142,7 @@ def _load_dst(ctx: KernelLowering, op: Operation, res: Any, dtype: DType) -> Buf
     buffer, nbytes, depth, counter = ring
     b = ctx.b
     slot = b.urem(b.load(counter), I64(depth))
-    addr = b.add(I64(LOCAL_BASE + buffer.offset), b.mul(slot, I64(nbytes)))
+    addr = b.add(ctx.i64(ctx.local_base(buffer.offset)), b.mul(slot, I64(nbytes)))
     from lowering.codegen.values import row_major
 
     shape = tuple(res.shape)  # type: ignore[attr-defined]
@@ -170,7 +182,8 @@ def _scalar_access(ctx: KernelLowering, op: Operation) -> None:
     core_ty = dt.core_type(val_type)
     mem_ty = ir.IntType(8) if dtype == DType.I1 else core_ty
     addr = b.inttoptr(ptr, mem_ty.as_pointer())
-    ctx.em.fence(UnitMask.DMA)  # order against earlier DMA to the same DRAM
+    # order against earlier DMA (and reduction-network accumulates) to the same memory
+    ctx.em.fence(UnitMask.DMA | (UnitMask.RED if ctx.accumulated else 0))
     if is_load:
         other = ctx.scalar(op.operands[2]) if len(op.operands) > 2 else core_ty(0)
         if mask is None:
@@ -296,8 +309,95 @@ def _as_buf(ctx: KernelLowering, v: object, shape: tuple[int, ...], dtype: DType
     return v
 
 
+def _accumulate(ctx: KernelLowering, op: Operation) -> bool:
+    """Issue an atomic whose result is unused as one RED_ACCUMULATE (reduction network) when the
+    passes allow it (`lowering.passes.accumulate`); False keeps the DMA_ATOMIC path. Blocks follow
+    the plan (pointer analysis records an access only for them); scalars follow `red_accumulate`."""
+    form = accumulate_form(op)
+    if form is None:
+        return False
+    res = op.results[0]
+    dtype = dt.to_dtype(res.type)
+    flags = int(form.flags)
+    if res.type.is_tensor:
+        acc = ctx.plan.pointers.access(op)
+        if acc is None:
+            return False
+        _accumulate_block(ctx, op, acc, int(form.subop), flags, dtype)
+    elif getattr(ctx.options, "red_accumulate", True):
+        _accumulate_scalar(ctx, op, int(form.subop), flags, dtype)
+    else:
+        return False
+    ctx.accumulated = True
+    shape = tuple(res.type.shape) if res.type.is_tensor else ()
+    zero = dt.core_type(res.type)(0)
+    ctx.bind(res, Splat(zero, shape, dtype) if shape else zero)
+    return True
+
+
+def _accumulate_block(
+    ctx: KernelLowering, op: Operation, acc: BlockAccess, subop: int, flags: int, dtype: DType
+) -> None:
+    """dst block (affine pointers) op= values; a box mask shrinks the index space to the box (it
+    starts at index 0 in every dim), an empty box skips the command."""
+    b = ctx.b
+    shape = tuple(op.results[0].type.shape)
+    src = _as_buf(ctx, ctx.tensor(op.operands[1]), shape, dtype)
+    base = b.add(ctx.i64(ctx.scalar(acc.base)), b.mul(sexpr(ctx, acc.offset), I64(ITEMSIZE[dtype])))
+    strides = [sexpr(ctx, s) for s in acc.strides]
+    valid, empty = _valid_box(ctx, acc, shape)
+
+    def issue() -> None:
+        ctx.command(
+            Op.RED_ACCUMULATE,
+            shape=valid or shape,
+            dst=(base, strides),
+            srcs=(src,),
+            dtypes=(dtype, src.dtype),
+            subop=subop,
+            flags=flags,
+        )
+
+    if acc.mask is None:
+        issue()
+    else:
+        with b.if_then(b.not_(empty)):
+            issue()
+
+
+def _accumulate_scalar(ctx: KernelLowering, op: Operation, subop: int, flags: int, dtype: DType) -> None:
+    """*ptr op= value for a scalar pointer (e.g. `tl.atomic_add(out, tl.sum(x))`): a unit-produced
+    value goes from its local-store slot without a fence."""
+    ptr = ctx.scalar(op.operands[0])
+    d = ctx.deferred(op.operands[1])
+    if d is not None and d.buf.dtype == dtype:
+        src = d.buf.view((1,), (0,))
+    else:
+        src = _as_buf(ctx, ctx.scalar(op.operands[1]), (1,), dtype)
+    mask = ctx.scalar(op.operands[2]) if len(op.operands) > 2 else None
+
+    def issue() -> None:
+        ctx.command(
+            Op.RED_ACCUMULATE,
+            shape=(1,),
+            dst=(ptr, [0]),
+            srcs=(src,),
+            dtypes=(dtype, src.dtype),
+            subop=subop,
+            flags=flags,
+        )
+
+    if mask is None:
+        issue()
+    else:
+        with ctx.b.if_then(mask):
+            issue()
+
+
 @rule("tt.atomic_rmw", "tt.atomic_cas")
 def _atomic(ctx: KernelLowering, op: Operation) -> None:
+    if op.name == "tt.atomic_rmw" and _accumulate(ctx, op):
+        return
     res = op.results[0]
     dtype = dt.to_dtype(res.type)
     is_cas = op.name == "tt.atomic_cas"
