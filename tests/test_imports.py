@@ -53,3 +53,13 @@ def test_backend_modules_import_first_in_a_fresh_process(name: str) -> None:
 
     proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_test_module_basenames_are_unique() -> None:
+    """Test folders have no __init__.py, so pytest imports test modules by basename."""
+    from collections import Counter
+    from pathlib import Path
+
+    tests_dir = Path(__file__).parent
+    names = Counter(p.name for p in tests_dir.rglob("*.py") if p.name != "conftest.py")
+    assert [n for n, c in names.items() if c > 1] == []

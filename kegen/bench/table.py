@@ -46,5 +46,8 @@ def format_summary(report: BenchReport) -> str:
         f"  roofline         {_pct(s.geomean_roofline_fraction)} "
         f"(seed {_pct(s.geomean_seed_roofline_fraction)}; geomean fraction over correct problems)",
     ]
+    classes = ", ".join(f"{name} {c['correct']}/{c['problems']} {_x(c['geomean_speedup'])}"
+                        for name, c in s.by_op_class.items())
+    lines.append(f"  by op class      {classes}")
     lines.extend(f"  note: {n}" for n in report.notes)
     return "\n".join(lines)

@@ -127,7 +127,7 @@ def check_seed(problem: SuiteProblem, seed: int = 0, sizes_mode: str = "all") ->
     if sizes_mode not in SIZE_MODES:
         raise ValueError(f"sizes_mode must be one of {', '.join(SIZE_MODES)}, got {sizes_mode!r}")
     edges = factory.edge_sizes() if sizes_mode != "default" else []
-    size_sets = ([{}] if sizes_mode != "edge" or not edges else []) + edges
+    size_sets: list[dict[str, int]] = ([{}] if sizes_mode != "edge" or not edges else []) + edges
     worst = 0.0
     for sizes in size_sets:
         where = f" at sizes {sizes}" if sizes else ""

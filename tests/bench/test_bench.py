@@ -313,3 +313,19 @@ def test_time_limit_leaves_out_unstarted_problems_and_keeps_partial_results(tmp_
     assert report.notes == ["time limit 0 s reached; not run: softmax, gelu"]  # suite order
     partial = load_json(tmp_path / "partial.json")
     assert [p.name for p in partial.problems] == ["gemm"]
+
+
+@pytest.mark.slow
+def test_a_real_seed_on_the_simulator(tmp_path: Path) -> None:
+    """End to end through kegen.eval on the simulated MTIA (one small problem, no search; ~10 s)."""
+    from kegen.eval.timing_mtia import backend_status
+
+    reason = backend_status()
+    if reason:
+        pytest.skip(f"mtia backend unavailable: {reason}")
+    report = run_bench(BenchConfig(problems=("transpose",), search=False, out_dir=tmp_path, progress=False))
+    [row] = report.problems
+    assert row.seed_status == "ok", row.seed_message
+    assert row.seed_speedup == 1.0 and report.baseline == "seed"
+    assert row.seed_time_s and row.roofline_time_s and 0 < row.seed_roofline <= 1.0
+    assert row.seed_roofline == pytest.approx(row.roofline_time_s / row.seed_time_s)

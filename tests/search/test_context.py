@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import EXAMPLES, new_run
+from search_helpers import EXAMPLES, new_run
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo, diagnose, load_knowledge_base

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from search_helpers import ROOT
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.drafting import DraftError, analyze, draft_candidate
@@ -41,6 +41,7 @@ DRAFTED = {
     "broadcast_bias": ("elementwise", "[:, None]"),
     "cumsum": ("scan", "tl.cumsum"),
     "argmax": ("reduction", "argmax_kernel"),
+    "col_mean": ("reduction", "col_reduce_kernel"),
     "transpose": ("elementwise", "transpose_kernel"),
     "log_softmax": ("softmax", "tl.log"),
 }
@@ -79,6 +80,7 @@ def test_a_wrong_draft_is_caught_so_the_checks_above_mean_something() -> None:
         ("rms_norm_fwd", "normalization"),
         ("cumsum", "scan"),
         ("argmax", "reduction"),
+        ("col_mean", "reduction"),
         ("transpose", "elementwise"),
         ("gelu", "elementwise"),
         ("silu_bf16", "elementwise"),
@@ -141,6 +143,7 @@ def _problem(tmp_path: Path, expr: str, inputs: str, args: str = "x", init: str 
         ("x.log_softmax(-1)", "x", "torch.randn(4, 8)", "softmax"),
         ("x.argmax(dim=-1, keepdim=True)", "x", "torch.randn(4, 8)", "reduction"),
         ("x.cumsum(dim=1)", "x", "torch.randn(4, 8)", "scan"),
+        ("x.amax(dim=0, keepdim=True)", "x", "torch.randn(4, 8)", "reduction"),
         ("torch.matmul(a, b.mT)", "a, b", "torch.randn(2, 4, 8), torch.randn(2, 5, 8)", "matmul"),
     ],
 )
@@ -172,6 +175,7 @@ def test_modules_and_parameters_are_rebuilt_in_construction_order(tmp_path: Path
         ),
         ("torch.cumsum(x, dim=0)", "x", "torch.randn(4, 8)", ""),
         ("torch.argmax(x)", "x", "torch.randn(4, 8)", ""),
+        ("torch.sum(x, dim=0)", "x", "torch.randn(2, 4, 8)", ""),
         ("x + y", "x, y", "torch.randn(2, 4, 8), torch.randn(2, 1, 8)", ""),  # a middle-dim broadcast
         ("x.transpose(0, 1).contiguous()", "x", "torch.randn(2, 4, 8)", ""),
         ("torch.matmul(a, b)", "a, b", "torch.randn(2, 4, 8), torch.randn(1, 8, 5)", ""),  # batch broadcast

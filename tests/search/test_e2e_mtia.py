@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES
+from search_helpers import EXAMPLES
 
 from kegen.search.config import (
     EvalSliceConfig,

@@ -8,7 +8,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import EXAMPLES, new_run
+from search_helpers import EXAMPLES, new_run
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 
 import pytest
-from conftest import EXAMPLES
+from search_helpers import EXAMPLES
 from test_llm_operator import GOOD, Script, _server
 
 from kegen.search.config import (

@@ -7,7 +7,7 @@ import random
 import textwrap
 
 import pytest
-from conftest import EXAMPLES
+from search_helpers import EXAMPLES
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators import templates

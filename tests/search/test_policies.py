@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from conftest import new_run
+from search_helpers import new_run
 
 from kegen.search.config import PolicyConfig
 from kegen.search.policies import GreedyPolicy, IslandPolicy, TreeView, UctPolicy, make_policy

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import EXAMPLES
+from search_helpers import EXAMPLES
 
 from kegen.cli import main
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 import pytest
-from conftest import EXAMPLES, HERE, ROOT, new_run
+from search_helpers import EXAMPLES, HERE, ROOT, new_run
 
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
 from kegen.search.loop import SearchDriver, run_search

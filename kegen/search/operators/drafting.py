@@ -5,7 +5,8 @@ of (name, op class, pattern): the first pattern that recognises the whole graph 
 candidate from its Triton template. The op classes:
 
 - elementwise chains over same-shape inputs, or broadcasting row/column vectors and scalars;
-- last-dim softmax, log-softmax, reductions (sum, mean, max/amax, argmax) and cumsum;
+- last-dim softmax, log-softmax, reductions (sum, mean, max/amax, argmax) and cumsum; sum, mean
+  and max over dim 0 of a 2-D tensor (column reductions);
 - LayerNorm (nn.LayerNorm; F.layer_norm with input weight/bias, of an input or a residual sum) and
   RMSNorm (nn.RMSNorm, F.rms_norm, or written with torch ops and confirmed numerically);
 - transposes of the last two dims;
@@ -377,6 +378,22 @@ def _draft_reduce(t: Traced) -> str | None:
     return templates.row_reduce("max" if kind == "max" else "sum", 64, kind == "mean", keep)
 
 
+def _draft_col_reduce(t: Traced) -> str | None:
+    """sum / mean / max (amax) over dim 0 of a 2-D input (a column reduction)."""
+    n, rank = (t.ops[0], _rank(t.ph[0])) if len(t.ops) == 1 and len(t.ph) == 1 else (None, None)
+    if n is None or rank != 2 or t.out is not n or n.target not in _REDUCE or n.args[:1] != (t.ph[0],):
+        return None
+    dim = _dim(n, 1)
+    dim = dim[0] if isinstance(dim, list | tuple) and len(dim) == 1 else dim
+    if dim not in (0, -2) or set(n.kwargs) - {"dim", "keepdim"} or _dtype_src(t.out) is None:
+        return None
+    kind, keep = _REDUCE[n.target], bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    dtype = str(_dtype_src(t.out))
+    return templates_layout.col_reduce(
+        "max" if kind == "max" else "sum", kind == "mean", keep, dtype, t.args[0]
+    )
+
+
 def _draft_argmax(t: Traced) -> str | None:
     n = _row_op(t, _ARGMAX, {"keepdim"})
     if n is None or not t.ph[0].meta["tensor_meta"].dtype.is_floating_point:
@@ -727,6 +744,7 @@ RULES: tuple[Rule, ...] = (
     Rule("softmax", "softmax", _draft_softmax),
     Rule("log_softmax", "softmax", _draft_log_softmax),
     Rule("reduction", "reduction", _draft_reduce),
+    Rule("column_reduction", "reduction", _draft_col_reduce),
     Rule("argmax", "reduction", _draft_argmax),
     Rule("cumsum", "scan", _draft_cumsum),
     Rule("transpose", "elementwise", _draft_transpose),

@@ -110,3 +110,41 @@ def transpose(arg: str = "x", block_r: int = 32, block_c: int = 32) -> str:
     stored with the strides swapped (one program per tile per batch entry)."""
     consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
     return HEADER + consts + _TRANSPOSE_KERNEL + _model([arg], _TRANSPOSE_FWD.format(arg=arg))
+
+
+def col_reduce(
+    op: str, scale_by_n: bool, keepdim: bool, dtype: str, arg: str = "x", block_r: int = 16, block_c: int = 64
+) -> str:
+    """Reduce dim 0 of a 2-D tensor with `op` in sum | max (mean = sum scaled by 1/rows): each program
+    owns BLOCK_C columns and walks the rows in (BLOCK_R, BLOCK_C) tiles."""
+    init = "tl.zeros" if op == "sum" else "tl.full"
+    init += (
+        "([BLOCK_R, BLOCK_C], tl.float32)"
+        if op == "sum"
+        else "([BLOCK_R, BLOCK_C], float('-inf'), tl.float32)"
+    )
+    other = "0.0" if op == "sum" else "float('-inf')"
+    step = "acc += x" if op == "sum" else "acc = tl.maximum(acc, x)"
+    fin = ("tl.sum(acc, axis=0)" if op == "sum" else "tl.max(acc, axis=0)") + (
+        " / n_rows" if scale_by_n else ""
+    )
+    kernel = f"""
+@triton.jit
+def col_reduce_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    acc = {init}
+    for start in range(0, n_rows, BLOCK_R):
+        rows = start + tl.arange(0, BLOCK_R)
+        mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+        x = tl.load(x_ptr + rows[:, None] * n_cols + cols[None, :], mask=mask, other={other}).to(tl.float32)
+        {step}
+    tl.store(y_ptr + cols, ({fin}).to(y_ptr.dtype.element_ty), mask=cols < n_cols)
+"""
+    fwd = f"""        x = {arg}.contiguous()
+        n_rows, n_cols = x.shape
+        y = torch.empty(n_cols, dtype={dtype}, device=x.device)
+        grid = (triton.cdiv(n_cols, BLOCK_SIZE_C),)
+        col_reduce_kernel[grid](x, y, n_rows, n_cols, BLOCK_R=BLOCK_SIZE_R, BLOCK_C=BLOCK_SIZE_C)
+        return y{".view(1, n_cols)" if keepdim else ""}"""
+    consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
+    return HEADER + consts + kernel + _model([arg], fwd)
