@@ -13,7 +13,10 @@ candidate from its Triton template. The op classes:
 - matmul / mm / bmm (operands may be transposed views or fp32 upcasts) with an elementwise epilogue
   that may read a bias row, a residual or a scalar input;
 - stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
-- row gathers (index_select on dim 0, embedding).
+- row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter.
+
+Modules and parameters of the model are rebuilt in ModelNew.__init__ only where seeded construction
+provably gives equal values (checked at draft time).
 
 Anything else is reported by name as not draftable.
 """
@@ -85,10 +88,24 @@ _KNOWN_TARGETS = (
     | _TRANSPOSE
     | {F.layer_norm, getattr, operator.getitem, "type_as"}
 )
-_KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm)
+_KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding)
 # local names of the templates' forward bodies that an input must not shadow
 _RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
-_RESERVED |= {"n_rows", "n_cols", "n_batch", "M", "N", "K", "torch", "triton", "tl", "nn"}
+_RESERVED |= {
+    "n_rows",
+    "n_cols",
+    "n_batch",
+    "M",
+    "N",
+    "K",
+    "torch",
+    "triton",
+    "tl",
+    "nn",
+    "table",
+    "idx",
+    "flat",
+}
 
 
 @dataclass
@@ -348,13 +365,13 @@ def _draft_broadcast(t: Traced) -> str | None:
 # ---- row-wise ops over the last dimension -------------------------------------------------------
 
 
-def _row_op(t: Traced, targets: set[Any], extra_kwargs: set[str] = frozenset()) -> Node | None:  # type: ignore[assignment]
+def _row_op(t: Traced, targets: set[Any], extra_kwargs: tuple[str, ...] = ()) -> Node | None:
     """The single op of the graph, in `targets`, over the single input's last dimension."""
     if len(t.ops) != 1 or len(t.ph) != 1 or t.out is not t.ops[0] or t.ops[0].target not in targets:
         return None
     n = t.ops[0]
     kwargs = {k: v for k, v in n.kwargs.items() if k != "_stacklevel" and (k, v) != ("dtype", None)}
-    if n.args[:1] != (t.ph[0],) or set(kwargs) - {"dim"} - extra_kwargs:
+    if n.args[:1] != (t.ph[0],) or set(kwargs) - {"dim", *extra_kwargs}:
         return None
     return n if _is_last_dim(_dim(n, 1, -1 if n.target in _SOFTMAX else None), _rank(t.ph[0])) else None
 
@@ -370,7 +387,7 @@ def _draft_log_softmax(t: Traced) -> str | None:
 
 
 def _draft_reduce(t: Traced) -> str | None:
-    n = _row_op(t, set(_REDUCE), {"keepdim"})
+    n = _row_op(t, set(_REDUCE), ("keepdim",))
     if n is None:
         return None
     kind = _REDUCE[n.target]
@@ -395,7 +412,7 @@ def _draft_col_reduce(t: Traced) -> str | None:
 
 
 def _draft_argmax(t: Traced) -> str | None:
-    n = _row_op(t, _ARGMAX, {"keepdim"})
+    n = _row_op(t, _ARGMAX, ("keepdim",))
     if n is None or not t.ph[0].meta["tensor_meta"].dtype.is_floating_point:
         return None
     keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
@@ -626,6 +643,8 @@ def _module_ctor(m: nn.Module) -> str | None:
         ctor = f"nn.Linear({m.in_features}, {m.out_features}, bias={m.bias is not None})"
     elif isinstance(m, nn.RMSNorm):
         ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
+    elif isinstance(m, nn.Embedding) and m.padding_idx is None and m.max_norm is None:
+        ctor = f"nn.Embedding({m.num_embeddings}, {m.embedding_dim})"
     else:
         return None
     dtype = next(m.parameters()).dtype
@@ -633,7 +652,7 @@ def _module_ctor(m: nn.Module) -> str | None:
 
 
 def _twins(t: Traced) -> list[str] | None:
-    """`__init__` lines that rebuild the model's parameters (nn.Linear, nn.RMSNorm, and the model's
+    """`__init__` lines that rebuild the model's parameters (nn.Linear, nn.RMSNorm, nn.Embedding, the model's
     own nn.Parameter(torch.randn/rand/ones/zeros(shape))) so that the evaluator's seeded
     construction gives ModelNew equal values; None (and a note) when they would not be equal."""
     modules = [(path, m) for path, m in t.model.named_modules() if path and list(m.parameters(recurse=False))]
@@ -720,20 +739,46 @@ def _draft_linear(t: Traced) -> str | None:
     return templates_matmul.linear_chain(stages, t.args, t.arg(x), init)
 
 
+_EMBEDDING_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2.0, "scale_grad_by_freq": False}
+_EMBEDDING_DEFAULTS |= {"sparse": False}
+
+
 def _draft_gather(t: Traced) -> str | None:
-    if len(t.ops) != 1 or t.ops[0].target not in _GATHER or len(t.ph) != 2:
+    """Row gathers: index_select(table, 0, idx) or F.embedding(idx, table); the table an input or
+    a parameter of the model."""
+    if len(t.ops) != 1 or t.out is not t.ops[0]:
         return None
-    n = t.ops[0]
+    n, mod = t.ops[0], t.module(t.ops[0])
+    if isinstance(mod, nn.Embedding):
+        init = _twins(t)
+        if init is None or n.kwargs or len(n.args) != 1 or n.args[0] not in t.ph:
+            return None
+        attr = str(n.target).replace(".", "_")
+        return templates.gather_rows(
+            64, ", ".join(t.args), (f"self.{attr}.weight.detach()", t.arg(n.args[0])), init
+        )
     if n.target is F.embedding:
-        if list(n.args[:2]) != t.ph[::-1] and list(n.args[:2]) != t.ph:
+        if any(_EMBEDDING_DEFAULTS.get(k, object()) != v for k, v in n.kwargs.items()) or len(n.args) != 2:
             return None
-        table = n.args[1]
+        idx, table = n.args
+    elif n.target in _GATHER:
+        if _dim(n, 1) != 0 or len(n.args) != 3 or n.kwargs:
+            return None
+        table, _, idx = n.args
     else:
-        if _dim(n, 1) != 0:
-            return None
-        table = n.args[0]
-    names = "table, idx" if t.ph.index(table) == 0 else "idx, table"  # type: ignore[arg-type]
-    return templates.gather_rows(64, names)
+        return None
+    if idx not in t.ph or _rank(table) != 2:
+        return None
+    init: list[str] | None = []
+    if isinstance(table, Node) and table.op == "get_attr":
+        init, table_src = _twins(t), f"self.{str(table.target).replace('.', '_')}.detach()"
+    elif table in t.ph:
+        table_src = t.arg(table)
+    else:
+        return None
+    if init is None:
+        return None
+    return templates.gather_rows(64, ", ".join(t.args), (table_src, t.arg(idx)), init)
 
 
 RULES: tuple[Rule, ...] = (

@@ -6,6 +6,8 @@ Every template yields a whole candidate module (kernel + `ModelNew`), general in
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 
 MODEL_TAIL = """
@@ -254,8 +256,18 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
     return HEADER + consts + kernel + MODEL_TAIL.format(args="a, b", body=fwd)
 
 
-def gather_rows(block: int = 64, arg_names: str = "table, idx") -> str:
-    """out[i, :] = table[idx[i], :] (index_select on dim 0 / embedding lookup)."""
+def gather_rows(
+    block: int = 64,
+    arg_names: str = "table, idx",
+    operands: tuple[str, str] | None = None,
+    init: Sequence[str] = (),
+) -> str:
+    """out[i, :] = table[idx[i], :] (index_select on dim 0 / embedding lookup).
+
+    forward's parameters are `arg_names`, by default the table and the indices themselves; else
+    `operands` are the (table, idx) expressions over them (e.g. `self.table.detach()`), and `init`
+    the lines of `__init__` that rebuild the model's parameters."""
+    prelude = f"        table, idx = {operands[0]}, {operands[1]}\n" if operands else ""
     kernel = """
 @triton.jit
 def gather_rows_kernel(table_ptr, idx_ptr, out_ptr, n_cols, table_stride, out_stride, BLOCK: tl.constexpr):
@@ -266,13 +278,21 @@ def gather_rows_kernel(table_ptr, idx_ptr, out_ptr, n_cols, table_stride, out_st
         v = tl.load(table_ptr + r * table_stride + cols, mask=cols < n_cols)
         tl.store(out_ptr + i * out_stride + cols, v, mask=cols < n_cols)
 """
-    fwd = """        table = table.contiguous()
+    fwd = (
+        prelude
+        + """        table = table.contiguous()
         flat = idx.reshape(-1).contiguous()
         out = torch.empty((flat.numel(), table.shape[1]), dtype=table.dtype, device=table.device)
         gather_rows_kernel[(flat.numel(),)](table, flat, out, table.shape[1], table.stride(0), out.stride(0),
                                             BLOCK=BLOCK_SIZE)
         return out.view(*idx.shape, table.shape[1])"""
-    return HEADER + f"\nBLOCK_SIZE = {block}\n\n" + kernel + MODEL_TAIL.format(args=arg_names, body=fwd)
+    )
+    tail = MODEL_TAIL.format(args=arg_names, body=fwd)
+    if init:
+        tail = tail.replace(
+            "super().__init__()\n", "super().__init__()\n" + "".join(f"        {x}\n" for x in init)
+        )
+    return HEADER + f"\nBLOCK_SIZE = {block}\n\n" + kernel + tail
 
 
 _LAYER_NORM_KERNEL = """
