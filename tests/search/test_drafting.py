@@ -42,6 +42,8 @@ DRAFTED = {
     "cumsum": ("scan", "tl.cumsum"),
     "argmax": ("reduction", "argmax_kernel"),
     "col_mean": ("reduction", "col_reduce_kernel"),
+    "embedding_module": ("gather", "self.emb = nn.Embedding(50, 72)"),
+    "embedding_param": ("gather", "self.table = nn.Parameter(torch.randn((50, 72)))"),
     "transpose": ("elementwise", "transpose_kernel"),
     "log_softmax": ("softmax", "tl.log"),
 }

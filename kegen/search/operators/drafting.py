@@ -652,8 +652,8 @@ def _module_ctor(m: nn.Module) -> str | None:
 
 
 def _twins(t: Traced) -> list[str] | None:
-    """`__init__` lines that rebuild the model's parameters (nn.Linear, nn.RMSNorm, nn.Embedding, the model's
-    own nn.Parameter(torch.randn/rand/ones/zeros(shape))) so that the evaluator's seeded
+    """`__init__` lines that rebuild the model's parameters (nn.Linear, nn.RMSNorm, nn.Embedding and
+    the model's own nn.Parameter(torch.randn/rand/ones/zeros(shape))) so that the evaluator's seeded
     construction gives ModelNew equal values; None (and a note) when they would not be equal."""
     modules = [(path, m) for path, m in t.model.named_modules() if path and list(m.parameters(recurse=False))]
     for path, m in modules:
@@ -750,12 +750,12 @@ def _draft_gather(t: Traced) -> str | None:
         return None
     n, mod = t.ops[0], t.module(t.ops[0])
     if isinstance(mod, nn.Embedding):
-        init = _twins(t)
-        if init is None or n.kwargs or len(n.args) != 1 or n.args[0] not in t.ph:
+        twins = _twins(t)
+        if twins is None or n.kwargs or len(n.args) != 1 or n.args[0] not in t.ph:
             return None
         attr = str(n.target).replace(".", "_")
         return templates.gather_rows(
-            64, ", ".join(t.args), (f"self.{attr}.weight.detach()", t.arg(n.args[0])), init
+            64, ", ".join(t.args), (f"self.{attr}.weight.detach()", t.arg(n.args[0])), twins
         )
     if n.target is F.embedding:
         if any(_EMBEDDING_DEFAULTS.get(k, object()) != v for k, v in n.kwargs.items()) or len(n.args) != 2:
