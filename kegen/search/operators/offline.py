@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import ast
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import Diagnosis, OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
+from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
+FAMILY_REPEAT_PENALTY = 0.5
 STALL_HINTS = {
     ("dma", "memory", "dram", "sram", "load", "fabric", "bandwidth"): (
         "block_up",
@@ -37,6 +39,13 @@ STALL_HINTS = {
 }
 
 
+def _block_site(m: Mutation) -> str | None:
+    """`@kernel:PARAM` of a knob block mutation named `PARAM=VALUE@kernel`, else None."""
+    if m.family not in ("block_up", "block_down") or "=" not in m.name or "@" not in m.name:
+        return None
+    return f"@{m.name.rsplit('@', 1)[1]}:{m.name.split('=', 1)[0]}"
+
+
 class OfflineOperator(Operator):
     """Mutates the parent's Triton source; learns which mutation families pay off."""
 
@@ -50,11 +59,15 @@ class OfflineOperator(Operator):
     def candidates(self, ctx: OperatorContext) -> list[Mutation]:
         launch = ctx.problem.target == "mtia"
         try:
-            return recipe_mutations(ctx.parent_code, ctx.problem.platform) + knob_mutations(
-                ctx.parent_code, launch_options=launch
-            )
+            recipes = recipe_mutations(ctx.parent_code, ctx.problem.platform)
+            knobs = knob_mutations(ctx.parent_code, launch_options=launch)
+            sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
+            blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
         except SyntaxError:
             return []
+        # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
+        knobs = [m for m in knobs if _block_site(m) not in sites]
+        return recipes + knobs + blocks
 
     def score(self, m: Mutation, diag: Diagnosis) -> float:
         s = m.prior
@@ -87,7 +100,11 @@ class OfflineOperator(Operator):
                 error="the offline operator mutates correct candidates; it does not debug",
             )
         tried = {a.description for a in ctx.siblings}
-        muts = sorted(self.candidates(ctx), key=lambda m: -self.score(m, ctx.diagnosis))
+        muts = self.candidates(ctx)
+        # spread a node's children over families: each sibling of a family lowers that family's score
+        family_of = {m.description: m.family for m in muts}
+        repeats = Counter(family_of.get(d) for d in tried)
+        muts.sort(key=lambda m: -(self.score(m, ctx.diagnosis) - FAMILY_REPEAT_PENALTY * repeats[m.family]))
         for m in muts:
             if m.description in tried:
                 continue

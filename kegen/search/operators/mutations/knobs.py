@@ -3,7 +3,8 @@
 Block knobs: module constants (`BLOCK_SIZE = 128`), integer keywords of launches
 (`kernel[grid](..., BLOCK=64)`; the same literal inside that launch's grid is rewritten too) and
 integer defaults of `tl.constexpr` parameters. Launch-option knobs: the mtia backend's performance
-options passed as launch keywords (num_stages, pe_mapping, dual_core).
+options (`MtiaOptions.search_space()`: ints, strings, booleans) passed as launch keywords of the
+module's jit kernels; an absent keyword stands for the backend's default.
 """
 
 from __future__ import annotations
@@ -22,19 +23,27 @@ DEFAULT_OPTION_SPACE: dict[str, tuple[Any, ...]] = {
     "pe_mapping": ("blocked", "round_robin"),
     "dual_core": (False, True),
 }
-OPTION_DEFAULTS: dict[str, Any] = {"num_stages": 1, "pe_mapping": "blocked", "dual_core": False}
+OPTION_DEFAULTS: dict[str, Any] = {"num_stages": 1, "pe_mapping": "round_robin", "dual_core": False}
+OPTION_HELPS: dict[str, tuple[str, ...]] = {
+    "num_stages": ("memory",),
+    "pe_mapping": ("memory", "latency"),
+    "dual_core": ("latency", "compute"),
+    "red_accumulate": ("memory", "latency"),
+}
 MIN_BLOCK, MAX_BLOCK = 4, 16384
 
 
 @dataclass(frozen=True)
 class Knob:
-    """One tunable value: `where` is const | launch | default; `index` numbers launches of a kernel."""
+    """One tunable value: `where` is const | launch | default; `index` numbers launches of a kernel;
+    `option` marks a backend launch option (any type) as opposed to an integer block size."""
 
     where: str
     kernel: str
     name: str
     value: Any
     index: int = 0
+    option: bool = False
 
     @property
     def key(self) -> str:
@@ -42,7 +51,7 @@ class Knob:
 
     @property
     def is_block(self) -> bool:
-        return self.name not in OPTION_DEFAULTS
+        return not self.option
 
 
 def option_space() -> dict[str, tuple[Any, ...]]:
@@ -53,6 +62,22 @@ def option_space() -> dict[str, tuple[Any, ...]]:
         return dict(MtiaOptions.search_space())
     except Exception:  # the backend may be absent (other targets)
         return dict(DEFAULT_OPTION_SPACE)
+
+
+def option_defaults() -> dict[str, Any]:
+    """The backend's default value of each performance option (what a launch without it gets)."""
+    try:
+        from lowering.backend.options import MtiaOptions
+
+        defaults = MtiaOptions()
+        return {name: getattr(defaults, name) for name in MtiaOptions.search_space()}
+    except Exception:  # the backend may be absent (other targets)
+        return dict(OPTION_DEFAULTS)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same type (True == 1 in Python, but not as an option value)."""
+    return type(a) is type(b) and a == b
 
 
 def _launch_name(call: ast.Call) -> str | None:
@@ -117,17 +142,21 @@ def find_knobs(source: str, *, launch_options: bool = True) -> list[Knob]:
             ):
                 knobs.append(Knob("default", fn.name, a.arg, defaults[a.arg].value))  # type: ignore[attr-defined]
     space = option_space() if launch_options else {}
+    defaults = option_defaults() if launch_options else {}
+    kernels = {fn.name for fn in _jit_functions(tree)}
     for name, idx, call in _launches(tree):
         present = {kw.arg: kw.value for kw in call.keywords if kw.arg}
         for kw_name, val in present.items():
             if kw_name not in NOT_BLOCKS and kw_name not in space and _is_int(val) and kw_name.isupper():
                 knobs.append(Knob("launch", name, kw_name, val.value))  # type: ignore[attr-defined]
+        if name not in kernels:
+            continue  # options go to the module's own kernels only (not e.g. `self.layers[i](x)`)
         for opt in space:
             given = present.get(opt)
             if given is None:
-                knobs.append(Knob("launch", name, opt, OPTION_DEFAULTS.get(opt, space[opt][0]), idx))
+                knobs.append(Knob("launch", name, opt, defaults.get(opt, space[opt][0]), idx, option=True))
             elif isinstance(given, ast.Constant):
-                knobs.append(Knob("launch", name, opt, given.value, idx))
+                knobs.append(Knob("launch", name, opt, given.value, idx, option=True))
     return knobs
 
 
@@ -167,7 +196,7 @@ class _Setter(ast.NodeTransformer):
             return node
         idx = self._counts.get(name, 0)
         self._counts[name] = idx + 1
-        if name != k.kernel or (not k.is_block and idx != k.index):
+        if name != k.kernel or (k.option and idx != k.index):
             return node
         for kw in node.keywords:
             if kw.arg == k.name:
@@ -177,7 +206,7 @@ class _Setter(ast.NodeTransformer):
                 if k.is_block and isinstance(old, int) and isinstance(node.func, ast.Subscript):
                     node.func.slice = _ReplaceInt(old, self.value).visit(node.func.slice)
                 return node
-        if not k.is_block:
+        if k.option:
             node.keywords.append(ast.keyword(arg=k.name, value=ast.Constant(self.value)))
             self.hit = True
         return node
@@ -217,7 +246,7 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
         if knob.name == "num_stages" and knob.kernel not in pipelined:
             continue  # multi-buffering only changes loops that load
         if knob.is_block:
-            if not isinstance(knob.value, int) or knob.key in seen:
+            if type(knob.value) is not int or knob.key in seen:
                 continue
             seen.add(knob.key)
             for v in block_values(knob.value):
@@ -235,21 +264,15 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                 )
         else:
             for v in space.get(knob.name, ()):
-                if v == knob.value:
+                if _same(v, knob.value):
                     continue
-                fam = knob.name
-                helps = {
-                    "num_stages": ("memory",),
-                    "pe_mapping": ("memory", "latency"),
-                    "dual_core": ("latency", "compute"),
-                }.get(knob.name, ())
                 muts.append(
                     Mutation(
                         name=f"{knob.name}={v}@{knob.kernel}#{knob.index}",
-                        family=fam,
+                        family=knob.name,
                         description=f"launch {knob.kernel} with {knob.name}={v!r} (was {knob.value!r})",
                         apply=_setter(knob, v),
-                        helps=helps,
+                        helps=OPTION_HELPS.get(knob.name, ()),
                         prior=1.0,
                     )
                 )
@@ -277,9 +300,10 @@ def _setter(knob: Knob, value: Any):  # type: ignore[no-untyped-def]
 def launch_options_of(source: str) -> dict[str, dict[str, Any]]:
     """kernel name -> launch options set in the source (to carry them over a recipe rewrite)."""
     out: dict[str, dict[str, Any]] = {}
+    space = option_space()
     for name, _, call in _launches(ast.parse(source)):
         for kw in call.keywords:
-            if kw.arg in OPTION_DEFAULTS and isinstance(kw.value, ast.Constant):
+            if kw.arg in space and isinstance(kw.value, ast.Constant):
                 out.setdefault(name, {})[kw.arg] = kw.value.value
     return out
 

@@ -3,8 +3,9 @@
 - softmax: a multi-pass row softmax (three passes: max, sum, write) becomes the online softmax
   (running max and rescaled sum in one pass, then the write pass); a row that fits the local store
   becomes one block per row (no loop). The kernel is recognised on the AST (loops over the row,
-  tl.max/tl.exp/tl.sum) and replaced by the knowledge base's recipe, keeping its block size and
-  launch options.
+  tl.max/tl.exp/tl.sum, no logarithm, and a store of exp(x - max) / sum: log_softmax and other
+  max/exp/sum kernels are not softmaxes) and replaced by the knowledge base's recipe, keeping its
+  block size and launch options.
 - matmul: the row-major program order `pid_m = pid // num_pid_n; pid_n = pid % num_pid_n` becomes
   the grouped order (GROUP_M rows of tiles share B's columns while they are on chip), an AST
   rewrite of those two statements.
@@ -13,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+from typing import TypeGuard
 
 from kegen.search.operators import templates
 from kegen.search.operators.mutations.arith import has_block_by_scalar_division, reciprocal
@@ -36,14 +38,87 @@ def _jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
     ]
 
 
+_LOG_CALLS = {"log", "log2", "log1p"}
+
+
+def _assignments(fn: ast.FunctionDef) -> dict[str, list[ast.expr]]:
+    """name -> every value assigned to it in the function (plain `name = value` statements)."""
+    out: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            out.setdefault(n.targets[0].id, []).append(n.value)
+    return out
+
+
+def _values(e: ast.expr, env: dict[str, list[ast.expr]], depth: int = 3) -> list[ast.expr]:
+    """`e` and, for a name, the values assigned to it (followed `depth` names deep); casts
+    (`v.to(...)`) are looked through."""
+    while isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "to":
+        e = e.func.value
+    if isinstance(e, ast.Name) and depth > 0:
+        return [v for a in env.get(e.id, []) for v in _values(a, env, depth - 1)]
+    return [e]
+
+
+def _is_call(e: ast.AST, attr: str) -> TypeGuard[ast.Call]:
+    """Whether `e` is a call of a method or module function named `attr` (`tl.exp(...)`)."""
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == attr
+
+
+def _is_exp_of_shifted(e: ast.expr, env: dict[str, list[ast.expr]]) -> bool:
+    """exp(x - m), directly or through names (`x = x - tl.max(x)`; `e = tl.exp(x)`)."""
+    for v in _values(e, env):
+        if _is_call(v, "exp") and v.args:
+            arg = v.args[0]
+            if any(isinstance(a, ast.BinOp) and isinstance(a.op, ast.Sub) for a in _values(arg, env)):
+                return True
+    return False
+
+
+def _is_denominator(e: ast.expr, env: dict[str, list[ast.expr]]) -> bool:
+    """A row sum: tl.sum(...) or a statistic loaded from memory (the two-kernel form)."""
+    return any(any(_is_call(c, "sum") or _is_call(c, "load") for c in ast.walk(v)) for v in _values(e, env))
+
+
+def _stores_softmax(fn: ast.FunctionDef) -> bool:
+    """Whether the kernel stores exp(x - max) / sum (or exp(x - max) * (1 / sum))."""
+    env = _assignments(fn)
+    for n in ast.walk(fn):
+        if not (_is_call(n, "store") and len(n.args) >= 2):
+            continue
+        for v in _values(n.args[1], env):
+            if not isinstance(v, ast.BinOp):
+                continue
+            if (
+                isinstance(v.op, ast.Div)
+                and _is_exp_of_shifted(v.left, env)
+                and _is_denominator(v.right, env)
+            ):
+                return True
+            if isinstance(v.op, ast.Mult):
+                for num, rec in ((v.left, v.right), (v.right, v.left)):
+                    if (
+                        _is_exp_of_shifted(num, env)
+                        and isinstance(rec, ast.BinOp)
+                        and isinstance(rec.op, ast.Div)
+                        and _is_denominator(rec.right, env)
+                    ):
+                        return True
+    return False
+
+
 def softmax_shape(source: str) -> str | None:
-    """'three_pass' | 'online' | 'single_block' | 'two_kernel' when the module computes a row softmax."""
+    """'three_pass' | 'online' | 'single_block' | 'two_kernel' when the module computes a row softmax:
+    its kernels call max/exp/sum/load/store, none takes a logarithm (log_softmax is not a softmax),
+    and the output kernel stores exp(x - max) / sum."""
     tree = ast.parse(source)
     fns = _jit_functions(tree)
     if not fns or len(fns) > 2:
         return None
     calls = set().union(*(_calls(fn) for fn in fns))
-    if not {"max", "exp", "sum", "load", "store"} <= calls:
+    if not {"max", "exp", "sum", "load", "store"} <= calls or calls & _LOG_CALLS:
+        return None
+    if not any(_stores_softmax(fn) for fn in fns):
         return None
     if len(fns) == 2:
         return "two_kernel"

@@ -1,0 +1,163 @@
+"""The traced reference the drafting patterns match: the torch.fx graph with shapes, the op-target
+sets the patterns recognise, and small accessors of node arguments, shapes and dtypes."""
+
+from __future__ import annotations
+
+import importlib.util
+import operator
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx import GraphModule, Node
+
+from kegen.search.operators.templates_exprs import ELEMENTWISE_FORMATS, MODULE_FORMATS
+
+
+class DraftError(ValueError):
+    """The reference uses ops the offline drafter has no template for."""
+
+
+POW = {operator.pow, torch.pow, "pow"}
+GELU = {F.gelu, torch._C._nn.gelu, "gelu"}
+CASTS = {"to", "type", "half", "bfloat16"}
+IGNORED_KWARGS = {"inplace": False, "approximate": "none"}
+SOFTMAX = {torch.softmax, F.softmax, "softmax"}
+LOG_SOFTMAX = {torch.log_softmax, F.log_softmax, "log_softmax"}
+REDUCE = {
+    **dict.fromkeys((torch.sum, "sum"), "sum"),
+    **dict.fromkeys((torch.mean, "mean"), "mean"),
+    **dict.fromkeys((torch.amax, "amax"), "max"),
+}
+ARGMAX = {torch.argmax, "argmax"}
+CUMSUM = {torch.cumsum, "cumsum"}
+MATMUL = {torch.matmul, torch.mm, operator.matmul, "matmul", "mm", torch.bmm, "bmm"}
+LINEAR = {F.linear, torch._C._nn.linear}
+GATHER = {torch.index_select, "index_select", F.embedding}
+RMS_NORM = {F.rms_norm, torch.rms_norm}
+TRANSPOSE = {"t", torch.t, "transpose", torch.transpose, "swapaxes", "swapdims", "permute", torch.permute}
+# every target some pattern handles (the rest is named when drafting refuses)
+KNOWN_TARGETS = (
+    set(ELEMENTWISE_FORMATS) | POW | GELU | CASTS | SOFTMAX | LOG_SOFTMAX | set(REDUCE) | ARGMAX | CUMSUM
+) | (MATMUL | LINEAR | GATHER | RMS_NORM | TRANSPOSE | {F.layer_norm, getattr, operator.getitem, "type_as"})
+KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding)
+# local names of the templates' forward bodies that an input must not shadow
+RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
+RESERVED |= {
+    "n_rows",
+    "n_cols",
+    "n_batch",
+    "M",
+    "N",
+    "K",
+    "torch",
+    "triton",
+    "tl",
+    "nn",
+    "table",
+    "idx",
+    "flat",
+}
+
+
+@dataclass
+class Traced:
+    """The traced reference: its compute nodes, inputs (with the values traced on) and output."""
+
+    problem: Any
+    model: nn.Module
+    gm: GraphModule
+    ops: list[Node]
+    ph: list[Node]
+    out: Node | None
+    inputs: list[Any]
+    notes: list[str] = field(default_factory=list)  # why a pattern that nearly matched refused
+
+    def module(self, n: Node) -> nn.Module | None:
+        """The submodule a call_module node calls (None for other nodes)."""
+        return self.gm.get_submodule(str(n.target)) if n.op == "call_module" else None
+
+    @property
+    def args(self) -> list[str]:
+        """ModelNew.forward's parameters: the reference's, renamed where a template uses the name."""
+        return [f"{p.name}_in" if p.name in RESERVED else p.name for p in self.ph]
+
+    def arg(self, n: Any) -> str:
+        """ModelNew.forward's name of input node `n`."""
+        return self.args[self.ph.index(n)]
+
+
+def load_problem_module(path: Path) -> Any:
+    """Import a problem file as a fresh module."""
+    name = f"_kegen_problem_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise DraftError(f"cannot import problem {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def trace(problem_path: Path) -> Traced:
+    """Import the problem, build its model (seed 0) and trace it with shapes propagated."""
+    mod = load_problem_module(Path(problem_path))
+    torch.manual_seed(0)
+    model = mod.Model(*mod.get_init_inputs())
+    inputs = mod.get_inputs()
+    gm = torch.fx.symbolic_trace(model)
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    ShapeProp(gm).propagate(*inputs)
+    nodes = list(gm.graph.nodes)
+    ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
+    out_args = [n for n in nodes if n.op == "output"][0].args[0]
+    out = out_args if isinstance(out_args, Node) else None
+    return Traced(mod, model, gm, ops, [n for n in nodes if n.op == "placeholder"], out, inputs)
+
+
+def op_name(target: Any) -> str:
+    """The name of a node's target (a method name, or a function's __name__)."""
+    return target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+
+
+def dim_arg(node: Node, pos: int, default: Any = None) -> Any:
+    """The `dim` argument of an op (keyword, or positional at `pos`)."""
+    if "dim" in node.kwargs:
+        return node.kwargs["dim"]
+    return node.args[pos] if len(node.args) > pos else default
+
+
+def shape_of(node: Any) -> tuple[int, ...] | None:
+    """The traced shape of a node, if known."""
+    meta = getattr(node, "meta", {}).get("tensor_meta")
+    return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+
+
+def rank_of(node: Any) -> int | None:
+    """The traced rank of a node, if known."""
+    shape = shape_of(node)
+    return None if shape is None else len(shape)
+
+
+def dtype_of(node: Any) -> torch.dtype | None:
+    """The traced dtype of a node, if known."""
+    meta = getattr(node, "meta", {}).get("tensor_meta")
+    return getattr(meta, "dtype", None)
+
+
+def dtype_src(n: Node | None) -> str | None:
+    """`torch.float32`-style source text of a floating node's dtype, else None."""
+    dtype = dtype_of(n)
+    return str(dtype) if dtype is not None and dtype.is_floating_point else None
+
+
+def is_last_dim(dim: Any, rank: int | None) -> bool:
+    """Whether `dim` (an int or a one-element list) names the last dim of a rank-`rank` tensor."""
+    if isinstance(dim, list | tuple) and len(dim) == 1:
+        dim = dim[0]
+    return isinstance(dim, int) and rank is not None and rank > 0 and dim in (-1, rank - 1)

@@ -1,0 +1,130 @@
+"""Drafting normalisations over the last dimension: nn.LayerNorm, F.layer_norm (of an input or a
+residual sum), nn.RMSNorm / F.rms_norm, and RMSNorm written with torch ops (confirmed numerically)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx import Node
+
+from kegen.search.operators import templates, templates_rows
+from kegen.search.operators.drafting_graph import POW, RMS_NORM, Traced, dtype_src, rank_of, shape_of
+from kegen.search.operators.drafting_weights import twins
+
+
+def draft_layer_norm(t: Traced) -> str | None:
+    """nn.LayerNorm (a direct attribute of the model) over the last dimension."""
+    if len(t.ops) != 1 or len(t.ph) != 1:
+        return None
+    n = t.ops[0]
+    mod = t.module(n)
+    if mod is not None:
+        if not isinstance(mod, nn.LayerNorm) or "." in str(n.target) or len(mod.normalized_shape) != 1:
+            return None
+        has_w, has_b = mod.weight is not None, mod.bias is not None
+        return templates.layer_norm(
+            64, module=(str(n.target), int(mod.normalized_shape[0]), float(mod.eps), has_w, has_b)
+        )
+    return None
+
+
+def _shape_reads(t: Traced) -> set[Node]:
+    """`x.shape` and `x.shape[i]` nodes (arguments such as F.layer_norm's normalized_shape)."""
+    reads = {n for n in t.ops if n.target is getattr and n.args[1] == "shape"}
+    return reads | {n for n in t.ops if n.target is operator.getitem and n.args[0] in reads}
+
+
+def draft_layer_norm_fn(t: Traced) -> str | None:
+    """F.layer_norm over the last dimension, with input weight/bias, of an input or a residual sum."""
+    lns = [n for n in t.ops if n.target is F.layer_norm]
+    if len(lns) != 1 or t.out is not lns[0] or dtype_src(t.out) is None:
+        return None
+    ln = lns[0]
+    p = dict(zip(("input", "normalized_shape", "weight", "bias", "eps"), ln.args, strict=False)) | ln.kwargs
+    x, shape, w, b = p.get("input"), p.get("normalized_shape"), p.get("weight"), p.get("bias")
+    eps = p.get("eps", 1e-5)
+    if not isinstance(shape, list | tuple) or len(shape) != 1 or not isinstance(eps, float | int):
+        return None
+    if any(v is not None and (v not in t.ph or rank_of(v) != 1) for v in (w, b)):
+        return None
+    rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t)]
+    residual = None
+    if rest == [x] and isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs:
+        x, residual = x.args
+        if residual not in t.ph or shape_of(residual) != shape_of(x):
+            return None
+    elif rest:
+        return None
+    if x not in t.ph:
+        return None
+    return templates_rows.layer_norm(
+        t.args,
+        t.arg(x),
+        t.arg(residual) if residual is not None else None,
+        t.arg(w) if w is not None else None,
+        t.arg(b) if b is not None else None,
+        float(eps),
+        str(dtype_src(t.out)),
+    )
+
+
+def draft_rms_norm_op(t: Traced) -> str | None:
+    """nn.RMSNorm (rebuilt in ModelNew) or F.rms_norm over the last dimension."""
+    if len(t.ops) != 1 or t.out is not t.ops[0] or dtype_src(t.out) is None or t.ops[0].args[0] not in t.ph:
+        return None
+    n, x = t.ops[0], t.ops[0].args[0]
+    mod, init = t.module(n), twins(t) if t.module(n) is not None else []
+    weight: str | None
+    if isinstance(mod, nn.RMSNorm) and len(mod.normalized_shape) == 1 and init is not None:
+        attr = str(n.target).replace(".", "_")
+        eps: Any = mod.eps
+        weight = f"self.{attr}.weight.detach()" if mod.weight is not None else None
+    elif n.target in RMS_NORM:
+        params = dict(zip(("input", "normalized_shape", "weight", "eps"), n.args, strict=False)) | n.kwargs
+        shape, w, eps = params.get("normalized_shape"), params.get("weight"), params.get("eps")
+        if not isinstance(shape, list | tuple) or len(shape) != 1 or (w is not None and w not in t.ph):
+            return None
+        weight = t.arg(w) if w is not None else None
+    else:
+        return None
+    eps_src = "torch.finfo(x.dtype).eps" if eps is None else repr(float(eps))
+    return templates_rows.rms_norm(t.args, t.arg(x), weight, eps_src, str(dtype_src(t.out)), init=init or ())
+
+
+_RMS_FORMULA_OPS = {"mean", torch.mean, "float", "to", "type_as"} | POW | {torch.square, "square"}
+_RMS_FORMULA_OPS |= {operator.mul, torch.mul, "mul", operator.add, torch.add, "add", torch.rsqrt, "rsqrt"}
+_RMS_FORMULA_OPS |= {torch.sqrt, "sqrt", operator.truediv, torch.div, "div", torch.reciprocal, "reciprocal"}
+
+
+def draft_rms_norm_formula(t: Traced) -> str | None:
+    """RMSNorm written with torch ops: recognised by its ops and eps, confirmed numerically."""
+    if t.out is None or not 1 <= len(t.ph) <= 2 or any(n.op == "call_module" for n in t.ops):
+        return None
+    means = [n for n in t.ops if n.target in ("mean", torch.mean)]
+    if any(n.target not in _RMS_FORMULA_OPS for n in t.ops) or len(means) != 1:
+        return None
+    out_shape = shape_of(t.out)
+    if not out_shape:
+        return None
+    xs = [p for p in t.ph if shape_of(p) == out_shape]
+    ws = [p for p in t.ph if p not in xs]
+    if len(xs) != 1 or any(shape_of(w) != out_shape[-1:] for w in ws) or dtype_src(t.out) is None:
+        return None
+    adds = [n for n in t.ops if n.target in (operator.add, torch.add, "add")]
+    eps = [a for n in adds for a in n.args if isinstance(a, float)]
+    if len(eps) != 1:
+        return None
+    x, w = xs[0], ws[0] if ws else None
+    for scale in (1.0, 3.0):
+        values = [v * scale if p is x else v for p, v in zip(t.ph, t.inputs, strict=True)]
+        xv, wv = values[t.ph.index(x)].float(), values[t.ph.index(w)].float() if w is not None else 1.0
+        want = xv * torch.rsqrt(xv.pow(2).mean(-1, keepdim=True) + eps[0]) * wv
+        got = t.gm(*values)
+        if not isinstance(got, torch.Tensor) or not torch.allclose(got.float(), want, atol=1e-5, rtol=1e-4):
+            return None
+    wsrc = t.arg(w) if w is not None else None
+    return templates_rows.rms_norm(t.args, t.arg(x), wsrc, repr(eps[0]), str(dtype_src(t.out)))

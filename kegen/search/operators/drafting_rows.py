@@ -1,0 +1,88 @@
+"""Drafting row-wise ops over the last dimension (softmax, log-softmax, sum/mean/max, argmax,
+cumsum) and column reductions over dim 0 of a 2-D input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch.fx import Node
+
+from kegen.search.operators import templates, templates_layout, templates_rows
+from kegen.search.operators.drafting_graph import (
+    ARGMAX,
+    CUMSUM,
+    LOG_SOFTMAX,
+    REDUCE,
+    SOFTMAX,
+    Traced,
+    dim_arg,
+    dtype_of,
+    dtype_src,
+    is_last_dim,
+    rank_of,
+)
+
+
+def _row_op(t: Traced, targets: set[Any], extra_kwargs: tuple[str, ...] = ()) -> Node | None:
+    """The single op of the graph, in `targets`, over the single input's last dimension."""
+    if len(t.ops) != 1 or len(t.ph) != 1 or t.out is not t.ops[0] or t.ops[0].target not in targets:
+        return None
+    n = t.ops[0]
+    kwargs = {k: v for k, v in n.kwargs.items() if k != "_stacklevel" and (k, v) != ("dtype", None)}
+    if n.args[:1] != (t.ph[0],) or set(kwargs) - {"dim", *extra_kwargs}:
+        return None
+    return n if is_last_dim(dim_arg(n, 1, -1 if n.target in SOFTMAX else None), rank_of(t.ph[0])) else None
+
+
+def draft_softmax(t: Traced) -> str | None:
+    """softmax over the last dimension (the two-kernel template)."""
+    return templates.softmax("two_kernel", 64) if _row_op(t, SOFTMAX) is not None else None
+
+
+def draft_log_softmax(t: Traced) -> str | None:
+    """log_softmax over the last dimension."""
+    if _row_op(t, LOG_SOFTMAX) is None or dtype_src(t.out) is None:
+        return None
+    return templates_rows.log_softmax(t.args, t.args[0], str(dtype_src(t.out)))
+
+
+def draft_reduce(t: Traced) -> str | None:
+    """sum / mean / max (amax) over the last dimension, keepdim or not."""
+    n = _row_op(t, set(REDUCE), ("keepdim",))
+    if n is None:
+        return None
+    kind = REDUCE[n.target]
+    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    return templates.row_reduce("max" if kind == "max" else "sum", 64, kind == "mean", keep)
+
+
+def draft_col_reduce(t: Traced) -> str | None:
+    """sum / mean / max (amax) over dim 0 of a 2-D input (a column reduction)."""
+    n, rank = (t.ops[0], rank_of(t.ph[0])) if len(t.ops) == 1 and len(t.ph) == 1 else (None, None)
+    if n is None or rank != 2 or t.out is not n or n.target not in REDUCE or n.args[:1] != (t.ph[0],):
+        return None
+    dim = dim_arg(n, 1)
+    dim = dim[0] if isinstance(dim, list | tuple) and len(dim) == 1 else dim
+    if dim not in (0, -2) or set(n.kwargs) - {"dim", "keepdim"} or dtype_src(t.out) is None:
+        return None
+    kind, keep = REDUCE[n.target], bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    dtype = str(dtype_src(t.out))
+    return templates_layout.col_reduce(
+        "max" if kind == "max" else "sum", kind == "mean", keep, dtype, t.args[0]
+    )
+
+
+def draft_argmax(t: Traced) -> str | None:
+    """argmax over the last dimension of a floating input."""
+    n = _row_op(t, ARGMAX, ("keepdim",))
+    if n is None or not t.ph[0].meta["tensor_meta"].dtype.is_floating_point:
+        return None
+    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    return templates_rows.argmax(t.args, t.args[0], keep)
+
+
+def draft_cumsum(t: Traced) -> str | None:
+    """Inclusive cumsum over the last dimension (same dtype in and out)."""
+    if _row_op(t, CUMSUM) is None or dtype_src(t.out) is None or dtype_of(t.out) != dtype_of(t.ph[0]):
+        return None
+    return templates_rows.cumsum(t.args, t.args[0], str(dtype_src(t.out)))

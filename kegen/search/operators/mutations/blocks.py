@@ -1,0 +1,394 @@
+"""Block-size mutations that follow the value to where it is written and keep the grid consistent.
+
+`knobs` rewrites block sizes written as literals. Real launchers often write them elsewhere:
+
+    BM, BN, BK = 32, 32, 32                      # local (tuple) assignment in the launcher
+    grid = (triton.cdiv(M, BM), triton.cdiv(N, BN))
+    matmul_kernel[grid](..., BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+
+    grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))          # literal, grid in a variable
+    linear_kernel[grid](..., BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+
+Here a block site is one launch keyword that feeds a `tl.constexpr` parameter of the kernel, with
+its value an integer literal, or a name bound to one (in the launcher or at module level). The
+kernel tells which program axis the block tiles (`tl.program_id(d) * BLOCK_X`, directly or through a
+name); changing the block rewrites the grid's element for that axis too (`cdiv(M, 32)` -> `cdiv(M, 64)`),
+or the mutation refuses (`MutationError`) when the grid cannot be kept consistent. Blocks that
+tile no program axis (`BLOCK_K` of a reduction loop) change alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, NOT_BLOCKS, block_values
+
+LAUNCH_OPTIONS = {"num_stages", "pe_mapping", "dual_core", "num_warps", "num_ctas"}
+
+
+@dataclass(frozen=True)
+class BlockSite:
+    """A block size fed to `kernel`'s parameter `param` by launch number `index` of that kernel.
+
+    `var` is the name the value is bound to (`""` for a literal keyword) and `slot` its position in
+    a tuple assignment (`-1` for a plain one); `axis` is the program axis the block tiles, if any.
+    """
+
+    kernel: str
+    index: int
+    param: str
+    value: int
+    var: str = ""
+    slot: int = -1
+    axis: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.kernel}:{self.index}:{self.param}"
+
+
+def _is_int(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
+def _launch_kernel(call: ast.Call) -> str | None:
+    f = call.func
+    if isinstance(f, ast.Subscript):
+        if isinstance(f.value, ast.Name):
+            return f.value.id
+        if isinstance(f.value, ast.Attribute):
+            return f.value.attr
+    return None
+
+
+def _jit_kernels(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    return {
+        n.name: n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    }
+
+
+def _constexpr_params(fn: ast.FunctionDef) -> set[str]:
+    return {
+        a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)
+    }
+
+
+def _is_program_id(node: ast.AST) -> int | None:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "program_id"
+        and node.args
+        and _is_int(node.args[0])
+    ):
+        return node.args[0].value  # type: ignore[attr-defined, no-any-return]
+    return None
+
+
+def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
+    """constexpr name -> the program axis it tiles (`None`: it multiplies a program id of unknown axis)."""
+    pids: dict[str, int | None] = {}
+    for node in ast.walk(fn):  # pid_m = tl.program_id(0); pid = tl.program_id(0) // n (axis unknown)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            ax = _is_program_id(node.value)
+            if ax is not None:
+                pids[node.targets[0].id] = ax
+            elif any(_is_program_id(n) is not None for n in ast.walk(node.value)):
+                pids[node.targets[0].id] = None
+
+    def axis_of(node: ast.AST) -> tuple[bool, int | None]:
+        ax = _is_program_id(node)
+        if ax is not None:
+            return True, ax
+        if isinstance(node, ast.Name) and node.id in pids:
+            return True, pids[node.id]
+        return False, None
+
+    params = _constexpr_params(fn)
+    out: dict[str, int | None] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            for pid_side, blk_side in ((node.left, node.right), (node.right, node.left)):
+                is_pid, ax = axis_of(pid_side)
+                if is_pid and isinstance(blk_side, ast.Name) and blk_side.id in params:
+                    prev = out.get(blk_side.id, ax)
+                    out[blk_side.id] = ax if prev == ax else None
+    return out
+
+
+def _enclosing_functions(tree: ast.Module) -> dict[int, ast.FunctionDef | ast.Module]:
+    """id(call) -> innermost function (or the module) holding it."""
+    owner: dict[int, ast.FunctionDef | ast.Module] = {}
+
+    def walk(scope: ast.FunctionDef | ast.Module, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, ast.FunctionDef) else scope
+            if isinstance(child, ast.Call):
+                owner[id(child)] = scope
+            walk(inner, child)
+
+    walk(tree, tree)
+    return owner
+
+
+def _bindings(scope: ast.AST, name: str) -> list[tuple[ast.Assign, int]]:
+    """Assignments of `name` in `scope` (not in nested functions): (statement, tuple slot or -1)."""
+    out: list[tuple[ast.Assign, int]] = []
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.Lambda | ast.ClassDef):
+                continue
+            if isinstance(child, ast.Assign):
+                for t in child.targets:
+                    if isinstance(t, ast.Name) and t.id == name:
+                        out.append((child, -1))
+                    elif isinstance(t, ast.Tuple):
+                        for i, e in enumerate(t.elts):
+                            if isinstance(e, ast.Name) and e.id == name:
+                                out.append((child, i))
+            walk(child)
+
+    walk(scope)
+    return out
+
+
+def _bound_int(scope: ast.AST, name: str) -> tuple[int, int] | None:
+    """(value, slot) when `name` is assigned exactly once in `scope`, to an integer literal."""
+    binds = _bindings(scope, name)
+    if len(binds) != 1:
+        return None
+    stmt, slot = binds[0]
+    value = stmt.value
+    if slot >= 0:
+        if not isinstance(value, ast.Tuple) or slot >= len(value.elts):
+            return None
+        value = value.elts[slot]
+    return (value.value, slot) if _is_int(value) else None  # type: ignore[attr-defined]
+
+
+def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
+    kernels = _jit_kernels(tree)
+    owners = _enclosing_functions(tree)
+    counts: dict[str, int] = {}
+    out: list[tuple[BlockSite, ast.Call, ast.AST]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _launch_kernel(node)
+        if name is None:
+            continue
+        idx = counts.get(name, 0)
+        counts[name] = idx + 1
+        fn = kernels.get(name)
+        if fn is None:
+            continue
+        params, axes = _constexpr_params(fn), block_axes(fn)
+        scope = owners.get(id(node), tree)
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg not in params or kw.arg in LAUNCH_OPTIONS | NOT_BLOCKS:
+                continue
+            axis = axes.get(kw.arg)
+            if _is_int(kw.value):
+                site = BlockSite(name, idx, kw.arg, kw.value.value, axis=axis)  # type: ignore[attr-defined]
+                out.append((site, node, scope))
+            elif isinstance(kw.value, ast.Name):
+                bound = _bound_int(scope, kw.value.id) if scope is not tree else None
+                where: ast.AST = scope
+                if bound is None:
+                    bound, where = _bound_int(tree, kw.value.id), tree
+                if bound is None:
+                    continue
+                site = BlockSite(name, idx, kw.arg, bound[0], kw.value.id, bound[1], axis)
+                out.append((site, node, where if where is tree else scope))
+    return out
+
+
+def _knob_covers(site: BlockSite, tree: ast.Module) -> bool:
+    """`knobs` already rewrites this site: an uppercase block-like module constant."""
+    return bool(site.var and site.var.isupper() and BLOCKISH.search(site.var) and _bindings(tree, site.var))
+
+
+def find_blocks(source: str) -> list[BlockSite]:
+    """The block sites of the source, in source order."""
+    return [s for s, _, _ in _sites(ast.parse(source))]
+
+
+def _grid_element(call: ast.Call, scope: ast.AST, axis: int) -> ast.AST | None:
+    """The expression of the grid that sizes `axis` (None when the grid cannot be read)."""
+    assert isinstance(call.func, ast.Subscript)
+    grid: ast.AST = call.func.slice
+    if isinstance(grid, ast.Name):
+        binds = _bindings(scope, grid.id)
+        if len(binds) != 1 or binds[0][1] != -1:
+            return None
+        grid = binds[0][0].value
+    if isinstance(grid, ast.Lambda):
+        grid = grid.body
+    if isinstance(grid, ast.Tuple | ast.List):
+        return grid.elts[axis] if axis < len(grid.elts) else None
+    return grid if axis == 0 else None
+
+
+def _mentions(expr: ast.AST, site: BlockSite) -> bool:
+    for n in ast.walk(expr):
+        if site.var and isinstance(n, ast.Name) and n.id == site.var:
+            return True
+        if isinstance(n, ast.Constant) and n.value == site.param:  # meta["BLOCK_M"]
+            return True
+    return False
+
+
+def set_block(source: str, site: BlockSite, value: int) -> str:
+    """The source with the block at `site` set to `value`, the grid following."""
+    tree = ast.parse(source)
+    match = [(s, c, sc) for s, c, sc in _sites(tree) if s.key == site.key]
+    if not match:
+        raise MutationError(f"block {site.key} not found in the source")
+    s, call, scope = match[0]
+    if s.axis is None and site.param in _axis_unknown(tree, s.kernel):
+        raise MutationError(f"{s.param} of {s.kernel} tiles a program id of unknown axis; grid not rewritten")
+    if s.axis is not None:
+        elt = _grid_element(call, _owner(tree, call), s.axis)
+        if elt is None:
+            raise MutationError(f"cannot read the grid of {s.kernel} to follow {s.param}")
+        if not _mentions(elt, s):
+            hits = [n for n in ast.walk(elt) if _is_int(n) and n.value == s.value]  # type: ignore[attr-defined]
+            if not hits:
+                raise MutationError(
+                    f"grid axis {s.axis} of {s.kernel} does not use {s.param}={s.value}; set the grid by hand"
+                )
+            for n in hits:
+                n.value = value  # type: ignore[attr-defined]
+    if s.var:
+        binds = _bindings(scope, s.var)
+        stmt, slot = binds[0]
+        if slot >= 0:
+            assert isinstance(stmt.value, ast.Tuple)
+            stmt.value.elts[slot] = ast.Constant(value)
+        else:
+            stmt.value = ast.Constant(value)
+    else:
+        for kw in call.keywords:
+            if kw.arg == s.param:
+                kw.value = ast.Constant(value)
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _owner(tree: ast.Module, call: ast.Call) -> ast.AST:
+    return _enclosing_functions(tree).get(id(call), tree)
+
+
+def _axis_unknown(tree: ast.Module, kernel: str) -> set[str]:
+    fn = _jit_kernels(tree).get(kernel)
+    if fn is None:
+        return set()
+    return {k for k, v in block_axes(fn).items() if v is None}
+
+
+def _uses_dot(source: str, kernel: str) -> bool:
+    fn = _jit_kernels(ast.parse(source)).get(kernel)
+    return fn is not None and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "dot"
+        for n in ast.walk(fn)
+    )
+
+
+def block_mutations(source: str) -> list[Mutation]:
+    """Every single block-size change of the source (x2, x4, /2), each applying cleanly.
+
+    Mutation names match `knobs` (`PARAM=VALUE@kernel`), so a caller can let these replace the
+    knob mutations of the same name (which do not follow a grid held in a variable).
+    """
+    tree = ast.parse(source)
+    muts: list[Mutation] = []
+    seen: set[tuple[str, str, int]] = set()
+    for site in find_blocks(source):
+        if _knob_covers(site, tree):
+            continue
+        # one mutation per binding: a variable feeding two launches changes both
+        ident = (site.kernel, site.var or site.key, site.slot)
+        if ident in seen:
+            continue
+        seen.add(ident)
+        dot = _uses_dot(source, site.kernel)
+        for v in block_values(site.value):
+            if dot and v < 16:
+                continue  # the DPE works on 32x32 tiles; a smaller block wastes it
+            try:
+                set_block(source, site, v)
+            except MutationError:
+                continue
+            up = v > site.value
+            via = f" (via {site.var})" if site.var else ""
+            follow = ", grid following" if site.axis is not None else ""
+            muts.append(
+                Mutation(
+                    name=f"{site.param}={v}@{site.kernel}",
+                    family="block_up" if up else "block_down",
+                    description=f"set {site.param} {site.value} -> {v} in {site.kernel}{via}{follow}",
+                    apply=_setter(site, v),
+                    helps=("memory", "latency", "compute")
+                    if up and dot
+                    else (("memory", "latency") if up else ("compute",)),
+                    prior=1.3 if up else 0.6,
+                )
+            )
+    return muts
+
+
+def _setter(site: BlockSite, value: int):  # type: ignore[no-untyped-def]
+    return lambda src: set_block(src, site, value)
+
+
+def set_blocks(source: str, changes: list[tuple[BlockSite, int]]) -> str:
+    """The source with several blocks set at once (each site found again by its key)."""
+    for site, value in changes:
+        source = set_block(source, site, value)
+    return source
+
+
+def tile_mutations(source: str) -> list[Mutation]:
+    """Grow or shrink a dot kernel's whole output tile (every block that tiles a program axis) at once.
+
+    One step from 32x32 to 64x64 outputs per program: a matmul's DRAM traffic per FLOP falls with
+    the tile (`BM*BN/(BM+BN)` reuse), which single-block steps reach only in two evaluations.
+    """
+    by_launch: dict[tuple[str, int], list[BlockSite]] = {}
+    for site in find_blocks(source):
+        if site.axis is not None:
+            by_launch.setdefault((site.kernel, site.index), []).append(site)
+    muts: list[Mutation] = []
+    for (kernel, _), sites in by_launch.items():
+        if len(sites) < 2 or not _uses_dot(source, kernel):
+            continue
+        for factor, up in ((2, True), (0.5, False)):
+            changes = [(s, int(s.value * factor)) for s in sites]
+            if any(not 32 <= v <= MAX_BLOCK for _, v in changes):  # the DPE tile is 32x32
+                continue
+            try:
+                set_blocks(source, changes)
+            except MutationError:
+                continue
+            old = "x".join(str(s.value) for s in sites)
+            new = "x".join(str(v) for _, v in changes)
+            names = "x".join(s.param for s in sites)
+            muts.append(
+                Mutation(
+                    name=f"tile={new}@{kernel}",
+                    family="block_up" if up else "block_down",
+                    description=f"set the output tile {names} {old} -> {new} in {kernel}, grid following",
+                    apply=_tile_setter(changes),
+                    helps=("memory", "latency", "compute") if up else ("compute",),
+                    prior=1.5 if up else 0.5,
+                )
+            )
+    return muts
+
+
+def _tile_setter(changes: list[tuple[BlockSite, int]]):  # type: ignore[no-untyped-def]
+    return lambda src: set_blocks(src, changes)
