@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 import random
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import Operator, Proposal
@@ -20,7 +20,6 @@ from kegen.search.operators.mutations.blocks import block_mutations, find_blocks
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
-FAMILY_REPEAT_PENALTY = 0.5
 STALL_HINTS = {
     ("dma", "memory", "dram", "sram", "load", "fabric", "bandwidth"): (
         "block_up",
@@ -73,11 +72,11 @@ class OfflineOperator(Operator):
         s = m.prior
         if diag.bound and diag.bound in m.helps:
             s += 1.0
+        # "UNIT:dependency" means the unit waits for another unit's result (a DPE waiting for its
+        # DMA): it is no sign that the unit itself is the bottleneck
+        reasons = [r.lower() for r, _ in diag.stalls if not r.lower().endswith("dependency")]
         for words, families in STALL_HINTS.items():
-            if (
-                any(any(w in reason.lower() for w in words) for reason, _ in diag.stalls)
-                and m.family in families
-            ):
+            if any(any(w in reason for w in words) for reason in reasons) and m.family in families:
                 s += 0.5
         g = self.gains.get(m.family)
         if g:
@@ -100,11 +99,7 @@ class OfflineOperator(Operator):
                 error="the offline operator mutates correct candidates; it does not debug",
             )
         tried = {a.description for a in ctx.siblings}
-        muts = self.candidates(ctx)
-        # spread a node's children over families: each sibling of a family lowers that family's score
-        family_of = {m.description: m.family for m in muts}
-        repeats = Counter(family_of.get(d) for d in tried)
-        muts.sort(key=lambda m: -(self.score(m, ctx.diagnosis) - FAMILY_REPEAT_PENALTY * repeats[m.family]))
+        muts = sorted(self.candidates(ctx), key=lambda m: -self.score(m, ctx.diagnosis))
         for m in muts:
             if m.description in tried:
                 continue
