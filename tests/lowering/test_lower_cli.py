@@ -46,6 +46,14 @@ def _lower(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
     return rc, out, err
 
 
+def _lower_add(
+    capsys: pytest.CaptureFixture[str], kfile: Path, *extra: str, block: int = 256
+) -> tuple[int, str, str]:
+    """Lower `add_kernel` of `kfile` with the standard signature, BLOCK=`block` and `extra` arguments."""
+    args = ["--kernel", "add_kernel", "--signature", SIG, "--constexpr", f"BLOCK={block}"]
+    return _lower(capsys, str(kfile), *args, *extra)
+
+
 @pytest.mark.parametrize(
     "emit,needle",
     [
@@ -56,88 +64,25 @@ def _lower(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
     ],
 )
 def test_mtia_text_stages(kfile: Path, capsys: pytest.CaptureFixture[str], emit: str, needle: str) -> None:
-    rc, out, err = _lower(
-        capsys,
-        str(kfile),
-        "--kernel",
-        "add_kernel",
-        "--signature",
-        SIG,
-        "--constexpr",
-        "BLOCK=256",
-        "--target",
-        "mtia",
-        "--emit",
-        emit,
-    )
+    rc, out, err = _lower_add(capsys, kfile, "--target", "mtia", "--emit", emit)
     assert rc == 0, err
     assert needle in out
 
 
 def test_mtia_elf_needs_output_file(kfile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, _, err = _lower(
-        capsys,
-        str(kfile),
-        "--kernel",
-        "add_kernel",
-        "--signature",
-        SIG,
-        "--constexpr",
-        "BLOCK=256",
-        "--emit",
-        "elf",
-    )
+    rc, _, err = _lower_add(capsys, kfile, "--emit", "elf")
     assert rc == 1 and "-o FILE" in err
     out = tmp_path / "k.o"
-    rc, _, err = _lower(
-        capsys,
-        str(kfile),
-        "--kernel",
-        "add_kernel",
-        "--signature",
-        SIG,
-        "--constexpr",
-        "BLOCK=256",
-        "--emit",
-        "elf",
-        "-o",
-        str(out),
-        "--option",
-        "num_stages=2",
-    )
+    rc, _, err = _lower_add(capsys, kfile, "--emit", "elf", "-o", str(out), "--option", "num_stages=2")
     assert rc == 0, err
     assert out.read_bytes()[:4] == b"\x7fELF"
 
 
 def test_nvidia_ptx_and_amd_gcn_without_gpu(kfile: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc, out, err = _lower(
-        capsys,
-        str(kfile),
-        "--kernel",
-        "add_kernel",
-        "--signature",
-        SIG,
-        "--constexpr",
-        "BLOCK=256",
-        "--target",
-        "nvidia",
-    )
+    rc, out, err = _lower_add(capsys, kfile, "--target", "nvidia")
     assert rc == 0, err
     assert ".target sm_90a" in out and "ld.global" in out
-    rc, out, err = _lower(
-        capsys,
-        str(kfile),
-        "--kernel",
-        "add_kernel",
-        "--signature",
-        SIG,
-        "--constexpr",
-        "BLOCK=256",
-        "--target",
-        "amd",
-        "--arch",
-        "gfx90a",
-    )
+    rc, out, err = _lower_add(capsys, kfile, "--target", "amd", "--arch", "gfx90a")
     assert rc == 0, err
     assert "gfx90a" in out and "global_load" in out
 
@@ -184,20 +129,9 @@ def test_errors_are_one_clear_line(
 
 def test_mtia_arch_selects_the_machine(kfile: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """mtia-v1 has a 128 KiB local store: blocks that fit on 2i (384 KiB) do not fit there."""
-    args = [
-        str(kfile),
-        "--kernel",
-        "add_kernel",
-        "--signature",
-        SIG,
-        "--constexpr",
-        "BLOCK=32768",
-        "--emit",
-        "tile",
-    ]
-    rc, out, err = _lower(capsys, *args, "--arch", "2i")
+    rc, out, err = _lower_add(capsys, kfile, "--emit", "tile", "--arch", "2i", block=32768)
     assert rc == 0, err
-    rc, out, err = _lower(capsys, *args, "--arch", "v1")
+    rc, out, err = _lower_add(capsys, kfile, "--emit", "tile", "--arch", "v1", block=32768)
     assert rc == 1 and "capacity is 131072 B" in err
-    rc, out, err = _lower(capsys, *args, "--arch", "v9")
+    rc, out, err = _lower_add(capsys, kfile, "--emit", "tile", "--arch", "v9", block=32768)
     assert rc == 1 and "unknown mtia arch 'v9'" in err

@@ -9,22 +9,15 @@ import triton
 import triton.language as tl
 
 from lowering.backend import driver
+from lowering.corpus.elementwise import vector_add as add_kernel
+from lowering.corpus.matmul import dot_scaled_mxfp8 as dot_scaled_kernel
+from lowering.corpus.matmul import matmul as matmul_kernel
 
 TOL = {
     torch.float32: dict(atol=1e-4, rtol=1e-4),
     torch.float16: dict(atol=1e-2, rtol=1e-2),
     torch.bfloat16: dict(atol=1e-2, rtol=1e-2),
 }
-
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, z_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    y = tl.load(y_ptr + offs, mask=m)
-    tl.store(z_ptr + offs, x + y, mask=m)
 
 
 @pytest.mark.parametrize("n", [1, 100, 256, 1000])
@@ -59,33 +52,13 @@ def test_softmax(shape: tuple[int, int], dtype: torch.dtype) -> None:
     torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), **TOL[dtype])
 
 
-@triton.jit
-def matmul_kernel(
-    a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
-):
-    pm = tl.program_id(0)
-    pn = tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        x = tl.load(
-            a + rm[:, None] * sam + (k + rk)[None, :] * sak,
-            mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
-            other=0.0,
-        )
-        y = tl.load(
-            b + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
-            mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
-            other=0.0,
-        )
-        acc += tl.dot(x, y)
-    tl.store(
-        c + rm[:, None] * scm + rn[None, :] * scn,
-        acc.to(c.dtype.element_ty),
-        mask=(rm[:, None] < M) & (rn[None, :] < N),
-    )
+def _launch_matmul(
+    kernel: triton.JITFunction, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, **meta: int
+) -> None:
+    """Launch a (a, b, c, M, N, K, six strides, BM, BN, BK) matmul kernel on a grid of BM x BN tiles."""
+    (M, K), N = a.shape, b.shape[1]
+    grid = (triton.cdiv(M, meta["BM"]), triton.cdiv(N, meta["BN"]))
+    kernel[grid](a, b, c, M, N, K, *a.stride(), *b.stride(), *c.stride(), **meta)
 
 
 @pytest.mark.parametrize("mnk", [(32, 32, 32), (40, 36, 70), (17, 50, 9)])
@@ -94,24 +67,7 @@ def test_matmul_k_loop(mnk: tuple[int, int, int], dtype: torch.dtype) -> None:
     M, N, K = mnk
     a, b = torch.randn(M, K).to(dtype), torch.randn(K, N).to(dtype)
     c = torch.empty(M, N, dtype=dtype)
-    grid = (triton.cdiv(M, 16), triton.cdiv(N, 32))
-    matmul_kernel[grid](
-        a,
-        b,
-        c,
-        M,
-        N,
-        K,
-        a.stride(0),
-        a.stride(1),
-        b.stride(0),
-        b.stride(1),
-        c.stride(0),
-        c.stride(1),
-        BM=16,
-        BN=32,
-        BK=16,
-    )
+    _launch_matmul(matmul_kernel, a, b, c, BM=16, BN=32, BK=16)
     ref = (a.float() @ b.float()).to(dtype)
     tol = dict(atol=1e-3, rtol=1e-3) if dtype == torch.float32 else dict(atol=5e-2, rtol=2e-2)
     torch.testing.assert_close(c, ref, **tol)
@@ -122,23 +78,7 @@ def test_matmul_transposed_operand() -> None:
     a = torch.randn(K, M).t()  # column-major view: strides (1, M)
     b = torch.randn(K, N)
     c = torch.empty(M, N)
-    matmul_kernel[(triton.cdiv(M, 16), triton.cdiv(N, 32))](
-        a,
-        b,
-        c,
-        M,
-        N,
-        K,
-        a.stride(0),
-        a.stride(1),
-        b.stride(0),
-        b.stride(1),
-        c.stride(0),
-        c.stride(1),
-        BM=16,
-        BN=32,
-        BK=16,
-    )
+    _launch_matmul(matmul_kernel, a, b, c, BM=16, BN=32, BK=16)
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
 
 
@@ -405,24 +345,7 @@ def test_matmul_tutorial_carried_pointers(mnk: tuple[int, int, int]) -> None:
     M, N, K = mnk
     a, b = torch.randn(M, K), torch.randn(K, N)
     c = torch.empty(M, N)
-    matmul_tutorial_kernel[(triton.cdiv(M, 32), triton.cdiv(N, 32))](
-        a,
-        b,
-        c,
-        M,
-        N,
-        K,
-        a.stride(0),
-        a.stride(1),
-        b.stride(0),
-        b.stride(1),
-        c.stride(0),
-        c.stride(1),
-        BM=32,
-        BN=32,
-        BK=32,
-        num_stages=2,
-    )
+    _launch_matmul(matmul_tutorial_kernel, a, b, c, BM=32, BN=32, BK=32, num_stages=2)
     torch.testing.assert_close(c, a @ b, atol=1e-3, rtol=1e-3)
 
 
@@ -474,21 +397,6 @@ def test_reduction_results_never_stall_the_core() -> None:
     )
     assert f"inttoptr (i64 {MMIO_BASE + Reg.FENCE} to ptr)" not in k.asm["llir"]
     assert f"inttoptr (i64 {MMIO_BASE + Reg.DOORBELL} to ptr)" in k.asm["llir"]
-
-
-@triton.jit
-def dot_scaled_kernel(
-    a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr
-):
-    rm = tl.arange(0, BM)
-    rn = tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    rs = tl.arange(0, BK // 32)
-    a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
-    b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
-    a_scale = tl.load(a_scale_ptr + rm[:, None] * (BK // 32) + rs[None, :])
-    b_scale = tl.load(b_scale_ptr + rn[:, None] * (BK // 32) + rs[None, :])
-    tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot_scaled(a, a_scale, "e4m3", b, b_scale, "e4m3"))
 
 
 def test_dot_scaled_mxfp8() -> None:

@@ -22,3 +22,26 @@ def new_run(store: GraphStore, problem_path: str = "p.py") -> str:
         config={},
         out_dir=None,
     )
+
+
+def fake_evolve_argv(example: str, db: Path, out: Path, budget: int, *extra: str) -> list[str]:
+    """`kegen evolve` arguments for kegen/examples/EXAMPLE scored by tests/search/fake_eval.py: no
+    worker processes, no progress bar, store `db`, output folder `out`, then `extra`."""
+    return [
+        "evolve",
+        str(EXAMPLES / example / "problem.py"),
+        "--seed",
+        str(EXAMPLES / example / "seed.py"),
+        "--budget",
+        str(budget),
+        "--jobs",
+        "0",
+        "--db",
+        str(db),
+        "--out",
+        str(out),
+        "--no-progress",
+        "--evaluator",
+        "fake_eval:evaluate",
+        *extra,
+    ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from search_helpers import EXAMPLES
+from search_helpers import EXAMPLES, fake_evolve_argv
 
 from kegen.cli import main
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
@@ -35,27 +35,8 @@ def test_report_renders_text_and_html(tmp_path, store, capsys) -> None:
 
 
 def test_evolve_cli_prints_summary_and_speedup(tmp_path, capsys) -> None:
-    code = main(
-        [
-            "evolve",
-            str(EXAMPLES / "vector_add" / "problem.py"),
-            "--seed",
-            str(EXAMPLES / "vector_add" / "seed.py"),
-            "--budget",
-            "4",
-            "--jobs",
-            "0",
-            "--db",
-            str(tmp_path / "db.sqlite"),
-            "--out",
-            str(tmp_path / "run"),
-            "--evaluator",
-            "fake_eval:evaluate",
-            "--no-progress",
-            "--policy",
-            "greedy",
-        ]
-    )
+    argv = fake_evolve_argv("vector_add", tmp_path / "db.sqlite", tmp_path / "run", 4, "--policy", "greedy")
+    code = main(argv)
     out = capsys.readouterr().out
     assert code == 0
     assert (

@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 import pytest
-from search_helpers import EXAMPLES, HERE, ROOT, new_run
+from search_helpers import EXAMPLES, HERE, ROOT, fake_evolve_argv, new_run
 
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
 from kegen.search.loop import SearchDriver, run_search
@@ -120,27 +120,8 @@ def test_resume_after_kill_mid_evaluation(tmp_path) -> None:
         KEGEN_FAKE_EVAL_LOG=str(log),
         KEGEN_FAKE_EVAL_SLEEP="0.3",
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "kegen",
-        "evolve",
-        str(EXAMPLES / "softmax" / "problem.py"),
-        "--seed",
-        str(EXAMPLES / "softmax" / "seed.py"),
-        "--budget",
-        "8",
-        "--jobs",
-        "0",
-        "--db",
-        str(tmp_path / "search.db"),
-        "--out",
-        str(tmp_path / "run"),
-        "--no-progress",
-        "--no-warm-start",
-        "--evaluator",
-        "fake_eval:evaluate",
-    ]
+    argv = fake_evolve_argv("softmax", tmp_path / "search.db", tmp_path / "run", 8, "--no-warm-start")
+    cmd = [sys.executable, "-m", "kegen", *argv]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     killed = False
