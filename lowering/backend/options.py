@@ -48,6 +48,9 @@ class MtiaOptions:
     supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv")
     deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
+    # Accepted so kernels written for GPUs compile unchanged. Because "tf32" is listed, Triton's
+    # `tl.dot` marks an fp32 dot without `input_precision` as tf32 in the TTIR; the MTIA DPE has no
+    # reduced-precision fp32 mode, so every fp32 dot runs as IEEE fp32 whatever the attribute says.
     allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
     max_num_imprecise_acc_default: int = 0
     extern_libs: tuple[tuple[str, str], ...] | None = None
