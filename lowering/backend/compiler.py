@@ -8,10 +8,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from triton._C.libtriton import ir, passes
+from triton._C.libtriton import ir
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
 from lowering.backend.options import MtiaOptions
+from lowering.ttir.frontend import add_ttir_cleanup_passes
 
 TARGET_BACKEND = "mtia"
 
@@ -89,14 +90,7 @@ class MtiaBackend(BaseBackend):
         """Triton's own TTIR clean-up passes (the same list the NVIDIA backend runs)."""
         pm = ir.pass_manager(mod.context)
         pm.enable_debug()
-        passes.common.add_inliner(pm)
-        passes.ttir.add_rewrite_tensor_pointer(pm)
-        passes.common.add_canonicalizer(pm)
-        passes.ttir.add_combine(pm)
-        passes.ttir.add_reorder_broadcast(pm)
-        passes.common.add_cse(pm)
-        passes.common.add_symbol_dce(pm)
-        passes.ttir.add_loop_unroll(pm)
+        add_ttir_cleanup_passes(pm)
         pm.run(mod, "make_ttir")
         return mod
 
