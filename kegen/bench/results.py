@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from kegen.bench.metrics import SuiteMetrics, summarize
+from kegen.eval.result import json_safe
 
 SCHEMA_VERSION = 1
 SEARCH_DONE = "done"
@@ -64,7 +64,7 @@ class ProblemResult:
         return self.best_roofline if self.correct else None
 
     def to_dict(self) -> dict[str, Any]:
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProblemResult:
@@ -99,7 +99,7 @@ class BenchReport:
         data["schema"] = SCHEMA_VERSION
         data["summary"] = (self.summary or summarize(self.problems)).to_dict()
         data["problems"] = [p.to_dict() for p in self.problems]
-        return _json_safe(data)
+        return json_safe(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BenchReport:
@@ -199,13 +199,3 @@ def _fmt(v: Any) -> str:
     return "-" if v is None else str(v)
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value

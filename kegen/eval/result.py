@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
+from pathlib import PurePath
 from typing import Any
 
 try:
@@ -65,7 +66,7 @@ class EvalResult:
         """A plain dict (JSON-able; infinities and NaN become None)."""
         data = asdict(self)
         data["status"] = str(self.status)
-        return _json_safe(data)
+        return json_safe(data)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalResult:
@@ -119,11 +120,15 @@ def _fmt_time(t: float) -> str:
     return f"{t * 1e6:.2f} us"
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
+    """`value` made JSON-serialisable: non-finite floats become None, keys strings, tuples lists,
+    paths strings."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
+    if isinstance(value, PurePath):
+        return str(value)
     return value
