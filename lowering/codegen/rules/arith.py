@@ -42,31 +42,33 @@ def _umin(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
 
 
 def _fmax(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
-    return b.select(b.fcmp_unordered(">", x, y), x, y) if False else b.select(b.fcmp_ordered(">", x, y), x, y)
+    return b.select(b.fcmp_ordered(">", x, y), x, y)
 
 
 def _fmin(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.fcmp_ordered("<", x, y), x, y)
 
 
-def _floordiv(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
+def _sdiv_adjusted(b: Any, x: ir.Value, y: ir.Value, sign_cmp: str) -> tuple[ir.Value, ir.Value]:
+    """Signed quotient and a zero-extended 0/1 adjustment: remainder is nonzero and
+    the signs of remainder and divisor compare `sign_cmp` ("!=" floor, "==" ceil)."""
     q = b.sdiv(x, y)
     r = b.srem(x, y)
     adjust = b.and_(
         b.icmp_signed("!=", r, r.type(0)),
-        b.icmp_signed("!=", b.icmp_signed("<", r, r.type(0)), b.icmp_signed("<", y, y.type(0))),
+        b.icmp_signed(sign_cmp, b.icmp_signed("<", r, r.type(0)), b.icmp_signed("<", y, y.type(0))),
     )
-    return b.sub(q, b.zext(adjust, q.type))
+    return q, b.zext(adjust, q.type)
+
+
+def _floordiv(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
+    q, adjust = _sdiv_adjusted(b, x, y, "!=")
+    return b.sub(q, adjust)
 
 
 def _ceildiv(b: Any, x: ir.Value, y: ir.Value) -> ir.Value:
-    q = b.sdiv(x, y)
-    r = b.srem(x, y)
-    adjust = b.and_(
-        b.icmp_signed("!=", r, r.type(0)),
-        b.icmp_signed("==", b.icmp_signed("<", r, r.type(0)), b.icmp_signed("<", y, y.type(0))),
-    )
-    return b.add(q, b.zext(adjust, q.type))
+    q, adjust = _sdiv_adjusted(b, x, y, "==")
+    return b.add(q, adjust)
 
 
 # op name -> (SIMD op, flags, scalar builder or None: the scalar runs on the SIMD engine too)
