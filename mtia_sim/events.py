@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
+
+import numpy as np
 
 from mtia_sim.isa import Op, Unit
 
@@ -36,11 +39,62 @@ class AddrRange:
         return self.start < other.end and other.start < self.end
 
 
+@dataclass(frozen=True)
+class MemSpan:
+    """Where a command's DRAM or SRAM bytes lie (device addresses), for the memory-side cache model.
+
+    Rows of `row_bytes` contiguous bytes start at `base + sum(i_k * strides[k])` for every index
+    `i_k < counts[k]`, or at each address of `starts` when it is given (gathers, scatters, masked
+    copies). Only the timing model reads it.
+    """
+
+    level: MemLevel
+    write: bool
+    base: int
+    row_bytes: int
+    counts: tuple[int, ...] = ()
+    strides: tuple[int, ...] = ()
+    starts: Any = None  # numpy int64 array of row start addresses, or None
+
+    @classmethod
+    def strided(cls, level: MemLevel, write: bool, addr: int, shape: tuple[int, ...],
+                elem_strides: list[int] | tuple[int, ...], itemsize: int) -> MemSpan:
+        """The bytes of a strided view (element strides) as rows, innermost contiguous dims merged."""
+        dims = []
+        for n, s in zip(shape, elem_strides, strict=False):
+            if n > 1 and s:
+                b = s * itemsize
+                if b < 0:  # same bytes as the positive stride from the other end
+                    addr += (n - 1) * b
+                    b = -b
+                dims.append((b, n))
+        dims.sort(reverse=True)
+        row = itemsize
+        while dims and dims[-1][0] == row:
+            row *= dims.pop()[1]
+        return cls(level, write, addr, row, tuple(n for _, n in dims), tuple(b for b, _ in dims))
+
+    def row_starts(self) -> np.ndarray:
+        """Start address of every row (int64)."""
+        if self.starts is not None:
+            return np.asarray(self.starts, dtype=np.int64)
+        out = np.full(1, self.base, dtype=np.int64)
+        for n, b in zip(self.counts, self.strides, strict=True):
+            out = (out[:, None] + np.arange(n, dtype=np.int64) * b).reshape(-1)
+        return out
+
+
 @dataclass
 class CoreEvent:
-    """`instructions` retired on the control core since the previous event."""
+    """`instructions` retired on the control core since the previous event.
+
+    `mem_accesses` lists the scalar loads and stores those instructions made outside the core's
+    own stack and local store, one `(level, accesses, bytes)` per level touched, level "dram" or
+    "sram" (a MemLevel value); empty when the segment only used registers, stack and local store.
+    """
 
     instructions: int
+    mem_accesses: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass
@@ -63,6 +117,7 @@ class CommandEvent:
     transcendental: bool = False  # SIMD ops evaluated through lookup tables
     tag: int = 0  # compiler's source-location id
     pc: int = 0  # core PC of the doorbell store
+    spans: list[MemSpan] = field(default_factory=list)  # DRAM/SRAM bytes touched (for the SRAM cache)
 
 
 @dataclass

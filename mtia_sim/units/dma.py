@@ -16,7 +16,7 @@ import numpy as np
 
 from mtia_sim import isa
 from mtia_sim.errors import IllegalCommandError, MemoryFaultError
-from mtia_sim.events import CommandEvent, MemLevel
+from mtia_sim.events import CommandEvent, MemLevel, MemSpan
 from mtia_sim.isa import AtomicOp, CommandDescriptor, DType, Flags, Op
 from mtia_sim.memory import MemorySystem
 from mtia_sim.units import dtypes
@@ -101,6 +101,7 @@ def _masked_read(tally: Tally, desc: CommandDescriptor, dt: DType, shape: tuple[
     out[idx] = raw.reshape(-1).view(npd)
     tally.count(region.level, idx[0].size * npd.itemsize, False)
     tally.touch(region, region.offset, hi - lo, False)
+    _span(tally, region.level, False, desc.src0 + offs, npd.itemsize)
     if desc.src0 % isa.ALIGNMENT:
         tally.misaligned = True
     return out
@@ -120,8 +121,15 @@ def _masked_write(tally: Tally, desc: CommandDescriptor, dt: DType, mask: np.nda
     region.buffer[(region.offset - lo + offs)[:, None] + np.arange(npd.itemsize)] = raw
     tally.count(region.level, idx[0].size * npd.itemsize, True)
     tally.touch(region, region.offset, hi - lo, True)
+    _span(tally, region.level, True, desc.dst + offs, npd.itemsize)
     if desc.dst % isa.ALIGNMENT:
         tally.misaligned = True
+
+
+def _span(tally: Tally, level: MemLevel, write: bool, addrs: np.ndarray, itemsize: int) -> None:
+    """Record element accesses at device addresses `addrs` in DRAM/SRAM for the SRAM cache model."""
+    if level in (MemLevel.DRAM, MemLevel.SRAM):
+        tally.spans.append(MemSpan(level, write, 0, itemsize, starts=np.asarray(addrs, dtype=np.int64)))
 
 
 class AddressedAccess:
@@ -152,8 +160,10 @@ class AddressedAccess:
             self.groups.append((pos, buffer, offs))
             if what in ("read", "rmw"):
                 self.tally.count(level, pos.size * itemsize, False)
+                _span(tally, level, False, addrs[pos], itemsize)
             if what in ("write", "rmw"):
                 self.tally.count(level, pos.size * itemsize, True)
+                _span(tally, level, True, addrs[pos], itemsize)
             if level == MemLevel.REMOTE_LOCAL:
                 self.tally.remote_pe = int(pe)  # type: ignore[arg-type]
         if remaining.any():

@@ -7,12 +7,13 @@ timing model needs (bytes per memory level, local-store ranges, alignment, remot
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from mtia_sim import isa
 from mtia_sim.errors import IllegalCommandError, LocalStoreOverflowError, MemoryFaultError
-from mtia_sim.events import AddrRange, CommandEvent, MemLevel
+from mtia_sim.events import AddrRange, CommandEvent, MemLevel, MemSpan
 from mtia_sim.isa import CommandDescriptor, DType
 from mtia_sim.memory import MemorySystem, Region
 from mtia_sim.units.dtypes import np_dtype
@@ -20,6 +21,7 @@ from mtia_sim.units.dtypes import np_dtype
 MAX_ELEMENTS = 1 << 28  # one command's index space (host-memory guard)
 MAX_EXTENT = 1 << 40
 VIEW_CACHE_SIZE = 4096
+_SHARED = (MemLevel.DRAM, MemLevel.SRAM)
 
 
 def in_local_space(addr: int, num_pes: int) -> bool:
@@ -49,6 +51,7 @@ class Tally:
         self.writes: list[AddrRange] = []
         self.misaligned = False
         self.remote_pe: int | None = None
+        self.spans: list[MemSpan] = []  # DRAM/SRAM bytes touched, for the timing model's SRAM cache
 
     # -- bookkeeping -------------------------------------------------------------------------
     def count(self, level: MemLevel, nbytes: int, write: bool) -> None:
@@ -97,6 +100,13 @@ class Tally:
             self.misaligned = True
         if count_bytes:
             self.count(region.level, foot, write)
+            if region.level in _SHARED:
+                skey = (key, write)
+                span: Any = cache.get(skey)
+                if span is None:
+                    span = MemSpan.strided(region.level, write, addr, shape, strides, v.itemsize)
+                    cache[skey] = span
+                self.spans.append(span)
         self.touch(region, region.offset, nbytes, write)
         return v
 
@@ -130,4 +140,4 @@ class Tally:
             op=desc.op, unit=desc.op.unit, subop=int(desc.subop), elements=int(elements),
             bytes_read=self.bytes_read, bytes_written=self.bytes_written, reads=self.reads,
             writes=self.writes, misaligned=self.misaligned, remote_pe=self.remote_pe, tag=desc.tag,
-            **kw)  # type: ignore[arg-type]
+            spans=self.spans, **kw)  # type: ignore[arg-type]
