@@ -84,6 +84,20 @@ define i1 @mtia_noop_mem_hook(ptr %uc, i32 %type, i64 %addr, i32 %size, i64 %val
   ret i1 1
 }
 
+; Memory access counter (UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE over one address range):
+; st[0] += 1 (accesses), st[1] += size (bytes).
+define void @mtia_access_hook(ptr %uc, i32 %type, i64 %addr, i32 %size, i64 %value, ptr %st) {
+  %c = load i64, ptr %st
+  %c1 = add i64 %c, 1
+  store i64 %c1, ptr %st
+  %pb = getelementptr i64, ptr %st, i64 1
+  %b = load i64, ptr %pb
+  %s = zext i32 %size to i64
+  %b1 = add i64 %b, %s
+  store i64 %b1, ptr %pb
+  ret void
+}
+
 ; MMIO write callback: Unicorn splits a 64-bit store into two 32-bit writes (low half first).
 ; Join them and call the Python handler once per register write: handler(offset, value).
 ; st: 0 code_base, 1 code_size, 2 host ptr, 3 uc_reg_read, 4 handler, 5 pending low, 6 has low, 7 pc
@@ -176,9 +190,9 @@ done:
 
 
 @functools.cache
-def _native_hook() -> tuple[int, int, int, Any] | None:
-    """(block hook, no-op memory hook, MMIO write joiner addresses, engine keeping them alive), or
-    None when the host JIT is unavailable."""
+def _native_hook() -> tuple[int, int, int, Any, int] | None:
+    """(block hook, no-op memory hook, MMIO write joiner addresses, engine keeping them alive,
+    memory access counter), or None when the host JIT is unavailable."""
     try:
         import llvmlite.binding as llvm
 
@@ -191,7 +205,8 @@ def _native_hook() -> tuple[int, int, int, Any] | None:
         engine.finalize_object()
         return (engine.get_function_address("mtia_block_hook"),
                 engine.get_function_address("mtia_noop_mem_hook"),
-                engine.get_function_address("mtia_mmio_write"), engine)
+                engine.get_function_address("mtia_mmio_write"), engine,
+                engine.get_function_address("mtia_access_hook"))
     except Exception:  # pragma: no cover - depends on the host's LLVM build
         return None
 
@@ -284,6 +299,53 @@ def count_instructions(code: np.ndarray, offset: int, size: int) -> int:
         p += 4 if code[p] & 3 == 3 else 2
         n += 1
     return n
+
+
+class AccessCounter:
+    """Counts the core's loads and stores (accesses and bytes) in named address ranges.
+
+    One ranged UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE per range, native when the host JIT is
+    available: accesses elsewhere (stack, local store, code) never reach a hook, so kernels that
+    move data with DMA pay nothing. `totals()` gives running (accesses, bytes) per range name.
+    """
+
+    def __init__(self, ranges: list[tuple[str, int, int]], force_python: bool = False) -> None:
+        self.names = [name for name, _, _ in ranges]
+        self.ranges = ranges  # (name, begin, size)
+        self.state = np.zeros(2 * max(len(ranges), 1), dtype=np.int64)
+        self.native = None if force_python else _native_hook()
+
+    def install(self, uc: Any) -> None:
+        from unicorn import UC_HOOK_MEM_READ, UC_HOOK_MEM_WRITE
+        from unicorn.unicorn_py3 import unicorn as ucmod
+
+        kinds = UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE
+        for i, (_, begin, size) in enumerate(self.ranges):
+            if size <= 0:
+                continue
+            if self.native is None:
+                uc.hook_add(kinds, self._python_hook(i), None, begin, begin + size - 1)
+                continue
+            handle = ucmod.uc_hook_h()
+            slot = self.state.ctypes.data + 16 * i
+            status = ucmod.uclib.uc_hook_add(
+                uc._uch, ctypes.byref(handle), kinds, ctypes.c_void_p(self.native[4]),
+                ctypes.c_void_p(slot), ctypes.c_uint64(begin), ctypes.c_uint64(begin + size - 1))
+            if status != 0:
+                raise RuntimeError(f"uc_hook_add(UC_HOOK_MEM_READ|WRITE) failed with status {status}")
+
+    def _python_hook(self, i: int) -> Callable[..., None]:
+        state = self.state
+
+        def hook(uc: Any, access: int, address: int, size: int, value: int, _ud: Any) -> None:
+            state[2 * i] += 1
+            state[2 * i + 1] += size
+
+        return hook
+
+    def totals(self) -> list[int]:
+        """[accesses, bytes] per range, flattened in range order (running totals)."""
+        return [int(v) for v in self.state]
 
 
 MMIO_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)

@@ -26,7 +26,7 @@ from unicorn import (
 from unicorn import riscv_const as rv
 
 from mtia_sim import isa
-from mtia_sim.blockcount import BlockCounter, NativeMmio, _native_hook
+from mtia_sim.blockcount import AccessCounter, BlockCounter, NativeMmio, _native_hook
 from mtia_sim.errors import (
     CoreTrapError,
     DeviceAssertError,
@@ -37,7 +37,7 @@ from mtia_sim.errors import (
     RunawayError,
     SimulationError,
 )
-from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, ProgramTrace
+from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
 from mtia_sim.memory import MemorySystem, page_aligned_buffer
@@ -71,6 +71,7 @@ class _Run:
     trace: ProgramTrace
     args_ptr: int
     last_count: int = 0
+    last_access: list[int] = field(default_factory=list)  # AccessCounter totals at the last event
     commands: int = 0
     exit_status: int | None = None
     error: BaseException | None = None
@@ -112,6 +113,11 @@ class Core:
         self.counter = BlockCounter(self.code, isa.CODE_BASE, force_python=python_block_hook)
         self.counter.install(uc)
         self.counter.install_pc_sync(uc, isa.MMIO_BASE, isa.MMIO_BASE + isa.MMIO_SIZE)
+        # scalar core accesses to SRAM/DRAM (the local store and stack are the core's own, not counted)
+        self.access = AccessCounter([(MemLevel.SRAM.value, isa.SRAM_BASE, int(mem.sram.size)),
+                                     (MemLevel.DRAM.value, isa.DRAM_BASE, int(mem.dram.size))],
+                                    force_python=python_block_hook)
+        self.access.install(uc)
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_fault)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         uc.reg_write(rv.UC_RISCV_REG_MSTATUS, uc.reg_read(rv.UC_RISCV_REG_MSTATUS) | MSTATUS_FS_INITIAL)
@@ -153,7 +159,8 @@ class Core:
         if nargs:
             off = args_ptr - isa.STACK_BASE
             self.stack[off:off + 8 * nargs] = np.asarray(spec.args, dtype=np.uint64).view(np.uint8)
-        run = self.run = _Run(spec, ProgramTrace(spec.program_id, spec.pe, spec.core), args_ptr)
+        run = self.run = _Run(spec, ProgramTrace(spec.program_id, spec.pe, spec.core), args_ptr,
+                              last_access=self.access.totals())
         regs = (args_ptr, *spec.program_id, *spec.num_programs)
         batch = [*zip(ARG_REGS, regs, strict=True), (rv.UC_RISCV_REG_SP, args_ptr),
                  (rv.UC_RISCV_REG_RA, isa.EXIT_ADDR)]
@@ -195,7 +202,15 @@ class Core:
     def _end_core_event(self, run: _Run) -> None:
         n = self.counter.count - run.last_count
         if n > 0:
-            run.trace.events.append(CoreEvent(n))
+            now = self.access.totals()
+            if now == run.last_access:
+                run.trace.events.append(CoreEvent(n))
+            else:
+                last, names = run.last_access, self.access.names
+                acc = tuple((names[i], now[2 * i] - last[2 * i], now[2 * i + 1] - last[2 * i + 1])
+                            for i in range(len(names)) if now[2 * i] != last[2 * i])
+                run.trace.events.append(CoreEvent(n, acc))
+                run.last_access = now
         run.last_count = self.counter.count
 
     def _location(self, run: _Run, **kw: Any) -> Location:
