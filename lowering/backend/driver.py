@@ -94,6 +94,7 @@ class MtiaLauncher:
         self.machine: str = metadata.machine
         self.dual_core: bool = bool(metadata.dual_core)
         self.blocked: bool = getattr(metadata, "mtia_pe_mapping", "round_robin") == "blocked"
+        self.tags: tuple[str, ...] = tuple(getattr(metadata, "mtia_tags", ()) or ())
 
     def __call__(
         self,
@@ -120,7 +121,7 @@ class MtiaLauncher:
             dual_core=self.dual_core,
             blocked=self.blocked,
         )
-        _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result))
+        _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result, tags=self.tags))
         if exit_hook is not None:
             exit_hook(launch_metadata)
 

@@ -17,6 +17,7 @@ class LaunchRecord:
     kernel: str
     grid: tuple[int, int, int]
     result: Any
+    tags: tuple[str, ...] = ()  # command tag N is tags[N - 1]: "<ttir op> <file:line:col>" (profiles)
 
 
 def _storage_span(t: Any) -> tuple[int, int]:
