@@ -133,6 +133,26 @@ class Settings:
         )
 
 
+def select_machine(machine: str | None) -> str:
+    """Make `machine` (None: KEGEN_MACHINE, else mtia-2i) the machine of this process and its children.
+
+    The mtia backend compiles for, and its driver and simulator run on, the machine named by
+    KEGEN_MACHINE (lowering.backend.options.default_machine), so commands that take `--machine`
+    call this before compiling or spawning evaluation workers. Raises ValueError naming the
+    shipped machines when `machine` is neither one of them nor a readable machine TOML file.
+    """
+    from mtia_sim.machine import MachineDescriptionError, list_machines, load_machine
+
+    name = machine or SimSettings.from_env().machine
+    try:
+        load_machine(name)
+    except (MachineDescriptionError, OSError) as exc:
+        raise ValueError(f"unknown machine {name!r} ({exc}); use one of {', '.join(list_machines())} "
+                         "or a machine TOML path") from None
+    os.environ["KEGEN_MACHINE"] = name
+    return name
+
+
 def load_settings() -> Settings:
     """The settings for this process, read from the environment."""
     return Settings.from_env()

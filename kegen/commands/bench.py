@@ -36,14 +36,16 @@ def run(args: argparse.Namespace) -> int:
     from kegen.bench.results import compare, format_changes, load_json, write_csv, write_json
     from kegen.bench.runner import BenchConfig, default_out_dir, run_bench
     from kegen.bench.table import format_summary, format_table
-    from kegen.settings import load_settings
+    from kegen.settings import load_settings, select_machine
     from kegen.suites import SuiteError
 
     out_dir: Path = args.out or default_out_dir()
     previous = load_json(args.compare) if args.compare else None
     try:
+        machine = select_machine(args.machine) if args.target == "mtia" \
+            else args.machine or load_settings().sim.machine
         config = BenchConfig(
-            suite=args.suite, target=args.target, machine=args.machine or load_settings().sim.machine,
+            suite=args.suite, target=args.target, machine=machine,
             budget=args.budget, jobs=args.jobs,
             problems=tuple(p.strip() for p in args.problems.split(",") if p.strip()),
             search=not args.no_search and args.budget > 0, search_time_limit_s=args.search_time_limit,

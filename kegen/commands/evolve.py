@@ -18,7 +18,7 @@ from kegen.search.config import (
     TerminationConfig,
 )
 from kegen.search.termination import parse_duration
-from kegen.settings import load_settings
+from kegen.settings import load_settings, select_machine
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,6 +92,8 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
         target_roofline_fraction=args.target_roofline,
     )
     machine = args.machine or settings.sim.machine
+    if args.target == "mtia":
+        machine = select_machine(machine)  # compiles and evaluation workers follow KEGEN_MACHINE
     return SearchConfig(
         problem=args.problem,
         seed=args.seed,

@@ -47,7 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="value of a tl.constexpr argument (repeat, or comma-separate)",
     )
     parser.add_argument("--target", choices=TARGETS, default="mtia")
-    parser.add_argument("--arch", help="nvidia: sm_90 (default), amd: gfx942 (default), mtia: 2i")
+    parser.add_argument("--arch", help="nvidia: sm_90 (default), amd: gfx942 (default), mtia: 2i|v1|300 "
+                        "(default: the machine's)")
+    parser.add_argument("--machine", help="mtia machine description: mtia-2i|mtia-v1|mtia-300 or a TOML path "
+                        "(default: KEGEN_MACHINE or mtia-2i)")
     parser.add_argument(
         "--emit",
         help="stage to output: ttir|tile|llir|rvasm|elf (mtia), "
@@ -186,7 +189,22 @@ def compile_kernel(args: argparse.Namespace) -> tuple[Any, str]:
     fn = load_kernel(args.kernel_file, args.kernel)
     sig, consts = build_signature(fn, args.signature, _pairs(args.constexpr, "constexpr"))
     options = {k: _value(v) for k, v in _pairs(args.option, "option").items()}
-    target = _target(args.target, args.arch)
+    arch = args.arch
+    if args.target == "mtia":
+        from kegen.settings import select_machine
+        from lowering.backend.options import machine_arch
+
+        machine = getattr(args, "machine", None)
+        if machine or not arch:
+            try:
+                machine = select_machine(machine)
+            except ValueError as exc:
+                raise LowerUsageError(str(exc)) from None
+            options.setdefault("machine", machine)
+            arch = arch or machine_arch(machine)
+    elif getattr(args, "machine", None):
+        raise LowerUsageError(f"--machine is for --target mtia (target {args.target} takes --arch)")
+    target = _target(args.target, arch)
     return triton.compile(ASTSource(fn, sig, consts), target=target, options=options), emit
 
 

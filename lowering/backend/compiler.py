@@ -11,7 +11,7 @@ from typing import Any
 from triton._C.libtriton import ir
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
-from lowering.backend.options import MtiaOptions
+from lowering.backend.options import MtiaOptions, arch_machine, machine_digest
 from lowering.ttir.frontend import add_ttir_cleanup_passes
 
 TARGET_BACKEND = "mtia"
@@ -50,25 +50,20 @@ class MtiaBackend(BaseBackend):
         self.binary_ext = "elf"
 
     def hash(self) -> str:
-        """Part of Triton's cache key: the target and a digest of kegen's compiler sources."""
-        return f"mtia-{self.target.arch}-{_source_digest()}"
+        """Part of Triton's cache key: the target, its machine description's content and a digest of
+        kegen's compiler sources."""
+        arch = str(self.target.arch)
+        return f"mtia-{arch}-{machine_digest(arch_machine(arch))}-{_source_digest()}"
 
     def parse_options(self, opts: dict[str, Any]) -> MtiaOptions:
         """Triton's option dict -> MtiaOptions; the target arch picks the machine description
-        (`2i` -> mtia-2i, `v1` -> mtia-v1, `300` -> mtia-300) unless `machine` is given."""
-        from mtia_sim.machine import list_machines
-
+        (`2i` -> mtia-2i, `v1` -> mtia-v1, `300` -> mtia-300, or a machine TOML path) unless
+        `machine` is given. The driver's target follows KEGEN_MACHINE (lowering.backend.driver)."""
         args = dict(opts)
         arch = str(self.target.arch)
         args.setdefault("arch", arch)
         if not args.get("machine"):
-            machine = f"mtia-{arch}"
-            if machine not in list_machines():
-                raise ValueError(
-                    f"unknown mtia arch {arch!r}: use one of "
-                    f"{', '.join(m.removeprefix('mtia-') for m in list_machines())}"
-                )
-            args["machine"] = machine
+            args["machine"] = arch_machine(arch)
         return MtiaOptions.from_dict(args)
 
     def pack_metadata(self, metadata: Any) -> tuple[Any, ...]:

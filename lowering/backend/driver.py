@@ -25,8 +25,16 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
 from lowering.backend.launch import LaunchRecord, SimulatorSession
+from lowering.backend.options import default_machine, machine_arch
 
+# the default machine's target; get_current_target() follows KEGEN_MACHINE
 TARGET = GPUTarget("mtia", "2i", 1)
+
+
+def current_target() -> GPUTarget:
+    """The target of the current machine (`default_machine()`: KEGEN_MACHINE, else mtia-2i)."""
+    arch = machine_arch(default_machine())
+    return TARGET if arch == TARGET.arch else GPUTarget("mtia", arch, 1)
 
 _history: list[LaunchRecord] = []
 _history_lock = threading.Lock()
@@ -138,18 +146,19 @@ class MtiaUtils:
     """Device utilities Triton's runtime calls (`driver.active.utils`)."""
 
     def get_device_properties(self, device: Any) -> dict[str, int]:
+        """The current machine's (KEGEN_MACHINE's) properties in Triton's CUDA-style names: local store
+        per PE as shared memory, PEs as multiprocessors, clock in kHz, DRAM channels as bus width."""
         from mtia_sim.machine import load_machine
 
-        m = load_machine("mtia-2i")
-        local = int(getattr(m, "local_store_bytes", 384 * 1024))
+        m = load_machine(default_machine())
         return {
-            "max_shared_mem": local,
-            "multiprocessor_count": 64,
+            "max_shared_mem": int(m.local_store_bytes),
+            "multiprocessor_count": int(m.num_pes),
             "max_num_regs": 1 << 20,
             "warpSize": 1,
-            "sm_clock_rate": 1_350_000,
+            "sm_clock_rate": int(m.clock_hz // 1000),
             "mem_clock_rate": 0,
-            "mem_bus_width": 0,
+            "mem_bus_width": int(m.dram_channels),
         }
 
     def load_binary(
@@ -196,7 +205,7 @@ class MtiaDriver(DriverBase):
         return "uint64_t" if ty.startswith("*") else {"fp32": "float", "fp64": "double"}.get(ty, "int64_t")
 
     def get_current_target(self) -> GPUTarget:
-        return TARGET
+        return current_target()
 
     def get_current_device(self) -> int:
         return 0

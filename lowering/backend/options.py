@@ -3,10 +3,54 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 PE_MAPPINGS = ("round_robin", "blocked")
+MACHINE_PREFIX = "mtia-"
+
+
+def default_machine() -> str:
+    """The machine kernels compile and run for when nothing names one: `KEGEN_MACHINE` (read through
+    kegen.settings when kegen is installed), else mtia-2i. The evaluator sets KEGEN_MACHINE for its
+    workers, so `kegen eval --machine X` reaches every compile in them."""
+    try:
+        from kegen.settings import SimSettings
+    except ImportError:  # lowering used without kegen
+        import os
+
+        return os.environ.get("KEGEN_MACHINE") or "mtia-2i"
+    return SimSettings.from_env().machine or "mtia-2i"
+
+
+def machine_arch(machine: str) -> str:
+    """The Triton target arch of a machine: "mtia-2i" -> "2i"; a machine given as a TOML path or
+    under another name is its own arch."""
+    return machine.removeprefix(MACHINE_PREFIX) if machine.startswith(MACHINE_PREFIX) else machine
+
+
+def arch_machine(arch: str) -> str:
+    """The machine description of a Triton target arch ("2i" -> "mtia-2i"); raises ValueError naming
+    the known arches when there is none."""
+    from mtia_sim.machine import MachineDescriptionError, list_machines, load_machine
+
+    if f"{MACHINE_PREFIX}{arch}" in list_machines():
+        return f"{MACHINE_PREFIX}{arch}"
+    try:
+        load_machine(arch)  # a TOML path or another spelling of a shipped machine
+    except (MachineDescriptionError, OSError):
+        known = ", ".join(m.removeprefix(MACHINE_PREFIX) for m in list_machines())
+        raise ValueError(f"unknown mtia arch {arch!r}: use one of {known} (or a machine TOML path)") from None
+    return arch
+
+
+def machine_digest(machine: str) -> str:
+    """A digest of the machine description's content (part of the backend's cache key, so editing a
+    machine file recompiles)."""
+    from mtia_sim.machine import load_machine
+
+    m = load_machine(machine)
+    return hashlib.sha256(repr(sorted(m.to_dict().items())).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -18,7 +62,8 @@ class MtiaOptions:
     program per grid point, dealt to PEs in turn; "blocked" launches one program per core that loops
     over a contiguous block of program ids), `dual_core` (program ids fill both cores of each PE: PE-major
     over 2 x 64 slots instead of 64), `block_dma` (pointer analysis turns affine loads/stores into
-    strided block DMA; False forces gather/scatter), `machine` (machine description name),
+    strided block DMA; False forces gather/scatter), `machine` (machine description name; default
+    `default_machine()`, i.e. KEGEN_MACHINE or mtia-2i; `arch` follows it unless given),
     `opt_level` (LLVM optimisation level for the control code, 2 or 3), `red_accumulate` (atomics
     whose result is unused, on affine blocks with a box mask or on scalar pointers, become one
     RED_ACCUMULATE over the reduction network instead of per-element DMA_ATOMIC).
@@ -29,7 +74,7 @@ class MtiaOptions:
     pe_mapping: str = "round_robin"
     dual_core: bool = False
     block_dma: bool = True
-    machine: str = "mtia-2i"
+    machine: str = field(default_factory=default_machine)
     opt_level: int = 2
     red_accumulate: bool = True
     # fields Triton's frontend and runtime read
@@ -55,7 +100,7 @@ class MtiaOptions:
     max_num_imprecise_acc_default: int = 0
     extern_libs: tuple[tuple[str, str], ...] | None = None
     backend_name: str = "mtia"
-    arch: str = "2i"
+    arch: str = ""
     instrumentation_mode: str = ""
     ir_override: str | None = None
 
@@ -66,6 +111,8 @@ class MtiaOptions:
             raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
         if self.opt_level < 2 or self.opt_level > 3:
             raise ValueError(f"opt_level must be 2 or 3, got {self.opt_level}")
+        if not self.arch:
+            object.__setattr__(self, "arch", machine_arch(self.machine))
         if isinstance(self.extern_libs, dict):
             object.__setattr__(self, "extern_libs", tuple(sorted(self.extern_libs.items())))
 

@@ -1,0 +1,81 @@
+"""`--machine` / KEGEN_MACHINE reaches the backend options (and cache key), the driver's target and
+device properties, the compiled kernel and the simulator it runs on."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import triton
+
+from kegen.settings import select_machine
+from lowering.backend import driver
+from lowering.backend.options import MtiaOptions, arch_machine, machine_arch
+from lowering.corpus.elementwise import vector_add as add_kernel
+from mtia_sim.machine import load_machine
+
+MACHINES = ("mtia-v1", "mtia-2i", "mtia-300")
+
+
+def test_options_follow_kegen_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KEGEN_MACHINE", raising=False)
+    assert MtiaOptions().machine == "mtia-2i" and MtiaOptions().arch == "2i"
+    monkeypatch.setenv("KEGEN_MACHINE", "mtia-v1")
+    v1 = MtiaOptions()
+    assert (v1.machine, v1.arch) == ("mtia-v1", "v1")
+    assert v1.hash() != MtiaOptions(machine="mtia-2i").hash()
+    assert MtiaOptions(machine="mtia-300").arch == "300"
+
+
+def test_arch_and_machine_names() -> None:
+    assert [machine_arch(m) for m in MACHINES] == ["v1", "2i", "300"]
+    assert [arch_machine(machine_arch(m)) for m in MACHINES] == list(MACHINES)
+    with pytest.raises(ValueError, match="unknown mtia arch 'h100'.*2i"):
+        arch_machine("h100")
+
+
+def test_select_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEGEN_MACHINE", "mtia-2i")
+    assert select_machine("mtia-300") == "mtia-300"
+    assert driver.current_target().arch == "300"
+    with pytest.raises(ValueError, match="unknown machine 'mtia-9'.*mtia-2i"):
+        select_machine("mtia-9")
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_driver_target_and_properties(monkeypatch: pytest.MonkeyPatch, machine: str) -> None:
+    monkeypatch.setenv("KEGEN_MACHINE", machine)
+    m = load_machine(machine)
+    drv = driver.MtiaDriver()
+    assert drv.get_current_target().arch == machine_arch(machine)
+    props = drv.utils.get_device_properties(0)
+    assert props["multiprocessor_count"] == m.num_pes
+    assert props["max_shared_mem"] == m.local_store_bytes
+    assert props["sm_clock_rate"] == int(m.clock_hz // 1000)
+
+
+def _stream_seconds(monkeypatch: pytest.MonkeyPatch, machine: str, n: int) -> float:
+    monkeypatch.setenv("KEGEN_MACHINE", machine)
+    add_kernel.device_caches.clear()  # Triton binds the target once per kernel and device
+    x, y = torch.randn(n), torch.randn(n)
+    z = torch.empty(n)
+    add_kernel[(triton.cdiv(n, 4096),)](x, y, z, n, BLOCK=4096)
+    torch.testing.assert_close(z, x + y)
+    res = driver.last_launch()
+    assert driver._session is not None and driver._session.machine == machine
+    assert driver._session.sim.machine.name == load_machine(machine).name
+    return float(res.seconds)
+
+
+def test_machine_changes_simulated_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DRAM-streaming kernel: time follows each machine's DRAM bandwidth (v1 < 2i << 300)."""
+    n = 1 << 20  # 12 MiB of traffic: well past launch overheads
+    try:
+        t = {m: _stream_seconds(monkeypatch, m, n) for m in MACHINES}
+    finally:
+        add_kernel.device_caches.clear()
+    bw = {m: load_machine(m).dram_bw for m in MACHINES}
+    assert t["mtia-v1"] > t["mtia-2i"] > t["mtia-300"]
+    floor = {m: 12 * n / bw[m] for m in MACHINES}  # the bytes at the machine's DRAM bandwidth
+    for m in MACHINES:
+        assert floor[m] <= t[m], f"{m}: {t[m]} s is faster than its DRAM allows ({floor[m]} s)"
+    assert t["mtia-v1"] / t["mtia-2i"] == pytest.approx(bw["mtia-2i"] / bw["mtia-v1"], rel=0.25)
