@@ -12,6 +12,10 @@ Public API for callers that read simulated time (the evaluation team):
     res = driver.last_launch()          # mtia_sim LaunchResult: .cycles, .seconds, .counters
     driver.launch_history()             # every LaunchRecord since the last clear
     driver.enable_launch_history(False) # keep only the most recent launch
+
+Under `kegen eval` the launcher sends each launch to the evaluator's out-of-process device
+(`lowering.backend.device_client`); the history here then holds what the device told this process,
+which the evaluator never reads.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Any
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
+from lowering.backend.device_client import remote_device
 from lowering.backend.launch import LaunchRecord, SimulatorSession
 from lowering.backend.options import default_machine, machine_arch
 
@@ -120,8 +125,10 @@ class MtiaLauncher:
         if enter_hook is not None:
             enter_hook(launch_metadata)
         runtime_args = [args[i] for i in self.arg_positions]
-        session = _get_session(self.machine)
-        result = session.launch(
+        device: Any = remote_device()  # under `kegen eval`: the evaluator's out-of-process device
+        if device is None:
+            device = _get_session(self.machine)
+        result = device.launch(
             function,
             (gx, gy, gz),
             runtime_args,
