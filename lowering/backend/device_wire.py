@@ -28,7 +28,9 @@ class WireError(RuntimeError):
     """The peer sent a malformed frame, too much data, or closed the connection."""
 
 
-def send_frame(sock: socket.socket, header: dict[str, Any], blobs: Sequence[bytes | bytearray | memoryview] = ()) -> None:
+def send_frame(
+    sock: socket.socket, header: dict[str, Any], blobs: Sequence[bytes | bytearray | memoryview] = ()
+) -> None:
     """Send one frame (header JSON + blobs)."""
     head = json.dumps(header, separators=(",", ":"), allow_nan=True).encode()
     if len(blobs) > MAX_BLOBS:

@@ -143,7 +143,9 @@ class SimulatorSession:
         )
         words += list(plan.extra_slots)
         result = self.sim.launch(image, plan.grid, words, arg_types=None, dual_core=dual_core)
-        after = [self.sim.read(dev, len(blob)) if blob else b"" for dev, blob in zip(bases, data, strict=True)]
+        after = [
+            self.sim.read(dev, len(blob)) if blob else b"" for dev, blob in zip(bases, data, strict=True)
+        ]
         return result, after
 
     def launch(
