@@ -138,6 +138,11 @@ class Counters:
     totals: dict[str, UnitCounters]  # per unit, summed over PEs
     bandwidth: dict[str, dict[str, float | None]]  # level -> bytes, achieved and peak bytes/s, fraction
     roofline: Roofline
+    sram_cache: dict[str, Any] = field(default_factory=dict)  # mode, hits/misses (sram_cache.CacheStats)
+    core_time: dict[str, float] = field(default_factory=dict)
+    """Every cycle of every core that ran programs, by name: "busy", "stall:<reason>", "idle" (after
+    its last program, until the kernel ends). Sums to kernel_cycles x cores used (`core_slots`)."""
+    core_slots: int = 0  # (PE, core) pairs that ran programs
 
     @property
     def kernel_seconds(self) -> float:
@@ -190,6 +195,9 @@ class Counters:
             "bandwidth": self.bandwidth,
             "roofline": self.roofline.to_dict(),
             "stall_reasons": dict(self.stall_reasons()),
+            "sram_cache": dict(self.sram_cache),
+            "core_time": dict(self.core_time),
+            "core_slots": self.core_slots,
             "queue_wait_cycles": {n: u.stall_cycles.get(WAIT_UNIT, 0.0) for n, u in self.totals.items()
                                   if u.stall_cycles.get(WAIT_UNIT)},
             "totals": {n: u.to_dict(k, self.lanes(n) * self.num_pes, hz) for n, u in self.totals.items()},
@@ -215,9 +223,9 @@ def _unit_counters(commands: Iterable[CommandRecord], programs: Iterable[Program
         u.elements += ev.elements
         if ev.flops:
             u.ideal_cycles += rec.ideal_cycles
-        for level, n in ev.bytes_read.items():
+        for level, n in rec.bytes_read.items():  # as served: SRAM cache hits count as SRAM bytes
             _add(u.bytes_read, str(level), n)
-        for level, n in ev.bytes_written.items():
+        for level, n in rec.bytes_written.items():
             _add(u.bytes_written, str(level), n)
         _add(u.stall_cycles, WAIT_UNIT, rec.wait_unit)
         _add(u.stall_cycles, WAIT_DEPENDENCY, rec.wait_dependency)
@@ -229,7 +237,24 @@ def _unit_counters(commands: Iterable[CommandRecord], programs: Iterable[Program
         core.commands += 1  # programs run
         for reason, cycles in prog.stalls.items():
             _add(core.stall_cycles, reason, cycles)
+        for level, n in prog.mem_bytes.items():  # scalar loads and stores (CORE counts both as read)
+            _add(core.bytes_read, level, n)
     return per_pe
+
+
+def _core_time(programs: Iterable[ProgramRecord], kernel_cycles: float) -> tuple[dict[str, float], int]:
+    """Every cycle of every core that ran programs: busy, stalls by reason, idle after its last program."""
+    table: dict[str, float] = {}
+    last_end: dict[tuple[int, int], float] = {}
+    for prog in programs:
+        _add(table, "busy", prog.busy_cycles)
+        for reason, cycles in prog.stalls.items():
+            _add(table, f"stall:{reason}", cycles)
+        key = (prog.pe, prog.core)
+        last_end[key] = max(last_end.get(key, 0.0), prog.end)
+    idle = sum(kernel_cycles - end for end in last_end.values())
+    _add(table, "idle", idle)
+    return table, len(last_end)
 
 
 def _roofline(m: MachineDescription, totals: dict[str, UnitCounters], seconds: float) -> Roofline:
@@ -275,7 +300,8 @@ def _bandwidth(m: MachineDescription, totals: dict[str, UnitCounters], seconds: 
 
 
 def build_counters(m: MachineDescription, commands: list[CommandRecord], programs: list[ProgramRecord],
-                   kernel_cycles: float, launch_cycles: float) -> Counters:
+                   kernel_cycles: float, launch_cycles: float, sram_cache: dict[str, Any] | None = None
+                   ) -> Counters:
     """Aggregate a schedule into counters (per PE and unit, chip totals, bandwidth, roofline)."""
     pe_ids = sorted({p.pe for p in programs} | {c.pe for c in commands})
     per_pe = _unit_counters(commands, programs, pe_ids)
@@ -285,8 +311,10 @@ def build_counters(m: MachineDescription, commands: list[CommandRecord], program
             totals[n].add(u)
     seconds = kernel_cycles / m.clock_hz
     pes = {pe: PECounters(pe, *m.pe_coords(pe), units=units) for pe, units in per_pe.items()}
+    core_time, slots = _core_time(programs, kernel_cycles)
     return Counters(
         machine=m.name, clock_hz=m.clock_hz, kernel_cycles=kernel_cycles, launch_cycles=launch_cycles,
         num_pes=m.num_pes, cores_per_pe=m.cores_per_pe, pes=pes, totals=totals,
         bandwidth=_bandwidth(m, totals, seconds, len(pe_ids)), roofline=_roofline(m, totals, seconds),
+        sram_cache=dict(sram_cache or {}), core_time=core_time, core_slots=slots,
     )

@@ -49,6 +49,7 @@ class MachineDescription:
     sram_bytes: int
     sram_bw: float
     sram_latency_ns: float
+    sram_line_bytes: int
     dram_kind: str
     dram_bytes: int
     dram_bw: float
@@ -210,6 +211,7 @@ _SCHEMA: dict[str, str] = {
     "sram.bytes": "sram_bytes",
     "sram.bw": "sram_bw",
     "sram.latency_ns": "sram_latency_ns",
+    "sram.line_bytes": "sram_line_bytes",
     "dram.kind": "dram_kind",
     "dram.bytes": "dram_bytes",
     "dram.bw": "dram_bw",

@@ -31,22 +31,40 @@ from mtia_sim.events import ProgramTrace
 from mtia_sim.machine import MachineDescription
 from mtia_sim.timing.engine import Replay
 from mtia_sim.timing.result import CommandRecord, ProgramRecord, TimingResult, as_timing_result
+from mtia_sim.timing.sram_cache import SRAM_MODES
 
-__all__ = ["CommandRecord", "ProgramRecord", "TimingResult", "as_timing_result", "simulate"]
+__all__ = ["LAUNCH_KINDS", "SRAM_MODES", "CommandRecord", "ProgramRecord", "TimingResult", "as_timing_result",
+           "simulate"]
 
 
-def simulate(machine: MachineDescription, traces: list[ProgramTrace], *,
-             launch_overhead: bool = True) -> TimingResult:
-    """Replay all programs of one launch concurrently; cycles, schedule and counters.
+LAUNCH_KINDS = ("launch", "replacement", "none")
 
-    Programs on the same (PE, core) run back to back in list order, paying the job replacement
-    cost between them; different cores and PEs run concurrently. With `launch_overhead`, the
-    description's launch overhead is added to the makespan.
+
+def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_overhead: bool = True,
+             launch: str = "launch", sram_mode: str = "cache", sram_cache_bytes: int | None = None
+             ) -> TimingResult:
+    """Replay all programs of one launch (one job) concurrently; cycles, schedule and counters.
+
+    Programs on the same (PE, core) run back to back in list order (a job's programs are work items
+    of one job: no job replacement between them); different cores and PEs run concurrently.
+    `launch` names the cost added before the makespan: "launch" (a job launch, the description's
+    launch overhead), "replacement" (the job queued right behind another one: job replacement), or
+    "none" (also `launch_overhead=False`). `sram_mode` is how the on-chip SRAM serves DRAM
+    accesses ("cache", "resident", "off"; see `mtia_sim.timing.sram_cache`), `sram_cache_bytes` the
+    part of the SRAM used as cache (default: all of it).
     """
-    replay = Replay(machine, traces)
+    if launch not in LAUNCH_KINDS:
+        raise ValueError(f"launch must be one of {LAUNCH_KINDS}, got {launch!r}")
+    replay = Replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes)
     makespan = replay.run()
-    launch = machine.launch_overhead_cycles if launch_overhead and traces else 0.0
-    counters = build_counters(machine, replay.commands, replay.programs, makespan, launch)
-    return TimingResult(machine=machine, kernel_cycles=makespan, launch_cycles=launch,
+    if not launch_overhead or not traces or launch == "none":
+        overhead = 0.0
+    elif launch == "replacement":
+        overhead = machine.job_replacement_cycles
+    else:
+        overhead = machine.launch_overhead_cycles
+    stats = replay.cache.stats
+    counters = build_counters(machine, replay.commands, replay.programs, makespan, overhead, stats.to_dict())
+    return TimingResult(machine=machine, kernel_cycles=makespan, launch_cycles=overhead,
                         commands=replay.commands, programs=replay.programs, counters=counters,
-                        events_processed=replay.events, bandwidth_timeline=replay.timeline)
+                        events_processed=replay.events, bandwidth_timeline=replay.timeline, sram_cache=stats)

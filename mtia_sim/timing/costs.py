@@ -19,6 +19,7 @@ import math
 from mtia_sim.events import CommandEvent, MemLevel
 from mtia_sim.isa import Op, Unit
 from mtia_sim.machine import MachineDescription
+from mtia_sim.timing.sram_cache import Routed
 
 Resource = str | tuple[str, int]
 """A bandwidth resource: "dram", "sram", ("ls", pe) for a PE's local store, ("link", n) for one
@@ -70,9 +71,13 @@ def _dpe_cycles(m: MachineDescription, cmd: CommandEvent) -> float:
     return m.dpe_setup_cycles + dpe_flops(cmd) / rate
 
 
-def transfer_latency(m: MachineDescription, pe: int, cmd: CommandEvent) -> float:
-    """First-byte latency of the farthest memory level a command touches."""
-    levels = set(cmd.bytes_read) | set(cmd.bytes_written)
+def transfer_latency(m: MachineDescription, pe: int, cmd: CommandEvent,
+                     routed: Routed | None = None) -> float:
+    """First-byte latency of the farthest memory level a command touches (after the SRAM cache)."""
+    if routed is None:
+        levels = set(cmd.bytes_read) | set(cmd.bytes_written)
+    else:
+        levels = {k for t in (routed.read, routed.written) for k, v in t.items() if v > 0}
     latency = 0.0
     if MemLevel.DRAM in levels:
         latency = max(latency, m.dram_latency_cycles)
@@ -84,11 +89,11 @@ def transfer_latency(m: MachineDescription, pe: int, cmd: CommandEvent) -> float
     return latency
 
 
-def fixed_cycles(m: MachineDescription, pe: int, cmd: CommandEvent) -> float:
+def fixed_cycles(m: MachineDescription, pe: int, cmd: CommandEvent, routed: Routed | None = None) -> float:
     """The fixed phase: setup, farthest-level latency and compute at the unit's throughput."""
     unit = cmd.unit
     if unit == Unit.DMA:
-        return m.dma_setup_cycles + transfer_latency(m, pe, cmd)
+        return m.dma_setup_cycles + transfer_latency(m, pe, cmd, routed)
     if unit == Unit.DPE:
         base = _dpe_cycles(m, cmd)
     elif unit == Unit.SIMD:
@@ -102,7 +107,7 @@ def fixed_cycles(m: MachineDescription, pe: int, cmd: CommandEvent) -> float:
         raise ValueError(f"command {cmd.op!r} names unit {unit!r}, which takes no commands; "
                          "the functional model must report DMA, DPE, SIMD, RED or MLU")
     if has_shared_traffic(cmd):  # a compute unit reaching beyond its local store (not expected)
-        base += transfer_latency(m, pe, cmd)
+        base += transfer_latency(m, pe, cmd, routed)
     return base
 
 
@@ -116,23 +121,28 @@ burst). Gathers and scatters are charged their bytes: events do not say how many
 their addresses touch, and row gathers are contiguous."""
 
 
-def transfer_demands(m: MachineDescription, pe: int, cmd: CommandEvent,
-                     link_id: int) -> tuple[float, list[tuple[Resource, float, float]]]:
+def transfer_demands(m: MachineDescription, pe: int, cmd: CommandEvent, link_id: int,
+                     routed: Routed | None = None) -> tuple[float, list[tuple[Resource, float, float]]]:
     """Transfer phase: (volume in bytes, [(resource, bytes per volume byte, capacity bytes/cycle)]).
 
     DMA commands always transfer (local-store copies load the PE's local store bandwidth); other
     units only when they touch memory outside their local store. The volume is the largest byte
     count on any one resource; a misaligned operand moves `dma_misaligned_penalty` more bytes.
+    With `routed` (the SRAM cache's split), DRAM hits are served by the SRAM and misses and
+    write-allocates also write the SRAM.
     """
     if cmd.unit != Unit.DMA and not has_shared_traffic(cmd):
         return 0.0, []
-    per_level: dict[MemLevel, int] = {}
+    per_level: dict[MemLevel, float] = {}
     per_element = cmd.op in _PER_ELEMENT_DMA
-    for table in (cmd.bytes_read, cmd.bytes_written):
+    tables = (cmd.bytes_read, cmd.bytes_written) if routed is None else (routed.read, routed.written)
+    for table in tables:
         for level, nbytes in table.items():
             if per_element and nbytes > 0 and level in (MemLevel.DRAM, MemLevel.SRAM):
                 nbytes = max(nbytes, cmd.elements * m.dma_burst_bytes)
             per_level[level] = per_level.get(level, 0) + nbytes
+    if routed is not None and routed.sram_fill > 0:
+        per_level[MemLevel.SRAM] = per_level.get(MemLevel.SRAM, 0) + routed.sram_fill
     demand: dict[Resource, float] = {}
     caps: dict[Resource, float] = {}
     for level, nbytes in per_level.items():

@@ -17,16 +17,29 @@ import itertools
 from collections import deque
 from collections.abc import Iterator
 
-from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, ProgramTrace
+from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
 from mtia_sim.isa import Unit
 from mtia_sim.machine import MachineDescription
 from mtia_sim.timing import costs
 from mtia_sim.timing.fluid import FluidBandwidth, Transfer
 from mtia_sim.timing.result import CommandRecord, ProgramRecord
+from mtia_sim.timing.sram_cache import SramCache
 
 _COMPLETE, _CORE = 0, 1  # at equal times, finish work before cores look at it
 _SAME_TIME = 1e-6  # cycles: events closer than this are handled before bandwidth is rebalanced
 _UNITS = (Unit.DMA, Unit.DPE, Unit.SIMD, Unit.RED, Unit.MLU)
+SCALAR_MEM = "scalar_mem"  # core stall: waiting for its own loads/stores to DRAM or SRAM
+
+
+class _ScalarAccess:
+    """A core's scalar loads/stores of one trace segment, in flight on the shared memories."""
+
+    __slots__ = ("core", "level", "traffic")
+
+    def __init__(self, core: _Core, level: MemLevel, traffic: float) -> None:
+        self.core = core
+        self.level = level
+        self.traffic = traffic
 
 
 class _Cmd:
@@ -82,7 +95,7 @@ class _PE:
 
 class _Core:
     __slots__ = ("pe", "core", "programs", "prog", "events", "idx", "time", "paid", "issued",
-                 "waiting", "blocked", "blocked_since", "wake_unit")
+                 "waiting", "blocked", "blocked_since", "wake_unit", "pending_mem")
 
     def __init__(self, pe: int, core: int, programs: list[int]) -> None:
         self.pe = pe
@@ -96,6 +109,7 @@ class _Core:
         self.issued: dict[Unit, list[_Cmd]] = {}  # this program's commands per unit (done ones pruned)
         self.waiting: set[_Cmd] = set()
         self.blocked: str | None = None
+        self.pending_mem: list[tuple[str, int, int]] = []  # scalar accesses still to make
         self.blocked_since = 0.0
         self.wake_unit: Unit | None = None
 
@@ -103,9 +117,12 @@ class _Core:
 class Replay:
     """One replay of a launch. Use `run()` once."""
 
-    def __init__(self, machine: MachineDescription, traces: list[ProgramTrace]) -> None:
+    def __init__(self, machine: MachineDescription, traces: list[ProgramTrace], *, sram_mode: str = "cache",
+                 sram_cache_bytes: int | None = None) -> None:
         self.m = machine
         self.traces = traces
+        capacity = machine.sram_bytes if sram_cache_bytes is None else sram_cache_bytes
+        self.cache = SramCache(sram_mode, capacity, machine.sram_line_bytes)
         self.heap: list[tuple[float, int, int, int, object, int]] = []
         self.seq = itertools.count()
         self.now = 0.0
@@ -157,6 +174,8 @@ class Replay:
                 self._run_core(obj)  # type: ignore[arg-type]
             elif kind == 1:
                 self._fixed_done(obj)  # type: ignore[arg-type]
+            elif kind == 3:
+                self._scalar_latency_done(obj)  # type: ignore[arg-type]
             elif version == self.fluid_epoch:
                 self._transfers_done()
             if not heap and self.fluid_dirty:
@@ -190,8 +209,10 @@ class Replay:
     def _unblock(self, c: _Core) -> None:
         if c.blocked is None:
             return
-        unit = c.wake_unit.name if c.wake_unit is not None else "ANY"
-        reason = f"{c.blocked}_{unit}"
+        if c.blocked == SCALAR_MEM:
+            reason = SCALAR_MEM
+        else:
+            reason = f"{c.blocked}_{c.wake_unit.name if c.wake_unit is not None else 'ANY'}"
         assert c.prog is not None
         waited = self.now - c.blocked_since
         if waited > 0:
@@ -217,6 +238,9 @@ class Replay:
         now = self.now
         m = self.m
         c.time = max(c.time, now)
+        if c.pending_mem:
+            self._scalar_access(c)
+            return
         while c.prog is not None:
             prog = c.prog
             if c.idx < len(c.events):
@@ -229,6 +253,14 @@ class Replay:
                 prog.busy_cycles += cyc
                 prog.instructions += ev.instructions
                 c.idx += 1
+                if ev.mem_accesses:
+                    c.pending_mem = list(ev.mem_accesses)
+                if c.pending_mem:
+                    if c.time > now:
+                        self._push(c.time, _CORE, 0, c)
+                        return
+                    self._scalar_access(c)
+                    return
                 continue
             if isinstance(ev, CommandEvent) and not c.paid:
                 c.time += m.command_issue_cycles
@@ -261,9 +293,39 @@ class Replay:
                 if self._wait_for(c, [x for xs in c.issued.values() for x in xs], "end_wait"):
                     return
                 prog.end = now
-                self._next_program(c, now + m.job_replacement_cycles)
+                self._next_program(c, now)  # job replacement is paid between launches, not programs
                 continue
             raise TypeError(f"program {prog.program_id}: unknown event {ev!r} in its trace")
+
+    # ---- scalar loads and stores ------------------------------------------------------------
+    def _scalar_access(self, c: _Core) -> None:
+        """Make the next level's scalar accesses: the core stalls for each access's latency (an
+        in-order core waits for every load), then its bytes (at least a burst per access) cross
+        the shared memory's bandwidth."""
+        level_name, count, nbytes = c.pending_mem.pop(0)
+        level = MemLevel(level_name)
+        if level not in (MemLevel.DRAM, MemLevel.SRAM):
+            raise ValueError(f"scalar accesses to {level_name!r}: CoreEvent.mem_accesses names 'dram' or "
+                             "'sram' (local-store accesses are part of the instruction cost)")
+        assert c.prog is not None
+        if nbytes:
+            c.prog.mem_bytes[level.value] = c.prog.mem_bytes.get(level.value, 0) + nbytes
+        c.prog.mem_accesses += count
+        latency = self.m.dram_latency_cycles if level == MemLevel.DRAM else self.m.sram_latency_cycles
+        traffic = float(max(nbytes, count * self.m.dma_burst_bytes)) if count else float(nbytes)
+        self._block(c, SCALAR_MEM)
+        self._push(self.now + count * latency, _COMPLETE, 3, _ScalarAccess(c, level, traffic))
+
+    def _scalar_latency_done(self, acc: _ScalarAccess) -> None:
+        if acc.traffic <= 0:
+            self._push(self.now, _CORE, 0, acc.core)
+            return
+        res = "dram" if acc.level == MemLevel.DRAM else "sram"
+        cap = self.m.dram_bytes_per_cycle if res == "dram" else self.m.sram_bytes_per_cycle
+        tr = Transfer(owner=acc, remaining=acc.traffic, shares=[(res, 1.0, cap)])
+        self.fluid.advance(self.now)
+        self.fluid.add(tr, self.now)
+        self.fluid_dirty = True
 
     # ---- commands ------------------------------------------------------------------------
     def _issue(self, c: _Core, ev: CommandEvent) -> None:
@@ -311,7 +373,10 @@ class Replay:
             rec.start = self.now
             rec.wait_unit = head.head_at - rec.issue
             rec.wait_dependency = self.now - head.head_at
-            fixed = costs.fixed_cycles(self.m, rec.pe, rec.event)
+            ev = rec.event
+            if ev.spans and (MemLevel.DRAM in ev.bytes_read or MemLevel.DRAM in ev.bytes_written):
+                rec.routed = self.cache.route(ev)
+            fixed = costs.fixed_cycles(self.m, rec.pe, ev, rec.routed)
             self._push(self.now + fixed, _COMPLETE, 1, head)
             started = True
         if started and unit.blocked_cores:
@@ -321,7 +386,7 @@ class Replay:
 
     def _fixed_done(self, cmd: _Cmd) -> None:
         rec = cmd.rec
-        volume, shares = costs.transfer_demands(self.m, rec.pe, rec.event, next(self.link_ids))
+        volume, shares = costs.transfer_demands(self.m, rec.pe, rec.event, next(self.link_ids), rec.routed)
         if volume <= 0:
             self._complete(cmd)
             return
@@ -347,6 +412,9 @@ class Replay:
         private = all(self.fluid.is_private(tr) for tr in finished)
         self.fluid.remove_all(finished)
         for tr in finished:
+            if isinstance(tr.owner, _ScalarAccess):
+                self._push(self.now, _CORE, 0, tr.owner.core)
+                continue
             cmd: _Cmd = tr.owner
             cmd.rec.wait_bandwidth = max(0.0, (self.now - cmd.transfer_start) - cmd.transfer_alone)
             self._complete(cmd)
@@ -375,6 +443,9 @@ class Replay:
         rec = cmd.rec
         rec.end = self.now
         cmd.done = True
+        if rec.routed is not None and rec.routed.fill_lines:
+            self.cache.fill(rec.routed)
+            rec.routed.fill_lines = None  # keep records small
         pe = self.pes[rec.pe]
         unit = pe.units[rec.event.unit]
         unit.running[rec.slot] = None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from mtia_sim.events import CommandEvent
 from mtia_sim.isa import Unit
 from mtia_sim.machine import MachineDescription
+from mtia_sim.timing.sram_cache import CacheStats, Routed
 
 if TYPE_CHECKING:
     from mtia_sim.counters import Counters
@@ -29,6 +30,17 @@ class CommandRecord:
     wait_bandwidth: float = 0.0  # transfer slower than alone, because bandwidth was shared
     ideal_cycles: float = 0.0  # throughput-bound compute cycles (for peaks and the roofline)
     slot: int = 0  # which of the unit's in-flight slots ran it (DMA may have several)
+    routed: Routed | None = None  # its DRAM bytes split by the SRAM cache (None: as the event says)
+
+    @property
+    def bytes_read(self) -> dict:
+        """Bytes read per memory level as served (DRAM hits in the SRAM cache count as SRAM)."""
+        return self.event.bytes_read if self.routed is None else self.routed.read
+
+    @property
+    def bytes_written(self) -> dict:
+        """Bytes written per memory level as served (see `bytes_read`)."""
+        return self.event.bytes_written if self.routed is None else self.routed.written
 
     @property
     def unit(self) -> Unit:
@@ -52,6 +64,17 @@ class ProgramRecord:
     instructions: int = 0
     busy_cycles: float = 0.0  # executing instructions and issuing commands
     stalls: dict[str, float] = field(default_factory=dict)  # reason -> cycles the core waited
+    mem_accesses: int = 0  # scalar loads/stores to DRAM or SRAM
+    mem_bytes: dict[str, int] = field(default_factory=dict)  # their bytes per level ("dram", "sram")
+
+    @property
+    def cycles(self) -> float:
+        return self.end - self.start
+
+    @property
+    def accounted_cycles(self) -> float:
+        """busy + every stall: equals `cycles` (every cycle of a program is named)."""
+        return self.busy_cycles + sum(self.stalls.values())
 
 
 @dataclass
@@ -67,6 +90,7 @@ class TimingResult:
     events_processed: int = 0  # timing-model events (for measuring the model's own speed)
     bandwidth_timeline: list[tuple[float, float, float]] = field(default_factory=list)
     """(cycle, DRAM bytes/cycle, SRAM bytes/cycle) in flight from that cycle on (step function)."""
+    sram_cache: CacheStats | None = None  # what the SRAM cache did
 
     @property
     def cycles(self) -> float:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+from mtia_sim import isa
 from mtia_sim.events import (
     AddrRange,
     CommandEvent,
@@ -16,6 +17,7 @@ from mtia_sim.events import (
     Event,
     FenceEvent,
     MemLevel,
+    MemSpan,
     ProgramTrace,
 )
 from mtia_sim.isa import Op, ReduceOp, SimdOp, Unit, UnitMask
@@ -24,10 +26,16 @@ from mtia_sim.machine import MachineDescription
 
 def dma(nbytes: int, *, src: MemLevel = MemLevel.DRAM, dst: MemLevel = MemLevel.LOCAL, local_addr: int = 0,
         local_src_addr: int | None = None, remote_pe: int | None = None, misaligned: bool = False,
-        dtype_bytes: int = 4, tag: int = 0) -> CommandEvent:
-    """A DMA copy of `nbytes` from `src` to `dst`; local-store ends get address ranges."""
+        dtype_bytes: int = 4, tag: int = 0, mem_addr: int | None = None) -> CommandEvent:
+    """A DMA copy of `nbytes` from `src` to `dst`; local-store ends get address ranges. With
+    `mem_addr` (a device address), the DRAM/SRAM end also records its span (for the SRAM cache)."""
     reads: list[AddrRange] = []
     writes: list[AddrRange] = []
+    spans: list[MemSpan] = []
+    if mem_addr is not None:
+        for level, write in ((src, False), (dst, True)):
+            if level in (MemLevel.DRAM, MemLevel.SRAM):
+                spans.append(MemSpan(level, write, mem_addr, nbytes))
     if src == MemLevel.LOCAL:
         start = local_addr if local_src_addr is None else local_src_addr
         reads.append(AddrRange(start, start + nbytes))
@@ -35,7 +43,17 @@ def dma(nbytes: int, *, src: MemLevel = MemLevel.DRAM, dst: MemLevel = MemLevel.
         writes.append(AddrRange(local_addr, local_addr + nbytes))
     return CommandEvent(op=Op.DMA_COPY, unit=Unit.DMA, subop=0, elements=nbytes // dtype_bytes,
                         bytes_read={src: nbytes}, bytes_written={dst: nbytes}, reads=reads, writes=writes,
-                        dtype_bytes=dtype_bytes, misaligned=misaligned, remote_pe=remote_pe, tag=tag)
+                        dtype_bytes=dtype_bytes, misaligned=misaligned, remote_pe=remote_pe, tag=tag,
+                        spans=spans)
+
+
+def scalar(instructions: int, level: MemLevel = MemLevel.DRAM, accesses: int = 0,
+           nbytes: int | None = None) -> CoreEvent:
+    """Core instructions that made `accesses` scalar loads/stores (4 bytes each by default) to `level`."""
+    if not accesses:
+        return CoreEvent(instructions)
+    return CoreEvent(instructions, mem_accesses=((level.value, accesses, 4 * accesses if nbytes is None
+                                                  else nbytes),))
 
 
 def matmul(m: int, n: int, k: int, *, a: int = 0, b: int | None = None, c: int | None = None,
@@ -134,7 +152,11 @@ def random_traces(rng: random.Random, machine: MachineDescription, *, programs: 
         pe = rng.randrange(machine.num_pes)
         evs: list[Event] = []
         for _ in range(commands):
-            evs.append(CoreEvent(rng.randrange(0, 200)))
+            if rng.random() < 0.15:
+                evs.append(scalar(rng.randrange(0, 200), rng.choice([MemLevel.DRAM, MemLevel.SRAM]),
+                                  rng.randrange(1, 64)))
+            else:
+                evs.append(CoreEvent(rng.randrange(0, 200)))
             kind = rng.randrange(7)
             addr = rng.randrange(0, ls // 2, 32)
             if kind == 0:
@@ -145,7 +167,8 @@ def random_traces(rng: random.Random, machine: MachineDescription, *, programs: 
                 remote = rng.randrange(machine.num_pes) if MemLevel.REMOTE_LOCAL in (src, dst) else None
                 evs.append(dma(n, src=src, dst=dst, local_addr=addr, remote_pe=remote,
                                local_src_addr=ls // 2 + addr // 2 if src == dst else None,
-                               misaligned=rng.random() < 0.2))
+                               misaligned=rng.random() < 0.2,
+                               mem_addr=isa.DRAM_BASE + rng.randrange(0, 1 << 20, 64)))
             elif kind == 1:
                 d = rng.choice([8, 32, 64])
                 evs.append(matmul(d, d, d, a=addr, dtype_bytes=rng.choice([1, 2, 4])))
@@ -159,6 +182,7 @@ def random_traces(rng: random.Random, machine: MachineDescription, *, programs: 
             elif kind == 5:
                 evs.append(fence(rng.choice([UnitMask.DMA, UnitMask.DPE | UnitMask.SIMD, UnitMask.ALL])))
             else:
-                evs.append(dma(4096, src=MemLevel.LOCAL, dst=MemLevel.DRAM, local_addr=addr))
+                evs.append(dma(4096, src=MemLevel.LOCAL, dst=MemLevel.DRAM, local_addr=addr,
+                               mem_addr=isa.DRAM_BASE + rng.randrange(0, 1 << 20, 64)))
         traces.append(program(pe, evs, core=rng.randrange(machine.cores_per_pe), program_id=(i, 0, 0)))
     return traces

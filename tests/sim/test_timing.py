@@ -108,13 +108,25 @@ def test_program_end_waits_for_all_commands():
     assert r.kernel_cycles == pytest.approx(r.programs[0].end)
 
 
-def test_programs_on_one_core_run_back_to_back_with_job_replacement():
+def test_programs_on_one_core_run_back_to_back_without_job_replacement():
+    # a launch is one job: its programs are work items, so no job replacement between them
     traces = [program(3, [CoreEvent(500)], program_id=(i, 0, 0)) for i in range(3)]
     r = simulate(M, traces, launch_overhead=False)
-    starts = [p.start for p in r.programs]
     one = 500 * M.core_cpi
-    assert starts == pytest.approx([0, one + M.job_replacement_cycles, 2 * (one + M.job_replacement_cycles)])
-    assert r.kernel_cycles == pytest.approx(3 * one + 2 * M.job_replacement_cycles)
+    assert [p.start for p in r.programs] == pytest.approx([0, one, 2 * one])
+    assert r.kernel_cycles == pytest.approx(3 * one)
+
+
+def test_job_replacement_is_charged_between_launches():
+    traces = [program(0, [CoreEvent(500)])]
+    first = simulate(M, traces)
+    queued = simulate(M, traces, launch="replacement")
+    assert first.launch_cycles == pytest.approx(M.launch_overhead_cycles)
+    assert queued.launch_cycles == pytest.approx(M.job_replacement_cycles)
+    assert queued.kernel_cycles == first.kernel_cycles
+    assert simulate(M, traces, launch="none").cycles == first.kernel_cycles
+    with pytest.raises(ValueError, match="launch must be one of"):
+        simulate(M, traces, launch="warm")
 
 
 def test_pes_and_cores_run_concurrently():

@@ -1,0 +1,214 @@
+"""The on-chip SRAM as a memory-side cache in front of DRAM (docs/DECISIONS.md D5).
+
+Kernels address DRAM; the SRAM sits between the fabric and the LPDDR controllers and keeps the lines
+that PEs touched, so re-reads (a GEMM's operand panels, a softmax's second pass) are served at SRAM
+bandwidth and latency. The model is a line-granular LRU cache over device addresses:
+
+- `mode="cache"` (default): cold at the start of each launch (inputs were just written by the host);
+  a DRAM read of a resident line is a hit (SRAM bytes), of any other line a miss (DRAM bytes, and the
+  line is filled into the SRAM when the command completes: commands in flight at the same time that
+  read the same line all miss, as without miss merging). Writes are write-through with allocate:
+  they cost DRAM bandwidth and leave the line resident, so a later read hits.
+- `mode="resident"`: the launch's tensors were placed in the SRAM scratchpad before it started (the
+  ISCA'25 GEMM figure, "operands resident on chip"): every DRAM access is served by the SRAM while the
+  launch's footprint fits `capacity`; beyond that, accesses to lines that no longer fit go to DRAM.
+- `mode="off"`: the SRAM is not used as a cache (every DRAM access goes to DRAM).
+
+`capacity` defaults to the whole SRAM (`sram_bytes`); a smaller value models an SRAM partitioned
+into a scratchpad (explicit `level="sram"` allocations) and a cache. Eviction is LRU, batched: when
+the resident lines exceed the capacity, the least recently used ~1/8 of the capacity is dropped at
+once (so eviction costs O(resident lines) per capacity/8 lines filled).
+
+Commands without address spans (hand-built traces) and scalar core accesses bypass the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from mtia_sim import isa
+from mtia_sim.events import CommandEvent, MemLevel, MemSpan
+
+SRAM_MODES = ("cache", "resident", "off")
+_CHUNK_BITS = 16  # lines per stamp array: 64 Ki lines (8 MiB of addresses at 128-byte lines)
+_EVICT_SLACK = 8  # evict down to capacity - capacity/8
+
+
+@dataclass
+class CacheStats:
+    """What the cache did during one launch (bytes are the commands' DRAM bytes, split)."""
+
+    mode: str
+    capacity_bytes: int
+    line_bytes: int
+    read_hit_bytes: float = 0.0
+    read_miss_bytes: float = 0.0
+    write_bytes: float = 0.0
+    hit_lines: int = 0
+    miss_lines: int = 0
+    evicted_lines: int = 0
+
+    @property
+    def hit_rate(self) -> float | None:
+        total = self.read_hit_bytes + self.read_miss_bytes
+        return self.read_hit_bytes / total if total > 0 else None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"mode": self.mode, "capacity_bytes": self.capacity_bytes, "line_bytes": self.line_bytes,
+                "read_hit_bytes": self.read_hit_bytes, "read_miss_bytes": self.read_miss_bytes,
+                "write_bytes": self.write_bytes, "hit_lines": self.hit_lines, "miss_lines": self.miss_lines,
+                "evicted_lines": self.evicted_lines, "hit_rate": self.hit_rate}
+
+
+@dataclass
+class Routed:
+    """A command's bytes per level after the cache: what each memory actually serves."""
+
+    read: dict[MemLevel, float]
+    written: dict[MemLevel, float]
+    sram_fill: float = 0.0  # bytes written into the SRAM by misses and write-allocates (SRAM traffic)
+    fill_lines: list[np.ndarray] | None = None  # lines that become resident when the command ends
+
+
+def span_lines(spans: list[MemSpan], line_bytes: int) -> np.ndarray:
+    """Sorted unique cache-line numbers (device address // line_bytes) covered by `spans`."""
+    parts = []
+    for sp in spans:
+        starts = sp.row_starts()
+        if starts.size == 0:
+            continue
+        first = starts // line_bytes
+        last = (starts + (sp.row_bytes - 1)) // line_bytes
+        n = last - first + 1
+        if int(n.max()) == 1:
+            parts.append(first)
+        else:
+            offsets = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+            parts.append(np.repeat(first, n) + offsets)
+    if not parts:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate(parts) if len(parts) > 1 else parts[0])
+
+
+class SramCache:
+    """Line-granular LRU state of the SRAM cache during one replay."""
+
+    def __init__(self, mode: str, capacity_bytes: int, line_bytes: int) -> None:
+        if mode not in SRAM_MODES:
+            raise ValueError(f"sram_mode must be one of {SRAM_MODES}, got {mode!r}")
+        if capacity_bytes < 0 or line_bytes <= 0:
+            raise ValueError(f"SRAM cache needs capacity >= 0 and line > 0 bytes, got {capacity_bytes}, "
+                             f"{line_bytes}")
+        self.mode = mode
+        self.line = line_bytes
+        self.capacity = capacity_bytes // line_bytes
+        self.stats = CacheStats(mode, capacity_bytes, line_bytes)
+        self._stamps: dict[int, np.ndarray] = {}  # chunk -> last-use stamp per line (0 = not resident)
+        self._clock = 0
+        self._resident = 0
+
+    def route(self, ev: CommandEvent) -> Routed | None:
+        """Split a command's DRAM bytes into SRAM hits and DRAM misses; None when nothing changes."""
+        dram_r = ev.bytes_read.get(MemLevel.DRAM, 0)
+        dram_w = ev.bytes_written.get(MemLevel.DRAM, 0)
+        if self.mode == "off" or not (dram_r or dram_w) or not ev.spans:
+            return None
+        read = {k: float(v) for k, v in ev.bytes_read.items()}
+        written = {k: float(v) for k, v in ev.bytes_written.items()}
+        fill = 0.0
+        st = self.stats
+        to_fill: list[np.ndarray] = []
+        if dram_r:
+            hit = self._access([s for s in ev.spans if not s.write and s.level == MemLevel.DRAM], to_fill)
+            hit_b = dram_r * hit
+            read[MemLevel.DRAM] = dram_r - hit_b
+            read[MemLevel.SRAM] = read.get(MemLevel.SRAM, 0.0) + hit_b
+            st.read_hit_bytes += hit_b
+            st.read_miss_bytes += dram_r - hit_b
+            fill += dram_r - hit_b
+        if dram_w:
+            hit = self._access([s for s in ev.spans if s.write and s.level == MemLevel.DRAM], to_fill)
+            st.write_bytes += dram_w
+            if self.mode == "resident":  # the tensor lives in the SRAM: no DRAM write while it fits
+                kept = dram_w * hit
+                written[MemLevel.DRAM] = dram_w - kept
+                written[MemLevel.SRAM] = written.get(MemLevel.SRAM, 0.0) + kept
+            else:  # write-through with allocate
+                fill += dram_w
+        for table in (read, written):
+            if table.get(MemLevel.DRAM) == 0.0:
+                del table[MemLevel.DRAM]
+        return Routed(read, written, fill, to_fill or None)
+
+    # ---- line state ------------------------------------------------------------------------
+    def fill(self, routed: Routed) -> None:
+        """The command that missed completed: its lines are now resident (most recently used)."""
+        for lines in routed.fill_lines or ():
+            self._clock += 1
+            for idx, arr in self._chunks(lines):
+                self._resident += int(idx.size - np.count_nonzero(arr[idx]))
+                arr[idx] = self._clock
+        if self._resident > self.capacity:
+            self._evict()
+
+    def _chunks(self, lines: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(index within chunk, the chunk's stamp array) for sorted line numbers."""
+        bounds = np.flatnonzero(np.diff(lines >> _CHUNK_BITS)) + 1
+        out = []
+        for part in np.split(lines, bounds) if bounds.size else (lines,):
+            key = int(part[0] >> _CHUNK_BITS)
+            arr = self._stamps.get(key)
+            if arr is None:
+                arr = self._stamps[key] = np.zeros(1 << _CHUNK_BITS, dtype=np.int64)
+            out.append((part & ((1 << _CHUNK_BITS) - 1), arr))
+        return out
+
+    def _access(self, spans: list[MemSpan], to_fill: list[np.ndarray]) -> float:
+        """Look the spans' lines up (hits become most recently used); returns the fraction that hit.
+        Missed lines are appended to `to_fill` (resident mode: placed at once while they fit)."""
+        if not spans:
+            return 0.0
+        lines = span_lines(spans, self.line) - (isa.DRAM_BASE // self.line)
+        if lines.size == 0:
+            return 0.0
+        self._clock += 1
+        hits = 0
+        missed = False
+        for idx, arr in self._chunks(lines):
+            present = arr[idx] > 0
+            n_hit = int(np.count_nonzero(present))
+            new = idx.size - n_hit
+            if new and self.mode == "resident" and self._resident + new <= self.capacity:
+                self._resident += new  # placed on chip before the launch
+                n_hit = idx.size
+                arr[idx] = self._clock
+            else:
+                arr[idx[present]] = self._clock
+                missed = missed or new > 0
+            hits += n_hit
+        if missed:
+            to_fill.append(lines)
+        st = self.stats
+        st.hit_lines += hits
+        st.miss_lines += lines.size - hits
+        if self._resident > self.capacity:
+            self._evict()
+        return hits / lines.size
+
+    def _evict(self) -> None:
+        """Drop the least recently used lines until 7/8 of the capacity is in use."""
+        keep = self.capacity - self.capacity // _EVICT_SLACK
+        stamps = np.concatenate([a[a > 0] for a in self._stamps.values()])
+        drop = stamps.size - keep
+        if drop <= 0:
+            return
+        threshold = np.partition(stamps, drop - 1)[drop - 1] if keep > 0 else stamps.max()
+        evicted = 0
+        for arr in self._stamps.values():
+            old = (arr > 0) & (arr <= threshold)
+            evicted += int(np.count_nonzero(old))
+            arr[old] = 0
+        self._resident -= evicted
+        self.stats.evicted_lines += evicted
