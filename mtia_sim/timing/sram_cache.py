@@ -137,9 +137,8 @@ class SramCache:
                 written[MemLevel.SRAM] = written.get(MemLevel.SRAM, 0.0) + kept
             else:  # write-through with allocate
                 fill += dram_w
-        for table in (read, written):
-            if table.get(MemLevel.DRAM) == 0.0:
-                del table[MemLevel.DRAM]
+        read = {k: v for k, v in read.items() if v}
+        written = {k: v for k, v in written.items() if v}
         return Routed(read, written, fill, to_fill or None)
 
     # ---- line state ------------------------------------------------------------------------
