@@ -1,0 +1,141 @@
+"""The diagnosis of a profile: the measured bottleneck and the kinds of change that attack it.
+
+One object read by every consumer: the prompts (what to say), the offline operator (which
+mutation to try: each mutation declares the remedy kinds it provides and works against), the
+knowledge retrieval (by `bound`, the bottleneck's category) and the report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kegen.profiling.bottleneck import IDLE_PES, profile_bottleneck
+from kegen.profiling.schema import Bottleneck, Profile
+from kegen.profiling.stalls import stall_info
+
+REMEDIES: dict[str, str] = {
+    "parallelism": "more programs so every PE has work (smaller blocks on a grid axis, split long rows)",
+    "fewer_bytes": "move fewer bytes: fuse passes, read each input once, reuse tiles on chip",
+    "overlap": "overlap transfers with compute: multi-buffering (num_stages), prefetch the next tile",
+    "bigger_commands": "fewer, larger commands and blocks: amortise per-command and control overhead",
+    "fewer_launches": "fuse kernels: fewer launches and fewer round trips through DRAM",
+    "cheaper_math": "cheaper arithmetic: a reciprocal instead of a division, fewer transcendentals",
+    "balance": "spread the programs evenly over the PEs",
+}
+_BY_KIND: dict[tuple[str, str], dict[str, float]] = {
+    ("memory", ""): {"fewer_bytes": 1.0, "bigger_commands": 0.3},
+    ("launch_overhead", ""): {"fewer_launches": 1.0, "bigger_commands": 0.5},
+    ("occupancy", ""): {"parallelism": 1.0, "balance": 0.3},
+    ("unit", "DMA"): {"fewer_bytes": 0.6, "bigger_commands": 0.6, "overlap": 0.3},
+    ("unit", "CORE"): {"bigger_commands": 1.0, "fewer_launches": 0.3},
+    ("unit", ""): {"cheaper_math": 0.8, "bigger_commands": 0.3},
+    ("latency", ""): {"overlap": 1.0, "bigger_commands": 0.5},
+}
+STALL_WEIGHT = 0.5
+TOP_STALLS = 3
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A reading of one profile; empty (`Diagnosis()`) when there is none."""
+
+    bottleneck: Bottleneck | None = None
+    remedies: tuple[tuple[str, float], ...] = ()  # remedy kind -> weight, strongest first
+    stalls: tuple[tuple[str, float], ...] = ()  # top idle stalls: reason -> share of the unit's time
+    utilisation: tuple[tuple[str, float], ...] = ()  # unit -> utilisation over the active PEs
+    roofline_fraction: float | None = None
+    time_s: float | None = None
+    idle_pes: float = 0.0  # time-weighted share of the chip's PEs without a program
+    facts: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def bound(self) -> str | None:
+        """The bottleneck's category (memory | compute | latency), for knowledge retrieval."""
+        return self.bottleneck.category if self.bottleneck else None
+
+    def weight(self, remedy: str) -> float:
+        return dict(self.remedies).get(remedy, 0.0)
+
+    def text(self) -> str:
+        """One line: limiter, time, roofline, utilisation, stalls."""
+        if self.bottleneck is None and not self.stalls and not self.utilisation:
+            return "no profile available"
+        b = self.bottleneck
+        parts = [f"limited by {b.name} ({b.kind}, {b.category})" if b else "limiter unknown"]
+        if self.time_s is not None:
+            parts.append(f"time {self.time_s * 1e6:.2f} us")
+        if self.roofline_fraction is not None:
+            parts.append(f"{self.roofline_fraction:.1%} of roofline")
+        if self.idle_pes >= IDLE_PES:
+            parts.append(f"{self.idle_pes:.0%} of PEs idle")
+        if self.utilisation:
+            parts.append("busy on active PEs " + ", ".join(f"{u} {v:.0%}" for u, v in self.utilisation[:3]))
+        if self.stalls:
+            parts.append("top stalls " + ", ".join(f"{s} {v:.0%}" for s, v in self.stalls))
+        return "; ".join(parts)
+
+
+def diagnose_profile(prof: Profile) -> Diagnosis:
+    """The diagnosis of a profile: its measured bottleneck and weighted remedy kinds."""
+    b = profile_bottleneck(prof)
+    weights: dict[str, float] = {}
+
+    def add(kind: str, w: float) -> None:
+        weights[kind] = weights.get(kind, 0.0) + w
+
+    if b is not None:
+        table = _BY_KIND.get((b.kind, b.name)) or _BY_KIND.get((b.kind, ""), {})
+        for kind, w in table.items():
+            add(kind, w)
+    shares = prof.stall_shares or _stall_shares(prof.stalls)
+    top = sorted(shares.items(), key=lambda kv: -kv[1])[:TOP_STALLS]
+    for reason, share in top:
+        for kind in stall_info(reason).remedies:
+            add(kind, STALL_WEIGHT * min(share, 1.0))
+    idle = (prof.metric("idle_pe_pct") or 0.0) / 100
+    if idle >= IDLE_PES:
+        add("parallelism", 0.5 * idle)
+    if (prof.metric("load_imbalance") or 1.0) > 1.2:
+        add("balance", 0.3)
+    excess = prof.metric("dram_excess")
+    if excess is not None and excess > 1.5:
+        add("fewer_bytes", min(0.5, 0.25 * (excess - 1)))
+    if len(prof.launches) > 1:
+        add("fewer_launches", 0.2)
+    util = [
+        (u.name, float(u.utilization_active if u.utilization_active is not None else u.utilization or 0.0))
+        for u in prof.units
+    ]
+    frac = prof.roofline.get("fraction") if isinstance(prof.roofline, dict) else None
+    return Diagnosis(
+        bottleneck=b,
+        remedies=tuple(sorted(weights.items(), key=lambda kv: -kv[1])),
+        stalls=tuple(top),
+        utilisation=tuple(sorted(util, key=lambda t: -t[1])[:5]),
+        roofline_fraction=float(frac) if isinstance(frac, int | float) else None,
+        time_s=prof.time_s,
+        idle_pes=idle,
+        facts=tuple(b.evidence) if b else (),
+    )
+
+
+def diagnose(profile: dict[str, Any] | Profile | None) -> Diagnosis:
+    """The diagnosis of a stored profile dict (any version) or a `Profile`; empty without one."""
+    if not profile:
+        return Diagnosis()
+    if isinstance(profile, dict):
+        try:
+            profile = Profile.from_dict(profile)
+        except (TypeError, ValueError):
+            return Diagnosis()
+    return diagnose_profile(profile)
+
+
+def _stall_shares(stalls: dict[str, float]) -> dict[str, float]:
+    total = sum(v for v in stalls.values() if v > 0)
+    if total <= 0:
+        return {}
+    if total <= 1.0 + 1e-9:  # already shares (GPU)
+        return dict(stalls)
+    return {k: v / total for k, v in stalls.items()}
