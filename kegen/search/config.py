@@ -99,6 +99,8 @@ class EvalSliceConfig:
     jobs: int = 1
     timeout_s: float | None = None
     evaluator: str = "kegen.search.fitness:evaluate_candidate"
+    executor: str = "local"  # where evaluations run: "local" (jobs processes) or "ray" (kegen.executor)
+    ray_address: str | None = None
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import time
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kegen.executor import (
+    INFRA_STATUS,
+    EvalExecutor,
+    ExecutorSpec,
+    FileRef,
+    InfrastructureError,
+    InlineExecutor,
+    evaluate_task,
+    make_executor,
+)
 from kegen.search.config import SearchConfig
-from kegen.search.fitness import Outcome, run_evaluation
+from kegen.search.fitness import Outcome
 from kegen.search.operators import ContextBuilder, Operator, Proposal, make_operator
 from kegen.search.operators.context import ProblemInfo, load_knowledge_base
 from kegen.search.policies import Policy, TreeView, make_policy
@@ -46,18 +55,6 @@ class SearchResult:
         return self.best.fitness if self.best else 0.0
 
 
-class _InlineExecutor(Executor):
-    """Evaluates in this process (`--jobs 0`, tests)."""
-
-    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
-        fut: Future[Any] = Future()
-        try:
-            fut.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            fut.set_exception(exc)
-        return fut
-
-
 def problem_key(problem_source: str, target: str, machine: str) -> str:
     """Same problem text (shapes included: they are the problem's constants), target and machine."""
     return hashlib.sha256(f"{problem_source}\0{target}\0{machine}".encode()).hexdigest()[:24]
@@ -66,8 +63,11 @@ def problem_key(problem_source: str, target: str, machine: str) -> str:
 class SearchDriver:
     """One search run over a `GraphStore`."""
 
-    def __init__(self, config: SearchConfig, store: GraphStore | None = None) -> None:
+    def __init__(
+        self, config: SearchConfig, store: GraphStore | None = None, executor: EvalExecutor | None = None
+    ) -> None:
         self.config = config
+        self.executor = executor  # None: the run makes (and shuts down) its own from config.eval
         self.store = store or GraphStore(config.store.db)
         self.problem_path = Path(config.problem).resolve()
         if not self.problem_path.is_file():
@@ -181,26 +181,25 @@ class SearchDriver:
         self.builder = ContextBuilder(self.store, run_id, problem, c.operator, kb)
         self._restore_progress()
         resumed = self._replay_learning()
-        executor: Executor = (
-            _InlineExecutor()
-            if c.eval.jobs == 0
-            else ProcessPoolExecutor(max_workers=c.eval.jobs, mp_context=multiprocessing.get_context("spawn"))
+        executor = self.executor or make_executor(
+            ExecutorSpec(c.eval.executor, c.eval.jobs, c.eval.ray_address, c.eval.target)
         )
+        slots = max(executor.slots, 1)
         stop = None
         try:
             self._open_bar()
             for node in self.store.pending(run_id):  # resumed, root or warm-started nodes
                 parent_fitness = self.store.node(node.parent_id).fitness if node.parent_id else 0.0
                 self._submit(executor, node, resumed.get(node.id), parent_fitness)
-                self._drain(block=len(self.inflight) >= max(c.eval.jobs, 1))
+                self._drain(block=len(self.inflight) >= slots)
             while stop is None:
                 self.progress.elapsed_s = time.perf_counter() - t0
                 stop = self._stop_reason()
                 if stop is not None:
                     break
-                if len(self.inflight) < max(c.eval.jobs, 1) and self._budget_left() > len(self.inflight):
+                if len(self.inflight) < slots and self._budget_left() > len(self.inflight):
                     stop = self._expand(executor)
-                    if stop is None and c.eval.jobs == 0:
+                    if stop is None and isinstance(executor, InlineExecutor):
                         self._drain(block=False)
                     continue
                 self._drain(block=True)
@@ -211,7 +210,8 @@ class SearchDriver:
         finally:
             if self.bar is not None:
                 self.bar.close()
-            executor.shutdown(wait=False, cancel_futures=True)
+            if self.executor is None:  # a shared executor (bench) belongs to its owner
+                executor.shutdown(cancel=True)
             if stop is not None and not stop.startswith("interrupted"):
                 self.store.finish_run(run_id, stop)
         return self._result(stop or "stopped", time.perf_counter() - t0)
@@ -228,7 +228,7 @@ class SearchDriver:
             return None if self._budget_left() > 0 else reason
         return reason
 
-    def _expand(self, executor: Executor) -> str | None:
+    def _expand(self, executor: EvalExecutor) -> str | None:
         """Select, write one child, and submit or record it; returns a stop reason if none can be written."""
         tree = TreeView.build(self.store.nodes(self.run_id), exhausted=self.exhausted)
         sel = self.policy.select(tree)
@@ -286,7 +286,7 @@ class SearchDriver:
         return None
 
     def _submit(
-        self, executor: Executor, node: Node, proposal: Proposal | None, parent_fitness: float
+        self, executor: EvalExecutor, node: Node, proposal: Proposal | None, parent_fitness: float
     ) -> None:
         dup = self.store.find_by_hash(self.run_id, node.code_hash) if node.code_hash else None
         if dup is not None and dup.id != node.id:
@@ -305,12 +305,12 @@ class SearchDriver:
             self._record(node.id, out, proposal, parent_fitness)
             return
         e = self.config.eval
-        fut = executor.submit(
-            run_evaluation,
+        fut = executor.submit(  # plain data in and out: the worker may be on another machine
+            evaluate_task,
             e.evaluator,
-            str(self.problem_path),
+            FileRef(str(self.problem_path), self.source),
             node.code or "",
-            str(self.baseline),
+            FileRef.of(self.baseline),
             e.target,
             e.machine,
             e.timeout_s,
@@ -327,7 +327,9 @@ class SearchDriver:
                 node_id, proposal, parent_fitness = self.inflight.pop(fut)
                 try:
                     out = Outcome(**fut.result())
-                except Exception as exc:  # a worker died: the node fails, the search goes on
+                except InfrastructureError as exc:  # worker/node lost, retries spent: not the candidate
+                    out = Outcome(status=INFRA_STATUS, message=str(exc), metrics={"infrastructure": True})
+                except Exception as exc:  # the task itself broke: the node fails, the search goes on
                     out = Outcome(status="runtime_error", message=f"evaluation worker failed: {exc}")
                 self._record(node_id, out, proposal, parent_fitness)
             if not all_:
@@ -458,6 +460,9 @@ def _rng(seed: int) -> Any:
     return random.Random(seed)
 
 
-def run_search(config: SearchConfig, store: GraphStore | None = None) -> SearchResult:
-    """Run (or resume) one search and return how it ended."""
-    return SearchDriver(config, store).run()
+def run_search(
+    config: SearchConfig, store: GraphStore | None = None, executor: EvalExecutor | None = None
+) -> SearchResult:
+    """Run (or resume) one search and return how it ended; `executor` (shared, e.g. by a bench) is
+    used instead of one made from `config.eval` and is left running."""
+    return SearchDriver(config, store, executor).run()

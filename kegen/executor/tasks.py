@@ -1,0 +1,67 @@
+"""The work that executors run: one evaluation, with its files carried as text.
+
+A Ray worker may sit on another machine, where the driver's problem and baseline paths do not
+exist: `FileRef` carries a file's text, and the worker uses the path itself when it holds the same
+text there (one machine, shared file systems) and a private copy otherwise. Problem files must
+then be self-contained (no imports of their own sibling files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file as the driver sees it: where it is and what it holds."""
+
+    path: str
+    text: str
+
+    @classmethod
+    def of(cls, path: str | Path) -> FileRef:
+        p = Path(path).resolve()
+        return cls(str(p), p.read_text())
+
+    def materialize(self, scratch: Path) -> str:
+        """A path holding this text on the machine this runs on."""
+        here = Path(self.path)
+        try:
+            if here.is_file() and here.read_text() == self.text:
+                return self.path
+        except OSError:
+            pass
+        digest = hashlib.sha256(self.text.encode()).hexdigest()[:12]
+        copy = scratch / digest / here.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(self.text)
+        return str(copy)
+
+
+def evaluate_task(
+    evaluator: str,
+    problem: FileRef,
+    code: str,
+    baseline: FileRef | None,
+    target: str,
+    machine: str,
+    timeout_s: float | None,
+) -> dict[str, Any]:
+    """Evaluate `code` on whatever machine runs this; returns `Outcome.to_dict()` (plain data)."""
+    from kegen.search.fitness import run_evaluation
+
+    with tempfile.TemporaryDirectory(prefix="kegen-task-") as tmp:
+        scratch = Path(tmp)
+        return run_evaluation(
+            evaluator,
+            problem.materialize(scratch),
+            code,
+            baseline.materialize(scratch) if baseline is not None else None,
+            target,
+            machine,
+            timeout_s,
+        )
