@@ -44,7 +44,7 @@ class _ScalarAccess:
 
 class _Cmd:
     __slots__ = ("rec", "reads", "writes", "deps_left", "dependents", "waiters", "done", "head_at",
-                 "transfer_start", "transfer_alone")
+                 "transfer_start", "transfer_alone", "merge_left", "merged")
 
     def __init__(self, rec: CommandRecord) -> None:
         self.rec = rec
@@ -57,6 +57,8 @@ class _Cmd:
         self.head_at: float | None = None
         self.transfer_start = 0.0
         self.transfer_alone = 0.0
+        self.merge_left = 0  # fills in flight this command's merged misses still wait for
+        self.merged: list[_Cmd] = []  # commands whose misses merged with this command's fill
 
     def conflicts(self, other: _Cmd) -> bool:
         """RAW, WAR or WAW on local-store ranges with an earlier command."""
@@ -123,6 +125,8 @@ class Replay:
         self.traces = traces
         capacity = machine.sram_bytes if sram_cache_bytes is None else sram_cache_bytes
         self.cache = SramCache(sram_mode, capacity, machine.sram_line_bytes)
+        self.fillers: dict[int, _Cmd] = {}  # fill id -> the command whose SRAM fill is in flight
+        self.fill_seq = 0
         self.heap: list[tuple[float, int, int, int, object, int]] = []
         self.seq = itertools.count()
         self.now = 0.0
@@ -375,7 +379,10 @@ class Replay:
             rec.wait_dependency = self.now - head.head_at
             ev = rec.event
             if ev.spans and (MemLevel.DRAM in ev.bytes_read or MemLevel.DRAM in ev.bytes_written):
-                rec.routed = self.cache.route(ev)
+                rec.routed = self.cache.route(ev, self.fill_seq + 1)
+                if rec.routed is not None and rec.routed.fill_lines:
+                    self.fill_seq += 1
+                    self.fillers[rec.routed.fill_id] = head
             fixed = costs.fixed_cycles(self.m, rec.pe, ev, rec.routed)
             self._push(self.now + fixed, _COMPLETE, 1, head)
             started = True
@@ -441,11 +448,27 @@ class Replay:
 
     def _complete(self, cmd: _Cmd) -> None:
         rec = cmd.rec
+        routed = rec.routed
+        if routed is not None and routed.waits:  # merged misses: done when those fills are
+            waits, routed.waits = routed.waits, set()
+            for fid in waits:
+                filler = self.fillers.get(fid)
+                if filler is not None and not filler.done:
+                    cmd.merge_left += 1
+                    filler.merged.append(cmd)
+            if cmd.merge_left:
+                return
         rec.end = self.now
         cmd.done = True
-        if rec.routed is not None and rec.routed.fill_lines:
-            self.cache.fill(rec.routed)
-            rec.routed.fill_lines = None  # keep records small
+        if routed is not None and routed.fill_lines:
+            self.cache.fill(routed)
+            del self.fillers[routed.fill_id]
+        if cmd.merged:
+            merged, cmd.merged = cmd.merged, []
+            for other in merged:
+                other.merge_left -= 1
+                if not other.merge_left:
+                    self._complete(other)
         pe = self.pes[rec.pe]
         unit = pe.units[rec.event.unit]
         unit.running[rec.slot] = None

@@ -6,9 +6,10 @@ bandwidth and latency. The model is a line-granular LRU cache over device addres
 
 - `mode="cache"` (default): cold at the start of each launch (inputs were just written by the host);
   a DRAM read of a resident line is a hit (SRAM bytes), of any other line a miss (DRAM bytes, and the
-  line is filled into the SRAM when the command completes: commands in flight at the same time that
-  read the same line all miss, as without miss merging). Writes are write-through with allocate:
-  they cost DRAM bandwidth and leave the line resident, so a later read hits.
+  line is filled into the SRAM when the command completes). A miss on a line whose fill is already
+  in flight merges with it (as a cache's miss-status registers do): SRAM bytes, but the command
+  cannot complete before that fill. Writes are write-through with allocate: they cost DRAM
+  bandwidth and leave the line resident, so a later read hits.
 - `mode="resident"`: the launch's tensors were placed in the SRAM scratchpad before it started (the
   ISCA'25 GEMM figure, "operands resident on chip"): every DRAM access is served by the SRAM while the
   launch's footprint fits `capacity`; beyond that, accesses to lines that no longer fit go to DRAM.
@@ -24,7 +25,7 @@ Commands without address spans (hand-built traces) and scalar core accesses bypa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -70,6 +71,8 @@ class Routed:
     written: dict[MemLevel, float]
     sram_fill: float = 0.0  # bytes written into the SRAM by misses and write-allocates (SRAM traffic)
     fill_lines: list[np.ndarray] | None = None  # lines that become resident when the command ends
+    fill_id: int = 0
+    waits: set[int] = field(default_factory=set)  # fills in flight this command's merged misses wait for
 
 
 def span_lines(spans: list[MemSpan], line_bytes: int) -> np.ndarray:
@@ -109,46 +112,51 @@ class SramCache:
         self._clock = 0
         self._resident = 0
 
-    def route(self, ev: CommandEvent) -> Routed | None:
-        """Split a command's DRAM bytes into SRAM hits and DRAM misses; None when nothing changes."""
+    def route(self, ev: CommandEvent, fill_id: int) -> Routed | None:
+        """Split a command's DRAM bytes into SRAM hits and DRAM misses; None when nothing changes.
+
+        `fill_id` (> 0, unique per command) names the lines this command misses on while its fill
+        is in flight; `Routed.waits` lists the fills in flight that this command merged with.
+        """
         dram_r = ev.bytes_read.get(MemLevel.DRAM, 0)
         dram_w = ev.bytes_written.get(MemLevel.DRAM, 0)
         if self.mode == "off" or not (dram_r or dram_w) or not ev.spans:
             return None
         read = {k: float(v) for k, v in ev.bytes_read.items()}
         written = {k: float(v) for k, v in ev.bytes_written.items()}
-        fill = 0.0
+        routed = Routed(read, written)
         st = self.stats
-        to_fill: list[np.ndarray] = []
         if dram_r:
-            hit = self._access([s for s in ev.spans if not s.write and s.level == MemLevel.DRAM], to_fill)
-            hit_b = dram_r * hit
+            spans = [s for s in ev.spans if not s.write and s.level == MemLevel.DRAM]
+            hit_b = dram_r * self._access(spans, fill_id, routed)
             read[MemLevel.DRAM] = dram_r - hit_b
             read[MemLevel.SRAM] = read.get(MemLevel.SRAM, 0.0) + hit_b
             st.read_hit_bytes += hit_b
             st.read_miss_bytes += dram_r - hit_b
-            fill += dram_r - hit_b
+            routed.sram_fill += dram_r - hit_b
         if dram_w:
-            hit = self._access([s for s in ev.spans if s.write and s.level == MemLevel.DRAM], to_fill)
+            spans = [s for s in ev.spans if s.write and s.level == MemLevel.DRAM]
+            kept = dram_w * self._access(spans, fill_id, routed)
             st.write_bytes += dram_w
             if self.mode == "resident":  # the tensor lives in the SRAM: no DRAM write while it fits
-                kept = dram_w * hit
                 written[MemLevel.DRAM] = dram_w - kept
                 written[MemLevel.SRAM] = written.get(MemLevel.SRAM, 0.0) + kept
             else:  # write-through with allocate
-                fill += dram_w
-        read = {k: v for k, v in read.items() if v}
-        written = {k: v for k, v in written.items() if v}
-        return Routed(read, written, fill, to_fill or None)
+                routed.sram_fill += dram_w
+        routed.read = {k: v for k, v in read.items() if v}
+        routed.written = {k: v for k, v in written.items() if v}
+        routed.waits.discard(fill_id)
+        return routed
 
-    # ---- line state ------------------------------------------------------------------------
+    # ---- line state: stamp > 0 resident (last use), < 0 fill in flight (-fill id), 0 absent ------
     def fill(self, routed: Routed) -> None:
         """The command that missed completed: its lines are now resident (most recently used)."""
         for lines in routed.fill_lines or ():
             self._clock += 1
             for idx, arr in self._chunks(lines):
-                self._resident += int(idx.size - np.count_nonzero(arr[idx]))
-                arr[idx] = self._clock
+                mine = arr[idx] == -routed.fill_id
+                arr[idx[mine]] = self._clock
+        routed.fill_lines = None
         if self._resident > self.capacity:
             self._evict()
 
@@ -164,41 +172,49 @@ class SramCache:
             out.append((part & ((1 << _CHUNK_BITS) - 1), arr))
         return out
 
-    def _access(self, spans: list[MemSpan], to_fill: list[np.ndarray]) -> float:
-        """Look the spans' lines up (hits become most recently used); returns the fraction that hit.
-        Missed lines are appended to `to_fill` (resident mode: placed at once while they fit)."""
+    def _access(self, spans: list[MemSpan], fill_id: int, routed: Routed) -> float:
+        """Look the spans' lines up; returns the fraction served by the SRAM (hits, and misses merged
+        with a fill in flight, which `routed.waits` records). Hits become most recently used; missed
+        lines are claimed for this command's fill (resident mode: placed at once while they fit)."""
         if not spans:
             return 0.0
         lines = span_lines(spans, self.line) - (isa.DRAM_BASE // self.line)
         if lines.size == 0:
             return 0.0
         self._clock += 1
-        hits = 0
+        served = 0
         missed = False
         for idx, arr in self._chunks(lines):
-            present = arr[idx] > 0
-            n_hit = int(np.count_nonzero(present))
-            new = idx.size - n_hit
-            if new and self.mode == "resident" and self._resident + new <= self.capacity:
-                self._resident += new  # placed on chip before the launch
-                n_hit = idx.size
-                arr[idx] = self._clock
+            stamps = arr[idx]
+            present = stamps > 0
+            pending = stamps < 0
+            absent = ~(present | pending)
+            n_new = int(np.count_nonzero(absent))
+            arr[idx[present]] = self._clock
+            if pending.any():
+                routed.waits.update((-np.unique(stamps[pending])).tolist())
+            if n_new and self.mode == "resident" and self._resident + n_new <= self.capacity:
+                arr[idx[absent]] = self._clock  # placed on chip before the launch
+                n_new_missed = 0
             else:
-                arr[idx[present]] = self._clock
-                missed = missed or new > 0
-            hits += n_hit
+                arr[idx[absent]] = -fill_id
+                n_new_missed = n_new
+                missed = missed or n_new > 0
+            self._resident += n_new
+            served += idx.size - n_new_missed
         if missed:
-            to_fill.append(lines)
+            routed.fill_id = fill_id
+            routed.fill_lines = (routed.fill_lines or []) + [lines]
         st = self.stats
-        st.hit_lines += hits
-        st.miss_lines += lines.size - hits
+        st.hit_lines += served
+        st.miss_lines += lines.size - served
         if self._resident > self.capacity:
             self._evict()
-        return hits / lines.size
+        return served / lines.size
 
     def _evict(self) -> None:
         """Drop the least recently used lines until 7/8 of the capacity is in use."""
-        keep = self.capacity - self.capacity // _EVICT_SLACK
+        keep = self.capacity - self.capacity // _EVICT_SLACK  # lines in flight are never evicted
         stamps = np.concatenate([a[a > 0] for a in self._stamps.values()])
         drop = stamps.size - keep
         if drop <= 0:

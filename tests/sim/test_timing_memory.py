@@ -115,10 +115,14 @@ def test_lru_capacity_evicts_old_lines():
     assert small.counters.sram_cache["evicted_lines"] > 0
 
 
-def test_concurrent_reads_of_the_same_lines_all_miss():
+def test_concurrent_misses_on_the_same_lines_merge():
     evs = [dma(16 * KB, mem_addr=BASE)]
     r = _run([program(pe, evs) for pe in range(4)])
-    assert r.counters.bandwidth["dram"]["bytes"] == 4 * 16 * KB  # no miss merging: conservative
+    assert r.counters.bandwidth["dram"]["bytes"] == 16 * KB  # one fill from DRAM
+    filler = next(c for c in r.commands if MemLevel.DRAM in c.bytes_read)
+    merged = [c for c in r.commands if c is not filler]
+    assert all(c.bytes_read == {MemLevel.SRAM: 16 * KB} for c in merged)
+    assert all(c.end >= filler.end for c in merged)  # they wait for the data
 
 
 def test_writes_go_through_to_dram_and_allocate():
