@@ -56,8 +56,10 @@ def search_unavailable() -> str | None:
     return None
 
 
-def search_problem(problem: SuiteProblem, config: BenchConfig, out_dir: Path) -> SearchOutcome:
-    """Search `problem` from its seed with `config.budget` evaluations; report the best correct kernel."""
+def search_problem(problem: SuiteProblem, config: BenchConfig, out_dir: Path,
+                   executor: Any = None) -> SearchOutcome:
+    """Search `problem` from its seed with `config.budget` evaluations; report the best correct kernel.
+    `executor`: a shared `kegen.executor` executor to evaluate on (else the search makes its own)."""
     from kegen.search import SearchConfig, run_search
 
     base = SearchConfig.default(problem.problem_path)
@@ -73,7 +75,7 @@ def search_problem(problem: SuiteProblem, config: BenchConfig, out_dir: Path) ->
         progress=False,
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    result = run_search(search_config)
+    result = run_search(search_config, executor=executor)
     return search_outcome_from_result(result, out_dir)
 
 

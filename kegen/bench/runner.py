@@ -45,6 +45,8 @@ class BenchConfig:
     eval_timeout_s: float | None = None
     out_dir: Path | None = None
     progress: bool = True
+    executor: str = "local"  # "ray": seeds and searches spread over a Ray cluster (kegen.executor)
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.budget < 0:
@@ -86,7 +88,7 @@ class SearchOutcome:
 
 
 EvaluateSeed = Callable[[SuiteProblem, BenchConfig], SeedEval]
-SearchProblem = Callable[[SuiteProblem, BenchConfig, Path], SearchOutcome]
+SearchProblem = Callable[..., SearchOutcome]  # (problem, config, out_dir[, executor=shared executor])
 
 
 def default_out_dir() -> Path:
@@ -118,32 +120,109 @@ def run_bench(config: BenchConfig, *, evaluate_seed: EvaluateSeed | None = None,
                          jobs=config.jobs, started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                          host=describe_host(), notes=notes)
     bar = _progress(len(suite.problems), config.progress)
-    if search_problem is None:
-        seeds = _evaluate_seeds(suite, config, evaluate_seed, bar)
-        report.problems = [_row(p, seed) for p, seed in zip(suite.problems, seeds, strict=True)]
-    else:
-        for i, problem in enumerate(suite.problems):
-            left = [p.name for p in suite.problems[i:]]
-            if i and config.time_limit_s is not None and time.monotonic() - started > config.time_limit_s:
-                notes.append(f"time limit {config.time_limit_s:g} s reached; not run: {', '.join(left)}")
-                break
-            bar.set_postfix_str(f"search {problem.name}")
-            try:
-                outcome = _search(problem, config, out_dir, search_problem)
-                seed = outcome.seed or _evaluate_one(problem, config, evaluate_seed)
-            except KeyboardInterrupt:
-                notes.append(f"interrupted; not run: {', '.join(left)}")
-                break
-            row = _row(problem, seed)
-            _apply_search(row, outcome)
-            report.problems.append(row)
-            bar.update(1)
-            if config.out_dir is not None:  # what is done so far survives a killed run
-                write_json(report, config.out_dir / "partial.json")
-    bar.close()
+    shared = _shared_executor(config)
+    try:
+        if search_problem is None:
+            if shared is not None and evaluate_seed is adapters.evaluate_seed:
+                seeds = _evaluate_seeds_on(shared, suite, config, bar)
+            else:
+                seeds = _evaluate_seeds(suite, config, evaluate_seed, bar)
+            report.problems = [_row(p, seed) for p, seed in zip(suite.problems, seeds, strict=True)]
+        elif shared is not None:
+            _search_spread(suite, config, out_dir, search_problem, evaluate_seed, shared, report, bar,
+                           started)
+        else:
+            _search_in_turn(suite, config, out_dir, search_problem, evaluate_seed, report, bar, started)
+    finally:
+        bar.close()
+        if shared is not None:
+            shared.shutdown()
     report.baseline = next((p.seed_baseline for p in report.problems if p.seed_baseline), "seed")
     report.wall_s = time.monotonic() - started
     return report.finalize()
+
+
+def _search_in_turn(suite: Suite, config: BenchConfig, out_dir: Path, search_problem: SearchProblem,
+                    evaluate_seed: EvaluateSeed, report: BenchReport, bar: Any, started: float) -> None:
+    """One problem's search after another, each with `jobs` evaluation workers of its own."""
+    for i, problem in enumerate(suite.problems):
+        left = [p.name for p in suite.problems[i:]]
+        if i and _out_of_time(config, started):
+            report.notes.append(f"time limit {config.time_limit_s:g} s reached; not run: {', '.join(left)}")
+            break
+        bar.set_postfix_str(f"search {problem.name}")
+        try:
+            outcome = _search(problem, config, out_dir, search_problem)
+            seed = outcome.seed or _evaluate_one(problem, config, evaluate_seed)
+        except KeyboardInterrupt:
+            report.notes.append(f"interrupted; not run: {', '.join(left)}")
+            break
+        row = _row(problem, seed)
+        _apply_search(row, outcome)
+        report.problems.append(row)
+        bar.update(1)
+        if config.out_dir is not None:  # what is done so far survives a killed run
+            write_json(report, config.out_dir / "partial.json")
+
+
+def _search_spread(suite: Suite, config: BenchConfig, out_dir: Path, search_problem: SearchProblem,
+                   evaluate_seed: EvaluateSeed, shared: Any, report: BenchReport, bar: Any,
+                   started: float) -> None:
+    """Problems' searches side by side (driver threads), all evaluating on one shared executor."""
+    skipped: list[str] = []
+
+    def one(problem: SuiteProblem) -> ProblemResult | None:
+        if _out_of_time(config, started):
+            skipped.append(problem.name)
+            return None
+        outcome = _search(problem, config, out_dir, search_problem, shared)
+        row = _row(problem, outcome.seed or _evaluate_one(problem, config, evaluate_seed))
+        _apply_search(row, outcome)
+        bar.update(1)
+        return row
+
+    with ThreadPoolExecutor(max_workers=max(1, min(shared.slots, len(suite.problems)))) as pool:
+        rows = list(pool.map(one, suite.problems))
+    report.problems = [r for r in rows if r is not None]
+    if skipped:
+        names = ", ".join(p.name for p in suite.problems if p.name in skipped)
+        report.notes.append(f"time limit {config.time_limit_s:g} s reached; not run: {names}")
+
+
+def _out_of_time(config: BenchConfig, started: float) -> bool:
+    return config.time_limit_s is not None and time.monotonic() - started > config.time_limit_s
+
+
+def _shared_executor(config: BenchConfig) -> Any:
+    """A Ray executor shared by every evaluation of the bench, or None (local: each search its own pool)."""
+    if config.executor == "local":
+        return None
+    from kegen.executor import ExecutorSpec, make_executor
+
+    return make_executor(ExecutorSpec(config.executor, config.jobs, config.ray_address, config.target))
+
+
+def _evaluate_seeds_on(executor: Any, suite: Suite, config: BenchConfig, bar: Any) -> list[SeedEval]:
+    """Every seed as one task on `executor`; a task lost for good is an infrastructure error."""
+    from kegen.bench.adapters import seed_eval_from_result
+    from kegen.eval import EvalResult
+    from kegen.executor import INFRA_STATUS, FileRef, InfrastructureError, evaluate_result_task
+
+    futures = [executor.submit(evaluate_result_task, FileRef.of(p.problem_path), FileRef.of(p.seed_path),
+                               None, config.target, config.machine, config.eval_timeout_s)
+               for p in suite.problems]
+    seeds: list[SeedEval] = []
+    for problem, fut in zip(suite.problems, futures, strict=True):
+        try:
+            seed = seed_eval_from_result(EvalResult.from_dict(fut.result()))
+        except InfrastructureError as exc:
+            seed = SeedEval(status=INFRA_STATUS, message=str(exc))
+        except Exception as exc:  # a broken problem must not stop the suite
+            seed = SeedEval(status="error", message=f"{type(exc).__name__}: {exc}")
+        bar.set_postfix_str(f"eval {problem.name}")
+        bar.update(1)
+        seeds.append(seed)
+    return seeds
 
 
 def _evaluate_one(problem: SuiteProblem, config: BenchConfig, evaluate_seed: EvaluateSeed) -> SeedEval:
@@ -171,10 +250,11 @@ def _evaluate_seeds(suite: Suite, config: BenchConfig, evaluate_seed: EvaluateSe
 
 
 def _search(problem: SuiteProblem, config: BenchConfig, out_dir: Path,
-            search_problem: SearchProblem) -> SearchOutcome:
+            search_problem: SearchProblem, shared: Any = None) -> SearchOutcome:
     start = time.monotonic()
+    extra = {"executor": shared} if shared is not None else {}
     try:
-        outcome = search_problem(problem, config, out_dir / "search" / problem.name)
+        outcome = search_problem(problem, config, out_dir / "search" / problem.name, **extra)
     except Exception as exc:  # one failing search must not stop the suite
         outcome = SearchOutcome(SEARCH_FAILED, message=f"{type(exc).__name__}: {exc}")
     outcome.time_s = outcome.time_s or time.monotonic() - start

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from kegen.executor.cli import add_executor_arguments, check_executor_arguments
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("suite", help="a suite name (e.g. default) or a folder of "
@@ -29,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", type=Path, default=None, metavar="RESULTS_JSON",
                         help="an earlier run's results.json: print what changed")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir: Path = args.out or default_out_dir()
     previous = load_json(args.compare) if args.compare else None
     try:
+        check_executor_arguments(args)
         machine = select_machine(args.machine) if args.target == "mtia" \
             else args.machine or load_settings().sim.machine
         config = BenchConfig(
@@ -50,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
             problems=tuple(p.strip() for p in args.problems.split(",") if p.strip()),
             search=not args.no_search and args.budget > 0, search_time_limit_s=args.search_time_limit,
             time_limit_s=args.time_limit, eval_timeout_s=args.eval_timeout, out_dir=out_dir,
-            progress=not args.no_progress,
+            progress=not args.no_progress, executor=args.executor, ray_address=args.ray_address,
         )
         report = run_bench(config)
-    except (SuiteError, ValueError) as exc:
+    except (SuiteError, ValueError, RuntimeError) as exc:
         print(f"kegen bench: {exc}", file=sys.stderr)
         return 2
     print(format_table(report))

@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from kegen.executor.cli import add_executor_arguments, check_executor_arguments
 from kegen.search.config import (
     OPERATORS,
     POLICIES,
@@ -64,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs", type=int, default=1, help="parallel evaluation processes (0 = in this process)"
     )
+    add_executor_arguments(parser)
     parser.add_argument("--out", type=Path, help="run directory (default: kegen-runs/RUN)")
     parser.add_argument("--rng-seed", type=int, default=0)
     parser.add_argument(
@@ -76,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_config(args: argparse.Namespace) -> SearchConfig:
     """A SearchConfig from the command line over the environment's settings."""
+    check_executor_arguments(args)
     settings = load_settings()
     op_name = args.operator or ("llm" if settings.llm.base_url else "offline")
     operator = OperatorConfig.from_settings(
@@ -108,7 +111,8 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
         ),
         operator=operator,
         termination=termination,
-        eval=EvalSliceConfig(target=args.target, machine=machine, jobs=args.jobs, evaluator=args.evaluator),
+        eval=EvalSliceConfig(target=args.target, machine=machine, jobs=args.jobs, evaluator=args.evaluator,
+                             executor=args.executor, ray_address=args.ray_address),
         store=StoreConfig(db=args.db or settings.paths.home / "search.db", warm_start=not args.no_warm_start),
         progress=not args.no_progress,
     )

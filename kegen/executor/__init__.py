@@ -19,7 +19,7 @@ from kegen.executor.base import (
     InfrastructureError,
     InlineExecutor,
 )
-from kegen.executor.tasks import FileRef, evaluate_task
+from kegen.executor.tasks import FileRef, evaluate_result_task, evaluate_task
 
 
 def make_executor(spec: ExecutorSpec) -> EvalExecutor:
@@ -43,6 +43,7 @@ __all__ = [
     "FileRef",
     "InfrastructureError",
     "InlineExecutor",
+    "evaluate_result_task",
     "evaluate_task",
     "make_executor",
 ]

@@ -65,3 +65,28 @@ def evaluate_task(
             machine,
             timeout_s,
         )
+
+
+def evaluate_result_task(
+    problem: FileRef,
+    candidate: FileRef,
+    baseline: FileRef | None,
+    target: str,
+    machine: str,
+    timeout_s: float | None,
+) -> dict[str, Any]:
+    """`kegen.eval.evaluate` on whatever machine runs this; returns `EvalResult.to_dict()`."""
+    from kegen.eval import EvalConfig, evaluate
+
+    overrides: dict[str, Any] = {"target": target, "machine": machine}
+    if timeout_s is not None:
+        overrides["timeout_s"] = timeout_s
+    with tempfile.TemporaryDirectory(prefix="kegen-task-") as tmp:
+        scratch = Path(tmp)
+        result = evaluate(
+            problem.materialize(scratch),
+            Path(candidate.materialize(scratch)),
+            baseline=Path(baseline.materialize(scratch)) if baseline is not None else None,
+            config=EvalConfig.from_settings(**overrides),
+        )
+    return result.to_dict()
