@@ -211,6 +211,11 @@ def _native_hook() -> tuple[int, int, int, Any, int] | None:
         return None
 
 
+def _words(state: np.ndarray) -> Any:
+    """A ctypes int64 array over `state`'s memory: indexing it gives Python ints without numpy scalars."""
+    return (ctypes.c_int64 * state.size).from_address(state.ctypes.data)
+
+
 class BlockCounter:
     """Counts instructions of executed blocks in `state[S_COUNT]`; stops the engine past `state[S_LIMIT]`."""
 
@@ -223,6 +228,7 @@ class BlockCounter:
         self.code_base = code_base
         self.native = None if force_python else _native_hook()
         self._cache: dict[int, int] = {}
+        self._words = _words(self.state)  # fast scalar reads
 
     def install(self, uc: Any) -> None:
         from unicorn import UC_HOOK_BLOCK
@@ -278,7 +284,7 @@ class BlockCounter:
 
     @property
     def count(self) -> int:
-        return int(self.state[S_COUNT])
+        return int(self._words[S_COUNT])
 
     def start(self, limit: int) -> None:
         self.state[S_COUNT] = 0
@@ -313,6 +319,7 @@ class AccessCounter:
         self.names = [name for name, _, _ in ranges]
         self.ranges = ranges  # (name, begin, size)
         self.state = np.zeros(2 * max(len(ranges), 1), dtype=np.int64)
+        self._words = _words(self.state)
         self.native = None if force_python else _native_hook()
 
     def install(self, uc: Any) -> None:
@@ -345,7 +352,7 @@ class AccessCounter:
 
     def totals(self) -> list[int]:
         """[accesses, bytes] per range, flattened in range order (running totals)."""
-        return [int(v) for v in self.state]
+        return self._words[:]
 
 
 MMIO_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)
@@ -370,8 +377,8 @@ class NativeMmio:
         self.state = np.zeros(STATE_WORDS, dtype=np.int64)
         self.state[0], self.state[1], self.state[2] = code_base, code.size, code.ctypes.data
         self.state[3] = ctypes.cast(ucmod.uclib.uc_reg_read, ctypes.c_void_p).value or 0
-        state = self.state
-        self._handler = MMIO_HANDLER(lambda off, val: on_write(off, val, int(state[M_PC])))
+        words = _words(self.state)
+        self._handler = MMIO_HANDLER(lambda off, val: on_write(off, val, words[M_PC]))
         self._reader = MMIO_READ(lambda _uc, off, size, _ud: on_read(off, size))
         self.state[4] = ctypes.cast(self._handler, ctypes.c_void_p).value or 0
         self.code = code  # keep the buffer alive

@@ -41,9 +41,11 @@ from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLe
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
 from mtia_sim.memory import MemorySystem, page_aligned_buffer
-from mtia_sim.units import execute
+from mtia_sim.units import execute, replay
 
 MSTATUS_FS_INITIAL = 1 << 13
+PLAN_CACHE_SIZE = 4096  # distinct (descriptor, PE) pairs whose replay closures are kept
+_NEW_EVENT = object.__new__
 ARG_REGS = (rv.UC_RISCV_REG_A0, rv.UC_RISCV_REG_A1, rv.UC_RISCV_REG_A2, rv.UC_RISCV_REG_A3,
             rv.UC_RISCV_REG_A4, rv.UC_RISCV_REG_A5, rv.UC_RISCV_REG_A6)
 TRAP_NAMES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
@@ -326,14 +328,28 @@ class Core:
         if run.commands > self.max_commands:
             raise RunawayError(f"program exceeded the command budget of {self.max_commands}")
         raw = self._descriptor_bytes(run, addr)
-        try:
-            desc = CommandDescriptor.from_bytes(raw)
-        except ValueError as exc:
-            raise IllegalCommandError(f"bad command descriptor: {exc}", address=addr) from None
+        pe = run.spec.pe
+        plans = self.mem.plan_cache
+        plan = plans.get((raw, pe))
         self._end_core_event(run)
-        try:
-            event: CommandEvent = execute(desc, self.mem, run.spec.pe)
-        except SimulationError as exc:
-            raise exc.locate(Location(command=f"{desc.op.name} tag={desc.tag}", pc=pc)) from None
+        if plan is not None:  # this exact command ran on this PE before: redo it on the same views
+            redo, template = plan
+            redo()
+            event = _NEW_EVENT(CommandEvent)
+            event.__dict__.update(template.__dict__)
+        else:
+            try:
+                desc = CommandDescriptor.from_bytes(raw)
+            except ValueError as exc:
+                raise IllegalCommandError(f"bad command descriptor: {exc}", address=addr) from None
+            try:
+                event = execute(desc, self.mem, pe)
+            except SimulationError as exc:
+                raise exc.locate(Location(command=f"{desc.op.name} tag={desc.tag}", pc=pc)) from None
+            again = replay(desc, self.mem, pe)
+            if again is not None:
+                if len(plans) >= PLAN_CACHE_SIZE:
+                    plans.clear()
+                plans[(raw, pe)] = (again, event)
         event.pc = pc
         run.trace.events.append(event)

@@ -6,7 +6,8 @@ the functional units, so there is one copy of every byte. `Allocator` hands out 
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -104,6 +105,8 @@ class MemorySystem:
         self.dram_limit = dram_bytes
         self.sram_limit = sram_bytes
         self.view_cache: dict[tuple, tuple] = {}  # operand views (mtia_sim.units.operand.Tally.view)
+        # (descriptor bytes, PE) -> (replay closure over views, first CommandEvent), see Core._doorbell
+        self.plan_cache: dict[tuple[bytes, int], tuple[Callable[[], None], Any]] = {}
 
     def local(self, pe: int) -> np.ndarray:
         """PE `pe`'s local store (created zeroed on first use)."""

@@ -9,6 +9,7 @@ and an optional I1 mask in src2, and run element by element in index order.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -44,7 +45,9 @@ def _fill_value(desc: CommandDescriptor) -> np.ndarray:
     return convert(np.asarray(immediate(desc.imm0, desc.flags)), desc.dtype_out)
 
 
-def dma_copy(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
+def _copy_setup(desc: CommandDescriptor, mem: MemorySystem,
+                pe: int) -> tuple[Tally, tuple[int, ...], tuple[int, ...], DType, DType, bool]:
+    """Checks of a DMA_COPY: (tally, shape, valid box, dst type, src type, dst fills: local store)."""
     shape = check_shape(desc.shape)
     dt = desc.dtype_out
     src_dt = desc.dtype_in0 if desc.dtype_in0 != DType.NONE else dt
@@ -53,22 +56,45 @@ def dma_copy(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEven
     valid = _valid(desc, shape)
     tally = Tally(mem, pe, dma=True)
     fills = tally.resolve("dst", desc.dst, 0, 1).level == MemLevel.LOCAL
-    mask = _mask(desc, tally, shape)
+    return tally, shape, valid, dt, src_dt, fills
+
+
+def _unmasked_copy(desc: CommandDescriptor, tally: Tally, shape: tuple[int, ...], valid: tuple[int, ...],
+                   dt: DType, src_dt: DType, fills: bool) -> Callable[[], None]:
+    """The data movement of a DMA_COPY without a mask, as a reusable closure over its views."""
     inner = tuple(slice(0, v) for v in valid)
+    empty = any(v == 0 for v in valid)
+    fill = _fill_value(desc) if fills and valid != shape else None
+    if fills:
+        dst = tally.view("dst", desc.dst, dt, shape, desc.dst_stride, write=True)
+    elif not empty:
+        dst = tally.view("dst", desc.dst, dt, valid, desc.dst_stride, write=True)
+    if empty:
+        if fill is None:
+            return lambda: None
+
+        def fill_only() -> None:
+            dst[...] = fill
+        return fill_only
+    src = tally.view("src0", desc.src0, src_dt, valid, desc.src0_stride, write=False)
+    body = dst[inner].view(src.dtype)
+    if fill is None:
+        return functools.partial(np.copyto, body, src)
+
+    def fill_and_copy() -> None:
+        dst[...] = fill
+        body[...] = src
+    return fill_and_copy
+
+
+def dma_copy(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
+    tally, shape, valid, dt, src_dt, fills = _copy_setup(desc, mem, pe)
+    mask = _mask(desc, tally, shape)
     if mask is None:
-        empty = any(v == 0 for v in valid)
-        if fills:
-            dst = tally.view("dst", desc.dst, dt, shape, desc.dst_stride, write=True)
-            if valid != shape:
-                dst[...] = _fill_value(desc)
-        elif not empty:
-            dst = tally.view("dst", desc.dst, dt, valid, desc.dst_stride, write=True)
-        if not empty:
-            src = tally.view("src0", desc.src0, src_dt, valid, desc.src0_stride, write=False)
-            dst[inner].view(src.dtype)[...] = src
+        _unmasked_copy(desc, tally, shape, valid, dt, src_dt, fills)()
     else:
         box = np.zeros(shape, dtype=bool)
-        box[inner] = True
+        box[tuple(slice(0, v) for v in valid)] = True
         mask &= box
         src = _masked_read(tally, desc, src_dt, shape, mask)
         if fills:
@@ -77,6 +103,15 @@ def dma_copy(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEven
         else:
             _masked_write(tally, desc, dt, mask, src)
     return tally.event(desc, math.prod(shape), dtype_bytes=np_dtype(dt).itemsize)
+
+
+def dma_copy_replay(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> Callable[[], None] | None:
+    """A closure redoing this DMA_COPY's data movement (its event never changes), or None when it
+    has a mask (which bytes move, and the event, depend on data)."""
+    if desc.src2 != 0:
+        return None
+    tally, shape, valid, dt, src_dt, fills = _copy_setup(desc, mem, pe)
+    return _unmasked_copy(desc, tally, shape, valid, dt, src_dt, fills)
 
 
 def _element_offsets(strides: list[int], idx: tuple[np.ndarray, ...], itemsize: int) -> np.ndarray:

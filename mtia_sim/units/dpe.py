@@ -8,6 +8,8 @@ accumulator; integers (I8/U8/I16/I32) accumulate exactly and wrap to the I32 des
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from mtia_sim.errors import IllegalCommandError
@@ -22,7 +24,8 @@ IN_TYPES = frozenset({DType.F32, DType.F16, DType.BF16, DType.F64, DType.F8E4M3,
 OUT_TYPES = frozenset({DType.F32, DType.F16, DType.BF16, DType.F64, DType.I32, DType.I64})
 
 
-def execute(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
+def _prepare(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> tuple[Tally, Callable[[], None]]:
+    """Check a DPE_MATMUL and build its operand views; returns (tally, the math as a closure)."""
     shape = check_shape(desc.shape)
     m, n, k, one = shape
     if one != 1:
@@ -46,14 +49,27 @@ def execute(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent
     if acc:
         tally.count(tally.resolve("dst", desc.dst, 0, 1).level, d.dtype.itemsize * m * n, False)
     if a_dt in FLOATS:
-        ct = np.float64 if DType.F64 in (a_dt, b_dt, out_dt) else np.float32
+        ct: type = np.float64 if DType.F64 in (a_dt, b_dt, out_dt) else np.float32
+    else:
+        ct = np.int64
+
+    def run() -> None:
         r = np.matmul(a.astype(ct), b.astype(ct))
         if acc:
             r = r + d.astype(ct)
-    else:
-        r = np.matmul(a.astype(np.int64), b.astype(np.int64))
-        if acc:
-            r = r + d.astype(np.int64)
-    d[...] = convert(r, out_dt)
+        d[...] = convert(r, out_dt)
+    return tally, run
+
+
+def execute(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
+    tally, run = _prepare(desc, mem, pe)
+    run()
+    m, n, k, _ = desc.shape
+    a_dt = desc.dtype_in0 if desc.dtype_in0 != DType.NONE else desc.dtype_out
     return tally.event(desc, m * n * k, flops=2 * m * n * k, dtype_bytes=np_dtype(a_dt).itemsize,
                        matmul_mnk=(m, n, k))
+
+
+def replay(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> Callable[[], None]:
+    """A closure redoing this matmul on its operands (its event never changes)."""
+    return _prepare(desc, mem, pe)[1]

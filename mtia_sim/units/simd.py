@@ -6,6 +6,7 @@ output type), F64 in fp64, integers in their own width with wrap-around and C di
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -173,25 +174,16 @@ def _subop(enum_cls, value: int, op: Op):  # type: ignore[no-untyped-def]
         raise IllegalCommandError(f"{op.name}: unknown subop {value} for {enum_cls.__name__}") from None
 
 
-def simd_unary(c: SimdCommand) -> CommandEvent:
-    op = _subop(SimdOp, c.d.subop, c.d.op)
-    if op in (SimdOp.ISNAN, SimdOp.ISINF):
-        x = np.asarray(c.src(0)).astype(np.float64)
-        c.store(np.isnan(x) if op == SimdOp.ISNAN else np.isinf(x))
-        return c.event()
-    x = c.compute(0)
-    table = UNARY_FLOAT if x.dtype.kind == "f" else UNARY_INT
+def _unary_fn(c: SimdCommand, op: SimdOp, kind: str) -> Callable[[Array], Array]:
+    table = UNARY_FLOAT if kind == "f" else UNARY_INT
     fn = table.get(op)
     if fn is None:
         raise IllegalCommandError(f"SIMD_UNARY: {op.name} is not a unary op for {c.d.dtype_out.name}")
-    c.store(fn(x))
-    return c.event(transcendental=op in TRANSCENDENTAL)
+    return fn
 
 
-def simd_binary(c: SimdCommand) -> CommandEvent:
-    op = _subop(SimdOp, c.d.subop, c.d.op)
-    a, b = c.compute(0), c.compute(1)
-    if a.dtype.kind == "f":
+def _binary_fn(c: SimdCommand, op: SimdOp, kind: str) -> Callable[[Array, Array], Array]:
+    if kind == "f":
         fn = BINARY_FLOAT.get(op) or BINARY_COMMON.get(op)
         if op in (SimdOp.MIN, SimdOp.MAX) and c.d.flags & Flags.PROPAGATE_NAN:
             fn = np.minimum if op == SimdOp.MIN else np.maximum
@@ -199,7 +191,24 @@ def simd_binary(c: SimdCommand) -> CommandEvent:
         fn = BINARY_INT.get(op) or BINARY_COMMON.get(op)
     if fn is None:
         raise IllegalCommandError(f"SIMD_BINARY: {op.name} is not a binary op for {c.d.dtype_out.name}")
-    c.store(fn(a, b))
+    return fn
+
+
+def simd_unary(c: SimdCommand) -> CommandEvent:
+    op = _subop(SimdOp, c.d.subop, c.d.op)
+    if op in (SimdOp.ISNAN, SimdOp.ISINF):
+        x = np.asarray(c.src(0)).astype(np.float64)
+        c.store(np.isnan(x) if op == SimdOp.ISNAN else np.isinf(x))
+        return c.event()
+    x = c.compute(0)
+    c.store(_unary_fn(c, op, x.dtype.kind)(x))
+    return c.event(transcendental=op in TRANSCENDENTAL)
+
+
+def simd_binary(c: SimdCommand) -> CommandEvent:
+    op = _subop(SimdOp, c.d.subop, c.d.op)
+    a, b = c.compute(0), c.compute(1)
+    c.store(_binary_fn(c, op, a.dtype.kind)(a, b))
     return c.event(transcendental=op in TRANSCENDENTAL)
 
 
@@ -301,4 +310,41 @@ HANDLERS: dict[Op, Callable[[SimdCommand], CommandEvent]] = {
 def execute(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
     """Run one SIMD command on the arenas."""
     return HANDLERS[desc.op](SimdCommand(desc, mem, pe))
+
+
+_REPLAY_FLAGS = _SRC0_IMM | _SRC1_IMM | int(Flags.IMM_IS_INT)
+
+
+def replay(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> Callable[[], None] | None:
+    """A closure redoing this SIMD command on its operand views, for the common case: UNARY/BINARY
+    whose operands are stored in their compute type (e.g. all F32, all I32) and SIMD_FILL; None
+    otherwise (the caller re-executes those in full). Its CommandEvent never changes."""
+    c = SimdCommand(desc, mem, pe)
+    out = desc.dtype_out
+    if desc.op == Op.SIMD_FILL:
+        value = convert(c._imm(desc.imm0, out), out)
+        dst = c.tally.view("dst", desc.dst, out, c.shape, desc.dst_stride, write=True)
+
+        def fill() -> None:
+            dst[...] = value
+        return fill
+    if desc.op not in (Op.SIMD_UNARY, Op.SIMD_BINARY) or c.flags & ~_REPLAY_FLAGS or out == DType.I1:
+        return None
+    ct = compute_dtype(out)
+    nargs = 1 if desc.op == Op.SIMD_UNARY else 2
+    if dtypes.np_dtype(out) != ct or any(c.in_dtype(k) != out for k in range(nargs)):
+        return None
+    op = _subop(SimdOp, desc.subop, desc.op)
+    if op in (SimdOp.ISNAN, SimdOp.ISINF):
+        return None
+    fn: Callable[..., Array] = _unary_fn(c, op, ct.kind) if nargs == 1 else _binary_fn(c, op, ct.kind)
+    args = [c.compute(k) for k in range(nargs)]  # views (or immediates) already in the compute type
+    dst = c.tally.view("dst", desc.dst, out, c.shape, desc.dst_stride, write=True)
+    if (isinstance(fn, np.ufunc) and fn.nin == nargs and fn.nout == 1 and dst.flags.c_contiguous
+            and fn(*args).dtype == dst.dtype):
+        return functools.partial(fn, *args, out=dst)
+
+    def general() -> None:
+        dst[...] = convert(fn(*args), out)
+    return general
 
