@@ -172,10 +172,12 @@ class Simulator:
     # -- launch -----------------------------------------------------------------------------------
     def launch(self, image: Image, grid: Sequence[int], args: Sequence[int | float], *,
                arg_types: Sequence[str] | None = None, dual_core: bool = False,
-               trace: bool = False) -> LaunchResult:
+               trace: bool = False, sram_mode: str = "cache") -> LaunchResult:
         """Run every program of `grid` (1 to 3 dims) and replay them on the timing model.
 
-        `trace` is accepted for API stability; traces are always kept in the result.
+        `trace` is accepted for API stability; traces are always kept in the result. `sram_mode`
+        is how the SRAM serves DRAM tensors in the timing model ("cache", "resident", "off";
+        mtia_sim.timing.sram_cache); it never changes results.
         """
         g = tuple(int(x) for x in grid) + (1,) * (3 - len(grid))
         if len(g) != 3 or any(x < 1 for x in g):
@@ -202,15 +204,15 @@ class Simulator:
         traces = [t for t in found if t is not None]
         rank = {s.program_id: i for i, s in enumerate(specs)}
         log = sorted(self.core.debug_log, key=lambda e: rank[e[0]])
-        timing = self._time(traces)
+        timing = self._time(traces, sram_mode)
         return LaunchResult(
             programs=len(traces), instructions=sum(t.instructions for t in traces),
             commands=sum(1 for t in traces for e in t.events if isinstance(e, CommandEvent)),
             traces=traces, timing=timing, debug_log=log)
 
-    def _time(self, traces: list[ProgramTrace]) -> Any:
+    def _time(self, traces: list[ProgramTrace], sram_mode: str = "cache") -> Any:
         try:
             from mtia_sim.timing import simulate
         except ImportError:
             return None
-        return simulate(self.machine, traces)
+        return simulate(self.machine, traces, sram_mode=sram_mode)

@@ -56,6 +56,7 @@ class RemoteDevice:
         *,
         dual_core: bool = False,
         blocked: bool = False,
+        sram_mode: str = "cache",
     ) -> RemoteResult:
         packed = pack_launch(args, arg_types)
         header = {
@@ -67,6 +68,7 @@ class RemoteDevice:
             "keys": packed.keys,
             "dual_core": bool(dual_core),
             "blocked": bool(blocked),
+            "sram_mode": str(sram_mode),
         }
         with self.lock:
             send_frame(self.sock, header, [fn.elf, *packed.data])

@@ -107,6 +107,7 @@ class MtiaLauncher:
         self.machine: str = metadata.machine
         self.dual_core: bool = bool(metadata.dual_core)
         self.blocked: bool = getattr(metadata, "mtia_pe_mapping", "round_robin") == "blocked"
+        self.sram_mode: str = getattr(metadata, "sram_mode", "cache")
         self.tags: tuple[str, ...] = tuple(getattr(metadata, "mtia_tags", ()) or ())
 
     def __call__(
@@ -135,6 +136,7 @@ class MtiaLauncher:
             self.arg_types,
             dual_core=self.dual_core,
             blocked=self.blocked,
+            sram_mode=self.sram_mode,
         )
         _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result, tags=self.tags))
         if exit_hook is not None:

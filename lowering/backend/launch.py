@@ -116,6 +116,7 @@ class SimulatorSession:
         *,
         dual_core: bool = False,
         blocked: bool = False,
+        sram_mode: str = "cache",
     ) -> tuple[Any, list[bytes]]:
         """Upload `data`, launch, and return (LaunchResult, every storage's bytes afterwards)."""
         image = self.image(elf, name)
@@ -142,7 +143,9 @@ class SimulatorSession:
             grid, self.sim.num_pes, self.sim.cores_per_pe
         )
         words += list(plan.extra_slots)
-        result = self.sim.launch(image, plan.grid, words, arg_types=None, dual_core=dual_core)
+        result = self.sim.launch(
+            image, plan.grid, words, arg_types=None, dual_core=dual_core, sram_mode=sram_mode
+        )
         after = [
             self.sim.read(dev, len(blob)) if blob else b"" for dev, blob in zip(bases, data, strict=True)
         ]
@@ -157,11 +160,20 @@ class SimulatorSession:
         *,
         dual_core: bool = False,
         blocked: bool = False,
+        sram_mode: str = "cache",
     ) -> Any:
         """Copy tensor storages in, launch, copy them back; return the LaunchResult."""
         packed = pack_launch(args, arg_types)
         result, after = self.run(
-            fn.elf, fn.name, grid, packed.slots, packed.data, arg_types, dual_core=dual_core, blocked=blocked
+            fn.elf,
+            fn.name,
+            grid,
+            packed.slots,
+            packed.data,
+            arg_types,
+            dual_core=dual_core,
+            blocked=blocked,
+            sram_mode=sram_mode,
         )
         write_back(packed, list(after))
         return result

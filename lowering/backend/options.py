@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 PE_MAPPINGS = ("round_robin", "blocked")
+SRAM_MODES = ("cache", "resident", "off")  # as mtia_sim.timing.sram_cache.SRAM_MODES
 MACHINE_PREFIX = "mtia-"
 
 
@@ -77,6 +78,7 @@ class MtiaOptions:
     machine: str = field(default_factory=default_machine)
     opt_level: int = 2
     red_accumulate: bool = True
+    sram_mode: str = "cache"  # how the on-chip SRAM serves DRAM tensors: mtia_sim.timing.sram_cache
     # fields Triton's frontend and runtime read
     num_warps: int = 1
     num_ctas: int = 1
@@ -109,6 +111,8 @@ class MtiaOptions:
             raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {self.pe_mapping!r}")
         if self.num_stages < 1:
             raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
+        if self.sram_mode not in SRAM_MODES:
+            raise ValueError(f"sram_mode must be one of {SRAM_MODES}, got {self.sram_mode!r}")
         if self.opt_level < 2 or self.opt_level > 3:
             raise ValueError(f"opt_level must be 2 or 3, got {self.opt_level}")
         if not self.arch:
@@ -145,4 +149,5 @@ class MtiaOptions:
             "pe_mapping": PE_MAPPINGS,
             "dual_core": (False, True),
             "red_accumulate": (True, False),
+            "sram_mode": ("cache", "resident"),
         }

@@ -56,3 +56,19 @@ def test_plain_triton_gemm_rereads_hit_the_sram_cache():
     assert resident.cycles <= res.cycles <= off.cycles
     assert off.counters.flops == resident.counters.flops == res.counters.flops
     assert resident.counters.bandwidth["dram"]["bytes"] == 0
+
+
+def test_sram_mode_launch_option_reaches_the_timing_model():
+    n, b = 64, 32
+    a, bm = torch.randn(n, n).half(), torch.randn(n, n).half()
+    c = torch.empty(n, n)
+    seen = {}
+    for mode in ("cache", "resident", "off"):
+        matmul[(n // b, n // b)](a, bm, c, n, n, n, n, 1, n, 1, n, 1, BM=b, BN=b, BK=b, sram_mode=mode)
+        res = driver.last_launch()
+        seen[mode] = (res.counters.sram_cache["mode"], res.counters.bandwidth["dram"]["bytes"], res.cycles)
+    assert [seen[m][0] for m in seen] == ["cache", "resident", "off"]
+    assert seen["resident"][1] == 0 < seen["cache"][1] < seen["off"][1]
+    assert seen["resident"][2] < seen["cache"][2] < seen["off"][2]
+    with pytest.raises(Exception, match="sram_mode must be one of"):
+        matmul[(1, 1)](a, bm, c, n, n, n, n, 1, n, 1, n, 1, BM=b, BN=b, BK=b, sram_mode="l2")
