@@ -26,8 +26,16 @@ def _ratio(old: float | None, new: float | None) -> str:
     return f"{r:.2f}x faster" if r >= 1 else f"{1 / r:.2f}x slower"
 
 
+MAJOR_LAUNCH = 0.1  # launches below this share of the forward do not count for occupancy
+
+
 def _pes(p: Profile) -> tuple[int, int]:
-    return int(p.metric("pes_used") or 0), int(p.metric("pes_total") or 0)
+    """(fewest PEs with work in any major launch, PEs on the chip); (0, 0) when unknown."""
+    total = p.time_s or 0.0
+    major = [s for s in p.launches if total and s.time_s / total >= MAJOR_LAUNCH] or p.launches
+    if not major:
+        return int(p.metric("pes_used") or 0), int(p.metric("pes_total") or 0)
+    return min(s.pes_used for s in major), major[0].pes_total
 
 
 def changes(parent: Profile, child: Profile) -> list[str]:
@@ -69,8 +77,8 @@ def _occupancy_change(parent: Profile, child: Profile) -> str | None:
     if not pt or not ct or pu == cu:
         return None
     if cu > pu:
-        return f"fixes the idle PEs: {pu} -> {cu} of {ct} PEs have work"
-    return f"fewer PEs have work: {pu} -> {cu} of {ct}"
+        return f"fixes the idle PEs: {pu} -> {cu} of {ct} PEs have work in every major launch"
+    return f"fewer PEs have work: {pu} -> {cu} of {ct} in the least occupied major launch"
 
 
 def explain(parent: Profile, child: Profile) -> str:

@@ -41,6 +41,7 @@ class Diagnosis:
     """A reading of one profile; empty (`Diagnosis()`) when there is none."""
 
     bottleneck: Bottleneck | None = None
+    bound: str | None = None  # the bottleneck's category: memory | compute | latency (knowledge tags)
     remedies: tuple[tuple[str, float], ...] = ()  # remedy kind -> weight, strongest first
     stalls: tuple[tuple[str, float], ...] = ()  # top idle stalls: reason -> share of the unit's time
     utilisation: tuple[tuple[str, float], ...] = ()  # unit -> utilisation over the active PEs
@@ -49,13 +50,11 @@ class Diagnosis:
     idle_pes: float = 0.0  # time-weighted share of the chip's PEs without a program
     facts: tuple[str, ...] = field(default_factory=tuple)
 
-    @property
-    def bound(self) -> str | None:
-        """The bottleneck's category (memory | compute | latency), for knowledge retrieval."""
-        return self.bottleneck.category if self.bottleneck else None
-
-    def weight(self, remedy: str) -> float:
-        return dict(self.remedies).get(remedy, 0.0)
+    def weights(self) -> dict[str, float]:
+        """Remedy kind -> weight; a bare `bound` (no measured profile) maps to its usual remedy."""
+        if self.remedies:
+            return dict(self.remedies)
+        return dict(LEGACY_REMEDIES.get(self.bound or "", {}))
 
     def text(self) -> str:
         """One line: limiter, time, roofline, utilisation, stalls."""
@@ -110,6 +109,7 @@ def diagnose_profile(prof: Profile) -> Diagnosis:
     frac = prof.roofline.get("fraction") if isinstance(prof.roofline, dict) else None
     return Diagnosis(
         bottleneck=b,
+        bound=b.category if b else None,
         remedies=tuple(sorted(weights.items(), key=lambda kv: -kv[1])),
         stalls=tuple(top),
         utilisation=tuple(sorted(util, key=lambda t: -t[1])[:5]),
@@ -125,11 +125,52 @@ def diagnose(profile: dict[str, Any] | Profile | None) -> Diagnosis:
     if not profile:
         return Diagnosis()
     if isinstance(profile, dict):
+        if any(k in profile for k in _LEGACY_KEYS):
+            return _legacy(profile)
         try:
             profile = Profile.from_dict(profile)
         except (TypeError, ValueError):
             return Diagnosis()
     return diagnose_profile(profile)
+
+
+_LEGACY_KEYS = ("utilisation", "top_stall_reasons", "bound")
+LEGACY_REMEDIES = {
+    "memory": {"fewer_bytes": 1.0},
+    "compute": {"cheaper_math": 1.0},
+    "latency": {"overlap": 1.0},
+}
+
+
+def _legacy(profile: dict[str, Any]) -> Diagnosis:
+    """A summary-shaped profile ({bound, utilisation, top_stall_reasons, ...}: test doubles, old runs)."""
+    bound = str(profile.get("bound") or "") or None
+    util = profile.get("utilisation") or {}
+    pairs = (
+        [(str(k), float(v)) for k, v in util.items() if isinstance(v, int | float)]
+        if isinstance(util, dict)
+        else []
+    )
+    stalls = [
+        (str(s[0]), float(s[1]))
+        for s in profile.get("top_stall_reasons") or []
+        if isinstance(s, list | tuple) and len(s) >= 2
+    ]
+    frac, t = profile.get("roofline_fraction"), profile.get("time_s")
+    b = (
+        Bottleneck("reported", bound, bound, 1.0, evidence=["as reported by the evaluator"])
+        if bound
+        else None
+    )
+    return Diagnosis(
+        bottleneck=b,
+        bound=bound,
+        remedies=tuple(LEGACY_REMEDIES.get(bound or "", {}).items()),
+        stalls=tuple(sorted(stalls, key=lambda kv: -kv[1])[:TOP_STALLS]),
+        utilisation=tuple(sorted(pairs, key=lambda kv: -kv[1])[:5]),
+        roofline_fraction=float(frac) if isinstance(frac, int | float) else None,
+        time_s=float(t) if isinstance(t, int | float) else None,
+    )
 
 
 def _stall_shares(stalls: dict[str, float]) -> dict[str, float]:

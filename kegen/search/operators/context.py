@@ -1,8 +1,10 @@
 """The universal operator's context, built per step from the store, the problem and the knowledge base.
 
 It holds: the problem and its PyTorch reference, the parent's code, the parent's failure (error,
-tolerance report) or its profile with a short diagnosis, what ancestors and siblings tried and
-scored, the knowledge-base documents chosen for this platform and bottleneck, and the constraints.
+tolerance report) or its measured profile and diagnosis (`kegen.profiling`), the grandparent's
+profile (what the parent changed), what ancestors and siblings tried with their verdicts and error
+messages, the knowledge-base documents chosen for this platform and the measured bottleneck, the
+problem's reference roofline (for drafting) and the constraints.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kegen.profiling import Diagnosis, Profile, diagnose
+from kegen.profiling.compare import explain
 from kegen.search.config import OperatorConfig
 from kegen.search.policies.base import Selection
 from kegen.search.store import Evaluation, GraphStore, Node
@@ -40,31 +44,6 @@ class ProblemInfo:
 
 
 @dataclass(frozen=True)
-class Diagnosis:
-    """A short reading of a profile: what bounds the kernel and where time goes."""
-
-    bound: str | None = None
-    stalls: tuple[tuple[str, float], ...] = ()
-    utilisation: tuple[tuple[str, float], ...] = ()
-    roofline_fraction: float | None = None
-    time_s: float | None = None
-
-    def text(self) -> str:
-        if self.bound is None and not self.stalls and not self.utilisation:
-            return "no profile available"
-        parts = [f"{self.bound or 'unknown'}-bound"]
-        if self.time_s is not None:
-            parts.append(f"time {self.time_s * 1e6:.2f} us")
-        if self.roofline_fraction is not None:
-            parts.append(f"{self.roofline_fraction:.1%} of roofline")
-        if self.utilisation:
-            parts.append("utilisation " + ", ".join(f"{u} {v:.0%}" for u, v in self.utilisation))
-        if self.stalls:
-            parts.append("top stalls " + ", ".join(f"{s} {v:.0%}" for s, v in self.stalls))
-        return "; ".join(parts)
-
-
-@dataclass(frozen=True)
 class Attempt:
     """What one related node tried and how it scored."""
 
@@ -73,6 +52,8 @@ class Attempt:
     verdict: str | None
     fitness: float
     relation: str  # ancestor | sibling
+    error: str = ""  # the evaluator's message when it failed
+    effect: str = ""  # why it was faster or slower than its parent (from the two profiles)
 
 
 @dataclass
@@ -92,6 +73,9 @@ class OperatorContext:
     known_hashes: frozenset[str] = field(default_factory=frozenset)
     run_id: str = ""
     step: int = 0
+    profile: Profile | None = None  # the parent's measured profile
+    grandparent_profile: Profile | None = None  # the parent's parent's (for "change from the parent")
+    reference: dict[str, Any] = field(default_factory=dict)  # the problem's roofline (drafting)
 
     @property
     def ancestors(self) -> list[Attempt]:
@@ -100,66 +84,6 @@ class OperatorContext:
     @property
     def siblings(self) -> list[Attempt]:
         return [a for a in self.attempts if a.relation == "sibling"]
-
-
-def diagnose(profile: dict[str, Any] | None) -> Diagnosis:
-    """Read the unified profile dict of `kegen.eval` (tolerant of missing keys and older shapes)."""
-    if not profile:
-        return Diagnosis()
-    roof_raw = profile.get("roofline")
-    roof: dict[str, Any] = roof_raw if isinstance(roof_raw, dict) else {}
-    bound = profile.get("bound") or profile.get("bottleneck") or roof.get("bound")
-    util = _utilisation(
-        profile.get("utilisation") or profile.get("utilization") or profile.get("units") or {}
-    )
-    stalls = _stalls(profile.get("top_stall_reasons") or profile.get("stalls") or [])
-    frac = profile.get("roofline_fraction", roof.get("fraction"))
-    t = profile.get("time_s", profile.get("time"))
-    return Diagnosis(
-        bound=str(bound) if bound else None,
-        stalls=tuple(stalls[:3]),
-        utilisation=tuple(util[:5]),
-        roofline_fraction=float(frac) if isinstance(frac, int | float) else None,
-        time_s=float(t) if isinstance(t, int | float) else None,
-    )
-
-
-def _utilisation(raw: Any) -> list[tuple[str, float]]:
-    """{unit: fraction} or [{"name": unit, "utilization": fraction}, ...] -> sorted pairs."""
-    items: list[tuple[str, Any]] = []
-    if isinstance(raw, dict):
-        items = [
-            (str(k), v.get("utilisation", v.get("utilization")) if isinstance(v, dict) else v)
-            for k, v in raw.items()
-        ]
-    elif isinstance(raw, list):
-        items = [
-            (str(u.get("name")), u.get("utilisation", u.get("utilization")))
-            for u in raw
-            if isinstance(u, dict)
-        ]
-    out = [(k, float(v)) for k, v in items if isinstance(v, int | float)]
-    return sorted(out, key=lambda t: -t[1])
-
-
-def _stalls(raw: Any) -> list[tuple[str, float]]:
-    """Stall reasons as (reason, share of all stall cycles), largest first."""
-    pairs: list[tuple[str, float]] = []
-    if isinstance(raw, dict):
-        pairs = [(str(k), float(v)) for k, v in raw.items() if isinstance(v, int | float)]
-    elif isinstance(raw, list):
-        for item in raw:
-            if isinstance(item, dict):
-                val = item.get("fraction", item.get("share", item.get("cycles", 0.0)))
-                pairs.append((str(item.get("reason") or item.get("name")), float(val or 0.0)))
-            elif isinstance(item, list | tuple) and len(item) >= 2:
-                pairs.append((str(item[0]), float(item[1])))
-            elif isinstance(item, str):
-                pairs.append((item, 0.0))
-    total = sum(v for _, v in pairs)
-    if total > 1.0 + 1e-9:  # cycles, not shares
-        pairs = [(k, v / total) for k, v in pairs]
-    return sorted(pairs, key=lambda t: -t[1])
 
 
 def failure_text(ev: Evaluation | None, node: Node) -> str | None:
@@ -196,13 +120,13 @@ class ContextBuilder:
     def build(self, selection: Selection, step: int = 0) -> OperatorContext:
         parent = self.store.node(selection.parent_id)
         ev = self.store.evaluation(parent.id)
+        profile = _profile(ev)
         diag = diagnose(ev.profile if ev else None)
-        attempts = [
-            Attempt(a.id, a.description, a.verdict, a.fitness, "ancestor")
-            for a in self.store.ancestors(parent.id)[: self.config.history_limit]
-        ]
+        ancestors = self.store.ancestors(parent.id)
+        grand = _profile(self.store.evaluation(ancestors[0].id)) if ancestors else None
+        attempts = [self._attempt(a, "ancestor") for a in ancestors[: self.config.history_limit]]
         attempts += [
-            Attempt(c.id, c.description, c.verdict, c.fitness, "sibling")
+            self._attempt(c, "sibling", profile)
             for c in self.store.children(parent.id)[-self.config.history_limit :]
         ]
         hashes = frozenset(n.code_hash for n in self.store.nodes(self.run_id) if n.code_hash)
@@ -220,7 +144,27 @@ class ContextBuilder:
             known_hashes=hashes,
             run_id=self.run_id,
             step=step,
+            profile=profile,
+            grandparent_profile=grand,
+            reference=self._reference(profile),
         )
+
+    def _attempt(self, node: Node, relation: str, parent_profile: Profile | None = None) -> Attempt:
+        ev = self.store.evaluation(node.id)
+        error = ev.message if ev is not None and not node.correct else ""
+        effect = ""
+        mine = _profile(ev)
+        if parent_profile is not None and mine is not None and node.correct:
+            effect = explain(parent_profile, mine)
+        return Attempt(node.id, node.description, node.verdict, node.fitness, relation, error, effect)
+
+    def _reference(self, profile: Profile | None) -> dict[str, Any]:
+        """The problem's roofline, from this profile or the root's evaluation."""
+        if profile is not None and profile.roofline:
+            return dict(profile.roofline)
+        root = self.store.root(self.run_id)
+        root_profile = _profile(self.store.evaluation(root.id)) if root is not None else None
+        return dict(root_profile.roofline) if root_profile is not None else {}
 
     def knowledge_for(self, bottleneck: str | None, phase: str) -> list[tuple[str, str]]:
         """The knowledge-base documents for this platform, op class, bottleneck and phase."""
@@ -242,6 +186,16 @@ class ContextBuilder:
         except (ValueError, KeyError, OSError):
             return []
         return [(d.title, d.text) for d in docs]
+
+
+def _profile(ev: Evaluation | None) -> Profile | None:
+    """The stored profile of an evaluation as a `Profile` (None when absent or unreadable)."""
+    if ev is None or not ev.profile:
+        return None
+    try:
+        return Profile.from_dict(ev.profile)
+    except (TypeError, ValueError):
+        return None
 
 
 def load_knowledge_base() -> Any:

@@ -1,9 +1,12 @@
 """The offline operator (the default; no network): profile-steered source mutations.
 
 Per step it lists every mutation that applies to the parent (block sizes, launch options,
-knowledge-base recipes), scores them by the parent's bottleneck and stall reasons, by what each
-family of mutations has gained so far in this search, and a little noise, and returns the best one
-whose result is not already in the tree.
+knowledge-base recipes) and scores each from the parent's diagnosis (`kegen.profiling.diagnosis`,
+the same object the prompts render): the weights of the remedy kinds the mutation provides, minus
+those it works against, damped when it changes another kernel than the one the bottleneck was read
+from; plus what each family of mutations has gained so far in this search, and a little noise. It
+returns the best one whose result is not already in the tree. With the diagnosis withheld
+(`use_diagnosis=False`, the ablation's control arm) only priors, gains and noise remain.
 """
 
 from __future__ import annotations
@@ -12,30 +15,17 @@ import ast
 import random
 from collections import defaultdict
 
+from kegen.profiling import Diagnosis
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import Operator, Proposal
-from kegen.search.operators.context import Diagnosis, OperatorContext
+from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
-STALL_HINTS = {
-    ("dma", "memory", "dram", "sram", "load", "fabric", "bandwidth"): (
-        "block_up",
-        "num_stages",
-        "pe_mapping",
-        "recipe_online_softmax",
-        "recipe_single_block",
-        "recipe_grouped_order",
-    ),
-    ("launch", "control", "scalar", "core", "instruction", "latency", "sync", "barrier"): (
-        "block_up",
-        "dual_core",
-        "recipe_single_block",
-    ),
-    ("dpe", "simd", "compute", "alu"): ("dual_core", "block_down"),
-}
+OTHER_KERNEL = 0.3  # weight of a diagnosis on a mutation of another kernel than the bottleneck's
+DIAGNOSIS_CAP = 2.0  # the diagnosis term is clipped to [-cap, cap]
 
 
 def _block_site(m: Mutation) -> str | None:
@@ -50,10 +40,11 @@ class OfflineOperator(Operator):
 
     name = "offline"
 
-    def __init__(self, config: OperatorConfig, seed: int = 0) -> None:
+    def __init__(self, config: OperatorConfig, seed: int = 0, *, use_diagnosis: bool = True) -> None:
         self.config = config
         self.rng = random.Random(seed)
         self.gains: dict[str, list[float]] = defaultdict(list)
+        self.use_diagnosis = use_diagnosis
 
     def candidates(self, ctx: OperatorContext) -> list[Mutation]:
         launch = ctx.problem.target == "mtia"
@@ -69,21 +60,25 @@ class OfflineOperator(Operator):
         return recipes + knobs + blocks
 
     def score(self, m: Mutation, diag: Diagnosis) -> float:
-        s = m.prior
-        if diag.bound and diag.bound in m.helps:
-            s += 1.0
-        # "UNIT:dependency" means the unit waits for another unit's result (a DPE waiting for its
-        # DMA): it is no sign that the unit itself is the bottleneck
-        reasons = [r.lower() for r, _ in diag.stalls if not r.lower().endswith("dependency")]
-        for words, families in STALL_HINTS.items():
-            if any(any(w in reason for w in words) for reason in reasons) and m.family in families:
-                s += 0.5
+        s = m.prior + (self.diagnosis_term(m, diag) if self.use_diagnosis else 0.0)
         g = self.gains.get(m.family)
         if g:
             s += max(-1.0, min(1.0, sum(g) / len(g)))
         else:
             s += UNTRIED_BONUS  # curiosity: learn what every family is worth
         return s + 0.4 * self.rng.random()
+
+    @staticmethod
+    def diagnosis_term(m: Mutation, diag: Diagnosis) -> float:
+        """How well the mutation's remedies answer the diagnosis (negative when it works against it)."""
+        w = diag.weights()
+        if not w:
+            return 0.0
+        term = sum(w.get(r, 0.0) for r in m.remedies) - sum(w.get(r, 0.0) for r in m.costs)
+        focus = diag.bottleneck.kernel if diag.bottleneck is not None else ""
+        if focus and m.kernel and m.kernel != focus:
+            term *= OTHER_KERNEL
+        return max(-DIAGNOSIS_CAP, min(DIAGNOSIS_CAP, term))
 
     def propose(self, ctx: OperatorContext) -> Proposal:
         if not ctx.parent_code.strip():

@@ -1,13 +1,34 @@
-"""Prompts from template files (kegen/prompts/*.tmpl, system.md) filled from an `OperatorContext`."""
+"""Prompts from template files (kegen/prompts/*.tmpl, system.md) filled from an `OperatorContext`.
+
+Every phase carries the profile it needs, rendered by `kegen.profiling.render.prompt` from the
+measured profile: optimise prompts the parent's profile and its change from the grandparent;
+repair prompts the failure and the last correct ancestor's profile; draft prompts the reference's
+roofline with the problem's shapes, bytes and FLOPs, and the starting point's profile. The whole
+prompt fits a token budget (`kegen.search.operators.budget`): knowledge shrinks first, then the
+attempts, then the profile.
+"""
 
 from __future__ import annotations
 
+import ast
 from importlib import resources
 from string import Template
 
-from kegen.search.operators.context import OperatorContext
+from kegen.profiling.render import PROMPT_DETAIL_MAX, reference_section
+from kegen.profiling.render import prompt as profile_prompt
+from kegen.search.operators.budget import (
+    DEFAULT_PROMPT_TOKENS,
+    Fitted,
+    Section,
+    dropping,
+    estimate_tokens,
+    fit,
+)
+from kegen.search.operators.context import Attempt, OperatorContext
 
 TEMPLATES = {"draft": "draft.tmpl", "optimize": "optimize.tmpl", "debug": "debug.tmpl"}
+PRIORITY = {"failure": 0, "profile": 1, "attempts": 2, "knowledge": 3}
+NO_PROFILE = "(no profile: the candidate was not measured)"
 
 
 def read_template(name: str) -> str:
@@ -18,19 +39,78 @@ def read_template(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def render_prompt(ctx: OperatorContext) -> tuple[str, str, str]:
-    """(template name, system message, user message) for this step."""
-    name = TEMPLATES.get(ctx.phase, "optimize.tmpl")
-    attempts = (
-        "\n".join(
-            f"- node {a.node_id} ({a.relation}): {a.description or 'seed'} -> "
-            f"{a.verdict or 'pending'}, {a.fitness:.3f}x"
-            for a in ctx.attempts
-        )
-        or "- nothing yet"
+def attempt_line(a: Attempt) -> str:
+    """One earlier attempt: what it changed, its verdict and speedup, its error or its effect."""
+    line = f"- node {a.node_id} ({a.relation}): {a.description or 'seed'} -> {a.verdict or 'pending'}"
+    line += f", {a.fitness:.3f}x" if a.verdict == "ok" or a.fitness else ""
+    if a.error:
+        first = a.error.strip().splitlines()
+        line += f"; error: {first[0][:300] if first else ''}"
+    elif a.effect:
+        line += f"; {a.effect}"
+    return line
+
+
+def problem_shapes(source: str) -> str:
+    """The problem's size constants and input constructors, read from its source (no import)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    parts = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            if isinstance(node.value.value, int | float) and not isinstance(node.value.value, bool):
+                parts.append(ast.unparse(node).replace(" ", ""))
+        if isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
+            calls = [
+                ast.unparse(c)
+                for c in ast.walk(node)
+                if isinstance(c, ast.Call) and ast.unparse(c.func).startswith("torch.")
+            ]
+            parts.append("get_inputs: " + ", ".join(calls[:6]))
+    return "; ".join(parts)
+
+
+def _profile_variants(ctx: OperatorContext) -> list[str]:
+    if ctx.phase == "debug":
+        prof, parent = ctx.grandparent_profile, None
+        if prof is None:
+            return [NO_PROFILE]
+        head = "Last correct ancestor (the failed candidate's parent), measured:\n"
+        return [head + profile_prompt(prof, detail=d) for d in range(2, -1, -1)]
+    prof, parent = ctx.profile, ctx.grandparent_profile
+    if prof is None:
+        return [NO_PROFILE]
+    return [profile_prompt(prof, parent=parent, detail=d) for d in range(PROMPT_DETAIL_MAX, -1, -1)]
+
+
+def _sections(ctx: OperatorContext) -> list[Section]:
+    attempts = [attempt_line(a) for a in ctx.attempts]
+    knowledge = [f"### {title}\n{text}" for title, text in ctx.knowledge]
+    sections = [
+        Section("profile", PRIORITY["profile"], _profile_variants(ctx)),
+        Section("attempts", PRIORITY["attempts"], dropping(attempts, "\n", "- nothing yet")),
+        Section("knowledge", PRIORITY["knowledge"], dropping(knowledge, "\n\n", "(none selected)")),
+    ]
+    failure = ctx.failure or "(none)"
+    lines = failure.splitlines()
+    short = "\n".join(
+        lines[:30] + (["[... failure cut for the token budget ...]"] if len(lines) > 30 else [])
     )
-    knowledge = "\n\n".join(f"### {title}\n{text}" for title, text in ctx.knowledge) or "(none selected)"
-    fields = {
+    sections.append(
+        Section("failure", PRIORITY["failure"], [failure, short] if short != failure else [failure])
+    )
+    return sections
+
+
+def build_prompt(
+    ctx: OperatorContext, budget_tokens: int = DEFAULT_PROMPT_TOKENS
+) -> tuple[str, str, str, Fitted]:
+    """(template name, system message, user message, what the budget chose) for this step."""
+    name = TEMPLATES.get(ctx.phase, "optimize.tmpl")
+    system = read_template("system.md")
+    fixed = {
         "target": ctx.problem.target,
         "machine": ctx.problem.machine,
         "problem_source": ctx.problem.source.strip(),
@@ -38,11 +118,20 @@ def render_prompt(ctx: OperatorContext) -> tuple[str, str, str]:
         "parent_id": str(ctx.parent.id),
         "parent_fitness": f"{ctx.parent.fitness:.3f}",
         "parent_code": ctx.parent_code.strip() or "# (no code yet)",
-        "diagnosis": ctx.diagnosis.text(),
-        "failure": ctx.failure or "(none)",
-        "attempts": attempts,
-        "knowledge": knowledge,
+        "reference": reference_section(ctx.reference, problem_shapes(ctx.problem.source)),
         "constraints": "\n".join(f"- {c}" for c in ctx.constraints),
     }
-    user = Template(read_template(name)).safe_substitute(fields)
-    return name, read_template("system.md"), user
+    template = Template(read_template(name))
+    skeleton = template.safe_substitute(
+        fixed, profile="", attempts="", knowledge="", failure="", diagnosis=""
+    )
+    sections = _sections(ctx)
+    fitted = fit(estimate_tokens(system) + estimate_tokens(skeleton), sections, budget_tokens)
+    user = template.safe_substitute(fixed, **fitted.texts, diagnosis=fitted.texts["profile"])
+    return name, system, user, fitted
+
+
+def render_prompt(ctx: OperatorContext, budget_tokens: int = DEFAULT_PROMPT_TOKENS) -> tuple[str, str, str]:
+    """(template name, system message, user message) for this step, within `budget_tokens`."""
+    name, system, user, _ = build_prompt(ctx, budget_tokens)
+    return name, system, user

@@ -1,4 +1,10 @@
-"""A mutation: a named, described source rewrite with the bottlenecks it is meant to relieve."""
+"""A mutation: a named, described source rewrite with the bottlenecks it is meant to relieve.
+
+`remedies` and `costs` use the remedy vocabulary of `kegen.profiling.diagnosis.REMEDIES`
+(parallelism, fewer_bytes, overlap, bigger_commands, fewer_launches, cheaper_math, balance): what
+the rewrite provides and what it works against (a larger block on a grid axis gives bigger
+commands but fewer programs). The offline operator scores them against the measured diagnosis.
+"""
 
 from __future__ import annotations
 
@@ -18,5 +24,8 @@ class Mutation:
     family: str
     description: str
     apply: Callable[[str], str] = field(compare=False, repr=False)
-    helps: tuple[str, ...] = ()  # bottlenecks it targets: memory, compute, latency
+    helps: tuple[str, ...] = ()  # bottleneck categories it targets: memory, compute, latency
     prior: float = 1.0
+    remedies: tuple[str, ...] = ()  # remedy kinds it provides
+    costs: tuple[str, ...] = ()  # remedy kinds it works against
+    kernel: str = ""  # the jit kernel it changes ('' for the whole module)

@@ -336,9 +336,19 @@ def block_mutations(source: str) -> list[Mutation]:
                     if up and dot
                     else (("memory", "latency") if up else ("compute",)),
                     prior=1.3 if up else 0.6,
+                    **_block_effects(up, site.axis is not None, dot),
+                    kernel=site.kernel,
                 )
             )
     return muts
+
+
+def _block_effects(up: bool, grid_axis: bool, dot: bool) -> dict[str, tuple[str, ...]]:
+    """Remedies and costs of a block change: on a grid axis a larger block means fewer programs."""
+    bigger = ("bigger_commands", "fewer_bytes") if dot else ("bigger_commands",)
+    if up:
+        return {"remedies": bigger, "costs": ("parallelism",) if grid_axis else ()}
+    return {"remedies": ("parallelism",) if grid_axis else (), "costs": bigger}
 
 
 def _setter(site: BlockSite, value: int):  # type: ignore[no-untyped-def]
@@ -385,6 +395,8 @@ def tile_mutations(source: str) -> list[Mutation]:
                     apply=_tile_setter(changes),
                     helps=("memory", "latency", "compute") if up else ("compute",),
                     prior=1.5 if up else 0.5,
+                    **_block_effects(up, True, True),
+                    kernel=kernel,
                 )
             )
     return muts

@@ -30,6 +30,13 @@ OPTION_HELPS: dict[str, tuple[str, ...]] = {
     "dual_core": ("latency", "compute"),
     "red_accumulate": ("memory", "latency"),
 }
+# remedy kinds (kegen.profiling.diagnosis.REMEDIES) of an option's non-default value, and its costs
+OPTION_REMEDIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "num_stages": (("overlap",), ()),
+    "pe_mapping": (("balance",), ()),
+    "dual_core": (("parallelism", "overlap"), ()),
+    "red_accumulate": (("fewer_bytes",), ()),
+}
 MIN_BLOCK, MAX_BLOCK = 4, 16384
 
 
@@ -260,6 +267,9 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                         apply=_setter(knob, v),
                         helps=("memory", "latency") if up else ("compute",),
                         prior=1.2 if up else 0.6,
+                        remedies=("bigger_commands",) if up else (),
+                        costs=() if up else ("bigger_commands",),
+                        kernel=knob.kernel or "",
                     )
                 )
         else:
@@ -274,9 +284,19 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                         apply=_setter(knob, v),
                         helps=OPTION_HELPS.get(knob.name, ()),
                         prior=1.0,
+                        **_option_effects(knob.name, v),
+                        kernel=knob.kernel or "",
                     )
                 )
     return muts
+
+
+def _option_effects(name: str, value: Any) -> dict[str, tuple[str, ...]]:
+    """Remedies and costs of setting launch option `name` to `value` (back to the default undoes them)."""
+    gives, costs = OPTION_REMEDIES.get(name, ((), ()))
+    if _same(value, OPTION_DEFAULTS.get(name)):
+        gives, costs = costs, gives
+    return {"remedies": gives, "costs": costs}
 
 
 def kernels_with_load_loops(source: str) -> set[str]:

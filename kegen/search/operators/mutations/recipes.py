@@ -239,6 +239,7 @@ def recipe_mutations(source: str, platform: str = "mtia") -> list[Mutation]:
                 reciprocal,
                 helps=("compute", "latency"),
                 prior=1.0,
+                remedies=("cheaper_math",),
             )
         )
     shape = softmax_shape(source)
@@ -251,6 +252,7 @@ def recipe_mutations(source: str, platform: str = "mtia") -> list[Mutation]:
                 _rewrite_softmax("online"),
                 helps=("memory", "latency"),
                 prior=2.0,
+                remedies=("fewer_bytes", "fewer_launches"),
             )
         )
     if shape in ("three_pass", "two_kernel", "online"):
@@ -262,6 +264,7 @@ def recipe_mutations(source: str, platform: str = "mtia") -> list[Mutation]:
                 _rewrite_softmax("single_block"),
                 helps=("memory", "latency"),
                 prior=1.6,
+                remedies=("fewer_bytes", "fewer_launches", "bigger_commands"),
             )
         )
     tree = ast.parse(source)
@@ -277,6 +280,8 @@ def recipe_mutations(source: str, platform: str = "mtia") -> list[Mutation]:
                         # the MTIA guide: no cache between PEs and DRAM, grouping does not help there
                         helps=() if platform == "mtia" else ("memory",),
                         prior=0.3 if platform == "mtia" else 1.3,
+                        remedies=() if platform == "mtia" else ("fewer_bytes",),
+                        kernel=fn.name,
                     )
                 )
             break
