@@ -41,7 +41,7 @@ class EvalConfig:
     allow_ops: tuple[str, ...] = ()
     check_cheats: bool = True
     profile: bool = True
-    edge_shapes: bool = True
+    edge_shapes: bool = False
     timing_runs: int = 3
     warmup_ms: float = 25.0
     rep_ms: float = 100.0

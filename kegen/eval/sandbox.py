@@ -1,12 +1,19 @@
-"""Run one job in a fresh worker process: wall-clock timeout, memory limit, no network, JSON back.
+"""The candidate's sandbox: where candidate workers (`kegen.eval.cworker`) run, and their limits.
 
-The worker is `python -m kegen.eval.worker REQUEST.json RESULT.json` in its own process group
-(killed as a group on timeout). Limits: RLIMIT_AS = memory limit on CPU targets (GPU drivers
-reserve huge virtual ranges, so on GPU targets the parent polls the resident set instead), and
-RLIMIT_CPU as a backstop to the wall clock. Network: the worker first tries a private network
-namespace (`unshare -rn`, no interfaces but loopback); where user namespaces are unavailable it
-falls back to blocking Python's socket module and clearing proxy variables, which a candidate
-using raw syscalls (ctypes) could evade; the result records which (`details.network_isolation`).
+Workers are forked by a warm zygote (`kegen.eval.zygote`) that itself runs under bubblewrap when
+`bwrap` is installed and works here:
+
+    bwrap --unshare-all --die-with-parent --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp
+          --tmpfs /run --unshare-user --uid 65534 --gid 65534 ...
+
+that is: an unprivileged user id, new PID/network/IPC/UTS/mount namespaces (no network, no host
+sockets, every process dies with the sandbox), a private /tmp and a read-only view of the rest.
+The candidate's file arrives through a read-only "inbox" directory. Limits: the evaluator polls
+the resident memory and the process count of the worker's whole process tree (and kills it over
+the limit), RLIMIT_FSIZE, RLIMIT_CPU, no core dumps; the zygote is a child subreaper that kills
+whatever a worker leaves behind. Without bwrap the same runs unsandboxed at the OS level (the
+result's details.sandbox says so, with a warning): the evaluator's guarantees (own verdict, own
+time, own device) hold either way.
 """
 
 from __future__ import annotations
@@ -14,298 +21,369 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import resource
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KILL_GRACE_S = 2.0
-POLL_S = 0.05
+START_TIMEOUT_S = 180.0
+SANDBOX_INBOX = "/tmp/kegen-in"
+NOBODY = 65534
 
 
 @dataclass
-class WorkerOutcome:
-    """What came back from a worker: its JSON result, or why there is none."""
-
-    result: dict[str, Any] | None
-    timed_out: bool = False
-    out_of_memory: bool = False
-    returncode: int | None = None
-    stderr_tail: str = ""
-    wall_time_s: float = 0.0
+class SandboxKind:
+    name: str  # "bwrap" or "none"
+    warning: str | None = None
 
 
-_UNSHARE_OK: bool | None = None
+_bwrap_ok: SandboxKind | None = None
 
 
-def network_namespace_available() -> bool:
-    """True if `unshare -rn` works here (unprivileged user + network namespaces)."""
-    global _UNSHARE_OK
-    if _UNSHARE_OK is None:
-        exe = shutil.which("unshare")
-        try:
-            _UNSHARE_OK = (
-                exe is not None
-                and subprocess.run([exe, "-rn", "true"], capture_output=True, timeout=10).returncode == 0
+def sandbox_kind() -> SandboxKind:
+    """bwrap when it is installed and starts a sandbox here, else "none" with the reason."""
+    global _bwrap_ok
+    if _bwrap_ok is None:
+        exe = shutil.which("bwrap")
+        if exe is None:
+            _bwrap_ok = SandboxKind(
+                "none",
+                "bubblewrap (bwrap) is not installed: the candidate runs without OS isolation "
+                "(install it: apt-get install bubblewrap)",
             )
-        except (OSError, subprocess.SubprocessError):
-            _UNSHARE_OK = False
-    return _UNSHARE_OK
+        else:
+            try:
+                probe = subprocess.run(
+                    [*_bwrap_args(exe, None), "true"], capture_output=True, timeout=20, text=True
+                )
+                ok = probe.returncode == 0
+                why = probe.stderr.strip()[-300:]
+            except (OSError, subprocess.SubprocessError) as exc:
+                ok, why = False, str(exc)
+            _bwrap_ok = (
+                SandboxKind("bwrap")
+                if ok
+                else SandboxKind("none", f"bwrap does not work here ({why}): no OS isolation")
+            )
+    return _bwrap_ok
 
 
-def _limits(memory_limit_mb: int, cpu_limit_s: int, limit_address_space: bool) -> Any:
-    def apply() -> None:
-        if limit_address_space:
-            nbytes = memory_limit_mb * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit_s, cpu_limit_s + 5))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _bwrap_args(exe: str, inbox: Path | None) -> list[str]:
+    args = [
+        exe,
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/run",
+        "--unshare-user",
+        "--uid",
+        str(NOBODY),
+        "--gid",
+        str(NOBODY),
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "TRITON_CACHE_DIR",
+        "/tmp/triton-cache",
+        "--chdir",
+        "/tmp",
+    ]
+    if inbox is not None:
+        args += ["--ro-bind", str(inbox), SANDBOX_INBOX]
+    return args + ["--"]
 
-    return apply
+
+# --- the worker's process tree ----------------------------------------------------------------
 
 
-def _rss_mb(pid: int) -> float:
+def _proc_table() -> dict[int, tuple[int, int]]:
+    """pid -> (ppid, resident KiB) for every process."""
+    table: dict[int, tuple[int, int]] = {}
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        table[int(entry)] = (int(fields[1]), int(fields[21]) * page_kib)
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, int]] | None = None) -> list[int]:
+    table = table if table is not None else _proc_table()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for kid in children.get(stack.pop(), []):
+            found.append(kid)
+            stack.append(kid)
+    return found
+
+
+def _ns_pid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
     except OSError:
         pass
-    return 0.0
+    return None
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=KILL_GRACE_S)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        pass
+class Worker:
+    """One live candidate worker: its protocol socket and how to watch and stop it."""
 
+    def __init__(self, zygote: _Zygote, sock: socket.socket, err_fd: int, pid: int) -> None:
+        self.zygote, self.sock, self.err_fd, self.pid = zygote, sock, err_fd, pid
+        self.host_pid = zygote.host_pid_of(pid)
+        self.stderr = b""
+        self.killed = False
 
-def _worker_env(env_overrides: dict[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
-    env["no_proxy"] = env["NO_PROXY"] = "*"
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(env_overrides or {})
-    return env
+    def returncode(self) -> int | None:
+        self.zygote.poll()
+        return self.zygote.returncodes.get(self.pid)
 
+    def usage(self) -> tuple[float, int]:
+        """(resident MiB, process count) of the worker and everything it started."""
+        if self.host_pid is None:
+            return 0.0, 0
+        table = _proc_table()
+        tree = [self.host_pid, *descendants(self.host_pid, table)]
+        # orphans re-parented to the zygote belong to the worker too
+        tree += [p for p in descendants(self.zygote.host_pid, table) if p not in tree]
+        return sum(table.get(p, (0, 0))[1] for p in tree) / 1024, len(tree)
 
-def run_worker(
-    request: dict[str, Any],
-    *,
-    timeout_s: float,
-    memory_limit_mb: int,
-    gpu: bool,
-    isolate_network: bool = True,
-    env_overrides: dict[str, str] | None = None,
-    fresh_process: bool = False,
-) -> WorkerOutcome:
-    """Run `request` in a sandboxed worker; never raises for anything the candidate does.
+    def read_stderr(self) -> None:
+        while True:
+            ready, _, _ = select.select([self.err_fd], [], [], 0)
+            if not ready:
+                return
+            chunk = os.read(self.err_fd, 65536)
+            if not chunk:
+                return
+            self.stderr = (self.stderr + chunk)[-8000:]
 
-    The worker is forked from a warm zygote (torch and Triton already imported) unless
-    `fresh_process` is set or the zygote is busy or broken; then it is a fresh interpreter.
-    """
-    with tempfile.TemporaryDirectory(prefix="kegen-eval-") as tmp:
-        req_path, res_path, err_path = (
-            Path(tmp, "request.json"),
-            Path(tmp, "result.json"),
-            Path(tmp, "stderr"),
-        )
-        req = dict(request)
-        use_netns = isolate_network and not gpu and network_namespace_available()
-        req["network_isolation"] = "namespace" if use_netns else "python"
-        req_path.write_text(json.dumps(req))
-        job = {
-            "request": str(req_path),
-            "result": str(res_path),
-            "stderr": str(err_path),
-            "memory_limit_mb": memory_limit_mb,
-            "cpu_limit_s": int(timeout_s) + 30,
-            "limit_address_space": not gpu,
-        }
-        outcome: WorkerOutcome | None = None
-        if not fresh_process:
-            zygote = _zygote(use_netns, env_overrides or {})
-            if zygote is not None and zygote.lock.acquire(blocking=False):
+    def stderr_tail(self) -> str:
+        self.read_stderr()
+        return self.stderr.decode("utf-8", "replace")
+
+    def kill(self) -> None:
+        """SIGKILL the worker and everything under the zygote; wait for the zygote's report."""
+        self.killed = True
+        for _ in range(20):
+            pids = descendants(self.zygote.host_pid)
+            if not pids:
+                break
+            for p in pids:
                 try:
-                    outcome = zygote.run(job, timeout_s, memory_limit_mb if gpu else None)
-                finally:
-                    zygote.lock.release()
-        if outcome is None:
-            outcome = _run_fresh(job, timeout_s, memory_limit_mb, gpu, use_netns, env_overrides)
-        if res_path.exists() and not outcome.timed_out and not outcome.out_of_memory:
+                    os.kill(p, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            time.sleep(0.02)
+        deadline = time.monotonic() + 3.0
+        while self.returncode() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        if self.returncode() is None:
+            self.kill()
+        self.read_stderr()
+        for closer in (self.sock.close, lambda: os.close(self.err_fd)):
             try:
-                outcome.result = json.loads(res_path.read_text())
-            except json.JSONDecodeError:
-                outcome.result = None
-        outcome.stderr_tail = (
-            err_path.read_bytes()[-4000:].decode("utf-8", "replace") if err_path.exists() else ""
-        )
-        return outcome
-
-
-def _run_fresh(
-    job: dict[str, Any],
-    timeout_s: float,
-    memory_limit_mb: int,
-    gpu: bool,
-    use_netns: bool,
-    env_overrides: dict[str, str] | None,
-) -> WorkerOutcome:
-    cmd = [sys.executable, "-m", "kegen.eval.worker", job["request"], job["result"]]
-    if use_netns:
-        cmd = [shutil.which("unshare") or "unshare", "-rn", *cmd]
-    start = time.monotonic()
-    with open(job["stderr"], "wb") as err:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=err,
-            stderr=err,
-            stdin=subprocess.DEVNULL,
-            env=_worker_env(env_overrides),
-            start_new_session=True,
-            preexec_fn=_limits(memory_limit_mb, job["cpu_limit_s"], not gpu),
-        )
-        timed_out = oom = False
-        while proc.poll() is None:
-            elapsed = time.monotonic() - start
-            if elapsed > timeout_s:
-                timed_out = True
-                break
-            if gpu and _rss_mb(proc.pid) > memory_limit_mb:
-                oom = True
-                break
-            time.sleep(POLL_S if elapsed < 5 else 4 * POLL_S)
-        _kill_group(proc)  # on timeout, and leftovers the candidate may have spawned into the group
-    return WorkerOutcome(None, timed_out, oom, proc.returncode, "", time.monotonic() - start)
+                closer()
+            except OSError:
+                pass
+        self.zygote.lock.release()
 
 
 class _Zygote:
-    """A `python -m kegen.eval.zygote` process and its JSON-lines protocol."""
+    """A sandboxed `python -m kegen.eval.zygote` and its control socket."""
 
-    START_TIMEOUT_S = 180.0
-
-    def __init__(self, use_netns: bool, env_overrides: dict[str, str]) -> None:
-        cmd = [sys.executable, "-m", "kegen.eval.zygote"]
-        if use_netns:
-            cmd = [shutil.which("unshare") or "unshare", "-rn", *cmd]
+    def __init__(self, env: dict[str, str]) -> None:
+        self.kind = sandbox_kind()
+        self.inbox = Path(tempfile.mkdtemp(prefix="kegen-inbox-"))
+        os.chmod(self.inbox, 0o755)
+        mine, theirs = socket.socketpair()
+        cmd = [sys.executable, "-m", "kegen.eval.zygote", str(theirs.fileno())]
+        if self.kind.name == "bwrap":
+            cmd = [*_bwrap_args(shutil.which("bwrap") or "bwrap", self.inbox), *cmd]
+        full_env = _worker_env(env)
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
             cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            env=_worker_env(env_overrides),
+            pass_fds=[theirs.fileno()],
+            env=full_env,
             start_new_session=True,
         )
+        theirs.close()
+        self.ctrl = mine
         self.lock = threading.Lock()
         self.buffer = b""
         self.returncodes: dict[int, int] = {}
-        self.alive = True
+        self.host_pid = self._find_host_pid()
+        self.jobs = 0
 
-    def _read_line(self, deadline: float) -> dict[str, Any] | None:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+    def _find_host_pid(self) -> int:
+        if self.kind.name != "bwrap":
+            return self.proc.pid
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            for pid in descendants(self.proc.pid):
+                if _ns_pid(pid) == 2 or (_ns_pid(pid) not in (None, 1) and pid != self.proc.pid):
+                    return pid
+            time.sleep(0.02)
+        return self.proc.pid
+
+    def host_pid_of(self, ns_pid: int) -> int | None:
+        if self.kind.name != "bwrap":
+            return ns_pid
+        for _ in range(100):
+            for pid in descendants(self.host_pid):
+                if _ns_pid(pid) == ns_pid:
+                    return pid
+            time.sleep(0.01)
+        return None
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def poll(self, timeout: float = 0.0) -> dict[str, Any] | None:
+        """Read one control message if any (records return codes)."""
         while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            ready, _, _ = select.select([self.ctrl], [], [], timeout)
+            if not ready:
                 return None
-            ready, _, _ = select.select([fd], [], [], min(left, 0.2))
-            if ready:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    self.alive = False
-                    return None
-                self.buffer += chunk
+            chunk = self.ctrl.recv(65536)
+            if not chunk:
+                return None
+            self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
         msg: dict[str, Any] = json.loads(line)
         if "returncode" in msg:
             self.returncodes[int(msg["pid"])] = int(msg["returncode"])
         return msg
 
-    def run(self, job: dict[str, Any], timeout_s: float, rss_limit_mb: int | None) -> WorkerOutcome | None:
-        """The outcome, or None if the zygote is broken (the caller falls back to a fresh process)."""
-        assert self.proc.stdin is not None
+    def start(self, job: dict[str, Any]) -> Worker:
+        """Fork a worker; the caller holds `self.lock` (released by Worker.close)."""
+        mine, theirs = socket.socketpair()
+        err_r, err_w = os.pipe()
         try:
-            self.proc.stdin.write((json.dumps(job) + "\n").encode())
-            self.proc.stdin.flush()
-        except OSError:
-            self.alive = False
-            return None
-        msg = self._read_line(time.monotonic() + self.START_TIMEOUT_S)
-        while msg is not None and "returncode" in msg:
-            msg = self._read_line(time.monotonic() + self.START_TIMEOUT_S)
-        if msg is None:
-            self.alive = False
-            return None
-        pid = int(msg["pid"])
-        start = time.monotonic()
-        timed_out = oom = False
-        while pid not in self.returncodes:
-            now = time.monotonic()
-            if now - start > timeout_s:
-                timed_out = True
+            self.ctrl.sendmsg(
+                [(json.dumps(job) + "\n").encode()],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(_fd_array([theirs.fileno(), err_w])))],
+            )
+        finally:
+            theirs.close()
+            os.close(err_w)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            msg = self.poll(0.2)
+            if msg is not None and "returncode" not in msg:
+                self.jobs += 1
+                return Worker(self, mine, err_r, int(msg["pid"]))
+            if not self.alive():
                 break
-            if rss_limit_mb is not None and _rss_mb(pid) > rss_limit_mb:
-                oom = True
-                break
-            if self._read_line(min(start + timeout_s, now + 0.5)) is None and not self.alive:
-                return None
-        _kill_pgid(pid)
-        if timed_out or oom:
-            deadline = time.monotonic() + KILL_GRACE_S + 3
-            while pid not in self.returncodes and self._read_line(deadline) is not None:
-                pass
-        return WorkerOutcome(
-            None, timed_out, oom, self.returncodes.pop(pid, None), "", time.monotonic() - start
-        )
+        mine.close()
+        os.close(err_r)
+        raise RuntimeError("the sandbox's zygote did not start a worker (is the sandbox usable here?)")
 
     def close(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        self.proc.kill()
+        shutil.rmtree(self.inbox, ignore_errors=True)
 
 
-def _kill_pgid(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+def _fd_array(fds: list[int]) -> Any:
+    import array
+
+    return array.array("i", fds)
 
 
-_zygotes: dict[tuple[bool, tuple[tuple[str, str], ...]], _Zygote] = {}
-_zygotes_lock = threading.Lock()
+def _worker_env(overrides: dict[str, str]) -> dict[str, str]:
+    drop = ("http_proxy", "https_proxy", "all_proxy")
+    env = {k: v for k, v in os.environ.items() if k.lower() not in drop and not k.startswith("KEGEN_MTIA")}
+    env["no_proxy"] = env["NO_PROXY"] = "*"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(overrides)
+    return env
 
 
-def _zygote(use_netns: bool, env_overrides: dict[str, str]) -> _Zygote | None:
-    key = (use_netns, tuple(sorted(env_overrides.items())))
-    with _zygotes_lock:
-        z = _zygotes.get(key)
-        if z is None or not z.alive or z.proc.poll() is not None:
-            try:
-                z = _Zygote(use_netns, env_overrides)
-            except OSError:
-                return None
-            _zygotes[key] = z
+@dataclass
+class _Pool:
+    zygotes: dict[tuple[tuple[str, str], ...], list[_Zygote]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_pool = _Pool()
+
+
+def acquire(env: dict[str, str], fresh: bool = False) -> _Zygote:
+    """A free zygote for `env` (locked for the caller); `fresh` starts a new one used once."""
+    key = tuple(sorted(env.items()))
+    with _pool.lock:
+        if not fresh:
+            for z in _pool.zygotes.get(key, []):
+                if z.alive() and z.lock.acquire(blocking=False):
+                    return z
+        z = _Zygote(env)
+        z.lock.acquire()
+        if not fresh:
+            _pool.zygotes.setdefault(key, []).append(z)
         return z
+
+
+def release_fresh(z: _Zygote) -> None:
+    if all(z not in zs for zs in _pool.zygotes.values()):
+        z.close()
+
+
+def candidate_inbox_path(z: _Zygote, source: Path) -> tuple[Path, str]:
+    """Copy `source` into the zygote's inbox; (host path, path as the worker sees it)."""
+    job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=z.inbox))
+    os.chmod(job_dir, 0o755)
+    target = job_dir / source.name
+    shutil.copyfile(source, target)
+    os.chmod(target, 0o644)
+    inside = f"{SANDBOX_INBOX}/{job_dir.name}/{source.name}" if z.kind.name == "bwrap" else str(target)
+    return target, inside
 
 
 @atexit.register
 def shutdown_zygotes() -> None:
     """Stop every zygote this process started."""
-    with _zygotes_lock:
-        for z in _zygotes.values():
-            z.close()
-        _zygotes.clear()
+    with _pool.lock:
+        for zs in _pool.zygotes.values():
+            for z in zs:
+                z.close()
+        _pool.zygotes.clear()

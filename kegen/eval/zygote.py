@@ -1,23 +1,37 @@
-"""A warm process that forks one sandboxed worker per evaluation (`python -m kegen.eval.zygote`).
+"""A warm process that forks one candidate worker per evaluation (`python -m kegen.eval.zygote FD`).
 
-Importing torch and Triton costs seconds; the zygote pays it once. It stays single-threaded and never
-touches a GPU, so forking it is safe. Protocol (JSON lines): the parent writes
-{"request", "result", "stderr", "memory_limit_mb", "cpu_limit_s", "limit_address_space"}; the zygote
-answers {"pid": P} at once and {"pid": P, "returncode": RC} when that worker ends (RC < 0: killed by
-signal -RC). Each worker is a session leader, so the parent can kill its whole process group.
+Importing torch and Triton costs seconds; the zygote pays it once. It runs inside the sandbox
+(`kegen.eval.sandbox`), holds nothing the evaluator trusts, and stays single-threaded. Protocol on
+the control socket FD: the evaluator sends a JSON line {"env", "cpu_limit_s", "fsize_mb"} with two
+file descriptors attached (the worker's protocol socket and its stderr pipe); the zygote forks a
+worker, answers {"pid": P} (P as seen in the sandbox's PID namespace) and, when it ends,
+{"pid": P, "returncode": RC} (RC < 0: killed by signal -RC). The zygote is a child subreaper:
+whatever a worker leaves behind (double-forked daemons included) is re-parented to it and killed
+when the worker ends.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import os
 import resource
 import select
 import signal
+import socket
 import sys
 from typing import Any
 
-PREIMPORTS = ("torch", "torch.utils.flop_counter", "kegen.eval.harness", "kegen.eval.runner")
+PREIMPORTS = (
+    "torch",
+    "torch.utils.flop_counter",
+    "kegen.eval.cworker",
+    "kegen.eval.runner",
+    "kegen.eval.wire",
+    "lowering.backend.device_client",
+)
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 
 
 def _preimport() -> None:
@@ -37,78 +51,110 @@ def _preimport() -> None:
             pass
 
 
-def _child(job: dict[str, Any], proto_in: int, proto_out: int) -> None:
-    """In the forked worker: new session, limits, stdio to the stderr file, run, exit."""
-    code = 1
+def _prctl(option: int, arg: int) -> None:
     try:
-        _die_with_parent()
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    except Exception:  # not Linux
+        pass
+
+
+def _child(job: dict[str, Any], ctrl: socket.socket, proto_fd: int, err_fd: int) -> None:
+    """In the forked worker: new session, stdio to the stderr pipe, limits, serve, exit."""
+    try:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.setsid()
-        os.close(proto_in)
-        os.close(proto_out)
-        fd = os.open(job["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        os.close(fd)
+        ctrl.close()
+        os.dup2(err_fd, 1)
+        os.dup2(err_fd, 2)
+        os.close(err_fd)
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-        if job.get("limit_address_space"):
-            nbytes = int(job["memory_limit_mb"]) * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
-        cpu = int(job["cpu_limit_s"])
+        cpu = int(job.get("cpu_limit_s", 330))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        from kegen.eval import worker
+        fsize = int(job.get("fsize_mb", 1024)) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        os.environ.update({str(k): str(v) for k, v in (job.get("env") or {}).items()})
+        from kegen.eval import cworker
 
-        code = worker.main([job["request"], job["result"]])
+        cworker.main(proto_fd)
     except BaseException:  # noqa: BLE001 - report anything, then die
         import traceback
 
         traceback.print_exc()
     finally:
-        os._exit(code)
+        os._exit(1)
 
 
-def _die_with_parent() -> None:
-    """Linux: SIGKILL this worker if the zygote dies (no orphaned candidates)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # not Linux: the zygote's own clean-up still applies
-        pass
-
-
-def _kill_all(pids: set[int]) -> None:
-    for pid in pids:
+def _children() -> list[int]:
+    me = str(os.getpid())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me:
+            found.append(int(entry))
+    return found
 
 
-def serve() -> None:
-    _preimport()
-    proto_in, proto_out = sys.stdin.fileno(), sys.stdout.fileno()
-    out = os.fdopen(os.dup(proto_out), "w", buffering=1)
-    buffer = b""
-    live: set[int] = set()
-    while True:
-        ready, _, _ = select.select([proto_in], [], [], 0.05)
-        if ready:
-            chunk = os.read(proto_in, 65536)
-            if not chunk:
-                _kill_all(live)  # the parent went away: take its workers with us
+def _kill_leftovers() -> None:
+    """SIGKILL every remaining child (workers' orphans are re-parented here) until none is left."""
+    for _ in range(50):
+        kids = _children()
+        if not kids:
+            return
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
                 break
-            buffer += chunk
-            while b"\n" in buffer:
+            if pid == 0:
+                break
+
+
+def serve(ctrl_fd: int) -> None:
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _preimport()
+    ctrl = socket.socket(fileno=ctrl_fd)
+    workers: set[int] = set()
+    buffer = b""
+    fds: list[int] = []
+    while True:
+        ready, _, _ = select.select([ctrl], [], [], 0.05)
+        if ready:
+            msg, anc, _, _ = ctrl.recvmsg(65536, socket.CMSG_SPACE(4 * array.array("i").itemsize))
+            if not msg:
+                break  # the evaluator went away: the sandbox dies with us
+            for level, kind, data in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    got = array.array("i")
+                    got.frombytes(data[: len(data) - len(data) % got.itemsize])
+                    fds.extend(got)
+            buffer += msg
+            while b"\n" in buffer and len(fds) >= 2:
                 line, buffer = buffer.split(b"\n", 1)
                 job = json.loads(line)
+                proto_fd, err_fd = fds[0], fds[1]
+                del fds[:2]
                 pid = os.fork()
                 if pid == 0:
-                    _child(job, proto_in, proto_out)
-                live.add(pid)
-                out.write(json.dumps({"pid": pid}) + "\n")
+                    _child(job, ctrl, proto_fd, err_fd)
+                os.close(proto_fd)
+                os.close(err_fd)
+                workers.add(pid)
+                ctrl.sendall((json.dumps({"pid": pid}) + "\n").encode())
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -116,10 +162,12 @@ def serve() -> None:
                 break
             if pid == 0:
                 break
-            live.discard(pid)
-            rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-            out.write(json.dumps({"pid": pid, "returncode": rc}) + "\n")
+            if pid in workers:
+                workers.discard(pid)
+                _kill_leftovers()
+                rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                ctrl.sendall((json.dumps({"pid": pid, "returncode": rc}) + "\n").encode())
 
 
 if __name__ == "__main__":
-    serve()
+    serve(int(sys.argv[1]))

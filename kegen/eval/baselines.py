@@ -1,0 +1,211 @@
+"""The evaluator's secondary measurements: baselines (a seed candidate in its own worker, eager,
+torch.compile), the roofline, the profile and `kegen run`'s single call. All run in the trusted
+evaluator; a baseline candidate runs sandboxed like any candidate."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from kegen.eval import roofline
+from kegen.eval.checker import compare_outputs
+from kegen.eval.config import EvalConfig
+from kegen.eval.errors import CandidateError
+from kegen.eval.inputs import InputFactory, clone_all
+from kegen.eval.profile import Profile, from_host_timing, from_mtia_launches
+from kegen.eval.runner import call_reference
+
+if TYPE_CHECKING:
+    from kegen.eval.evaluator import Evaluator
+    from kegen.eval.session import CallResult, WorkerSession
+
+
+def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
+    times, details = ev.result["times"], ev.result["details"]
+    if ev.baseline is not None:
+        try:
+            times["baseline"] = _time_candidate_baseline(ev, factory, ref, init, init_seed)
+            ev.result["baseline_time_s"] = times["baseline"]
+        except (
+            CandidateError,
+            RuntimeError,
+            ValueError,
+        ) as exc:  # a broken baseline must not fail the candidate
+            details["baseline_error"] = str(getattr(exc, "message", exc))
+    if ev.cfg.target == "mtia":
+        return
+    sets = [factory.make(ev.seed()) for _ in range(max(1, ev.cfg.timing_runs))]
+    times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets)
+    if ev.gpu and ev.cfg.compile_baseline:
+        from kegen.eval import timing_gpu
+
+        fn, why = timing_gpu.compiled(ref)
+        try:
+            if fn is None:
+                raise RuntimeError(why)
+            times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets)
+        except Exception as exc:
+            details["compile_baseline_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]]) -> float:
+    """Trusted code (the reference, torch.compile of it) timed in the evaluator itself."""
+
+    def run(x: list[Any]) -> Any:
+        with torch.no_grad():
+            return call(x)
+
+    if ev.gpu:
+        from kegen.eval import timing_gpu
+
+        return timing_gpu.measure(run, sets, ev.cfg).stats.median_s
+    from kegen.eval import timing_host
+
+    return timing_host.measure(run, sets, ev.cfg).stats.median_s
+
+
+def _time_candidate_baseline(
+    ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], seed: int
+) -> float:
+    assert ev.baseline is not None
+    session = ev._open(ev.baseline)
+    try:
+        session.init(init, seed, ev._worker_config())
+        samples: list[float] = []
+        for _ in range(max(1, ev.cfg.timing_runs) + (0 if ev.cfg.target == "mtia" else 1)):
+            inputs = factory.make(ev.seed())
+            ref_out = call_reference(ref, clone_all(inputs), ev.gpu)
+            res = session.call(inputs, "baseline forward")
+            cmp = compare_outputs(ref_out, res.outputs, ev.cfg)
+            if not cmp.ok:
+                raise ValueError(f"the baseline is itself incorrect: {cmp.message}")
+            if res.record is not None:
+                samples.append(res.record.seconds)
+            else:
+                samples.append(res.wall_s)
+        if ev.cfg.target != "mtia" and len(samples) > 1:
+            samples = samples[1:]
+        if ev.gpu:
+            sets = [factory.make(ev.seed()) for _ in range(10)]
+            samples, _, _ = session.gpu_time(sets)
+    finally:
+        session.close()
+    return sorted(samples)[len(samples) // 2]
+
+
+def problem_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
+    peak: roofline.MachinePeak | None
+    details = ev.result["details"]
+    try:
+        if ev.cfg.target == "mtia":
+            peak = roofline.mtia_peak(ev.cfg.machine)
+        elif ev.gpu:
+            peak = roofline.gpu_peak()
+        else:
+            return None
+    except Exception as exc:
+        details["roofline_error"] = f"{type(exc).__name__}: {exc}"
+        return None
+    if peak is None:
+        details["roofline_error"] = "no peak figures for this GPU"
+        return None
+    try:
+        inputs = factory.make(ev.seed())
+        out = call_reference(ref, clone_all(inputs), ev.gpu)
+        rf = roofline.problem_roofline(ref, inputs, out, peak)
+    except Exception as exc:
+        details["roofline_error"] = f"{type(exc).__name__}: {exc}"
+        return None
+    ev.result["roofline_time_s"] = rf.time_s
+    ev.result["times"]["roofline"] = rf.time_s
+    details["roofline"] = rf.to_dict()
+    return rf
+
+
+def build_profile(ev: Evaluator, t: float, rf: roofline.Roofline | None, last: CallResult | None) -> Profile:
+    rf_dict = rf.to_dict() if rf is not None else {}
+    if rf is not None:
+        rf_dict["fraction"] = rf.time_s / t if t else None
+    if ev.cfg.target == "mtia" and last is not None and last.record is not None:
+        launches = last.record.launches
+        prof = from_mtia_launches(launches, ev.cfg.machine, rf_dict)
+        if ev.mode == "profile":
+            _mtia_extras(prof, launches, ev.cfg)
+        return prof
+    if ev.gpu:
+        return Profile(
+            target=ev.cfg.target,
+            device=str(ev.result.get("machine", "")),
+            time_s=t,
+            roofline=rf_dict,
+            sources=["cuda events (worker)"],
+            notes=["kernel-level GPU profiles are not collected under the trusted evaluation yet"],
+        )
+    return from_host_timing(t, rf_dict)
+
+
+def _mtia_extras(prof: Profile, launches: list[Any], cfg: EvalConfig) -> None:
+    try:
+        from mtia_sim import report
+
+        prof.raw["mtia_report_text"] = [report.format_report(r.result) for r in launches]
+    except Exception as exc:
+        prof.notes.append(f"mtia_sim.report unavailable: {type(exc).__name__}: {exc}")
+    trace = cfg.extra.get("trace_path")
+    if not trace:
+        return
+    from pathlib import Path
+
+    try:
+        from mtia_sim import trace as sim_trace
+
+        base = Path(trace)
+        paths = []
+        for i, r in enumerate(launches):
+            p = base if len(launches) == 1 else base.with_name(f"{base.stem}.{i}{base.suffix}")
+            paths.append(str(sim_trace.write_trace(r.result, p)))
+        prof.raw["trace_files"] = paths
+    except Exception as exc:
+        prof.notes.append(f"trace not written: {type(exc).__name__}: {exc}")
+
+
+def run_once(ev: Evaluator, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
+    """`kegen run`: one call on seeded (or given) inputs; outputs summarised, time, error vs the reference."""
+    given = ev.cfg.extra.get("inputs_path")
+    if given:
+        loaded = torch.load(given, weights_only=True)
+        inputs = [x.to(ev.device_name) if isinstance(x, torch.Tensor) else x for x in loaded]
+    else:
+        inputs = factory.make(ev.seed())
+    t0 = time.perf_counter()
+    ref_out = call_reference(ref, clone_all(inputs), ev.gpu)
+    res = session.call(inputs)
+    cmp = compare_outputs(ref_out, res.outputs, ev.cfg)
+    t = res.record.seconds if res.record is not None else res.wall_s
+    ev.result.update(
+        candidate_time_s=t,
+        trials=1,
+        max_abs_error=cmp.max_abs_error,
+        max_rel_error=cmp.max_rel_error,
+        worst_index=cmp.worst_index,
+    )
+    ev.result["times"]["candidate"] = t
+    ev.result["details"].update(
+        outputs=[_summary(o) for o in res.outputs],
+        matches_reference=cmp.ok,
+        comparison=cmp.message,
+        host_wall_s=time.perf_counter() - t0,
+    )
+    if not cmp.ok:
+        ev.result["message"] = "output differs from the reference: " + cmp.message
+
+
+def _summary(t: torch.Tensor) -> dict[str, Any]:
+    flat = t.detach().flatten().cpu()
+    data: dict[str, Any] = {"shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
+    if flat.numel():
+        f = flat.double()
+        data.update(first=[float(v) for v in f[:6]], mean=float(f.mean()), abs_max=float(f.abs().max()))
+    return data

@@ -1,0 +1,192 @@
+"""The candidate worker W: the only process where candidate code runs (inside the sandbox).
+
+It serves the evaluator over one inherited socket (`kegen.eval.wire` framing):
+
+    E -> W  {"op": "init", candidate, target, seed, allow_ops, check_cheats} + init inputs
+    W -> E  {"op": "ready"} + the model's tensors after construction | {"op": "failed", ...}
+    E -> W  {"op": "call", "inputs": ...} + input bytes
+    (W -> E {"op": "launch", ...} / E -> W {"op": "launched", ...})   mtia: the device is E's
+    W -> E  {"op": "result", "outputs": ..., "diag": ...} + output bytes | {"op": "failed", ...}
+    E -> W  {"op": "gpu_time", "inputs": [...]}  (GPU targets: CUDA-event times measured here)
+
+The evaluator trusts nothing it receives: outputs are bytes it checks itself, and W's own
+diagnostics (op guard, threads, input mutation) can only fail the candidate, never pass it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from lowering.backend.device_wire import recv_frame, send_frame
+
+GPU_TARGETS = ("nvidia", "amd")
+
+
+def _failed(exc: BaseException) -> dict[str, Any]:
+    from kegen.eval.errors import CandidateError
+
+    if isinstance(exc, CandidateError):
+        return {"op": "failed", "status": exc.status, "message": exc.message, "source_line": exc.source_line}
+    return {
+        "op": "failed",
+        "status": "runtime_error",
+        "message": f"evaluation worker failed: {type(exc).__name__}: {exc}",
+        "details": traceback.format_exc()[-2000:],
+    }
+
+
+class CandidateServer:
+    """W's state: the candidate's model and its guards."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.model: Any = None
+        self.guards: Any = None
+        self.gpu = False
+        self.device = "cpu"
+        self.check = True
+
+    def init(self, job: dict[str, Any], blobs: list[bytearray]) -> dict[str, Any]:
+        import torch
+
+        from kegen.eval.loader import check_constructor, load_candidate
+        from kegen.eval.runner import Guards, build_model, classify
+        from kegen.eval.wire import decode_values, encode_values
+
+        self.gpu = job.get("target") in GPU_TARGETS
+        self.device = "cuda" if self.gpu else "cpu"
+        self.check = bool(job.get("check_cheats", True))
+        path = Path(str(job["candidate"]))
+        init = decode_values(job.get("init_inputs") or [], blobs, self.device)
+        self.guards = Guards(path, tuple(job.get("allow_ops") or ()), self.check, self.gpu)
+        cls = load_candidate(path)
+        check_constructor(cls, init)
+        try:
+            self.model = build_model(cls, init, int(job.get("seed", 0)), self.device)
+        except Exception as exc:
+            raise classify(exc, path, "ModelNew(*get_init_inputs()) failed") from exc
+        tensors = _model_tensors(self.model)
+        metas, out_blobs = encode_values(tensors)
+        send_frame(self.sock, {"op": "ready", "model_tensors": metas}, out_blobs)
+        del torch
+        return {}
+
+    def call(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
+        from kegen.eval import cheats
+        from kegen.eval.inputs import clone_all
+        from kegen.eval.wire import decode_values, encode_values
+
+        inputs = decode_values(job.get("inputs") or [], blobs, self.device)
+        pristine = clone_all(inputs) if self.check else None
+        t0 = time.perf_counter()
+        outs = self.guards.call(self.model, inputs, str(job.get("what") or "candidate forward"))
+        elapsed = time.perf_counter() - t0
+        diag = cheats.check_mutation(pristine, inputs, set()) if pristine is not None else None
+        metas, out_blobs = encode_values(list(outs))
+        send_frame(self.sock, {"op": "result", "outputs": metas, "diag": diag, "host_s": elapsed}, out_blobs)
+
+    def gpu_time(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
+        """Time one call per input set with CUDA events (GPU targets: trusted-on-GPU, see THREAT_MODEL)."""
+        import torch
+
+        from kegen.eval.wire import decode_values, encode_values
+
+        sets = [decode_values(m, blobs, self.device) for m in job.get("sets") or []]
+        flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+        samples: list[float] = []
+        all_outs: list[Any] = []
+        for inputs in sets:
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            outs = self.guards.call(self.model, inputs, "candidate forward (timing)", watch_ops=False)
+            end.record()
+            torch.cuda.synchronize()
+            samples.append(start.elapsed_time(end) * 1e-3)
+            all_outs.append(outs)
+        metas: list[Any] = []
+        out_blobs: list[bytes] = []
+        for outs in all_outs:
+            m, b = encode_values(list(outs))
+            for item in m:
+                if "blob" in item:
+                    item["blob"] += len(out_blobs)
+            metas.append(m)
+            out_blobs.extend(b)
+        send_frame(self.sock, {"op": "timed", "samples": samples, "outputs": metas}, out_blobs)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                job, blobs = recv_frame(self.sock)
+            except Exception:
+                return  # the evaluator went away
+            op = job.get("op")
+            if op == "bye":
+                return
+            try:
+                if op == "init":
+                    self.init(job, blobs)
+                elif op == "call":
+                    self.call(job, blobs)
+                elif op == "gpu_time":
+                    self.gpu_time(job, blobs)
+                else:
+                    send_frame(
+                        self.sock, {"op": "failed", "status": "runtime_error", "message": f"bad op {op}"}
+                    )
+            except BaseException as exc:  # noqa: BLE001 - every failure is reported to E
+                try:
+                    send_frame(self.sock, _failed(exc))
+                except OSError:
+                    return
+
+
+def _model_tensors(model: Any) -> list[Any]:
+    """Every tensor the constructed model holds (parameters, buffers, tensor attributes), as CPU copies."""
+    import torch
+
+    found: list[Any] = []
+    seen: set[int] = set()
+    modules = list(model.modules()) if isinstance(model, torch.nn.Module) else [model]
+    for mod in modules:
+        values = list(vars(mod).values())
+        if isinstance(mod, torch.nn.Module):
+            values += list(mod.parameters(recurse=False)) + list(mod.buffers(recurse=False))
+        for v in values:
+            if (
+                isinstance(v, torch.Tensor)
+                and id(v) not in seen
+                and type(v) in (torch.Tensor, torch.nn.Parameter)
+            ):
+                seen.add(id(v))
+                found.append(torch.Tensor(v.detach().cpu()).clone())
+    return found
+
+
+def main(fd: int) -> None:
+    """Serve the evaluator on socket `fd`, then exit without waiting on the candidate's threads."""
+    sock = socket.socket(fileno=fd)
+    from kegen.eval.worker import block_network
+
+    block_network()
+    if os.environ.get("KEGEN_TARGET") == "mtia":
+        from lowering.backend import device_client
+
+        device_client.attach(sock)
+    try:
+        CandidateServer(sock).serve()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))

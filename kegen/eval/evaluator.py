@@ -1,0 +1,459 @@
+"""The trusted evaluator E: the whole evaluation flow, in a process where no candidate code runs.
+
+E loads the problem from a private, content-hashed copy, draws an unpredictable seed (`secrets`)
+for the model's construction and for every call, builds the inputs and runs the reference itself,
+sends the inputs to the candidate's sandboxed worker as plain bytes and gets the outputs back as
+plain bytes, checks every call (trials and timed calls alike), takes the time from its own clock
+or its own simulated device, and writes the verdict. Nothing the worker says about itself can
+raise the verdict (see docs/THREAT_MODEL.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kegen.eval import cheats, provenance, roofline, sandbox
+from kegen.eval.checker import Comparison, compare_outputs, same_values
+from kegen.eval.config import EvalConfig
+from kegen.eval.device_pool import device_for
+from kegen.eval.errors import CandidateError, ProblemError, TargetUnavailable
+from kegen.eval.inputs import InputFactory, clone_all
+from kegen.eval.loader import Problem, load_problem
+from kegen.eval.precision import PRECISION_OFFSET, offset_inputs
+from kegen.eval.runner import build_model, call_reference
+from kegen.eval.session import CallResult, WorkerSession
+from kegen.eval.timing import TimingStats
+
+GPU_TARGETS = ("nvidia", "amd")
+MTIA_METHOD = (
+    "simulated by the evaluator's device (mtia_sim cycles at the machine clock, launch overhead included)"
+)
+
+
+def private_problem_copy(path: Path, into: Path) -> tuple[Path, str]:
+    """Copy the problem file into a private directory under its content hash; (copy, sha256)."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    target = into / f"problem_{digest[:16]}.py"
+    target.write_bytes(data)
+    os.chmod(target, 0o400)
+    return target, digest
+
+
+class Evaluator:
+    """One evaluation; `run()` returns the result dict (never raises for the candidate's doing)."""
+
+    def __init__(
+        self, problem: Path, candidate: Path, baseline: Path | None, config: EvalConfig, mode: str
+    ) -> None:
+        self.problem_path, self.candidate, self.baseline = problem, candidate, baseline
+        self.cfg, self.mode = config, mode
+        self.gpu = config.target in GPU_TARGETS
+        self.device_name = "cuda" if self.gpu else "cpu"
+        self.deadline = time.monotonic() + config.timeout_s
+        self.seeds: list[int] = []
+        self.history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
+        self.known: dict[int, bytes] = {}
+        self.allowed: list[torch.Tensor] = []
+        self._last_inputs: list[Any] = []
+        self.result: dict[str, Any] = {
+            "status": "ok",
+            "message": "",
+            "target": config.target,
+            "machine": config.machine if config.target == "mtia" else "",
+            "times": {},
+            "speedups": {},
+            "details": {},
+        }
+
+    # --- seeds ------------------------------------------------------------------------------------
+    def seed(self) -> int:
+        """A fresh seed: unpredictable, unless the caller asked for reproducible seeds."""
+        if self.cfg.extra.get("reproducible") or self.mode == "run":
+            s = self.cfg.seed + len(self.seeds)
+        else:
+            s = secrets.randbits(62)
+        self.seeds.append(s)
+        return s
+
+    # --- the flow -----------------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        kind = sandbox.sandbox_kind()
+        details = self.result["details"]
+        details["sandbox"] = kind.name
+        details["network_isolation"] = "namespace" if kind.name == "bwrap" else "python"
+        if kind.warning:
+            details["sandbox_warning"] = kind.warning
+        with tempfile.TemporaryDirectory(prefix="kegen-eval-") as private:
+            os.chmod(private, 0o700)
+            copy, digest = private_problem_copy(self.problem_path, Path(private))
+            details["problem_sha256"] = digest
+            try:
+                self._run(load_problem(copy))
+            except ProblemError as exc:
+                return {"problem_error": str(exc).replace(str(copy), str(self.problem_path))}
+            except CandidateError as exc:
+                self.result.update(status=exc.status, message=exc.message, source_line=exc.source_line)
+            except TargetUnavailable as exc:
+                self.result.update(
+                    status="runtime_error", message=f"target {self.cfg.target} unavailable: {exc}"
+                )
+        if self.result["status"] != "ok":
+            self.result["fitness"] = 0.0
+        self.result["seeds"] = list(self.seeds)
+        return self.result
+
+    def _run(self, problem: Problem) -> None:
+        self._check_target()
+        factory = InputFactory(problem, self.device_name)
+        init_seed = self.seed()
+        init = self._init_inputs(factory, init_seed)
+        ref = self._reference(problem, factory, init, init_seed)
+        session = self._open(self.candidate)
+        try:
+            self.allowed = session.init(init, init_seed, self._worker_config())
+            if self.mode == "run":
+                self._run_once(factory, ref, session)
+                return
+            self._trials(factory, ref, session)
+            samples, last = self._time(factory, ref, session)
+        finally:
+            session.close()
+        stats = TimingStats.from_samples(samples, self._method())
+        self.result["candidate_time_s"] = stats.median_s
+        self.result["times"]["candidate"] = stats.median_s
+        self.result["details"]["timing"] = stats.to_dict()
+        rf = self._roofline(ref, factory)
+        self._baselines(factory, ref, init, init_seed)
+        self._speedups(stats.median_s, rf)
+        if self.cfg.profile or self.mode == "profile":
+            self._profile(stats.median_s, rf, last)
+
+    def _worker_config(self) -> dict[str, Any]:
+        return {
+            "target": self.cfg.target,
+            "allow_ops": list(self.cfg.allow_ops),
+            "check_cheats": self.cfg.check_cheats,
+        }
+
+    def _check_target(self) -> None:
+        if self.gpu and not torch.cuda.is_available():
+            raise TargetUnavailable("no GPU is visible to torch (torch.cuda.is_available() is False)")
+        if self.gpu:
+            self.result["machine"] = torch.cuda.get_device_name()
+        elif self.cfg.target == "cpu":
+            self.result["machine"] = "host (Triton interpreter)"
+        if self.cfg.target == "mtia":
+            try:
+                import mtia_sim.simulator  # noqa: F401
+            except Exception as exc:
+                raise TargetUnavailable(
+                    f"the mtia simulator does not import: {type(exc).__name__}: {exc}"
+                ) from exc
+
+    def _init_inputs(self, factory: InputFactory, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        try:
+            return factory.init_inputs()
+        except Exception as exc:
+            raise ProblemError(f"the problem's get_init_inputs() raised {type(exc).__name__}: {exc}") from exc
+
+    def _reference(self, problem: Problem, factory: InputFactory, init: list[Any], seed: int) -> Any:
+        try:
+            model = build_model(problem.model_cls, clone_all(init), seed, self.device_name)
+            call_reference(model, factory.make(seed), self.gpu)
+        except Exception as exc:
+            raise ProblemError(
+                f"the problem's reference fails: Model(*get_init_inputs())(*get_inputs()) "
+                f"raised {type(exc).__name__}: {exc}"
+            ) from exc
+        return model
+
+    def _open(self, source: Path) -> WorkerSession:
+        env = {"KEGEN_TARGET": self.cfg.target, "KEGEN_MACHINE": self.cfg.machine}
+        if self.cfg.target == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        zygote = sandbox.acquire(env, fresh=self.cfg.fresh_process)
+        self._zygote = zygote
+        try:
+            return WorkerSession(
+                zygote,
+                source,
+                env=env,
+                device=device_for(self.cfg.machine) if self.cfg.target == "mtia" else None,
+                deadline=self.deadline,
+                timeout_s=self.cfg.timeout_s,
+                memory_limit_mb=self.cfg.memory_limit_mb,
+                out_device=self.device_name,
+            )
+        except Exception:
+            zygote.lock.release()
+            raise
+
+    # --- one verified call -------------------------------------------------------------------------
+    def verified_call(
+        self, session: WorkerSession, ref: Any, inputs: list[Any], what: str, *, record: bool = True
+    ) -> tuple[CallResult, Comparison]:
+        """Call the candidate on `inputs`, run the reference on a copy, check everything."""
+        input_blobs = [_bytes(x) for x in inputs if isinstance(x, torch.Tensor)]
+        ref_out = call_reference(ref, clone_all(inputs), self.gpu)
+        res = session.call(inputs, what)
+        if res.diag and self.cfg.check_cheats:
+            raise CandidateError("cheat_detected", res.diag)
+        cmp = compare_outputs(ref_out, res.outputs, self.cfg)
+        if self.cfg.check_cheats:
+            msg = cheats.check_cached(self.history, _cpu(ref_out), _cpu(res.outputs), same_values)
+            if msg:
+                raise CandidateError("cheat_detected", msg)
+            if cmp.ok:
+                self._provenance(res, input_blobs)
+                msg = cheats.check_precision(ref_out, res.outputs)
+                if msg:
+                    raise CandidateError("cheat_detected", msg)
+        if record:
+            self.history.append((_cpu(ref_out), _cpu(res.outputs)))
+            self.history = self.history[-8:]
+        return res, cmp
+
+    def _provenance(self, res: CallResult, input_blobs: list[bytes]) -> None:
+        if res.record is None or self.device_name != "cpu" or self.cfg.target != "mtia":
+            return
+        device = device_for(self.cfg.machine)
+        msg = provenance.check_outputs(device, res.record, res.metas, res.outputs)
+        if msg is None:
+            allowed = self.allowed + [x for x in self._last_inputs if isinstance(x, torch.Tensor)]
+            msg = provenance.check_host_data(res.record, self.known, allowed, input_blobs, res.outputs)
+        provenance.prune_known(self.known, res.record)
+        if msg:
+            raise CandidateError("cheat_detected", msg)
+
+    # --- trials ----------------------------------------------------------------------------------------
+    def _trials(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
+        records: list[dict[str, Any]] = []
+        worst: Comparison | None = None
+        for t in range(self.cfg.trials):
+            seed = self.seed()
+            inputs = factory.make(seed)
+            self._last_inputs = inputs
+            _, cmp = self.verified_call(session, ref, inputs, f"candidate forward (trial {t + 1})")
+            records.append(
+                {"trial": t + 1, "kind": "random", "ok": cmp.ok, "max_abs_error": cmp.max_abs_error}
+            )
+            worst = cmp if worst is None or cmp.max_abs_error >= worst.max_abs_error or not cmp.ok else worst
+            if not cmp.ok:
+                self._record_errors(records, cmp)
+                raise CandidateError("incorrect", f"{cmp.message} (trial {t + 1})")
+        self._precision_trial(factory, ref, session, records)
+        assert worst is not None
+        self._record_errors(records, worst)
+        if self.cfg.edge_shapes:
+            self._edge_trials(factory, ref, session)
+
+    def _precision_trial(
+        self, factory: InputFactory, ref: Any, session: WorkerSession, records: list[dict[str, Any]]
+    ) -> None:
+        """Inputs offset to large magnitudes: reduced-precision arithmetic fails fp32 tolerances there."""
+        inputs = offset_inputs(factory.make(self.seed()))
+        if inputs is None:
+            return
+        try:
+            ref_out = call_reference(ref, clone_all(inputs), self.gpu)
+        except Exception:
+            self.result["details"]["precision_trial"] = "skipped: the reference fails on offset inputs"
+            return
+        if not all(torch.isfinite(o).all() for o in ref_out if o.is_floating_point()):
+            self.result["details"]["precision_trial"] = (
+                "skipped: the reference is not finite on offset inputs"
+            )
+            return
+        self._last_inputs = inputs
+        _, cmp = self.verified_call(session, ref, inputs, "candidate forward (precision trial)", record=False)
+        records.append(
+            {"trial": len(records) + 1, "kind": "precision", "ok": cmp.ok, "max_abs_error": cmp.max_abs_error}
+        )
+        self.result["details"]["precision_trial"] = "passed" if cmp.ok else "failed"
+        if not cmp.ok:
+            raise CandidateError(
+                "incorrect",
+                f"wrong on inputs offset by +{PRECISION_OFFSET:g} (large magnitudes), where reduced-precision "
+                f"(fp16/bf16) arithmetic fails the {self._out_dtype(ref_out)} tolerance: {cmp.message}",
+            )
+
+    def _edge_trials(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
+        """--edge-shapes: odd sizes; the answer is details.generalises (yes/no), not the status."""
+        outcomes: list[dict[str, Any]] = []
+        for sizes in factory.edge_sizes():
+            seed = self.seed()
+            try:
+                call_reference(ref, factory.make(seed, sizes), self.gpu)
+            except Exception as exc:
+                outcomes.append(
+                    {"sizes": sizes, "skipped": f"the reference fails there ({type(exc).__name__})"}
+                )
+                continue
+            self._last_inputs = inputs = factory.make(seed, sizes)
+            try:
+                _, cmp = self.verified_call(
+                    session, ref, inputs, f"candidate forward (sizes {sizes})", record=False
+                )
+                outcomes.append({"sizes": sizes, "ok": cmp.ok, "message": cmp.message})
+            except CandidateError as exc:
+                if exc.status == "cheat_detected":
+                    raise
+                outcomes.append({"sizes": sizes, "ok": False, "message": f"{exc.status}: {exc.message}"})
+                session.worker.returncode()
+                if exc.status in ("timeout",) or session.worker.returncode() is not None:
+                    break
+        tried = [o for o in outcomes if "ok" in o]
+        self.result["details"]["edge_trials"] = outcomes
+        self.result["details"]["generalises"] = (
+            ("yes" if all(o["ok"] for o in tried) else "no") if tried else "untested"
+        )
+
+    def _record_errors(self, records: list[dict[str, Any]], worst: Comparison) -> None:
+        self.result.update(
+            max_abs_error=worst.max_abs_error,
+            max_rel_error=worst.max_rel_error,
+            worst_index=worst.worst_index,
+            trials=len(records),
+        )
+        self.result["details"]["trials"] = records
+
+    @staticmethod
+    def _out_dtype(outs: list[torch.Tensor]) -> str:
+        return str(outs[0].dtype).removeprefix("torch.") if outs else "output"
+
+    # --- timing -----------------------------------------------------------------------------------------
+    def _method(self) -> str:
+        if self.cfg.target == "mtia":
+            return MTIA_METHOD
+        if self.gpu:
+            return "cuda events in the worker, one fresh verified input set per timed call (trusted-on-GPU)"
+        return "evaluator wall clock around each call (Triton interpreter; development target)"
+
+    def _time(
+        self, factory: InputFactory, ref: Any, session: WorkerSession
+    ) -> tuple[list[float], CallResult | None]:
+        """Times of calls on fresh inputs; every timed call's output is verified."""
+        runs = max(1, self.cfg.timing_runs)
+        if self.gpu:
+            return self._time_gpu(factory, ref, session, max(runs, 10)), None
+        samples: list[float] = []
+        last: CallResult | None = None
+        for i in range(runs + (0 if self.cfg.target == "mtia" else 1)):
+            self._last_inputs = inputs = factory.make(self.seed())
+            res, cmp = self.verified_call(session, ref, inputs, "candidate forward (timed)")
+            if not cmp.ok:
+                raise CandidateError(
+                    "cheat_detected",
+                    "candidate passed the correctness trials but its output in a timed call is wrong "
+                    "(it skips work on some calls): " + cmp.message,
+                )
+            if self.cfg.target == "mtia":
+                assert res.record is not None
+                if res.record.errors:
+                    raise CandidateError(
+                        "runtime_error", f"a kernel failed on the device: {res.record.errors[0]}"
+                    )
+                if not res.record.logs:
+                    raise CandidateError(
+                        "runtime_error",
+                        "no mtia kernel launch reached the device during forward: a candidate must launch "
+                        "@triton.jit kernels on CPU tensors",
+                    )
+                samples.append(res.record.seconds)
+            elif i > 0:  # the first call on cpu warms up
+                samples.append(res.wall_s)
+            last = res
+        return samples, last
+
+    def _time_gpu(self, factory: InputFactory, ref: Any, session: WorkerSession, n: int) -> list[float]:
+        sets = [factory.make(self.seed()) for _ in range(n)]
+        refs = [call_reference(ref, clone_all(s), self.gpu) for s in sets]
+        samples, outs, wall = session.gpu_time(sets)
+        if len(outs) != len(sets):
+            raise CandidateError("runtime_error", "the worker returned fewer timed outputs than calls")
+        for r, o in zip(refs, outs, strict=True):
+            cmp = compare_outputs(r, o, self.cfg)
+            if not cmp.ok:
+                raise CandidateError(
+                    "cheat_detected",
+                    "candidate's output in a timed call is wrong (it skips work on some calls): "
+                    + cmp.message,
+                )
+        if any(s <= 0 for s in samples) or sum(samples) > wall:
+            raise CandidateError(
+                "cheat_detected",
+                f"the worker's timings ({sum(samples):.3g} s in all) do not fit the evaluator's wall clock "
+                f"({wall:.3g} s) for those calls: forged timing",
+            )
+        return samples
+
+    # --- baselines, roofline, speedups, profile ---------------------------------------------------------------
+    def _baselines(self, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
+        from kegen.eval.baselines import time_baselines
+
+        time_baselines(self, factory, ref, init, init_seed)
+
+    def _roofline(self, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
+        from kegen.eval.baselines import problem_roofline
+
+        return problem_roofline(self, ref, factory)
+
+    def _speedups(self, t: float, rf: roofline.Roofline | None) -> None:
+        times, speedups = self.result["times"], self.result["speedups"]
+        for name in ("baseline", "eager", "compile"):
+            if name in times and t > 0:
+                speedups[name] = times[name] / t
+        if rf is not None and t > 0:
+            speedups["roofline"] = rf.time_s / t
+            if self.cfg.check_cheats:
+                msg = cheats.check_roofline(t, rf.time_s, self.cfg.roofline_slack)
+                if msg:
+                    raise CandidateError("cheat_detected", msg)
+        primary = next(
+            (speedups[n] for n in ("baseline", "eager") if n in speedups), speedups.get("roofline", 0.0)
+        )
+        self.result["speedup"] = primary
+        self.result["fitness"] = primary
+
+    def _profile(self, t: float, rf: roofline.Roofline | None, last: CallResult | None) -> None:
+        from kegen.eval.baselines import build_profile
+
+        try:
+            prof = build_profile(self, t, rf, last)
+        except Exception as exc:  # a profiler failure must not fail the candidate
+            self.result["details"]["profile_error"] = f"{type(exc).__name__}: {exc}"
+            return
+        self.result["profile"] = prof.to_dict()
+
+    def _run_once(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
+        from kegen.eval.baselines import run_once
+
+        run_once(self, factory, ref, session)
+
+
+def _bytes(t: torch.Tensor) -> bytes:
+    c = t.detach().contiguous().cpu()
+    return (
+        c.view(torch.uint8).numpy().tobytes()
+        if c.numel() and c.dim()
+        else c.reshape(-1).view(torch.uint8).numpy().tobytes()
+    )
+
+
+def _cpu(outs: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [o.detach().cpu() for o in outs]
+
+
+def remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,219 @@
+"""The evaluator's end of one candidate worker: requests, the device it serves, limits and death.
+
+`WorkerSession.call(inputs)` sends fresh inputs as plain data, serves the worker's launch requests
+on the evaluator's own mtia device while the call runs, and returns the outputs as plain tensors
+plus the device's record of the call. Every way the worker can fail (an error it reports, death,
+hanging, memory or process count over the limit, garbage on the wire) becomes a CandidateError.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kegen.eval import sandbox
+from kegen.eval.device import CallRecord, MtiaDevice
+from kegen.eval.errors import CandidateError
+from kegen.eval.wire import decode_values, encode_values
+from lowering.backend.device_wire import WireError, recv_frame, send_frame
+
+MAX_PROCESSES = 256
+POLL_S = 0.1
+
+
+@dataclass
+class CallResult:
+    """One call of the candidate as the evaluator saw it."""
+
+    outputs: list[torch.Tensor]
+    metas: list[dict[str, Any]]
+    record: CallRecord | None  # mtia: the device's record of the call's launches
+    wall_s: float  # evaluator wall clock of the whole call (request to reply)
+    diag: str | None  # the worker's own cheat diagnostic (can only fail the candidate)
+
+
+class WorkerSession:
+    """A live worker serving one model (the candidate, or a baseline)."""
+
+    def __init__(
+        self,
+        zygote: Any,
+        source: Path,
+        *,
+        env: dict[str, str],
+        device: MtiaDevice | None,
+        deadline: float,
+        timeout_s: float,
+        memory_limit_mb: int,
+        out_device: str,
+    ) -> None:
+        self.device, self.deadline, self.timeout_s = device, deadline, timeout_s
+        self.memory_limit_mb, self.out_device = memory_limit_mb, out_device
+        _, self.inside_path = sandbox.candidate_inbox_path(zygote, source)
+        self.source_name = source.name
+        job = {"env": env, "cpu_limit_s": int(timeout_s) + 30, "fsize_mb": max(64, memory_limit_mb // 4)}
+        self.worker = zygote.start(job)
+        self.max_bytes = memory_limit_mb * 1024 * 1024
+
+    # --- the protocol --------------------------------------------------------------------------
+    def request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytearray]]:
+        """Send a request; serve launches until the worker's reply; raise CandidateError on failure."""
+        try:
+            send_frame(self.worker.sock, header, blobs)
+        except OSError:
+            raise self._death() from None
+        while True:
+            self._watch()
+            ready, _, _ = select.select([self.worker.sock], [], [], POLL_S)
+            if not ready:
+                continue
+            try:
+                reply, rblobs = recv_frame(self.worker.sock, max_total=self.max_bytes)
+            except WireError as exc:
+                if "closed" in str(exc):
+                    raise self._death() from None
+                raise CandidateError(
+                    "runtime_error", f"the candidate's worker broke the protocol: {exc}"
+                ) from exc
+            except OSError:
+                raise self._death() from None
+            op = reply.get("op")
+            if op == "launch":
+                answer, ablobs = (
+                    self.device.handle(reply, rblobs)
+                    if self.device is not None
+                    else ({"op": "error", "error": "no mtia device on this target"}, [])
+                )
+                try:
+                    send_frame(self.worker.sock, answer, ablobs)
+                except OSError:
+                    raise self._death() from None
+                continue
+            if op == "failed":
+                raise CandidateError(
+                    str(reply.get("status") if reply.get("status") in _STATUSES else "runtime_error"),
+                    str(reply.get("message") or "the candidate failed")[:4000],
+                    reply.get("source_line") if isinstance(reply.get("source_line"), str) else None,
+                )
+            return reply, rblobs
+
+    def _watch(self) -> None:
+        now = time.monotonic()
+        if now > self.deadline:
+            self.worker.kill()
+            raise CandidateError(
+                "timeout",
+                f"candidate did not finish within {self.timeout_s:g} s (wall clock); the worker was killed",
+            )
+        rss_mb, nprocs = self.worker.usage()
+        if rss_mb > self.memory_limit_mb:
+            self.worker.kill()
+            raise CandidateError(
+                "runtime_error",
+                f"candidate exceeded the memory limit of {self.memory_limit_mb} MB resident "
+                f"({rss_mb:.0f} MB); the worker was killed",
+            )
+        if nprocs > MAX_PROCESSES:
+            self.worker.kill()
+            raise CandidateError(
+                "runtime_error",
+                f"candidate started more than {MAX_PROCESSES} processes; the worker was killed",
+            )
+        if self.worker.returncode() is not None:
+            raise self._death()
+
+    def _death(self) -> CandidateError:
+        deadline = time.monotonic() + 3.0
+        while self.worker.returncode() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        rc = self.worker.returncode()
+        tail = self.worker.stderr_tail()
+        if rc is not None and rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = str(-rc)
+            why = f"the worker was killed by {name}" + (" (CPU time limit)" if name == "SIGXCPU" else "")
+        else:
+            why = f"the worker exited with code {rc} before answering"
+        if any(s in tail for s in ("MemoryError", "Cannot allocate memory", "std::bad_alloc")):
+            why += " (out of memory: over the memory limit?)"
+        if "File size limit" in tail or rc == -signal.SIGXFSZ:
+            why += " (file size limit)"
+        last = [ln for ln in tail.strip().splitlines() if ln.strip()][-1:]
+        return CandidateError("runtime_error", why + (f"; last output: {last[0]}" if last else ""))
+
+    # --- the operations --------------------------------------------------------------------------
+    def init(self, init_inputs: list[Any], seed: int, config: dict[str, Any]) -> list[torch.Tensor]:
+        """Load the candidate and build its model; returns the tensors the model holds (plain data)."""
+        metas, blobs = encode_values(init_inputs)
+        header = {"op": "init", "candidate": self.inside_path, "seed": seed, "init_inputs": metas, **config}
+        reply, rblobs = self.request(header, blobs)
+        if reply.get("op") != "ready":
+            raise CandidateError("runtime_error", f"unexpected reply to init: {reply.get('op')}")
+        return [
+            t for t in self._decode(reply.get("model_tensors"), rblobs, "cpu") if isinstance(t, torch.Tensor)
+        ]
+
+    def call(self, inputs: list[Any], what: str = "candidate forward") -> CallResult:
+        metas, blobs = encode_values(inputs)
+        if self.device is not None:
+            self.device.begin_call()
+        t0 = time.perf_counter()
+        try:
+            reply, rblobs = self.request({"op": "call", "inputs": metas, "what": what}, blobs)
+        finally:
+            record = self.device.end_call() if self.device is not None else None
+        wall = time.perf_counter() - t0
+        if reply.get("op") != "result":
+            raise CandidateError("runtime_error", f"unexpected reply to a call: {reply.get('op')}")
+        out_metas = reply.get("outputs")
+        outputs = self._decode(out_metas, rblobs, self.out_device)
+        if not all(isinstance(o, torch.Tensor) for o in outputs):
+            raise CandidateError("runtime_error", "forward must return tensors")
+        diag = reply.get("diag") if isinstance(reply.get("diag"), str) else None
+        return CallResult(outputs, list(out_metas or []), record, wall, diag)
+
+    def gpu_time(self, sets: list[list[Any]]) -> tuple[list[float], list[list[torch.Tensor]], float]:
+        """GPU targets: one CUDA-event-timed call per input set, measured in the worker."""
+        all_metas: list[Any] = []
+        blobs: list[bytes] = []
+        for inputs in sets:
+            metas, b = encode_values(inputs)
+            for m in metas:
+                if "blob" in m:
+                    m["blob"] += len(blobs)
+            all_metas.append(metas)
+            blobs.extend(b)
+        t0 = time.perf_counter()
+        reply, rblobs = self.request({"op": "gpu_time", "sets": all_metas}, blobs)
+        wall = time.perf_counter() - t0
+        samples = reply.get("samples")
+        if not isinstance(samples, list) or len(samples) != len(sets):
+            raise CandidateError("runtime_error", "the worker returned no timing samples")
+        outs = [self._decode(m, rblobs, self.out_device) for m in reply.get("outputs") or []]
+        return [float(s) for s in samples], outs, wall
+
+    def _decode(self, metas: Any, blobs: list[bytearray], device: str) -> list[Any]:
+        try:
+            return decode_values(metas if metas is not None else [], blobs, device)
+        except WireError as exc:
+            raise CandidateError(
+                "runtime_error", f"the candidate's worker sent malformed data: {exc}"
+            ) from exc
+
+    def close(self) -> None:
+        try:
+            send_frame(self.worker.sock, {"op": "bye"})
+        except OSError:
+            pass
+        self.worker.close()
+
+
+_STATUSES = ("compile_error", "runtime_error", "timeout", "incorrect", "cheat_detected")
