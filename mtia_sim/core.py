@@ -44,6 +44,7 @@ from mtia_sim.memory import MemorySystem, page_aligned_buffer
 from mtia_sim.units import execute, replay
 
 MSTATUS_FS_INITIAL = 1 << 13
+TCG_BUFFER_BYTES = 128 << 20  # translated-code cache (Unicorn's default reserves 1 GiB of address space)
 PLAN_CACHE_SIZE = 4096  # distinct (descriptor, PE) pairs whose replay closures are kept
 _NEW_EVENT = object.__new__
 ARG_REGS = (rv.UC_RISCV_REG_A0, rv.UC_RISCV_REG_A1, rv.UC_RISCV_REG_A2, rv.UC_RISCV_REG_A3,
@@ -96,6 +97,7 @@ class Core:
         self.max_instructions = max_instructions
         self.max_commands = max_commands
         self.uc = uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
+        uc.ctl_set_tcg_buffer_size(TCG_BUFFER_BYTES)  # type: ignore[attr-defined]
         self.code = page_aligned_buffer(isa.CODE_SIZE)
         self.stack = page_aligned_buffer(isa.STACK_SIZE)
         uc.mem_map(isa.EXIT_ADDR & ~0xFFF, 0x1000, UC_PROT_ALL)
@@ -117,7 +119,7 @@ class Core:
         self.counter.install_pc_sync(uc, isa.MMIO_BASE, isa.MMIO_BASE + isa.MMIO_SIZE)
         # scalar core accesses to SRAM/DRAM (the local store and stack are the core's own, not counted)
         self.access = AccessCounter([(MemLevel.SRAM.value, isa.SRAM_BASE, int(mem.sram.size)),
-                                     (MemLevel.DRAM.value, isa.DRAM_BASE, int(mem.dram.size))],
+                                     (MemLevel.DRAM.value, isa.DRAM_BASE, int(mem.dram_window))],
                                     force_python=python_block_hook)
         self.access.install(uc)
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_fault)
@@ -137,6 +139,13 @@ class Core:
         self.uc.ctl_flush_tb()  # type: ignore[attr-defined]
         self.counter.flush()
         self.image = image
+
+    def map_host(self, page_device: int, page_bytes: int, page_host: int) -> None:
+        """Map host pages (page-aligned) at a DRAM device address for the core's loads and stores."""
+        self.uc.mem_map_ptr(page_device, page_bytes, UC_PROT_READ | UC_PROT_WRITE, page_host)
+
+    def unmap_host(self, page_device: int, page_bytes: int) -> None:
+        self.uc.mem_unmap(page_device, page_bytes)
 
     def _map_local(self, pe: int) -> None:
         if self.mapped_pe == pe:

@@ -2,10 +2,13 @@
 
 The same numpy buffers back the Unicorn address space (`mem_map_ptr`) and are read and written by
 the functional units, so there is one copy of every byte. `Allocator` hands out DRAM/SRAM blocks.
+Host memory can also be mapped into the DRAM address space, above the arena, without a copy
+(`map_host`): tensors then live where the host keeps them.
 """
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -16,6 +19,7 @@ from mtia_sim.errors import MemoryFaultError
 from mtia_sim.events import MemLevel
 
 PAGE = 0x1000
+HOST_MAP_ALIGN = 1 << 30  # host mappings start at the first GiB boundary above the DRAM arena
 
 
 def page_aligned_buffer(nbytes: int) -> np.ndarray:
@@ -85,10 +89,27 @@ class Region(NamedTuple):
     pe: int | None  # owning PE for local stores
 
 
-class MemorySystem:
-    """DRAM, SRAM and the local stores, addressed as in `isa` (LOCAL_BASE means the current PE's)."""
+class HostMapping(NamedTuple):
+    """Host memory mapped into the DRAM address space: `buffer` (its exact bytes) is at `device`; the
+    core's engine maps the whole host pages around it, `page_bytes` from `page_device`."""
 
-    def __init__(self, *, num_pes: int, local_store_bytes: int, sram_bytes: int, dram_bytes: int) -> None:
+    device: int
+    buffer: np.ndarray
+    page_device: int
+    page_host: int
+    page_bytes: int
+    keep: Any  # the object owning the host memory, held while mapped
+
+
+class MemorySystem:
+    """DRAM, SRAM and the local stores, addressed as in `isa` (LOCAL_BASE means the current PE's).
+
+    DRAM addresses are the arena ([DRAM_BASE, DRAM_BASE + dram_bytes)) followed, up to
+    `dram_window_bytes`, by host mappings.
+    """
+
+    def __init__(self, *, num_pes: int, local_store_bytes: int, sram_bytes: int, dram_bytes: int,
+                 dram_window_bytes: int = 0) -> None:
         if local_store_bytes > isa.PE_WINDOW_STRIDE:
             raise ValueError(f"local store of {local_store_bytes} bytes does not fit a PE window "
                              f"({isa.PE_WINDOW_STRIDE} bytes)")
@@ -104,9 +125,53 @@ class MemorySystem:
         self.sram_alloc = Allocator(isa.SRAM_BASE, sram_bytes, "sram")
         self.dram_limit = dram_bytes
         self.sram_limit = sram_bytes
+        window = max(dram_window_bytes, dram_bytes)
+        self.dram_window = window  # DRAM address space: arena, then host mappings
+        host_base = -(-dram_bytes // HOST_MAP_ALIGN) * HOST_MAP_ALIGN
+        self.host_alloc = Allocator(isa.DRAM_BASE + host_base, max(window - host_base, 0),
+                                    "dram host mappings")
+        self.host_maps: list[HostMapping] = []
         self.view_cache: dict[tuple, tuple] = {}  # operand views (mtia_sim.units.operand.Tally.view)
         # (descriptor bytes, PE) -> (replay closure over views, first CommandEvent), see Core._doorbell
         self.plan_cache: dict[tuple[bytes, int], tuple[Callable[[], None], Any]] = {}
+
+    def map_host(self, host_addr: int, nbytes: int, keep: Any = None) -> HostMapping:
+        """Make the `nbytes` of host memory at `host_addr` DRAM at a new device address (no copy).
+
+        The caller keeps the memory alive and unchanged in place until `unmap_host` (`keep` is held
+        meanwhile); the core's engine must map `page_bytes` at `page_device` (see Simulator.map_host).
+        """
+        if host_addr <= 0 or nbytes <= 0:
+            raise ValueError(f"map_host needs a host address and a positive size, "
+                             f"got {host_addr:#x}, {nbytes}")
+        page_host = host_addr & ~(PAGE - 1)
+        page_bytes = -(-(host_addr + nbytes - page_host) // PAGE) * PAGE
+        try:
+            page_device = self.host_alloc.alloc(page_bytes, PAGE)
+        except MemoryError:
+            raise MemoryError(f"cannot map {nbytes} more host bytes into the DRAM window "
+                              f"({self.host_alloc.used_bytes} of {self.host_alloc.size} mapped): unmap "
+                              "buffers that are no longer used") from None
+        buffer = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(host_addr))
+        device = page_device + (host_addr - page_host)
+        m = HostMapping(device, buffer, page_device, page_host, page_bytes, keep)
+        self.host_maps.append(m)
+        return m
+
+    def unmap_host(self, device: int) -> HostMapping:
+        """Forget the host mapping at `device` (as returned by map_host); drops cached views."""
+        for i, m in enumerate(self.host_maps):
+            if m.device == device:
+                del self.host_maps[i]
+                self.host_alloc.free(m.page_device)
+                self.invalidate_views()
+                return m
+        raise ValueError(f"{device:#x} is not a mapped host buffer")
+
+    def invalidate_views(self) -> None:
+        """Drop every cached operand view and command replay (after the address space changed)."""
+        self.view_cache.clear()
+        self.plan_cache.clear()
 
     def local(self, pe: int) -> np.ndarray:
         """PE `pe`'s local store (created zeroed on first use)."""
@@ -132,6 +197,10 @@ class MemorySystem:
             return Region(self.dram, addr - isa.DRAM_BASE, MemLevel.DRAM, isa.DRAM_BASE, None)
         if isa.SRAM_BASE <= addr and end <= isa.SRAM_BASE + self.sram_limit:
             return Region(self.sram, addr - isa.SRAM_BASE, MemLevel.SRAM, isa.SRAM_BASE, None)
+        if self.host_maps and addr >= isa.DRAM_BASE:
+            for m in self.host_maps:
+                if m.device <= addr and end <= m.device + m.buffer.size:
+                    return Region(m.buffer, addr - m.device, MemLevel.DRAM, m.device, None)
         if pe is not None and isa.LOCAL_BASE <= addr and end <= isa.LOCAL_BASE + self.local_limit:
             return Region(self.local(pe), addr - isa.LOCAL_BASE, MemLevel.LOCAL, isa.LOCAL_BASE, pe)
         if isa.PE_WINDOW_BASE <= addr < isa.PE_WINDOW_BASE + self.num_pes * isa.PE_WINDOW_STRIDE:

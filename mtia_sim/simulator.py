@@ -6,6 +6,12 @@
     result = sim.launch(image, grid=(4, 1, 1), args=[x, 1024])
     result.cycles, result.counters, sim.from_device(x, (1024,), np.float32)
 
+Zero-copy tensors: `addr = sim.map_host(array)` (or `sim.map_host(host_address, nbytes, keep=owner)`)
+makes host memory DRAM at `addr` without copying; kernels read and write it in place, and
+`sim.unmap_host(addr)` ends the mapping (before the host frees that memory). Mapped buffers live
+above the DRAM arena, within the machine's DRAM size, and count as DRAM everywhere (timing, counters,
+scalar accesses).
+
 Programs (grid points, x fastest) run one after another on one Unicorn engine, PE by PE; program i goes to
 slot i mod (PEs x cores), PE-major (PE = slot mod num_pes, core = slot // num_pes). The timing
 model then replays all program traces together.
@@ -88,8 +94,12 @@ class Simulator:
 
     `max_instructions` and `max_commands` are budgets per program (grid point): a program that
     exceeds one raises RunawayError. DRAM is an arena of `dram_arena_bytes` (at most the machine's
-    DRAM); SRAM and the local stores are sized by the machine description. Memory contents
-    (including local stores) persist across launches until overwritten.
+    DRAM; its pages take host memory only once touched) plus any host memory mapped with `map_host`;
+    SRAM and the local stores are sized by the machine description. Memory contents (including
+    local stores) persist across launches until overwritten.
+
+    Stable API (also used by the evaluator's device process): alloc/free/write/read/to_device/
+    from_device, map_host/unmap_host (zero copy), load_image, launch -> LaunchResult.
     """
 
     def __init__(self, machine: MachineDescription | str = "mtia-2i", *, dram_arena_bytes: int = 1 << 30,
@@ -103,8 +113,9 @@ class Simulator:
         self.cores_per_pe = int(machine.cores_per_pe)
         dram = min(dram_arena_bytes, int(getattr(machine, "dram_bytes", dram_arena_bytes)))
         sram = min(int(machine.sram_bytes), isa.DRAM_BASE - isa.SRAM_BASE)
+        window = int(getattr(machine, "dram_bytes", dram))
         self.memory = MemorySystem(num_pes=self.num_pes, local_store_bytes=int(machine.local_store_bytes),
-                                   sram_bytes=sram, dram_bytes=dram)
+                                   sram_bytes=sram, dram_bytes=dram, dram_window_bytes=window)
         self.core = Core(self.memory, max_instructions=max_instructions, max_commands=max_commands)
         self._image: Image | None = None
 
@@ -121,6 +132,36 @@ class Simulator:
         """Free every DRAM and SRAM allocation (contents are kept until overwritten)."""
         self.memory.dram_alloc.reset()
         self.memory.sram_alloc.reset()
+
+    def map_host(self, buffer: np.ndarray | int, nbytes: int | None = None, *, keep: Any = None) -> int:
+        """Map host memory into device DRAM without copying; returns its device address.
+
+        `buffer` is a C-contiguous writable numpy array (kernels then read and write its bytes in
+        place), or a raw host address with `nbytes`, whose memory the caller keeps alive until
+        `unmap_host` (`keep`, e.g. the tensor owning it, is held until then). The control core maps
+        whole host pages, so its scalar accesses just outside the buffer, within the first and last
+        page, reach the neighbouring host bytes; unit commands are bounded by the buffer itself.
+        """
+        if isinstance(buffer, np.ndarray):
+            if not buffer.flags.c_contiguous or not buffer.flags.writeable:
+                raise ValueError("map_host needs a C-contiguous, writable array (np.ascontiguousarray it)")
+            host, size, keep = int(buffer.ctypes.data), int(buffer.nbytes), buffer if keep is None else keep
+        else:
+            if nbytes is None:
+                raise TypeError("map_host(address, nbytes): give the size of the host memory")
+            host, size = int(buffer), int(nbytes)
+        m = self.memory.map_host(host, size, keep)
+        try:
+            self.core.map_host(m.page_device, m.page_bytes, m.page_host)
+        except Exception:
+            self.memory.unmap_host(m.device)
+            raise
+        return m.device
+
+    def unmap_host(self, addr: int) -> None:
+        """End a `map_host` mapping (the device address it returned); the host memory is untouched."""
+        m = self.memory.unmap_host(addr)
+        self.core.unmap_host(m.page_device, m.page_bytes)
 
     def write(self, addr: int, data: bytes | np.ndarray) -> None:
         self.memory.write(addr, data)

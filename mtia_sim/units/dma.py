@@ -178,6 +178,7 @@ class AddressedAccess:
         spans = [(isa.DRAM_BASE, mem.dram_limit, mem.dram, MemLevel.DRAM, None),
                  (isa.SRAM_BASE, mem.sram_limit, mem.sram, MemLevel.SRAM, None),
                  (isa.LOCAL_BASE, mem.local_limit, None, MemLevel.LOCAL, tally.pe)]
+        spans += [(m.device, m.buffer.size, m.buffer, MemLevel.DRAM, None) for m in mem.host_maps]
         for pe in np.unique((addrs[(addrs >= isa.PE_WINDOW_BASE) & (addrs < isa.PE_WINDOW_BASE + mem.num_pes
                                                                      * isa.PE_WINDOW_STRIDE)]
                              - isa.PE_WINDOW_BASE) // isa.PE_WINDOW_STRIDE):
