@@ -167,7 +167,7 @@ class MtiaDevice:
         )
         post = [bytes(p) for p in post]
         log = LaunchLog(
-            LaunchRecord(kernel=name, grid=g3, result=result),
+            LaunchRecord(kernel=name, grid=g3, result=result, tags=_source_tags(header.get("tags"))),
             elf,
             slots,
             list(arg_types),
@@ -206,3 +206,11 @@ class MtiaDevice:
             sram_mode=log.sram_mode,
         )
         return [bytes(p) for p in post]
+
+
+def _source_tags(raw: Any, limit: int = 1 << 16) -> tuple[str, ...]:
+    """The candidate's command tags (labels for the profile's source lines only: never trusted for
+    timing or correctness), bounded in number and length."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple(t[:400] for t in raw[:limit] if isinstance(t, str))

@@ -57,6 +57,7 @@ class RemoteDevice:
         dual_core: bool = False,
         blocked: bool = False,
         sram_mode: str = "cache",
+        tags: tuple[str, ...] = (),
     ) -> RemoteResult:
         packed = pack_launch(args, arg_types)
         header = {
@@ -69,6 +70,7 @@ class RemoteDevice:
             "dual_core": bool(dual_core),
             "blocked": bool(blocked),
             "sram_mode": str(sram_mode),
+            "tags": list(tags),  # the kernel's command tags -> source lines (profiles only)
         }
         with self.lock:
             send_frame(self.sock, header, [fn.elf, *packed.data])

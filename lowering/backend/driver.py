@@ -41,6 +41,7 @@ def current_target() -> GPUTarget:
     arch = machine_arch(default_machine())
     return TARGET if arch == TARGET.arch else GPUTarget("mtia", arch, 1)
 
+
 _history: list[LaunchRecord] = []
 _history_lock = threading.Lock()
 _session: SimulatorSession | None = None
@@ -127,6 +128,7 @@ class MtiaLauncher:
             enter_hook(launch_metadata)
         runtime_args = [args[i] for i in self.arg_positions]
         device: Any = remote_device()  # under `kegen eval`: the evaluator's out-of-process device
+        extra: dict[str, Any] = {"tags": self.tags} if device is not None else {}  # source lines for profiles
         if device is None:
             device = _get_session(self.machine)
         result = device.launch(
@@ -137,6 +139,7 @@ class MtiaLauncher:
             dual_core=self.dual_core,
             blocked=self.blocked,
             sram_mode=self.sram_mode,
+            **extra,
         )
         _record(LaunchRecord(kernel=self.name, grid=(gx, gy, gz), result=result, tags=self.tags))
         if exit_hook is not None:
