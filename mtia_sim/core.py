@@ -8,6 +8,7 @@ page with Python callbacks: a DOORBELL write decodes the descriptor and executes
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,29 @@ TRAP_NAMES = {0: "instruction address misaligned", 1: "instruction access fault"
               3: "breakpoint (ebreak)", 4: "load address misaligned", 5: "load access fault",
               6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
               9: "ecall from S-mode", 11: "ecall from M-mode"}
+
+
+class _RegBatch:
+    """Writes a fixed list of registers with one uc_reg_write_batch call over preallocated ctypes
+    arrays (the Python binding builds several ctypes objects per register per call)."""
+
+    def __init__(self, uc: Uc, regs: tuple[int, ...]) -> None:
+        from unicorn.unicorn_py3 import unicorn as ucmod
+
+        n = len(regs)
+        self._call = ucmod.uclib.uc_reg_write_batch
+        self._uch = uc._uch  # type: ignore[attr-defined]
+        self._ids = (ctypes.c_int * n)(*regs)
+        self._vals = (ctypes.c_uint64 * n)()
+        base = ctypes.addressof(self._vals)
+        self._ptrs = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
+        self._n = n
+
+    def write(self, values: tuple[int, ...]) -> None:
+        self._vals[:] = [v & 0xFFFF_FFFF_FFFF_FFFF for v in values]
+        status = self._call(self._uch, self._ids, self._ptrs, self._n)
+        if status:
+            raise UcError(status)
 
 
 @dataclass
@@ -125,6 +149,7 @@ class Core:
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_fault)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         uc.reg_write(rv.UC_RISCV_REG_MSTATUS, uc.reg_read(rv.UC_RISCV_REG_MSTATUS) | MSTATUS_FS_INITIAL)
+        self._entry_regs = _RegBatch(uc, (*ARG_REGS, rv.UC_RISCV_REG_SP, rv.UC_RISCV_REG_RA))
         self.mapped_pe: int | None = None
         self.image: Image | None = None
         self.run: _Run | None = None
@@ -172,10 +197,7 @@ class Core:
             self.stack[off:off + 8 * nargs] = np.asarray(spec.args, dtype=np.uint64).view(np.uint8)
         run = self.run = _Run(spec, ProgramTrace(spec.program_id, spec.pe, spec.core), args_ptr,
                               last_access=self.access.totals())
-        regs = (args_ptr, *spec.program_id, *spec.num_programs)
-        batch = [*zip(ARG_REGS, regs, strict=True), (rv.UC_RISCV_REG_SP, args_ptr),
-                 (rv.UC_RISCV_REG_RA, isa.EXIT_ADDR)]
-        uc.reg_write_batch(batch)  # type: ignore[attr-defined]
+        self._entry_regs.write((args_ptr, *spec.program_id, *spec.num_programs, args_ptr, isa.EXIT_ADDR))
         self.counter.start(self.max_instructions)
         if self.native_mmio is not None:
             self.native_mmio.reset()
