@@ -1,23 +1,29 @@
-"""Benchmark the simulator's host speed; prints one JSON object.
+"""Benchmark the simulator's host speed; prints one JSON object (medians over repeats).
 
-    .venv/bin/python tools/bench_sim_speed.py [--quick]
+    .venv/bin/python tools/bench_sim_speed.py [--quick] [--repeats N] [--out docs/results/sim_speed.json]
 
 - alu_mips: simulated RISC-V instructions per host second (an integer ALU loop, one program)
-- commands_per_s: unit commands per host second (a loop ringing the doorbell with a small SIMD command)
-- stream_host_s_per_sim_ms: host seconds per simulated millisecond for a DMA-in / SIMD add / DMA-out
-  streaming kernel over many programs (functional + timing model), and the two parts separately
+- program_us: host microseconds per (empty) program: the fixed cost of a grid point
+- commands: unit commands per host second for a loop ringing the doorbell with a small (256-element)
+  SIMD command: `commands_per_s` end to end (functional + timing model), and each part alone
+- stream_b<BLOCK>: a DMA-in / SIMD add / DMA-out streaming kernel (DRAM-bound) over many programs:
+  host seconds per simulated millisecond, end to end and for each part
 
-Host time is process CPU time (the simulator is single-threaded), so a busy shared machine does
-not inflate the figures.
+Host time is process CPU time (the simulator is single-threaded), so a busy shared machine inflates
+the figures less. The functional part and the timing model (`Simulator._time`) are timed apart in the
+same launch, so the bottleneck is visible.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,6 +43,12 @@ def alu_kernel() -> bytes:
            "%x1 = mul i64 %x, 6364136223846793005", "%x2 = xor i64 %x1, %i", "%i1 = add i64 %i, 1",
            f"%c = icmp ult i64 %i1, {n}", "br i1 %c, label %l, label %e", "e:")
     k.reg_write(isa.Reg.PRINT, "%x2")
+    return k.compile()
+
+
+def empty_kernel() -> bytes:
+    k = KernelIR()
+    k.arg(0)
     return k.compile()
 
 
@@ -60,59 +72,100 @@ def stream_kernel(block: int) -> bytes:
     return vector_add_kernel(block)
 
 
-def timed(fn):  # type: ignore[no-untyped-def]
-    t = time.process_time()
-    out = fn()
-    return out, time.process_time() - t
+class TimedLaunch:
+    """Launches on `sim`, splitting host CPU time into the functional part and the timing model."""
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.timing_s = 0.0
+        inner = sim._time
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.process_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.timing_s += time.process_time() - t
+
+        sim._time = timed  # type: ignore[method-assign]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
+        """(LaunchResult, functional CPU seconds, timing-model CPU seconds)."""
+        self.timing_s = 0.0
+        t = time.process_time()
+        res = self.sim.launch(*args, **kwargs)
+        total = time.process_time() - t
+        return res, total - self.timing_s, self.timing_s
+
+
+def median_of(repeats: int, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
+    runs = [fn() for _ in range(repeats)]
+    return {k: round(statistics.median(r[k] for r in runs), 4) for k in runs[0]}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller problem sizes")
+    ap.add_argument("--repeats", type=int, default=5, help="runs per figure (the median is reported)")
+    ap.add_argument("--out", type=Path, help="also write the JSON here")
     args = ap.parse_args()
-    scale = 1 if args.quick else 5
+    scale = 1 if args.quick else 4
     sim = Simulator("mtia-2i", dram_arena_bytes=256 << 20, max_instructions=10**10)
-    out: dict[str, object] = {"machine": sim.machine.name}
+    launch = TimedLaunch(sim)
+    out: dict[str, Any] = {"machine": sim.machine.name, "repeats": args.repeats, "scale": scale}
 
     img = sim.load_image(alu_kernel(), entry="kernel")
     sim.launch(img, (1,), [1000])  # warm up (translation)
-    res, dt = timed(lambda: sim.launch(img, (1,), [4_000_000 * scale]))
-    out["alu_instructions"] = res.instructions
-    out["alu_mips"] = round(res.instructions / dt / 1e6, 1)
+
+    def alu() -> dict[str, float]:
+        res, func, _ = launch(img, (1,), [4_000_000 * scale])
+        return {"alu_mips": res.instructions / func / 1e6}
+
+    out.update(median_of(args.repeats, alu))
+
+    img = sim.load_image(empty_kernel(), entry="kernel")
+    sim.launch(img, (64,), [0])
+
+    def programs() -> dict[str, float]:
+        n = 2000 * scale
+        _, func, timing = launch(img, (n,), [0])
+        return {"program_us_functional": func / n * 1e6, "program_us_timing": timing / n * 1e6}
+
+    out.update(median_of(args.repeats, programs))
 
     img = sim.load_image(command_kernel(), entry="kernel")
     sim.launch(img, (1,), [10])
-    n_cmds = 4000 * scale
-    t0 = time.process_time()
-    res = sim.launch(img, (1,), [n_cmds])
-    total = time.process_time() - t0
-    from mtia_sim.timing import simulate
 
-    _, timing_s = timed(lambda: simulate(sim.machine, res.traces))
-    out["commands"] = res.commands
-    out["commands_per_s"] = round(res.commands / total)  # functional + timing model
-    out["commands_per_s_functional"] = round(res.commands / (total - timing_s))
+    def commands() -> dict[str, float]:
+        res, func, timing = launch(img, (1,), [5000 * scale])
+        return {"commands_per_s": res.commands / (func + timing),
+                "commands_per_s_functional": res.commands / func,
+                "commands_per_s_timing": res.commands / timing}
 
-    block = 2048
-    n = block * 64 * 4 * scale
-    img = sim.load_image(stream_kernel(block), entry="kernel")
-    x, y, z = (sim.to_device(np.ones(n, np.float32)) for _ in range(3))
-    grid = (n // block, 1, 1)
-    t0 = time.process_time()
-    traces = []
-    res = sim.launch(img, grid, [x, y, z, n])
-    total = time.process_time() - t0
-    traces = res.traces
-    _, timing_s = timed(lambda: simulate(sim.machine, traces))
-    sim_ms = res.seconds * 1e3
-    out["stream_programs"] = res.programs
-    out["stream_bytes"] = 3 * 4 * n
-    out["stream_simulated_ms"] = round(sim_ms, 4)
-    out["stream_host_s"] = round(total, 3)
-    out["stream_host_s_per_sim_ms"] = round(total / sim_ms, 2)
-    out["stream_timing_model_host_s"] = round(timing_s, 3)
-    out["stream_functional_host_s"] = round(total - timing_s, 3)
-    print(json.dumps(out, indent=2))
+    out["commands"] = 5000 * scale
+    out.update({k: round(v) for k, v in median_of(args.repeats, commands).items()})
+
+    for block in (2048, 8192):
+        n = block * 64 * 5 * scale
+        img = sim.load_image(stream_kernel(block), entry="kernel")
+        sim.reset_memory()
+        x, y, z = (sim.to_device(np.ones(n, np.float32)) for _ in range(3))
+        grid = (n // block, 1, 1)
+        sim.launch(img, (64,), [x, y, z, n])
+
+        def stream() -> dict[str, float]:
+            res, func, timing = launch(img, grid, [x, y, z, n])  # noqa: B023 - run right away
+            sim_ms = res.seconds * 1e3
+            return {"simulated_ms": sim_ms, "host_s_per_sim_ms": (func + timing) / sim_ms,
+                    "functional_host_s_per_sim_ms": func / sim_ms,
+                    "timing_host_s_per_sim_ms": timing / sim_ms}
+
+        fig = median_of(args.repeats, stream)
+        out[f"stream_b{block}"] = {"programs": grid[0], "bytes": 3 * 4 * n, **fig}
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
     return 0
 
 
