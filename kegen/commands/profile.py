@@ -1,4 +1,8 @@
-"""`kegen profile PROBLEM CANDIDATE`: the full profile (and, on mtia, a Perfetto trace file)."""
+"""`kegen profile PROBLEM CANDIDATE`: the full profile (and, on mtia, a Perfetto trace file).
+
+`--source` adds the per-line attribution (cycles, commands, bytes, waits per Triton source line);
+the trace's command events carry the same lines (`DMA_COPY seed.py:19`, args `source`).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ from kegen.eval.cli_common import (
 )
 from kegen.eval.errors import ProblemError
 from kegen.eval.profile import Profile
+from kegen.profiling.render import source_view
+from kegen.profiling.source import fill_source_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--ncu", action="store_true", help="on nvidia, also collect ncu metrics (if ncu works)"
+    )
+    parser.add_argument(
+        "--source",
+        action="store_true",
+        help="print the per-line attribution: cycles, commands, bytes and waits per Triton source line",
     )
 
 
@@ -47,8 +58,36 @@ def run(args: argparse.Namespace) -> int:
     parts = [result.verdict_text()]
     if result.profile:
         prof = Profile.from_dict(result.profile)
+        code = _read(args.candidate)
+        fill_source_text(prof.lines, code)
         parts.append(prof.format_text(full=True))
+        if args.source:
+            parts += ["", "source view (per Triton source line, all launches):", source_view(prof)]
         parts.extend(prof.raw.get("mtia_report_text", []) or [])
-        for path in prof.raw.get("trace_files", []) or []:
+        for i, path in enumerate(prof.raw.get("trace_files", []) or []):
+            _label_trace(path, prof, i, code)
             parts.append(f"trace written to {path} (open in https://ui.perfetto.dev)")
     return report(result, args.json, "\n".join(parts))
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _label_trace(path: str, prof: Profile, index: int, code: str) -> None:
+    """Name the trace's command events by their source line (when the evaluator wrote it without)."""
+    if index >= len(prof.launches) or not prof.launches[index].tag_lines:
+        return
+    from mtia_sim.trace import label_trace_file
+
+    st = prof.launches[index]
+    src = code.splitlines()
+    labels = {t: f"{st.source_file}:{ln}" for t, ln in enumerate(st.tag_lines, start=1) if ln}
+    texts = {t: src[ln - 1].strip() for t, ln in enumerate(st.tag_lines, start=1) if 0 < ln <= len(src)}
+    try:
+        label_trace_file(path, labels, texts)
+    except (OSError, ValueError):
+        pass  # the trace stays unlabelled; the profile above has the lines

@@ -10,6 +10,7 @@ named busy/stall states) and older ones may lack some.
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from kegen.profiling.bottleneck import launch_bottleneck
@@ -21,7 +22,7 @@ from kegen.profiling.schema import (
     SourceLine,
     UnitStat,
 )
-from kegen.profiling.source import attribute_lines, finish_lines
+from kegen.profiling.source import attribute_lines, finish_lines, tag_position
 
 QUEUE_REASON = "unit_busy"  # queueing behind a busy unit: not idle time of anything
 
@@ -174,6 +175,9 @@ def from_mtia_launches(launches: list[Any], machine: str, roofline: dict[str, An
         k.calls += 1
         k.total_s += st.time_s
         tags = getattr(rec, "tags", None) or getattr(rec.result, "tags", None) or ()
+        positions = [tag_position(tags, i) for i in range(1, len(tags) + 1)]
+        st.tag_lines = [line for _, line in positions]
+        st.source_file = next((Path(f).name for f, line in positions if line), "")
         timing = _safe(rec.result, "timing")
         line_cycles += attribute_lines(getattr(timing, "commands", None) or [], tags, st.kernel, lines)
         bottlenecks.append((st.time_s, launch_bottleneck(st, c)))

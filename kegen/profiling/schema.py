@@ -105,6 +105,8 @@ class LaunchStat:
     imbalance: float = 1.0  # slowest active PE busy time / mean
     busiest_unit: str = ""  # over the active PEs
     busiest_util: float = 0.0  # 0..1, over the active PEs
+    source_file: str = ""  # the kernel's source file name (from its command tags)
+    tag_lines: list[int] = field(default_factory=list)  # command tag N -> source line tag_lines[N - 1]
 
 
 @dataclass

@@ -84,3 +84,12 @@ def finish_lines(rows: dict[tuple[str, int], SourceLine], total_cycles: float) -
     for r in out:
         r.share = r.cycles / total_cycles if total_cycles > 0 else 0.0
     return sorted(out, key=lambda r: -r.cycles)
+
+
+def fill_source_text(lines: list[SourceLine], code: str) -> None:
+    """Fill the text of lines the profiler could not read (the candidate ran from a sandbox copy)
+    from the candidate's own code, by line number."""
+    src = code.splitlines()
+    for ln in lines:
+        if not ln.text and 0 < ln.line <= len(src):
+            ln.text = src[ln.line - 1].strip()

@@ -15,6 +15,7 @@ from typing import Any
 
 from kegen.profiling import Diagnosis, Profile, diagnose
 from kegen.profiling.compare import explain
+from kegen.profiling.source import fill_source_text
 from kegen.search.config import OperatorConfig
 from kegen.search.policies.base import Selection
 from kegen.search.store import Evaluation, GraphStore, Node
@@ -120,10 +121,10 @@ class ContextBuilder:
     def build(self, selection: Selection, step: int = 0) -> OperatorContext:
         parent = self.store.node(selection.parent_id)
         ev = self.store.evaluation(parent.id)
-        profile = _profile(ev)
+        profile = _profile(ev, parent.code)
         diag = diagnose(ev.profile if ev else None)
         ancestors = self.store.ancestors(parent.id)
-        grand = _profile(self.store.evaluation(ancestors[0].id)) if ancestors else None
+        grand = _profile(self.store.evaluation(ancestors[0].id), ancestors[0].code) if ancestors else None
         attempts = [self._attempt(a, "ancestor") for a in ancestors[: self.config.history_limit]]
         attempts += [
             self._attempt(c, "sibling", profile)
@@ -188,14 +189,18 @@ class ContextBuilder:
         return [(d.title, d.text) for d in docs]
 
 
-def _profile(ev: Evaluation | None) -> Profile | None:
-    """The stored profile of an evaluation as a `Profile` (None when absent or unreadable)."""
+def _profile(ev: Evaluation | None, code: str | None = None) -> Profile | None:
+    """The stored profile of an evaluation as a `Profile` (None when absent or unreadable), its
+    source lines' text filled from the node's `code`."""
     if ev is None or not ev.profile:
         return None
     try:
-        return Profile.from_dict(ev.profile)
+        prof = Profile.from_dict(ev.profile)
     except (TypeError, ValueError):
         return None
+    if code:
+        fill_source_text(prof.lines, code)
+    return prof
 
 
 def load_knowledge_base() -> Any:
