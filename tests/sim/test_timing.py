@@ -13,7 +13,7 @@ from mtia_sim.machine import MACHINES_DIR, load_machine
 from mtia_sim.timing import simulate
 from mtia_sim.timing.synthetic import dma, dram_stream, fence, gemm_tiles, matmul, mlu, program, reduce, simd
 
-M = load_machine("mtia-2i")
+M = dataclasses.replace(load_machine("mtia-2i"), dma_max_in_flight=1)  # the mechanics below assume one DMA slot
 KB = 1024
 
 
