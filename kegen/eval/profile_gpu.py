@@ -22,7 +22,8 @@ from typing import Any
 import torch
 
 from kegen.eval.config import EvalConfig
-from kegen.eval.profile import KernelStat, Profile, UnitStat
+from kegen.profiling.bottleneck import profile_bottleneck
+from kegen.profiling.schema import KernelStat, MemoryLevelStat, Profile, UnitStat
 
 NCU_TIMEOUT_S = 180
 STALLS = (
@@ -129,13 +130,17 @@ def collect(
             prof.raw["library_kernels"] = library
     except Exception as exc:
         prof.notes.append(f"torch profiler failed: {type(exc).__name__}: {exc}")
+    prof.metrics["time_s"] = time_s
     if roofline.get("bytes") and time_s:
         prof.metrics["achieved_dram_bw"] = roofline["bytes"] / time_s
         if roofline.get("flops"):
             prof.metrics["achieved_flops"] = roofline["flops"] / time_s
+    if roofline.get("fraction") is not None:
+        prof.metrics["roofline_fraction"] = float(roofline["fraction"])
     want_ncu = full or bool(config.extra.get("ncu"))
     if want_ncu and config.target == "nvidia":
         _add_ncu(prof, job, jit_names)
+    prof.bottleneck = profile_bottleneck(prof)
     return prof
 
 
@@ -220,13 +225,32 @@ def merge_ncu(prof: Profile, rows: list[dict[str, Any]]) -> None:
     dram = sum(r.get("dram_bytes") or 0.0 for r in rows)
     if dram:
         prof.metrics["dram_bytes"] = dram
-    prof.units = [
-        UnitStat("SM", utilization=(prof.metrics.get("sm_throughput_pct") or 0) / 100),
-        UnitStat("DRAM", utilization=(prof.metrics.get("dram_bw_pct") or 0) / 100),
+    sm_util = (prof.metrics.get("sm_throughput_pct") or 0) / 100
+    dram_util = (prof.metrics.get("dram_bw_pct") or 0) / 100
+    prof.units = [  # a GPU's units are all active: chip-wide and active-PE utilisation coincide
+        UnitStat("SM", utilization=sm_util, utilization_active=sm_util),
+        UnitStat("DRAM", utilization=dram_util, utilization_active=dram_util),
     ]
+    kernel_s = total * 1e-9
+    prof.memory = [
+        MemoryLevelStat(
+            "dram",
+            bytes_read=dram,  # ncu's dram__bytes.sum counts reads and writes together
+            achieved_bw=dram / kernel_s if dram and kernel_s else None,
+            compulsory_bytes=float(prof.roofline["bytes"]) if prof.roofline.get("bytes") else None,
+        )
+    ]
+    hit = prof.metrics.get("l2_hit_rate_pct")
+    if hit is not None:
+        prof.memory.append(MemoryLevelStat("l2", hit_rate=hit / 100))
+    if dram and prof.roofline.get("bytes"):
+        prof.metrics["compulsory_dram_bytes"] = float(prof.roofline["bytes"])
+        prof.metrics["dram_excess"] = dram / float(prof.roofline["bytes"])
     stalls = {k.removeprefix("stall:"): avg(k) for k in NCU_METRICS.values() if k.startswith("stall:")}
+    stalls.pop("selected", None)  # issuing, not stalled
     total_stall = sum(v for v in stalls.values() if v)
     if total_stall:
         prof.stalls = {
             k: v / total_stall for k, v in sorted(stalls.items(), key=lambda kv: -(kv[1] or 0)) if v
         }
+        prof.stall_shares = dict(prof.stalls)  # share of all warp-stall cycles

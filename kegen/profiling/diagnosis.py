@@ -61,7 +61,7 @@ class Diagnosis:
         if self.bottleneck is None and not self.stalls and not self.utilisation:
             return "no profile available"
         b = self.bottleneck
-        parts = [f"limited by {b.name} ({b.kind}, {b.category})" if b else "limiter unknown"]
+        parts = [f"{b.category}-bound: limited by {b.name} ({b.kind})" if b else "limiter unknown"]
         if self.time_s is not None:
             parts.append(f"time {self.time_s * 1e6:.2f} us")
         if self.roofline_fraction is not None:

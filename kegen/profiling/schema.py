@@ -51,6 +51,7 @@ METRICS: dict[str, MetricDef] = _defs(
     ("dram_bw_pct", "%", "achieved DRAM bandwidth over the peak"),
     ("sram_bytes", "B", "bytes read and written in on-chip SRAM"),
     ("local_bytes", "B", "bytes read and written in the PEs' local stores"),
+    ("remote_local_bytes", "B", "bytes moved to or from other PEs' local stores over the network on chip"),
     ("sram_hit_rate_pct", "%", "SRAM cache hits over accesses (when the simulator counts them)"),
     ("scalar_mem_accesses", "count", "scalar loads and stores issued by the control cores"),
     ("occupancy_pct", "%", "GPU: achieved active warps over the maximum per SM (ncu)"),

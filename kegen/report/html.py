@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from pathlib import Path
 
 from kegen.report import plots
+from kegen.report.profiles import best_profile_html
 from kegen.report.text import summary_table, text_report, tree_text
 from kegen.search.store import GraphStore
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>kegen run {run_id}</title>
-<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}pre{{background:#f6f6f6;padding:.8em;
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}}
+table{{border-collapse:collapse;font-size:12px}}td,th{{border:1px solid #ddd;padding:2px 6px}}
+pre{{background:#f6f6f6;padding:.8em;
 overflow:auto;font-size:12px}}img{{max-width:100%}}h2{{border-bottom:1px solid #ddd}}</style></head><body>
 <h1>kegen run {run_id}</h1><p>{headline}</p>
 <h2>Fitness over time</h2><img src="data:image/png;base64,{fitness}">
 <h2>Search tree</h2><img src="data:image/png;base64,{tree}"><pre>{tree_text}</pre>
-<h2>Best kernel</h2>{roofline}<pre>{profile}</pre><pre>{best_code}</pre>
+<h2>Best kernel</h2>{roofline}{profile}<pre>{best_code}</pre>
 <h2>All nodes</h2><pre>{table}</pre>
 <h2>Text summary</h2><pre>{text}</pre>
 </body></html>
@@ -53,7 +55,7 @@ def write_report(store: GraphStore, run_id: str, out_dir: Path) -> Path:
         tree=_b64(tree),
         tree_text=html.escape(tree_text(store, run_id)),
         roofline=f'<img src="data:image/png;base64,{_b64(roof)}">' if roof else "<p>(no roofline data)</p>",
-        profile=html.escape(json.dumps(profile, indent=1, default=str)[:20000]),
+        profile=best_profile_html(store, best[0]) if best else "<p>(no correct candidate)</p>",
         best_code=html.escape(best[0].code or "") if best else "",
         table=html.escape(summary_table(store, run_id, limit=1000)),
         text=html.escape(text_report(store, run_id)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kegen.report.profiles import best_profile_text
 from kegen.search.store import GraphStore, Node
 
 
@@ -63,8 +64,8 @@ def tree_text(store: GraphStore, run_id: str) -> str:
 
 
 def profile_text(profile: dict) -> str:
-    """The best kernel's profile: bound, roofline, unit utilisation, top stalls."""
-    from kegen.search.operators.context import diagnose
+    """A one-line reading of a stored profile: measured limiter, time, roofline, utilisation, stalls."""
+    from kegen.profiling import diagnose
 
     if not profile:
         return "(no profile recorded)"
@@ -100,6 +101,7 @@ def text_report(store: GraphStore, run_id: str) -> str:
                 + (f", {ev.roofline_fraction:.1%} of roofline" if ev.roofline_fraction else "")
             )
             out.append(f"  profile: {profile_text(ev.profile)}")
+        out += ["", best_profile_text(store, b)]
     if root is not None:
         out.append(f"seed: node {root.id} ({root.verdict})")
     out += [
