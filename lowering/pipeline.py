@@ -1,50 +1,87 @@
-"""The mtia compilation pipeline as an ordered dict of stages: ttir → tile → llir → rvasm → elf.
+"""The mtia compilation pipeline: ttir → tile → llir → rvasm → elf, each stage a pure function of the
+previous stage's artifact (Triton's ``make_X(src, metadata, options)``).
 
-Usable without Triton's runtime: `compile_ttir(text, options)` runs every stage on TTIR text and
-returns a `CompiledKernel` holding every artifact. The Triton backend (`lowering.backend.compiler`)
-calls the same stage functions (`stage_tile`, `stage_llir`, `stage_rvasm`, `stage_elf`).
+- `make_tile`: TTIR text → tile IR text. Parses the TTIR, runs the pass pipeline
+  (`lowering.passes.manager`), prints the module with locations (it parses back) and the analyses'
+  findings as comments.
+- `make_llir`: tile IR text → LLVM IR text. Parses the tile IR, re-runs the (deterministic) passes,
+  generates the control code and runs LLVM's -O pipeline; the local-store layout heads the text as
+  `;` comments. Sets the metadata the driver needs (name, argument types, local-store peak, tags).
+- `make_rvasm`: LLVM IR text → RISC-V assembly text (LLVM codegen only, the IR is already optimised).
+- `make_elf`: assembly text → an executable ELF image linked at the code base (`llvm-mc`, then
+  `mtia_sim.loader.link`), which the simulator loads as is.
+
+`compile_ttir(text, options)` runs every stage without Triton's runtime; `compile_from(stage, text,
+options)` starts from any stage's (edited) artifact. The Triton adapter (`lowering.backend.compiler`)
+calls the same stage functions. `instrument(...)` turns on the pass manager's callbacks (print after
+passes, verify each) for the compilations inside a `with` block.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import sys
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
-from lowering.backend.options import MtiaOptions
-from lowering.codegen import target
-from lowering.codegen.errors import LoweringError
-from lowering.codegen.lower import KernelLowering, LoweredKernel, LoweringPlan
-from lowering.ir.module import Function, Module
-from lowering.passes.inline_calls import InlineCalls
-from lowering.passes.liveness import LivenessAnalysis
-from lowering.passes.multibuffer import MultiBuffering
-from lowering.passes.pointer_analysis import PointerAnalysis
-from lowering.passes.unit_mapping import UnitMapping
+from lowering.errors import LoweringError
+from lowering.passes.manager import Pass, PassContext, PassPipeline
 
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 STAGES = ("ttir", "tile", "llir", "rvasm", "elf")
+TEXT_STAGES = ("ttir", "tile", "llir", "rvasm")
+Stage = Callable[[Any, dict[str, Any]], Any]
 
 
-@dataclass
-class CompiledKernel:
-    """Every artifact of one compilation (`artifacts[stage]`) and the facts the driver needs."""
+@dataclass(frozen=True)
+class Instrumentation:
+    """Pass-manager hooks for the tile stage: print the IR after every pass (`print_after_all`) or
+    after the named ones, and run the verifier after every pass (`verify_each`)."""
 
-    name: str
-    artifacts: dict[str, str | bytes] = field(default_factory=dict)
-    arg_types: list[str] = field(default_factory=list)
-    local_store_peak: int = 0
-    commands: int = 0
-    options: MtiaOptions = field(default_factory=MtiaOptions)
+    print_after_all: bool = False
+    print_after: frozenset[str] = frozenset()
+    verify_each: bool = False
+    pipeline: str | None = None  # an explicit pass list (PassPipeline.parse), else the default
+    stream: TextIO | None = None
 
-    @property
-    def elf(self) -> bytes:
-        data = self.artifacts["elf"]
-        assert isinstance(data, bytes)
-        return data
+    def callback(self) -> Callable[[Pass, PassContext], None] | None:
+        if not (self.print_after_all or self.print_after):
+            return None
+
+        def show(p: Pass, ctx: PassContext) -> None:
+            if self.print_after_all or p.name in self.print_after:
+                from lowering.listing import tile_text
+
+                out = self.stream or sys.stderr
+                out.write(f"// -----// IR Dump After {p.name} ({type(p).__name__}) //----- //\n")
+                out.write(tile_text(ctx.module, ctx))
+                out.flush()
+
+        return show
+
+
+_INSTRUMENTATION: contextvars.ContextVar[Instrumentation | None] = contextvars.ContextVar(
+    "kegen_lowering_instrumentation", default=None
+)
+_NO_HOOKS = Instrumentation()
+
+
+@contextlib.contextmanager
+def instrument(instrumentation: Instrumentation) -> Iterator[Instrumentation]:
+    """Compilations inside the block run the pass pipeline with these hooks."""
+    token = _INSTRUMENTATION.set(instrumentation)
+    try:
+        yield instrumentation
+    finally:
+        _INSTRUMENTATION.reset(token)
+
+
+def current_instrumentation() -> Instrumentation:
+    """The hooks of the innermost `instrument` block (none outside one)."""
+    return _INSTRUMENTATION.get() or _NO_HOOKS
 
 
 @functools.cache
@@ -54,95 +91,118 @@ def local_store_capacity(machine: str) -> int:
     return int(load_machine(machine).local_store_bytes)
 
 
-def _kernel(module: Module) -> Function:
-    kernels = [f for f in module.kernels if not f.is_declaration]
-    if not kernels:
-        raise LoweringError("the TTIR module has no kernel (public tt.func)")
-    return kernels[0]
+def pass_pipeline(options: Any) -> PassPipeline:
+    """The pass pipeline for `options` (the instrumentation's explicit list, else every pass)."""
+    spec = current_instrumentation().pipeline
+    return PassPipeline.parse(spec, options) if spec else PassPipeline.default(options)
+
+
+def run_passes(text: str, options: Any, *, instrumented: bool) -> PassContext:
+    """Parse TTIR / tile IR text and run the pass pipeline over it; the context holds the results."""
+    from lowering.ttir.parser import parse_ttir
+
+    ctx = PassContext(parse_ttir(text), options)
+    ctx.kernel  # noqa: B018 - fails clearly when there is no kernel
+    hooks = current_instrumentation()
+    callback = hooks.callback() if instrumented else None
+    pass_pipeline(options).run(ctx, callback, verify=hooks.verify_each)
+    return ctx
+
+
+# -- stages -----------------------------------------------------------------------------------------
+def make_tile(src: str, metadata: dict[str, Any], options: Any) -> str:
+    """TTIR text → tile IR text (the module after the passes, then the analyses as comments)."""
+    from lowering.listing import tile_text
+
+    ctx = run_passes(src, options, instrumented=True)
+    metadata["name"] = ctx.kernel.name
+    metadata["shared"] = 0
+    return tile_text(ctx.module, ctx)
 
 
 @dataclass
-class TileResult:
-    """The tile stage's product: the function after the passes, the plan, and the lowered kernel."""
+class LlirResult:
+    """What lowering one kernel gives besides the LLVM IR text."""
 
-    fn: Function
-    plan: LoweringPlan
-    lowered: LoweredKernel
-    listing: str
-    optimized_llir: str | None = None
-
-
-def run_passes(fn: Function, options: MtiaOptions) -> LoweringPlan:
-    """Pointer analysis, liveness, multi-buffering and unit mapping over one kernel."""
-    pointers = PointerAnalysis(enabled=options.block_dma, accumulate=options.red_accumulate).apply(fn)
-    liveness = LivenessAnalysis().apply(fn)
-    stages = MultiBuffering(options.num_stages).apply(fn, pointers)
-    units = UnitMapping(accumulate=options.red_accumulate).apply(fn, pointers)
-    return LoweringPlan(pointers, liveness, stages, units)
+    name: str
+    llir: str
+    arg_types: list[str]
+    local_store_peak: int
+    commands: int
+    tags: list[str] = field(default_factory=list)
 
 
-def tile_listing(fn: Function, plan: LoweringPlan, lowered: LoweredKernel) -> str:
-    """The tile stage's text: the tile IR, then one line per op with its unit and block access,
-    then the local-store allocation."""
-    from lowering.ir.printer import Printer, print_function
+def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = None) -> LlirResult:
+    """Tile IR (or TTIR) text → optimised LLVM IR text and the facts the driver needs."""
+    from lowering.codegen import target
+    from lowering.codegen.lower import KernelLowering, LoweringPlan
 
-    lines = [print_function(fn), "", f"// kernel {fn.name}: units per op"]
-    printer = Printer()
-    for a in fn.args:
-        printer.define(a)
-
-    def name(v: Any) -> str:
-        n = printer.names.get(id(v))
-        return "%" + n if n is not None else "%?"
-
-    def walk(ops: list[Any], depth: int) -> None:
-        for op in ops:
-            res = ", ".join(printer.define(r) for r in op.results)
-            for region in op.regions:
-                for block in region.blocks:
-                    for arg in block.args:
-                        printer.define(arg)
-            unit = plan.units.get(id(op), "?")
-            text = f"//{'  ' * (depth + 1)}{res + ' = ' if res else ''}{op.name} -> {unit}"
-            acc = plan.pointers.access(op)
-            if acc is not None:
-                text += " " + acc.describe().replace("%?", name(acc.base))
-            if id(op) in plan.stages:
-                text += f" stages={plan.stages[id(op)]}"
-            lines.append(text)
-            for region in op.regions:
-                for block in region.blocks:
-                    walk(block.ops, depth + 1)
-
-    for i, block in enumerate(fn.body.blocks):
-        if i:
-            args = ", ".join(printer.define(a) for a in block.args)
-            lines.append(f"// ^bb{i}({args}):" if args else f"// ^bb{i}:")
-        walk(block.ops, 0)
-    lines.append(f"// local store: peak {lowered.local_store_peak} B")
-    for label, offset, size in lowered.buffers:
-        lines.append(f"//   {offset:>7} +{size:<7} {label}")
-    lines.append(f"// commands issued (static): {lowered.commands}")
-    return "\n".join(lines) + "\n"
-
-
-def lower_ttir(text: str, options: MtiaOptions, constexprs: Mapping[str, Any] | None = None) -> TileResult:
-    """Parse TTIR text, run the passes and generate the control code (kept for the later stages)."""
-    from lowering.ttir.parser import parse_ttir
-
-    module = parse_ttir(text)
-    fn = _kernel(module)
-    InlineCalls().apply(module, fn)
-    plan = run_passes(fn, options)
-    lowering = KernelLowering(
-        fn, plan, capacity=local_store_capacity(options.machine), options=options, constexprs=constexprs
+    ctx = run_passes(src, options, instrumented=False)
+    fn = ctx.kernel
+    plan = LoweringPlan(
+        ctx.result("pointer-analysis"),
+        ctx.result("liveness"),
+        ctx.result("multi-buffering"),
+        ctx.result("unit-mapping"),
     )
-    lowered = lowering.lower()
-    return TileResult(fn, plan, lowered, tile_listing(fn, plan, lowered))
+    lowered = KernelLowering(
+        fn, plan, capacity=local_store_capacity(options.machine), options=options, constexprs=constexprs
+    ).lower()
+    header = [f"; kernel {fn.name}", f"; local store: peak {lowered.local_store_peak} B"]
+    header += [f";   {offset:>7} +{size:<7} {label}" for label, offset, size in lowered.buffers]
+    header.append(f"; commands issued (static): {lowered.commands}")
+    optimized = target.optimize(lowered.llir, options.opt_level)
+    return LlirResult(
+        fn.name,
+        "\n".join(header) + "\n" + optimized,
+        list(lowered.arg_types),
+        lowered.local_store_peak,
+        lowered.commands,
+        list(lowered.tags),
+    )
 
 
-# -- stages (shared by compile_ttir and the Triton backend) ---------------------------------------
-_IN_FLIGHT: dict[int, TileResult] = {}
+def make_llir(
+    src: str, metadata: dict[str, Any], options: Any, constexprs: Mapping[str, Any] | None = None
+) -> str:
+    """Tile IR text → optimised LLVM IR text; fills the driver's metadata."""
+    result = lower_tile(str(src), options, constexprs if constexprs is not None else _caller_constexprs())
+    metadata["name"] = result.name
+    metadata["shared"] = 0
+    metadata["mtia_arg_types"] = result.arg_types
+    metadata["mtia_local_store_peak"] = result.local_store_peak
+    metadata["mtia_tags"] = result.tags
+    metadata["mtia_pe_mapping"] = options.pe_mapping
+    return result.llir
+
+
+def make_rvasm(src: str, metadata: dict[str, Any], options: Any) -> str:
+    """LLVM IR text (already optimised) → RISC-V assembly text."""
+    from lowering.codegen import target
+
+    return target.emit_assembly(str(src), options.opt_level, optimized=True)
+
+
+def make_elf(src: str, metadata: dict[str, Any], options: Any) -> bytes:
+    """RISC-V assembly text → executable ELF image linked at the code base (entry: the kernel)."""
+    from lowering.codegen.assembler import assemble
+    from lowering.codegen.elf_image import link_executable
+
+    entry = metadata.get("name") or _first_global(str(src))
+    try:
+        return link_executable([assemble(str(src), entry)], entry)
+    except LoweringError:
+        raise
+    except Exception as exc:  # the loader's LinkError and friends: say which stage failed
+        raise LoweringError(f"linking kernel {entry} failed: {exc}") from exc
+
+
+def _first_global(asm: str) -> str:
+    for line in asm.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == ".globl":
+            return parts[1]
+    raise LoweringError("the rvasm has no .globl symbol to use as the kernel entry")
 
 
 def _caller_constexprs() -> dict[str, Any]:
@@ -164,77 +224,66 @@ def _caller_constexprs() -> dict[str, Any]:
     return {}
 
 
-def stage_tile(
-    src: str, metadata: dict[str, Any], options: MtiaOptions, constexprs: Mapping[str, Any] | None = None
-) -> str:
-    result = lower_ttir(src, options, constexprs if constexprs is not None else _caller_constexprs())
-    metadata["name"] = result.fn.name
-    metadata["shared"] = 0
-    metadata["mtia_arg_types"] = result.lowered.arg_types
-    metadata["mtia_local_store_peak"] = result.lowered.local_store_peak
-    metadata["mtia_tags"] = result.lowered.tags
-    metadata["mtia_pe_mapping"] = options.pe_mapping
-    _IN_FLIGHT[id(metadata)] = result
-    return result.listing
-
-
-def _in_flight(metadata: dict[str, Any], stage: str) -> TileResult:
-    try:
-        return _IN_FLIGHT[id(metadata)]
-    except KeyError:
-        raise LoweringError(f"the {stage} stage needs the tile stage's result; compile from TTIR") from None
-
-
-def stage_llir(src: str, metadata: dict[str, Any], options: MtiaOptions) -> str:
-    """The control code as LLVM IR after LLVM's -O pipeline (the next stages only run codegen)."""
-    result = _in_flight(metadata, "llir")
-    optimized = target.optimize(result.lowered.llir, options.opt_level)
-    result.optimized_llir = optimized
-    return optimized
-
-
-def stage_rvasm(src: str, metadata: dict[str, Any], options: MtiaOptions) -> str:
-    return target.emit_assembly(src, options.opt_level, optimized=True)
-
-
-def stage_elf(src: str, metadata: dict[str, Any], options: MtiaOptions) -> bytes:
-    result = _IN_FLIGHT.pop(id(metadata), None)
-    if result is None or result.optimized_llir is None:
-        raise LoweringError("the elf stage needs the llir stage's result; compile from TTIR")
-    return target.emit_object(result.optimized_llir, options.opt_level, optimized=True)
-
-
-def make_stages(
-    options: MtiaOptions, constexprs: Mapping[str, Any] | None = None
-) -> OrderedDict[str, Callable[[Any, dict[str, Any]], Any]]:
+def make_stages(options: Any, constexprs: Mapping[str, Any] | None = None) -> dict[str, Stage]:
     """The stages after ttir, in order (each takes the previous artifact and the metadata dict)."""
-    stages: OrderedDict[str, Callable[[Any, dict[str, Any]], Any]] = OrderedDict()
-    stages["tile"] = lambda src, md: stage_tile(str(src), md, options, constexprs)
-    stages["llir"] = lambda src, md: stage_llir(src, md, options)
-    stages["rvasm"] = lambda src, md: stage_rvasm(src, md, options)
-    stages["elf"] = lambda src, md: stage_elf(src, md, options)
-    return stages
+    return {
+        "tile": lambda src, md: make_tile(str(src), md, options),
+        "llir": lambda src, md: make_llir(str(src), md, options, constexprs),
+        "rvasm": lambda src, md: make_rvasm(str(src), md, options),
+        "elf": lambda src, md: make_elf(str(src), md, options),
+    }
 
 
-def compile_ttir(
-    text: str, options: MtiaOptions | None = None, constexprs: Mapping[str, Any] | None = None
+# -- without Triton's runtime -----------------------------------------------------------------------
+@dataclass
+class CompiledKernel:
+    """Every artifact of one compilation (`artifacts[stage]`) and the facts the driver needs."""
+
+    name: str
+    artifacts: dict[str, str | bytes] = field(default_factory=dict)
+    arg_types: list[str] = field(default_factory=list)
+    local_store_peak: int = 0
+    commands: int = 0
+    options: Any = None
+
+    @property
+    def elf(self) -> bytes:
+        data = self.artifacts["elf"]
+        assert isinstance(data, bytes)
+        return data
+
+
+def compile_from(
+    stage: str, text: str, options: Any, constexprs: Mapping[str, Any] | None = None
 ) -> CompiledKernel:
-    """Compile TTIR text through every stage; every artifact is kept in `artifacts`."""
-    options = options or MtiaOptions()
+    """Run the stages after `stage` on its artifact `text` (e.g. an edited tile IR or rvasm file).
+    Starting after `tile` or later leaves the driver's metadata (argument types...) unknown."""
+    if stage not in TEXT_STAGES:
+        raise LoweringError(f"cannot start from stage {stage!r}: choose one of {', '.join(TEXT_STAGES)}")
     metadata: dict[str, Any] = {}
-    artifacts: dict[str, str | bytes] = {"ttir": text}
+    artifacts: dict[str, str | bytes] = {stage: text}
     current: Any = text
-    try:
-        for name, fn in make_stages(options, dict(constexprs or {})).items():
-            current = fn(current, metadata)
-            artifacts[name] = current
-    finally:
-        _IN_FLIGHT.pop(id(metadata), None)
+    stages = make_stages(options, dict(constexprs or {}))
+    for name in STAGES[STAGES.index(stage) + 1 :]:
+        current = stages[name](current, metadata)
+        artifacts[name] = current
     return CompiledKernel(
-        metadata["name"],
+        str(metadata.get("name", "")),
         artifacts,
-        list(metadata["mtia_arg_types"]),
-        int(metadata["mtia_local_store_peak"]),
+        list(metadata.get("mtia_arg_types", [])),
+        int(metadata.get("mtia_local_store_peak", 0)),
         0,
         options,
     )
+
+
+def compile_ttir(
+    text: str, options: Any = None, constexprs: Mapping[str, Any] | None = None
+) -> CompiledKernel:
+    """Compile TTIR text through every stage; every artifact is kept in `artifacts`. `options`:
+    an `MtiaOptions` (default: its defaults)."""
+    if options is None:
+        from lowering.backend.options import MtiaOptions  # the default only; the core takes any options
+
+        options = MtiaOptions()
+    return compile_from("ttir", text, options, constexprs)

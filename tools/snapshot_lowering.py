@@ -7,8 +7,9 @@
 `kernel[grid]` takes) and saves `DIR/<kernel>.<stage>` for every stage plus `DIR/manifest.json` (sha256
 of each artifact). `compare` recompiles and reports which artifacts differ from the saved ones; identical
 `llir`/`rvasm` for every kernel is the timing-independent proof that a refactor of the lowering left
-behaviour unchanged. The code bytes of the `elf` stage are compared as the `text` pseudo-stage (the
-`.text` section of the object, or of the linked image), since the container format may change.
+behaviour unchanged. Pseudo-stages: `llvm` is the llir without its leading `;` comment lines, `image`
+is what the simulator runs from the `elf` artifact (linked blob, entry, symbols: the container may be
+an object or an executable).
 Triton's cache is bypassed.
 """
 
@@ -22,14 +23,21 @@ from pathlib import Path
 from typing import Any
 
 
-def _text_section(data: bytes) -> bytes:
-    """The bytes of the `.text*` sections of an ELF object or executable, in section order."""
-    import io
+def linked_image(elf: bytes, entry: str) -> bytes:
+    """What the simulator runs: the linked blob, its entry and its symbols (ELF object or executable)."""
+    from mtia_sim.loader import link
 
-    from elftools.elf.elffile import ELFFile
+    image = link([elf], entry)
+    symbols = ",".join(f"{k}={v}" for k, v in sorted(image.symbols.items()))
+    return image.blob + f"|{image.base}|{image.entry}|{symbols}".encode()
 
-    elf = ELFFile(io.BytesIO(data))
-    return b"".join(s.data() for s in elf.iter_sections() if s.name.startswith(".text"))
+
+def _strip_comments(llir: str) -> str:
+    """LLVM IR without its leading `;` comment lines (the local-store layout the llir stage prints)."""
+    lines = llir.splitlines(keepends=True)
+    while lines and lines[0].startswith(";") and not lines[0].startswith("; ModuleID"):
+        lines.pop(0)
+    return "".join(lines)
 
 
 def compile_corpus(names: list[str]) -> dict[str, dict[str, str | bytes]]:
@@ -57,13 +65,25 @@ def compile_corpus(names: list[str]) -> dict[str, dict[str, str | bytes]]:
             continue
         arts: dict[str, str | bytes] = dict(kernel.asm)
         if isinstance(arts.get("elf"), bytes):
-            arts["text"] = _text_section(arts["elf"])  # type: ignore[arg-type]
+            arts["image"] = linked_image(arts["elf"], kernel.metadata.name)  # type: ignore[arg-type]
+        if isinstance(arts.get("llir"), str):
+            arts["llvm"] = _strip_comments(arts["llir"])  # type: ignore[arg-type]
         out[name] = arts
     return out
 
 
 def _digest(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def _derive(root: Path, name: str, saved: dict[str, str]) -> None:
+    """Add the `image` and `llvm` pseudo-stages to a snapshot written before they existed."""
+    elf, llir, asm = root / f"{name}.elf", root / f"{name}.llir", root / f"{name}.rvasm"
+    if "image" not in saved and elf.is_file() and asm.is_file():
+        entry = next(ln.split()[1] for ln in asm.read_text().splitlines() if ln.strip().startswith(".globl"))
+        saved["image"] = _digest(linked_image(elf.read_bytes(), entry))
+    if "llvm" not in saved and llir.is_file():
+        saved["llvm"] = _digest(_strip_comments(llir.read_text()))
 
 
 def write(root: Path, names: list[str]) -> int:
@@ -87,6 +107,7 @@ def compare(root: Path, names: list[str], stages: list[str]) -> int:
     diffs: list[str] = []
     now = compile_corpus(names)
     for name in names:
+        _derive(root, name, saved[name])
         for stage in stages:
             old, new = saved[name].get(stage), now[name].get(stage)
             new_h = None if new is None else (new if stage == "error" else _digest(new))
@@ -102,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("mode", choices=("write", "compare"))
     ap.add_argument("dir", type=Path)
     ap.add_argument("--kernels", default="", help="comma-separated corpus names (default: all)")
-    ap.add_argument("--stages", default="ttir,llir,rvasm,text,error", help="stages compared")
+    ap.add_argument("--stages", default="ttir,llvm,rvasm,image,error", help="stages compared")
     args = ap.parse_args(argv)
     from lowering.corpus import CORPUS
 

@@ -27,7 +27,9 @@ def _source_digest() -> str:
             if p.suffix in (".py", ".lark"):
                 h.update(p.name.encode())
                 h.update(p.read_bytes())
-    h.update((root / "pipeline.py").read_bytes())
+    for top in sorted(root.glob("*.py")):
+        h.update(top.name.encode())
+        h.update(top.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -37,7 +39,7 @@ def _min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
 
 
 class MtiaBackend(BaseBackend):
-    """Lowers Triton kernels to a relocatable RISC-V object for the simulated MTIA PE."""
+    """Lowers Triton kernels to a linked RISC-V executable image for the simulated MTIA PE."""
 
     binary_ext = "elf"
 
@@ -92,12 +94,37 @@ class MtiaBackend(BaseBackend):
     def add_stages(
         self, stages: dict[str, Any], options: MtiaOptions, language: Language = Language.TRITON
     ) -> None:
+        """ttir (Triton's clean-up passes), then kegen's stages (`lowering.pipeline.make_stages`): each
+        a pure function of the previous artifact, so Triton's overrides (`TRITON_KERNEL_OVERRIDE`,
+        the `ir_override` option) work for every stage."""
         from lowering import pipeline
 
         if language != Language.TRITON:
             raise NotImplementedError("target mtia compiles Triton kernels only (not Gluon)")
+        install_override_parser()
         stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
-        stages["tile"] = lambda src, metadata: pipeline.stage_tile(str(src), metadata, options)
-        stages["llir"] = lambda src, metadata: pipeline.stage_llir(src, metadata, options)
-        stages["rvasm"] = lambda src, metadata: pipeline.stage_rvasm(src, metadata, options)
-        stages["elf"] = lambda src, metadata: pipeline.stage_elf(src, metadata, options)
+        stages.update(pipeline.make_stages(options))
+
+
+_TEXT_EXTS = ("tile", "rvasm")
+
+
+def install_override_parser() -> None:
+    """Teach Triton's override reader (`triton.compiler.compiler.parse`, which knows only NVIDIA's and
+    AMD's file kinds and returns None for others) to read `.tile` and `.rvasm` files as text and
+    `.elf` files as bytes, so `TRITON_KERNEL_OVERRIDE` and `ir_override` replace every mtia stage."""
+    from triton.compiler import compiler as triton_compiler
+
+    original = triton_compiler.parse
+    if getattr(original, "_kegen_mtia", False):
+        return
+
+    def parse(full_name: str, ext: str, context: Any) -> Any:
+        if ext in _TEXT_EXTS:
+            return Path(full_name).read_text()
+        if ext == "elf":
+            return Path(full_name).read_bytes()
+        return original(full_name, ext, context)
+
+    parse._kegen_mtia = True  # type: ignore[attr-defined]
+    triton_compiler.parse = parse

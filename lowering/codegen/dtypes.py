@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir as llvm_ir
 
-from lowering.codegen.errors import UnsupportedError
+from lowering.errors import UnsupportedError
 from lowering.ir.types import FloatType, IndexType, IntType, PointerType, Type
 from mtia_sim.isa import ITEMSIZE, DType
 

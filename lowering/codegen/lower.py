@@ -17,8 +17,8 @@ from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I32, I64, CoreEmitter, Word
-from lowering.codegen.errors import LoweringError, UnsupportedError
 from lowering.codegen.values import Buf, DeferredScalar, Lowered, Splat, Symbolic, row_major
+from lowering.errors import LoweringError, UnsupportedError
 from lowering.ir.core import Block, Operation, Value
 from lowering.ir.module import Function
 from lowering.passes.liveness import Liveness

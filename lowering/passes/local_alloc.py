@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lowering.codegen.errors import LocalStoreOverflowError
+from lowering.errors import LocalStoreOverflowError
 from mtia_sim.isa import ALIGNMENT
 
 

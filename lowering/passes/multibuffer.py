@@ -6,33 +6,43 @@ overrides the option."""
 
 from __future__ import annotations
 
-from lowering.ir.module import Function
+from dataclasses import dataclass
+from typing import ClassVar
+
+from lowering.ir.module import Function, Module
+from lowering.passes.manager import Pass, PassContext, register_pass, search_field
 from lowering.passes.pointer_analysis import PointerInfo
 
 
-class MultiBuffering:
-    """Pass: ring depth for each load in a loop (`num_stages` >= 1; 1 = single buffer)."""
+@register_pass
+@dataclass(frozen=True)
+class MultiBuffering(Pass):
+    """Pass (analysis): ring depth for each block load in a loop (result: id(load) -> depth;
+    `num_stages` >= 1, 1 = single buffer)."""
 
-    name = "multi-buffering"
+    name: ClassVar[str] = "multi-buffering"
+    requires: ClassVar[tuple[str, ...]] = ("pointer-analysis",)
+    analysis: ClassVar[bool] = True
+    num_stages: int = search_field(1, (1, 2, 3))
 
-    def __init__(self, num_stages: int = 1) -> None:
-        if num_stages < 1:
-            raise ValueError(f"num_stages must be >= 1, got {num_stages}")
-        self.num_stages = num_stages
+    def __post_init__(self) -> None:
+        if self.num_stages < 1:
+            raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
 
-    @staticmethod
-    def search_space() -> dict[str, tuple[int, ...]]:
-        return {"num_stages": (1, 2, 3)}
+    def apply(self, module: Module, ctx: PassContext) -> None:
+        ctx.results[self.name] = ring_depths(ctx.kernel, ctx.result("pointer-analysis"), self.num_stages)
 
-    def apply(self, fn: Function, pointers: PointerInfo) -> dict[int, int]:
-        stages: dict[int, int] = {}
-        for op in fn.walk():
-            if op.name != "scf.for":
-                continue
-            depth = int(op.attr("tt.num_stages", self.num_stages) or self.num_stages)
-            if depth <= 1:
-                continue
-            for inner in op.regions[0].entry.ops:
-                if inner.name == "tt.load" and inner.results[0].type.is_tensor and pointers.access(inner):
-                    stages[id(inner)] = depth
-        return stages
+
+def ring_depths(fn: Function, pointers: PointerInfo, num_stages: int) -> dict[int, int]:
+    """id(load) -> ring depth for the block loads directly inside `scf.for` bodies."""
+    stages: dict[int, int] = {}
+    for op in fn.walk():
+        if op.name != "scf.for":
+            continue
+        depth = int(op.attr("tt.num_stages", num_stages) or num_stages)
+        if depth <= 1:
+            continue
+        for inner in op.regions[0].entry.ops:
+            if inner.name == "tt.load" and inner.results[0].type.is_tensor and pointers.access(inner):
+                stages[id(inner)] = depth
+    return stages

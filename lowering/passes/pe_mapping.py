@@ -11,8 +11,12 @@ size from two extra argument slots; `tl.program_id(0)` / `tl.num_programs(0)` ke
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from lowering.backend.options import PE_MAPPINGS
+from lowering.ir.module import Module
+from lowering.passes.manager import Pass, PassContext, register_pass, search_field
+
+PE_MAPPINGS = ("round_robin", "blocked")
 
 
 @dataclass(frozen=True)
@@ -22,20 +26,27 @@ class LaunchPlan:
     programs_per_core: int
 
 
-class PEMapping:
-    """Pass (launch side): how a grid becomes programs on the PE grid."""
+@register_pass
+@dataclass(frozen=True)
+class PEMapping(Pass):
+    """Pass (launch side): how a grid becomes programs on the PE grid. Over the IR it only records
+    itself (result: this pass), since codegen reads the mapping; `plan` is used at launch."""
 
-    name = "pe-mapping"
+    name: ClassVar[str] = "pe-mapping"
+    analysis: ClassVar[bool] = True
+    pe_mapping: str = search_field("round_robin", PE_MAPPINGS)
+    dual_core: bool = search_field(False, (False, True))
 
-    def __init__(self, mapping: str = "round_robin", dual_core: bool = False) -> None:
-        if mapping not in PE_MAPPINGS:
-            raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {mapping!r}")
-        self.mapping = mapping
-        self.dual_core = dual_core
+    def __post_init__(self) -> None:
+        if self.pe_mapping not in PE_MAPPINGS:
+            raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {self.pe_mapping!r}")
 
-    @staticmethod
-    def search_space() -> dict[str, tuple[object, ...]]:
-        return {"pe_mapping": PE_MAPPINGS, "dual_core": (False, True)}
+    @property
+    def mapping(self) -> str:
+        return self.pe_mapping
+
+    def apply(self, module: Module, ctx: PassContext) -> None:
+        ctx.results[self.name] = self
 
     def plan(self, grid: tuple[int, int, int], num_pes: int, cores_per_pe: int) -> LaunchPlan:
         """The grid actually launched and the extra ABI slots the kernel expects."""

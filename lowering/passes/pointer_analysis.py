@@ -13,14 +13,15 @@ The pass also computes which tensor values must be materialised in the local sto
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import BlockArgument, Operation, Value
-from lowering.ir.module import Function
+from lowering.ir.module import Function, Module
 from lowering.passes.accumulate import accumulate_form
+from lowering.passes.manager import Pass, PassContext, register_pass, search_field
 
 # Scalar expressions over kernel scalars: ("c", int) | ("v", Value) | (op, a, b) with op in add/sub/mul.
 SExpr = tuple[Any, ...]
@@ -197,16 +198,34 @@ _SIDE_EFFECT_PREFIXES = (
 )
 
 
-class PointerAnalysis:
-    """Pass: find affine block accesses (`enabled=False` forces the gather/scatter fallback)."""
+@register_pass
+@dataclass(frozen=True)
+class PointerAnalysis(Pass):
+    """Pass (analysis): affine block accesses of the kernel (result: `PointerInfo`).
+    `block_dma=False` forces the gather/scatter fallback; `red_accumulate` lets block atomics with
+    unused results become RED_ACCUMULATE."""
 
-    name = "pointer-analysis"
+    name: ClassVar[str] = "pointer-analysis"
+    requires: ClassVar[tuple[str, ...]] = ("inline-calls",)
+    analysis: ClassVar[bool] = True
+    block_dma: bool = True
+    red_accumulate: bool = search_field(True, (True, False))
 
-    def __init__(self, enabled: bool = True, accumulate: bool = True) -> None:
+    def apply(self, module: Module, ctx: PassContext) -> None:
+        ctx.results[self.name] = analyze_pointers(ctx.kernel, self.block_dma, self.red_accumulate)
+
+
+def analyze_pointers(fn: Function, enabled: bool = True, accumulate: bool = True) -> PointerInfo:
+    """The `PointerInfo` of `fn` (`enabled=False`: no block accesses at all)."""
+    return _PointerAnalyzer(enabled, accumulate).run(fn)
+
+
+class _PointerAnalyzer:
+    def __init__(self, enabled: bool, accumulate: bool) -> None:
         self.enabled = enabled
         self.accumulate = accumulate  # block atomics with unused results -> RED_ACCUMULATE
 
-    def apply(self, fn: Function) -> PointerInfo:
+    def run(self, fn: Function) -> PointerInfo:
         ops = list(fn.walk())
         excluded: set[int] = set()
         while True:

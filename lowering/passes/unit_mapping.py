@@ -8,9 +8,13 @@ network); scalar ops and structured control flow -> the RISC-V control core.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 from lowering.ir.core import Operation
-from lowering.ir.module import Function
+from lowering.ir.module import Module
 from lowering.passes.accumulate import accumulate_form
+from lowering.passes.manager import Pass, PassContext, register_pass, search_field
 from lowering.passes.pointer_analysis import PointerInfo
 
 _UNIT_BY_PREFIX: tuple[tuple[str, str], ...] = (
@@ -71,13 +75,18 @@ def unit_of(op: Operation, pointers: PointerInfo, accumulate: bool = True) -> st
     return "SIMD"
 
 
-class UnitMapping:
-    """Pass: map each op to the unit that runs it."""
+@register_pass
+@dataclass(frozen=True)
+class UnitMapping(Pass):
+    """Pass (analysis): the unit that runs each op (result: id(op) -> unit name). With
+    `red_accumulate`, atomics with unused results may go to RED_ACCUMULATE."""
 
-    name = "unit-mapping"
+    name: ClassVar[str] = "unit-mapping"
+    requires: ClassVar[tuple[str, ...]] = ("pointer-analysis",)
+    analysis: ClassVar[bool] = True
+    red_accumulate: bool = search_field(True, (True, False))
 
-    def __init__(self, accumulate: bool = True) -> None:
-        self.accumulate = accumulate  # atomics with unused results may go to RED_ACCUMULATE
-
-    def apply(self, fn: Function, pointers: PointerInfo) -> dict[int, str]:
-        return {id(op): unit_of(op, pointers, self.accumulate) for op in fn.walk()}
+    def apply(self, module: Module, ctx: PassContext) -> None:
+        pointers = ctx.result("pointer-analysis")
+        units = {id(op): unit_of(op, pointers, self.red_accumulate) for op in ctx.kernel.walk()}
+        ctx.results[self.name] = units

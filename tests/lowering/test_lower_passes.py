@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from lowering.backend.options import MtiaOptions
-from lowering.passes.liveness import LivenessAnalysis
+from lowering.passes.liveness import liveness
 from lowering.passes.local_alloc import LocalStoreAllocator
-from lowering.passes.multibuffer import MultiBuffering
-from lowering.passes.pointer_analysis import PointerAnalysis
+from lowering.passes.multibuffer import MultiBuffering, ring_depths
+from lowering.passes.pointer_analysis import analyze_pointers
 from lowering.pipeline import compile_ttir
 from lowering.ttir.parser import parse_ttir
 
@@ -44,8 +44,8 @@ def _parse_check(path: Path) -> tuple[Path, MtiaOptions, list[str], list[str]]:
 @pytest.mark.parametrize("check", CHECKS, ids=[c.stem for c in CHECKS])
 def test_golden_listing(check: Path) -> None:
     src, options, checks, nots = _parse_check(check)
-    listing = compile_ttir(src.read_text(), options).artifacts["tile"]
-    assert isinstance(listing, str)
+    ck = compile_ttir(src.read_text(), options)
+    listing = f"{ck.artifacts['tile']}\n{ck.artifacts['llir']}"  # analyses, then the local-store layout
     lines = listing.splitlines()
     pos = 0
     for expected in checks:
@@ -67,17 +67,17 @@ def _fn(name: str):  # type: ignore[no-untyped-def]
 
 def test_pointer_analysis_api() -> None:
     fn = _fn("vector_add")
-    info = PointerAnalysis().apply(fn)
+    info = analyze_pointers(fn)
     loads = [op for op in fn.walk() if op.name == "tt.load"]
     assert all(info.access(op) is not None for op in loads)
     assert not info.needs_buffer(next(op for op in fn.walk() if op.name == "tt.make_range").results[0])
-    off = PointerAnalysis(enabled=False).apply(fn)
+    off = analyze_pointers(fn, enabled=False)
     assert all(off.access(op) is None for op in loads)
 
 
 def test_liveness_releases_after_last_use() -> None:
     fn = _fn("vector_add")
-    live = LivenessAnalysis().apply(fn)
+    live = liveness(fn)
     add = next(op for op in fn.walk() if op.name == "arith.addf")
     dying = {v.name_hint for v in live.values_dying_after(add)}
     assert {"x_5", "y_7"} <= dying
@@ -85,11 +85,11 @@ def test_liveness_releases_after_last_use() -> None:
 
 def test_multibuffering_marks_loop_loads() -> None:
     fn = _fn("matmul_loop")
-    info = PointerAnalysis().apply(fn)
-    assert MultiBuffering(1).apply(fn, info) == {}
-    stages = MultiBuffering(3).apply(fn, info)
+    info = analyze_pointers(fn)
+    assert ring_depths(fn, info, 1) == {}
+    stages = ring_depths(fn, info, 3)
     assert sorted(stages.values()) == [3, 3]
-    assert MultiBuffering.search_space()["num_stages"] == (1, 2, 3)
+    assert MultiBuffering.schedule_space()["num_stages"] == (1, 2, 3)
 
 
 def test_allocator_first_fit_and_reuse() -> None:
@@ -129,7 +129,7 @@ def test_pointer_analysis_follows_pointers_carried_by_loops() -> None:
         target=GPUTarget("mtia", "2i", 1),
     )
     fn = parse_ttir(k.asm["ttir"]).kernels[0]
-    info = PointerAnalysis().apply(fn)
+    info = analyze_pointers(fn)
     (moving,) = info.carried.values()
     assert sorted(moving) == [0, 1]  # both pointer iter_args move by a uniform step
     loads = [op for op in fn.walk() if op.name == "tt.load"]

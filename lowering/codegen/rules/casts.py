@@ -6,11 +6,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
-from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.rules.arith import deferred_op, fold_splats
 from lowering.codegen.values import Splat
+from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
 from mtia_sim.isa import CastMode, DType, Flags, Op
 

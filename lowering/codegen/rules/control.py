@@ -16,10 +16,10 @@ from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
-from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, DeferredScalar
+from lowering.errors import UnsupportedError
 from lowering.ir.core import Block, Operation, Value
 from lowering.passes.local_alloc import Buffer
 from mtia_sim.isa import ITEMSIZE, Op, ReduceOp, Reg, UnitMask

@@ -9,10 +9,10 @@ from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
-from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, Splat
+from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
 from lowering.passes.accumulate import accumulate_form
 from lowering.passes.pointer_analysis import BlockAccess, SExpr

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I64
-from lowering.codegen.errors import UnsupportedError
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, Splat, row_major
+from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
 from mtia_sim.isa import ITEMSIZE, DType, Flags, Op, SimdOp
 
