@@ -77,7 +77,7 @@ def _time_candidate_baseline(
         for _ in range(max(1, ev.cfg.timing_runs) + (0 if ev.cfg.target == "mtia" else 1)):
             inputs = factory.make(ev.seed())
             ref_out = call_reference(ref, clone_all(inputs), ev.gpu)
-            res = session.call(inputs, "baseline forward")
+            res = session.call(inputs)
             cmp = compare_outputs(ref_out, res.outputs, ev.cfg)
             if not cmp.ok:
                 raise ValueError(f"the baseline is itself incorrect: {cmp.message}")

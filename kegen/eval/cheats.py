@@ -305,6 +305,36 @@ def _numerics_flags() -> dict[str, Any]:
 # --- threads and side streams --------------------------------------------------------------------
 
 
+class _ThreadOps(TorchDispatchMode):
+    """The op guard's eyes on a thread started inside forward (dispatch modes are per thread)."""
+
+    def __init__(self, guard: OpGuard) -> None:
+        super().__init__()
+        self.guard = guard
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        name = func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else str(func)
+        g = self.guard
+        if (
+            OpGuard.launch_depth == 0
+            and not g.allow_all
+            and name not in ALWAYS_ALLOWED_OPS
+            and name not in g.allowed
+        ):
+            g.violations.append((f"aten.{name} (on a thread)", candidate_frame(g.candidate_path)))
+        return func(*args, **(kwargs or {}))
+
+
+def _watch_thread_ops(thread: threading.Thread, guard: OpGuard) -> None:
+    original = thread.run
+
+    def run() -> None:
+        with _ThreadOps(guard):
+            original()
+
+    thread.run = run  # type: ignore[method-assign]
+
+
 class ThreadWatch:
     """Records threads (and CUDA streams) the candidate's code creates; reports those still busy."""
 
@@ -318,6 +348,9 @@ class ThreadWatch:
         def start(thread: threading.Thread) -> None:
             if candidate_frame(watch.candidate_path):
                 watch.threads.append(thread)
+            guard = OpGuard.current
+            if guard is not None:  # started inside forward: its torch ops are watched too
+                _watch_thread_ops(thread, guard)
             watch._orig_start(thread)
 
         threading.Thread.start = start  # type: ignore[method-assign, assignment]

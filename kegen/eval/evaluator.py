@@ -16,6 +16,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ import torch
 
 from kegen.eval import cheats, provenance, roofline, sandbox
 from kegen.eval.checker import Comparison, compare_outputs, same_values
-from kegen.eval.config import EvalConfig
+from kegen.eval.config import DEFAULT_TOLERANCES, EvalConfig
 from kegen.eval.device_pool import device_for
 from kegen.eval.errors import CandidateError, ProblemError, TargetUnavailable
 from kegen.eval.inputs import InputFactory, clone_all
@@ -201,15 +202,23 @@ class Evaluator:
 
     # --- one verified call -------------------------------------------------------------------------
     def verified_call(
-        self, session: WorkerSession, ref: Any, inputs: list[Any], what: str, *, record: bool = True
+        self,
+        session: WorkerSession,
+        ref: Any,
+        inputs: list[Any],
+        what: str,
+        *,
+        record: bool = True,
+        config: EvalConfig | None = None,
     ) -> tuple[CallResult, Comparison]:
-        """Call the candidate on `inputs`, run the reference on a copy, check everything."""
+        """Call the candidate on `inputs` (`what` is for the evaluator's eyes only), run the reference
+        on a copy, and check everything."""
         input_blobs = [_bytes(x) for x in inputs if isinstance(x, torch.Tensor)]
         ref_out = call_reference(ref, clone_all(inputs), self.gpu)
-        res = session.call(inputs, what)
+        res = session.call(inputs)
         if res.diag and self.cfg.check_cheats:
             raise CandidateError("cheat_detected", res.diag)
-        cmp = compare_outputs(ref_out, res.outputs, self.cfg)
+        cmp = compare_outputs(ref_out, res.outputs, config or self.cfg)
         if self.cfg.check_cheats:
             msg = cheats.check_cached(self.history, _cpu(ref_out), _cpu(res.outputs), same_values)
             if msg:
@@ -276,7 +285,8 @@ class Evaluator:
             )
             return
         self._last_inputs = inputs
-        _, cmp = self.verified_call(session, ref, inputs, "candidate forward (precision trial)", record=False)
+        strict = strict_tolerances(self.cfg, self._out_dtype(ref_out))
+        _, cmp = self.verified_call(session, ref, inputs, "precision trial", record=False, config=strict)
         records.append(
             {"trial": len(records) + 1, "kind": "precision", "ok": cmp.ok, "max_abs_error": cmp.max_abs_error}
         )
@@ -284,8 +294,9 @@ class Evaluator:
         if not cmp.ok:
             raise CandidateError(
                 "incorrect",
-                f"wrong on inputs offset by +{PRECISION_OFFSET:g} (large magnitudes), where reduced-precision "
-                f"(fp16/bf16) arithmetic fails the {self._out_dtype(ref_out)} tolerance: {cmp.message}",
+                f"wrong on inputs offset by +{PRECISION_OFFSET:g} (large magnitudes), where "
+                f"reduced-precision (fp16/bf16) arithmetic fails the {self._out_dtype(ref_out)} tolerance "
+                f"(lowered the precision?): {cmp.message}",
             )
 
     def _edge_trials(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
@@ -398,7 +409,7 @@ class Evaluator:
             )
         return samples
 
-    # --- baselines, roofline, speedups, profile ---------------------------------------------------------------
+    # --- baselines, roofline, speedups, profile --------------------------------------------------
     def _baselines(self, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
         from kegen.eval.baselines import time_baselines
 
@@ -440,6 +451,16 @@ class Evaluator:
         from kegen.eval.baselines import run_once
 
         run_once(self, factory, ref, session)
+
+
+def strict_tolerances(cfg: EvalConfig, dtype: str) -> EvalConfig:
+    """`cfg` with tolerances no looser than the dtype's defaults (the precision trial's policy)."""
+    atol, rtol = DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"])
+    return replace(
+        cfg,
+        atol=cfg.atol if cfg.atol is not None and cfg.atol < atol else None,
+        rtol=cfg.rtol if cfg.rtol is not None and cfg.rtol < rtol else None,
+    )
 
 
 def _bytes(t: torch.Tensor) -> bytes:

@@ -37,6 +37,7 @@ from typing import Any
 START_TIMEOUT_S = 180.0
 SANDBOX_INBOX = "/tmp/kegen-in"
 NOBODY = 65534
+TMPFS_BYTES = 512 * 1024 * 1024  # the sandbox's private /tmp (tmpfs: RAM the RSS poll does not see)
 
 
 @dataclass
@@ -89,6 +90,8 @@ def _bwrap_args(exe: str, inbox: Path | None) -> list[str]:
         "/proc",
         "--dev",
         "/dev",
+        "--size",
+        str(TMPFS_BYTES),
         "--tmpfs",
         "/tmp",
         "--tmpfs",

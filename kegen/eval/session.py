@@ -161,13 +161,15 @@ class WorkerSession:
             t for t in self._decode(reply.get("model_tensors"), rblobs, "cpu") if isinstance(t, torch.Tensor)
         ]
 
-    def call(self, inputs: list[Any], what: str = "candidate forward") -> CallResult:
+    def call(self, inputs: list[Any]) -> CallResult:
         metas, blobs = encode_values(inputs)
         if self.device is not None:
             self.device.begin_call()
         t0 = time.perf_counter()
         try:
-            reply, rblobs = self.request({"op": "call", "inputs": metas, "what": what}, blobs)
+            reply, rblobs = self.request(
+                {"op": "call", "inputs": metas}, blobs
+            )  # no label: W cannot tell timed calls
         finally:
             record = self.device.end_call() if self.device is not None else None
         wall = time.perf_counter() - t0

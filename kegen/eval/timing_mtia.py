@@ -1,17 +1,14 @@
-"""Target `mtia`: simulated time of a forward = the sum over its kernel launches of the simulator's
-cycles at the machine's clock, launch overhead included (LaunchResult.seconds).
+"""Target `mtia`: is the lowering backend usable here (`backend_status`)?
 
-The only module that knows the lowering driver's launch-history API.
+Simulated time itself is measured by the evaluator's own device (`kegen.eval.device`): the sum
+over a call's launches of the simulator's cycles at the machine's clock, launch overhead included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from kegen.eval.config import EvalConfig
-from kegen.eval.errors import CandidateError, TargetUnavailable
-from kegen.eval.timing import Timing, TimingStats
+from kegen.eval.errors import TargetUnavailable
 
 
 def driver_module() -> Any:
@@ -44,54 +41,3 @@ def backend_status() -> str | None:
     except Exception as exc:
         return str(exc)
     return None
-
-
-def launch_seconds(record: Any) -> float:
-    result = record.result
-    seconds = getattr(result, "seconds", None)
-    if seconds is None:
-        raise TargetUnavailable("mtia LaunchResult has no .seconds")
-    return float(seconds)
-
-
-def measure(
-    call: Callable[[list[Any]], Any],
-    input_sets: list[list[Any]],
-    config: EvalConfig,
-    expected_launches: Callable[[], int] | None = None,
-) -> Timing:
-    """Simulated seconds per forward over `timing_runs` calls on fresh inputs (the model is exact, so
-    the spread reflects data-dependent work only)."""
-    driver = driver_module()
-    samples: list[float] = []
-    out: Any = None
-    launches: list[Any] = []
-    runs = max(1, config.timing_runs)
-    for i in range(runs):
-        driver.clear_launch_history()
-        before = expected_launches() if expected_launches else None
-        out = call(input_sets[i % len(input_sets)])
-        launches = driver.launch_history()
-        if not launches:
-            raise CandidateError(
-                "runtime_error",
-                "no mtia kernel launch was recorded during forward: a "
-                "candidate must launch @triton.jit kernels on CPU tensors",
-            )
-        if before is not None and expected_launches is not None:
-            made = expected_launches() - before
-            if len(launches) < made:
-                raise CandidateError(
-                    "cheat_detected",
-                    f"the launch history holds {len(launches)} launches but "
-                    f"the candidate made {made}: it tampered with the simulator's record",
-                )
-        samples.append(sum(launch_seconds(r) for r in launches))
-    return Timing(
-        TimingStats.from_samples(
-            samples, "simulated (mtia_sim cycles at the machine clock, launch overhead included)"
-        ),
-        out,
-        (runs - 1) % len(input_sets),
-        launches=list(launches),
-    )

@@ -1,8 +1,9 @@
-"""The sandboxed worker: `python -m kegen.eval.worker REQUEST.json RESULT.json`.
+"""Network blocking for candidate processes, and the Nsight Compute runner.
 
-Blocks the network at the Python level (on top of the namespace the parent may have put it in),
-runs one Harness job and writes its result as JSON. Anything unexpected becomes a runtime_error
-result; the parent handles a worker that dies or hangs.
+`block_network()` is what every candidate worker does first (on top of the sandbox's empty
+network namespace, where bwrap is available). `python -m kegen.eval.worker REQUEST.json RESULT.json`
+runs one plain forward of a candidate for `ncu` to observe (`kegen.eval.profile_gpu`): its only
+output is the profiler's, never a verdict.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import json
 import os
 import socket
 import sys
-import traceback
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -30,7 +30,7 @@ def block_network() -> None:
 
     class GuardedSocket(real_socket):  # type: ignore[misc, valid-type]
         def __init__(self, family: int = -1, *args: Any, **kwargs: Any) -> None:
-            if family in (socket.AF_INET, socket.AF_INET6, -1):
+            if family in (socket.AF_INET, socket.AF_INET6, -1) and kwargs.get("fileno") is None:
                 _refuse()
             super().__init__(family, *args, **kwargs)
 
@@ -42,36 +42,34 @@ def block_network() -> None:
     os.environ["no_proxy"] = os.environ["NO_PROXY"] = "*"
 
 
+def run_forward_for_ncu(request: dict[str, Any]) -> None:
+    """One forward of the candidate on the problem's inputs (for Nsight Compute to observe)."""
+    import torch
+
+    from kegen.eval.config import EvalConfig
+    from kegen.eval.inputs import InputFactory
+    from kegen.eval.loader import load_candidate, load_problem
+    from kegen.eval.runner import build_model
+
+    config = EvalConfig.from_dict(request["config"])
+    problem = load_problem(request["problem"])
+    factory = InputFactory(problem, "cuda")
+    model = build_model(load_candidate(request["candidate"]), factory.init_inputs(), config.seed, "cuda")
+    with torch.no_grad():
+        model(*factory.make(config.seed))
+    torch.cuda.synchronize()
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m kegen.eval.worker REQUEST.json RESULT.json", file=sys.stderr)
         return 2
-    req_path, res_path = Path(argv[0]), Path(argv[1])
-    request = json.loads(req_path.read_text())
+    request = json.loads(Path(argv[0]).read_text())
     block_network()
-    try:
-        from kegen.eval.harness import Harness, Job
-
-        result = Harness(Job.from_request(request)).run()
-    except BaseException as exc:  # the harness catches candidate errors; this is the last line of defence
-        result = {
-            "status": "runtime_error",
-            "message": f"evaluation failed: {type(exc).__name__}: {exc}",
-            "details": {"traceback": traceback.format_exc()[-3000:]},
-        }
-    tmp = res_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, default=_jsonable))
-    tmp.replace(res_path)
+    run_forward_for_ncu(request)
+    Path(argv[1]).write_text(json.dumps({"status": "ran"}))
     sys.stdout.flush()
     os._exit(0)  # do not wait on threads a candidate may have left behind
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, float):
-        return value
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,7 +112,7 @@ class SimulatorSession:
         name: str,
         grid: tuple[int, int, int],
         slots: list[tuple[Any, ...]],
-        data: list[bytes | bytearray],
+        data: Sequence[bytes | bytearray],
         arg_types: list[str],
         *,
         dual_core: bool = False,
