@@ -148,11 +148,15 @@ def _line_rows(p: Profile, top: int | None, text_width: int = 70) -> list[str]:
 
 
 def _occupancy_line(p: Profile) -> str | None:
-    used, total = p.metric("pes_used"), p.metric("pes_total")
-    if not used or not total:
-        return None
     idle = (p.metric("idle_pe_pct") or 0.0) / 100
-    line = f"grid vs PEs: at most {used:.0f} of {total:.0f} PEs have work; {idle:.0%} of PE-time idle"
+    if p.launches:
+        per = ", ".join(f"{s.kernel} {s.pes_used} of {s.pes_total}" for s in p.launches[:4])
+        line = f"grid vs PEs (PEs with work): {per}; {idle:.0%} of PE-time idle"
+    else:
+        used, total = p.metric("pes_used"), p.metric("pes_total")
+        if not used or not total:
+            return None
+        line = f"grid vs PEs: at most {used:.0f} of {total:.0f} PEs have work; {idle:.0%} of PE-time idle"
     if idle >= IDLE_PES:
         line += " -- the grid is too small for the chip"
     return line
