@@ -34,7 +34,7 @@ OPTION_HELPS: dict[str, tuple[str, ...]] = {
 OPTION_REMEDIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "num_stages": (("overlap",), ()),
     "pe_mapping": (("balance",), ()),
-    "dual_core": (("parallelism", "overlap"), ()),
+    "dual_core": (("overlap",), ()),  # two programs per PE at once (no help when programs <= PEs)
     "red_accumulate": (("fewer_bytes",), ()),
 }
 MIN_BLOCK, MAX_BLOCK = 4, 16384
