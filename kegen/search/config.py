@@ -55,6 +55,7 @@ class OperatorConfig:
     cost_per_1k_output: float = 0.0
     kb_budget_chars: int = 6000
     history_limit: int = 8
+    prompt_budget_tokens: int = 12000  # the whole prompt (kegen.search.operators.budget)
 
     @classmethod
     def from_settings(cls, llm: LLMSettings, **overrides: Any) -> OperatorConfig:

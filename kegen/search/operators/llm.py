@@ -83,7 +83,7 @@ class LLMOperator(Operator):
         )
 
     def propose(self, ctx: OperatorContext) -> Proposal:
-        template, system, user = render_prompt(ctx)
+        template, system, user = render_prompt(ctx, self.config.prompt_budget_tokens)
         model = self.bandit.choose()
         record, reply = self.complete(model, system, user)
         proposal = Proposal(
