@@ -1,0 +1,171 @@
+"""Inductor's output code for a KernelBench problem, traced with fake tensors (nothing runs at full size).
+
+The reference is built and its inputs made under a `FakeTensorMode` (shapes and dtypes only, no
+storage), exported with `torch.export` (parameters, buffers and inputs become graph inputs in a known
+order) and compiled by Inductor with `cpu_backend="triton"`; `get_code` keeps the output module's
+source without compiling or running its kernels.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Inductor settings for drafting (on top of kegen.inductor.routing.INDUCTOR_CONFIG)
+DRAFT_CONFIG: dict[str, Any] = {
+    "cpu_backend": "triton",
+    "compile_threads": 1,
+    "fx_graph_cache": False,
+    "combo_kernels": False,
+    "layout_optimization": False,  # keep the reference's layouts (no channels-last copies around convs)
+    "triton.cooperative_reductions": False,
+}
+
+
+class CaptureError(ValueError):
+    """The reference cannot be traced or compiled by Inductor; the message names the op or step."""
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """One input of the compiled graph: a parameter/buffer/constant of the model (by its dotted
+    name) or the forward's user input number `index`."""
+
+    kind: str  # parameter | buffer | constant | user
+    target: str = ""
+    index: int = -1
+
+
+@dataclass
+class Capture:
+    """Inductor's output code and how to feed and read it."""
+
+    code: str
+    inputs: list[GraphInput]
+    forward_args: list[str]
+    user_outputs: int
+    single_output: bool
+    model_source_module: Any = None
+    notes: list[str] = field(default_factory=list)
+
+
+def load_problem(path: Path) -> Any:
+    """Import a problem file as a fresh module."""
+    name = f"_kegen_inductor_problem_{abs(hash(str(path)))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CaptureError(f"cannot import problem {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _forward_args(model: Any, n: int) -> list[str]:
+    import inspect
+
+    names = [
+        p.name
+        for p in inspect.signature(model.forward).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    return names[:n] if len(names) >= n else [f"input{i}" for i in range(n)]
+
+
+def capture(problem_path: Path, seed: int = 0) -> Capture:
+    """Trace the problem's Model with fake tensors and return Inductor's output code (not run)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from kegen.inductor.routing import enable
+
+    enable()
+    problem = load_problem(Path(problem_path))
+    for attr in ("Model", "get_inputs", "get_init_inputs"):
+        if not hasattr(problem, attr):
+            raise CaptureError(
+                f"{problem_path} has no {attr} (KernelBench format needs Model, get_inputs, get_init_inputs)"
+            )
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    try:
+        with fake:
+            torch.manual_seed(seed)
+            model = problem.Model(*problem.get_init_inputs()).eval()
+            inputs = tuple(problem.get_inputs())
+    except Exception as exc:
+        raise CaptureError(
+            f"building the reference with fake tensors failed ({type(exc).__name__}: {exc})"
+        ) from exc
+    try:
+        with fake, torch.no_grad():
+            ep = torch.export.export(model, inputs, strict=False).run_decompositions({})
+    except Exception as exc:
+        raise CaptureError(
+            f"torch.export cannot trace the reference: {type(exc).__name__}: {_first_line(exc)}"
+        ) from exc
+    graph_inputs = _graph_inputs(ep)
+    outputs = [s for s in ep.graph_signature.output_specs if s.kind.name == "USER_OUTPUT"]
+    if len(outputs) != len(ep.graph_signature.output_specs):
+        raise CaptureError(
+            "the reference mutates its buffers or inputs in forward; only pure forwards are drafted"
+        )
+    gm = ep.graph_module
+    vals = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
+    code = _compile_code(gm, vals)
+    out_spec = ep.call_spec.out_spec
+    single = (
+        out_spec is not None and out_spec.num_children == 0
+        if hasattr(out_spec, "num_children")
+        else len(outputs) == 1
+    )
+    return Capture(
+        code=code,
+        inputs=graph_inputs,
+        forward_args=_forward_args(model, len(inputs)),
+        user_outputs=len(outputs),
+        single_output=bool(single),
+        model_source_module=problem,
+    )
+
+
+def _graph_inputs(ep: Any) -> list[GraphInput]:
+    result: list[GraphInput] = []
+    user = 0
+    for spec in ep.graph_signature.input_specs:
+        kind = spec.kind.name
+        if kind == "USER_INPUT":
+            result.append(GraphInput("user", index=user))
+            user += 1
+        elif kind in ("PARAMETER", "BUFFER"):
+            result.append(GraphInput(kind.lower(), target=str(spec.target)))
+        elif kind == "CONSTANT_TENSOR":
+            result.append(GraphInput("constant", target=str(spec.target)))
+        else:
+            raise CaptureError(f"graph input kind {kind} ({spec.arg}) is not supported by the drafter")
+    return result
+
+
+def _compile_code(gm: Any, example_inputs: list[Any]) -> str:
+    import torch
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import get_code
+
+    try:
+        with inductor_config.patch(DRAFT_CONFIG), torch.no_grad():
+            codes = get_code(lambda: compile_fx(gm, example_inputs))
+    except Exception as exc:
+        raise CaptureError(
+            f"Inductor cannot compile the reference: {type(exc).__name__}: {_first_line(exc)}"
+        ) from exc
+    if not codes:
+        raise CaptureError("Inductor produced no output code for the reference")
+    return codes[0]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -1,0 +1,174 @@
+"""Kernel sources of Inductor's output: the Triton kernels, their launch configs and helpers.
+
+Inductor writes each kernel as `name = async_compile.triton('name', '''<module source>''')`; the
+module source holds a `@triton_heuristics.<kind>(...)` decorator (size hints, candidate configs, grid
+type) over the `@triton.jit` function. `InductorKernel` keeps the jit function's text, its runtime
+signature and Inductor's candidate configs; `choose_config` picks one for the simulated MTIA.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from kegen.inductor import helpers as mtia_helpers
+from kegen.inductor.capture import CaptureError
+
+# programs the chip runs at once (8x8 PEs) and the most elements one program's tile should hold
+PARALLEL_PROGRAMS = 64
+MAX_TILE_ELEMENTS = 4096
+_HELPER_REF = re.compile(r"\btriton_helpers\.(\w+)")
+_GRIDS = {"Grid1D": ("x",), "Grid2D": ("x", "y"), "Grid3D": ("x", "y", "z")}
+
+
+@dataclass
+class InductorKernel:
+    """One Triton kernel of Inductor's output."""
+
+    name: str
+    source: str  # the @triton.jit function, helpers referenced by bare name
+    params: list[str]  # runtime (non-constexpr) parameters, in launch order
+    constexprs: list[str]
+    configs: list[dict[str, int]]
+    grid_type: str
+    size_hints: dict[str, int] = field(default_factory=dict)
+    helpers: set[str] = field(default_factory=set)
+
+    def launch_grid(self, numels: dict[str, int], cfg: dict[str, int]) -> list[str]:
+        """The grid's elements as source text (`triton.cdiv(N, BLOCK)` or `N`)."""
+        if self.grid_type not in _GRIDS:
+            raise CaptureError(f"kernel {self.name}: Inductor grid type {self.grid_type} is not supported")
+        dims = []
+        for axis in _GRIDS[self.grid_type]:
+            n = numels.get(f"{axis}numel", 1)
+            block = cfg.get(f"{axis.upper()}BLOCK")
+            dims.append(str(n) if block in (None, 1) else f"triton.cdiv({n}, {block})")
+        return dims
+
+
+def parse_kernel(name: str, module_source: str) -> InductorKernel:
+    """The kernel `name` of one `async_compile.triton` module source."""
+    from torch._inductor.codecache import PyCodeCache
+
+    try:  # Inductor's own loader (Triton needs the kernel in a file); nothing is compiled here
+        tuner = getattr(PyCodeCache.load(module_source), name, None)
+    except Exception as exc:
+        raise CaptureError(
+            f"kernel {name}: Inductor's kernel module does not load ({type(exc).__name__}: {exc})"
+        ) from exc
+    signature: dict[str, str] = dict(getattr(tuner, "triton_meta", {}).get("signature", {}))
+    if not signature:
+        raise CaptureError(
+            f"kernel {name}: Inductor's kernel has no signature (is it a template or user kernel?)"
+        )
+    start = module_source.find("@triton.jit")
+    if start < 0:
+        raise CaptureError(f"kernel {name}: no @triton.jit function in Inductor's output")
+    body = module_source[start:]
+    helpers = set(_HELPER_REF.findall(body))
+    configs = [dict(c.kwargs) for c in getattr(tuner, "configs", [])] or [{}]
+    meta = getattr(tuner, "inductor_meta", {}) or {}
+    return InductorKernel(
+        name=name,
+        source=_HELPER_REF.sub(r"\1", body).rstrip() + "\n",
+        params=[p for p, ty in signature.items() if ty != "constexpr"],
+        constexprs=[p for p, ty in signature.items() if ty == "constexpr"],
+        configs=configs,
+        grid_type=str(meta.get("grid_type", "Grid1D")),
+        size_hints=dict(getattr(tuner, "size_hints", None) or {}),
+        helpers=helpers,
+    )
+
+
+def choose_config(kernel: InductorKernel, numels: dict[str, int]) -> dict[str, int]:
+    """Inductor's candidate config that suits the chip: tiles within MAX_TILE_ELEMENTS, as few waves of
+    PARALLEL_PROGRAMS programs as possible, then as many programs as the chip runs at once, then
+    the largest tiles."""
+
+    def score(cfg: dict[str, int]) -> tuple[int, int, int, int]:
+        programs = math.prod(
+            math.ceil(numels.get(f"{a}numel", 1) / max(cfg.get(f"{a.upper()}BLOCK", 1), 1)) for a in "xyz"
+        )
+        r_tile = max(cfg.get("R0_BLOCK", 0), _persistent_r(kernel, numels))
+        tile = math.prod(cfg.get(f"{a}BLOCK", 1) for a in "XYZ") * max(r_tile, 1)
+        too_big = max(tile - MAX_TILE_ELEMENTS, 0)
+        waves = math.ceil(programs / PARALLEL_PROGRAMS)
+        return (too_big, waves, -min(programs, PARALLEL_PROGRAMS), -tile)
+
+    return min(kernel.configs, key=score)
+
+
+def _persistent_r(kernel: InductorKernel, numels: dict[str, int]) -> int:
+    """The reduction tile a persistent reduction fixes inside the kernel (next power of two)."""
+    if "R0_BLOCK" in kernel.constexprs or "r0_numel" not in numels:
+        return 0
+    return 1 << max(int(numels["r0_numel"]) - 1, 0).bit_length()
+
+
+def helper_sources(names: set[str]) -> list[str]:
+    """Sources of the Inductor helpers the kernels call (and those they call), kegen's MTIA versions
+    first; raises CaptureError for a helper that is not a plain Triton function."""
+    from torch._inductor.runtime import triton_helpers
+
+    done: dict[str, str] = {}
+    todo = sorted(names - {"set_driver_to_cpu"})
+    while todo:
+        name = todo.pop()
+        if name in done:
+            continue
+        fn = (
+            getattr(mtia_helpers, name, None)
+            if name in mtia_helpers.OVERRIDES
+            else getattr(triton_helpers, name, None)
+        )
+        src_fn = getattr(fn, "fn", None)
+        if src_fn is None:
+            raise CaptureError(
+                f"Inductor helper triton_helpers.{name} is not a Triton function the drafter can copy"
+            )
+        src = _strip_docstring(inspect.getsource(src_fn))
+        done[name] = src
+        module = mtia_helpers if name in mtia_helpers.OVERRIDES else triton_helpers
+        for ref in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", src)) | set(
+            re.findall(r"\b([A-Za-z_]\w*)\b", src)
+        ):
+            if ref != name and ref not in done and _is_jit(getattr(module, ref, None)):
+                todo.append(ref)
+    return [done[n] for n in _dependency_order(done)]
+
+
+def _is_jit(obj: Any) -> bool:
+    return obj is not None and hasattr(obj, "fn") and hasattr(obj, "run")
+
+
+def _strip_docstring(src: str) -> str:
+    tree = ast.parse(src)
+    fn = tree.body[0]
+    if isinstance(fn, ast.FunctionDef) and fn.body and isinstance(fn.body[0], ast.Expr):
+        if isinstance(fn.body[0].value, ast.Constant) and isinstance(fn.body[0].value.value, str):
+            lines = src.splitlines()
+            doc = fn.body[0]
+            del lines[doc.lineno - 1 : (doc.end_lineno or doc.lineno)]
+            src = "\n".join(lines) + "\n"
+    return re.sub(r"\s+# type: ignore\[[^\]]*\]", "", src)
+
+
+def _dependency_order(sources: dict[str, str]) -> list[str]:
+    """Helpers ordered so that each comes after the helpers it calls."""
+    order: list[str] = []
+
+    def visit(name: str, stack: tuple[str, ...]) -> None:
+        if name in order or name in stack:
+            return
+        for other in sources:
+            if other != name and re.search(rf"\b{other}\b", sources[name]):
+                visit(other, (*stack, name))
+        order.append(name)
+
+    for n in sorted(sources):
+        visit(n, ())
+    return order

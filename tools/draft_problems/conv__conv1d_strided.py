@@ -1,0 +1,23 @@
+"""Conv1d k=5 stride 2 padding 2. (kegen draft-coverage problem: conv)."""
+
+import math  # noqa: F401
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 8, 5, stride=2, padding=2)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 32)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,23 @@
+"""Linear, ReLU, divide. (kegen draft-coverage problem: fused)."""
+
+import math  # noqa: F401
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(32, 64)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) / 2.0
+
+
+def get_inputs():
+    return [torch.randn(16, 32)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,23 @@
+"""AvgPool1d k=4 s=2. (kegen draft-coverage problem: pooling)."""
+
+import math  # noqa: F401
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AvgPool1d(4, stride=2)
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.randn(4, 8, 64)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,23 @@
+"""Reduction sum_dim0 of a (8, 16, 32) tensor. (kegen draft-coverage problem: reduction)."""
+
+import math  # noqa: F401
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        pass
+
+    def forward(self, x):
+        return torch.sum(x, dim=0)
+
+
+def get_inputs():
+    return [torch.randn(8, 16, 32)]
+
+
+def get_init_inputs():
+    return []
