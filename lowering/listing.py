@@ -12,6 +12,7 @@ from lowering.passes.manager import PassContext
 
 __all__ = ["tile_text", "analysis_comments", "LISTING_HEADER"]
 
+ANALYSES = ("pointer-analysis", "multi-buffering", "unit-mapping")
 LISTING_HEADER = "// ---- analyses (derived; the llir stage recomputes them from the IR above) ----"
 
 
@@ -20,7 +21,7 @@ def tile_text(module: Module, ctx: PassContext | None = None) -> str:
     from lowering.ir.printer import print_module
 
     text = print_module(module, locations=True)
-    if ctx is not None and "unit-mapping" in ctx.results and "pointer-analysis" in ctx.results:
+    if ctx is not None and any(k in ctx.results for k in ANALYSES):
         text += "\n".join(["", LISTING_HEADER, *analysis_comments(ctx.kernel, ctx)]) + "\n"
     return text
 

@@ -1,10 +1,14 @@
 """`kegen lower`: compile one @triton.jit kernel for mtia (kegen's backend), nvidia or amd
-(Triton's own backends, no GPU needed) and print or write any stage."""
+(Triton's own backends, no GPU needed) and print or write any stage.
+
+For compiler research on mtia: `--print-after-all` / `--print-after PASS` dump the tile IR between
+passes, `--verify-each` runs the verifier after every pass, `--pipeline` picks the passes, and
+`--from STAGE` re-runs the later stages from an (edited) stage file given instead of the kernel file.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -30,9 +34,14 @@ class LowerUsageError(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "kernel_file", metavar="KERNEL.py", help="Python file defining the @triton.jit kernel"
+        "kernel_file",
+        nargs="?",
+        metavar="KERNEL.py",
+        help="Python file defining the @triton.jit kernel (with --from: the stage file to start from)",
     )
-    parser.add_argument("--kernel", required=True, metavar="NAME", help="name of the @triton.jit function")
+    parser.add_argument(
+        "--kernel", metavar="NAME", help="name of the @triton.jit function (required without --from)"
+    )
     parser.add_argument(
         "--signature",
         default="",
@@ -64,18 +73,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="backend option, e.g. num_stages=2, dual_core=true, block_dma=false",
     )
     parser.add_argument("-o", "--output", help="write the stage to this file (required for binary stages)")
+    research = parser.add_argument_group("mtia compiler research")
+    research.add_argument(
+        "--from",
+        dest="from_stage",
+        choices=("ttir", "tile", "llir", "rvasm"),
+        help="KERNEL.py is instead this stage's (edited) artifact: run only the later stages on it",
+    )
+    research.add_argument("--print-after-all", action="store_true", help="print the tile IR after every pass")
+    research.add_argument(
+        "--print-after", action="append", default=[], metavar="PASS", help="print the tile IR after PASS"
+    )
+    research.add_argument("--verify-each", action="store_true", help="run the IR verifier after every pass")
+    research.add_argument(
+        "--pipeline",
+        metavar="SPEC",
+        help="passes to run, e.g. 'inline-calls,pointer-analysis{block_dma=false},liveness,...' "
+        "(default: every registered pass; `kegen lower --list-passes` shows them)",
+    )
+    research.add_argument(
+        "--list-passes", action="store_true", help="list the registered passes and their options, then exit"
+    )
 
 
 def _value(text: str) -> Any:
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text.strip()
+    from lowering.passes.manager import parse_value
+
+    return parse_value(text)
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -91,18 +115,12 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 
 def load_kernel(path: str, name: str) -> Any:
     """The @triton.jit function `name` defined in the file `path`."""
-    file = Path(path)
-    if not file.is_file():
-        raise LowerUsageError(f"no such kernel file: {path}")
-    spec = importlib.util.spec_from_file_location(f"kegen_lower_{file.stem}", file)
-    if spec is None or spec.loader is None:
-        raise LowerUsageError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    from kegen.modules import ModuleLoadError, load_module_from_file
+
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - report any import failure of the user's file
-        raise LowerUsageError(f"importing {path} failed: {type(exc).__name__}: {exc}") from None
+        module = load_module_from_file(path, f"kegen_lower_{Path(path).stem}")
+    except ModuleLoadError as exc:
+        raise LowerUsageError(str(exc)) from None
     from triton.runtime.jit import JITFunction
 
     fn = getattr(module, name, None)
@@ -191,6 +209,7 @@ def compile_kernel(args: argparse.Namespace) -> tuple[Any, str]:
     options = {k: _value(v) for k, v in _pairs(args.option, "option").items()}
     arch = args.arch
     if args.target == "mtia":
+        options = _mtia_options(args)
         from kegen.settings import select_machine
         from lowering.backend.options import machine_arch
 
@@ -205,17 +224,126 @@ def compile_kernel(args: argparse.Namespace) -> tuple[Any, str]:
     elif getattr(args, "machine", None):
         raise LowerUsageError(f"--machine is for --target mtia (target {args.target} takes --arch)")
     target = _target(args.target, arch)
+    if _research_flags(args):  # the hooks run while compiling: never answer from Triton's cache
+        from triton import knobs
+
+        with knobs.compilation.scope():
+            knobs.compilation.always_compile = True
+            return triton.compile(ASTSource(fn, sig, consts), target=target, options=options), emit
     return triton.compile(ASTSource(fn, sig, consts), target=target, options=options), emit
+
+
+def _mtia_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The --option pairs, checked against the mtia options and the passes' options."""
+    from dataclasses import fields
+
+    from lowering.backend.options import MtiaOptions
+    from lowering.passes.manager import UnknownOptionError, check_option_names
+
+    options = {k: _value(v) for k, v in _pairs(args.option, "option").items()}
+    try:
+        check_option_names(options, [f.name for f in fields(MtiaOptions)])
+    except UnknownOptionError as exc:
+        raise LowerUsageError(str(exc)) from None
+    return options
+
+
+def _instrumentation(args: argparse.Namespace) -> Any:
+    from lowering.passes.manager import PassPipeline, UnknownOptionError, registered_passes
+    from lowering.pipeline import Instrumentation
+
+    wanted = [p for item in args.print_after for p in item.split(",") if p]
+    known = registered_passes()
+    unknown = [p for p in wanted if p not in known]
+    if unknown:
+        raise LowerUsageError(f"--print-after: no pass {', '.join(unknown)}; passes: {', '.join(known)}")
+    if args.pipeline:
+        try:
+            PassPipeline.parse(args.pipeline)
+        except UnknownOptionError as exc:
+            raise LowerUsageError(f"--pipeline: {exc}") from None
+    return Instrumentation(
+        print_after_all=args.print_after_all,
+        print_after=frozenset(wanted),
+        verify_each=args.verify_each,
+        pipeline=args.pipeline,
+        stream=sys.stderr,
+    )
+
+
+def _research_flags(args: argparse.Namespace) -> bool:
+    flags = (args.from_stage, args.print_after_all, args.print_after, args.verify_each, args.pipeline)
+    return any(bool(f) for f in flags)
+
+
+def list_passes() -> str:
+    """One line per registered pass: name, kind, options (with candidates for search options)."""
+    from dataclasses import fields
+
+    from lowering.passes.manager import registered_passes
+
+    lines = []
+    for name, cls in registered_passes().items():
+        space = cls.schedule_space()
+        opts = [f"{f.name}={f.default!r}" + (f" in {space[f.name]}" if f.name in space else "")
+                for f in fields(cls)]
+        kind = "analysis" if cls.analysis else "transform"
+        lines.append(f"{name:<18} {kind:<9} {', '.join(opts) or '-'}")
+    return "\n".join(lines) + "\n"
+
+
+def compile_from_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """--from STAGE: run the stages after STAGE on the file; (artifacts by stage, stage to emit)."""
+    from lowering.backend.options import MtiaOptions
+    from lowering.pipeline import STAGES, compile_from
+
+    if args.target != "mtia":
+        raise LowerUsageError("--from is for --target mtia")
+    emit = args.emit or DEFAULT_EMIT["mtia"]
+    later = STAGES[STAGES.index(args.from_stage) + 1 :]
+    if emit not in later:
+        raise LowerUsageError(f"--from {args.from_stage} produces {', '.join(later)}; --emit one of those")
+    if emit in BINARY_STAGES["mtia"] and not args.output:
+        raise LowerUsageError(f"--emit {emit} is binary: give -o FILE")
+    path = Path(args.kernel_file)
+    if not path.is_file():
+        raise LowerUsageError(f"no such {args.from_stage} file: {path}")
+    options = _mtia_options(args)
+    machine = getattr(args, "machine", None)
+    if machine:
+        options.setdefault("machine", machine)
+    try:
+        mtia = MtiaOptions.from_dict(options)
+    except (TypeError, ValueError) as exc:
+        raise LowerUsageError(f"bad --option: {exc}") from None
+    return compile_from(args.from_stage, path.read_text(), mtia).artifacts, emit
 
 
 def run(args: argparse.Namespace) -> int:
     from triton.compiler.errors import CompilationError
 
-    from lowering.codegen.errors import LoweringError
+    from lowering.errors import LoweringError
+    from lowering.ir.verifier import VerifierError
 
+    if args.list_passes:
+        sys.stdout.write(list_passes())
+        return 0
     try:
-        kernel, emit = compile_kernel(args)
-    except (LowerUsageError, LoweringError) as exc:
+        if not args.kernel_file:
+            raise LowerUsageError("give the kernel file (KERNEL.py, or with --from the stage file)")
+        if not args.from_stage and not args.kernel:
+            raise LowerUsageError("--kernel NAME is required (unless --from STAGE starts from a stage file)")
+        if _research_flags(args) and args.target != "mtia":
+            raise LowerUsageError("--from, --print-after*, --verify-each, --pipeline are for --target mtia")
+        from lowering.pipeline import instrument
+
+        with instrument(_instrumentation(args)):
+            if args.from_stage:
+                artifacts, emit = compile_from_file(args)
+            else:
+                kernel, emit = compile_kernel(args)
+                artifacts = kernel.asm
+    except (LowerUsageError, LoweringError, VerifierError) as exc:
         print(f"kegen lower: error: {exc}", file=sys.stderr)
         return 1
     except CompilationError as exc:
@@ -229,16 +357,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    data = kernel.asm[emit]
+    data = artifacts[emit]
     if args.output:
         mode = "wb" if isinstance(data, bytes) else "w"
         with open(args.output, mode) as f:
             f.write(data)
-        print(
-            f"wrote {emit} of {args.kernel} ({len(data)} {'bytes' if isinstance(data, bytes) else 'chars'}) "
-            f"to {args.output}",
-            file=sys.stderr,
-        )
+        what = args.kernel or Path(args.kernel_file).name
+        unit = "bytes" if isinstance(data, bytes) else "chars"
+        print(f"wrote {emit} of {what} ({len(data)} {unit}) to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(data if isinstance(data, str) else data.decode("latin-1"))
     return 0

@@ -14,8 +14,6 @@ driver on a machine without a GPU); `interpret` runs them in Triton's interprete
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import itertools
 import json
 import os
 import subprocess
@@ -25,10 +23,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kegen.modules import load_module_from_file, unique_module_name
+
 MODES = ("mtia", "interpret")
 DEFAULT_TOLERANCE = (1e-4, 1e-4)
 PROBLEM_SUFFIX = ".problem.py"
-_counter = itertools.count()
 
 
 class SampleError(RuntimeError):
@@ -47,13 +46,10 @@ class SampleCheck:
 
 
 def _import(path: Path) -> ModuleType:
-    name = f"kegen_kb_sample_{path.stem.replace('.', '_')}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
+    if path.suffix != ".py":
         raise SampleError(f"cannot import {path}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    name = unique_module_name(path, "kegen_kb_sample")
+    return load_module_from_file(path, name, register=False, wrap_errors=False)
 
 
 def problem_file(sample: Path) -> Path | None:
@@ -185,25 +181,11 @@ def check_samples(paths: list[Path], *, mode: str, timeout_s: float = 600.0) -> 
 
 
 def patch_interpreter_scalar_index() -> None:
-    """Let Triton 3.6's interpreter use runtime ints in `range()` under NumPy 2.
+    """Let Triton 3.6's interpreter use runtime ints in `range()` under NumPy 2
+    (`lowering.triton_interpreter.patch_scalar_index`)."""
+    from lowering.triton_interpreter import patch_scalar_index
 
-    The interpreter keeps scalars as 1-element arrays and converts them with `int(array)`, which
-    NumPy 2 refuses for arrays of one dimension ("only 0-dimensional arrays can be converted"), so
-    `for k in range(0, K, BLOCK_K)` fails. This wraps the interpreter's tensor patching so the
-    conversion goes through `.item()`. Affects only this process; a no-op outside interpreter mode.
-    """
-    from triton.runtime import interpreter
-
-    original = interpreter._patch_lang_tensor
-    if getattr(original, "_kegen_patched", False):
-        return
-
-    def patched(tensor: Any, scope: Any) -> None:
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0].item()))
-
-    patched._kegen_patched = True  # type: ignore[attr-defined]
-    interpreter._patch_lang_tensor = patched
+    patch_scalar_index()
 
 
 def main(argv: list[str] | None = None) -> int:

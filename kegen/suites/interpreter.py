@@ -13,8 +13,6 @@ therefore runs the checks in a child process (`python -m kegen.suites.interprete
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import itertools
 import json
 import os
 import subprocess
@@ -26,9 +24,9 @@ from types import ModuleType
 from typing import Any
 
 from kegen.eval.config import DEFAULT_TOLERANCES as TOLERANCES  # (atol, rtol) by dtype, as kegen eval
+from kegen.modules import load_module_from_file, unique_module_name
 from kegen.suites import SuiteProblem, find_suite
-
-_counter = itertools.count()
+from lowering.triton_interpreter import patch_scalar_index
 
 
 @dataclass(frozen=True)
@@ -48,32 +46,9 @@ def _require_interpret_mode() -> None:
                            "Triton is imported, or call check_problems(), which starts such a process")
 
 
-def _patch_numpy2_index() -> None:
-    """Triton 3.6's interpreter does `int(array)` on 1-element arrays (loop bounds from arguments),
-    which numpy >= 2.4 rejects; convert through `.reshape(-1)[0]` instead. Idempotent."""
-    from triton.runtime import interpreter
-
-    original = interpreter._patch_lang_tensor
-    if getattr(original, "_kegen_patched", False):
-        return
-
-    def patched(tensor: Any, scope: Any) -> None:
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    patched._kegen_patched = True  # type: ignore[attr-defined]
-    interpreter._patch_lang_tensor = patched
-
-
 def _load(path: Path, prefix: str) -> ModuleType:
-    name = f"kegen_suite_{prefix}_{path.parent.name}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # Triton reads kernel source through inspect
-    spec.loader.exec_module(module)
-    return module
+    name = unique_module_name(path, f"kegen_suite_{prefix}_{path.parent.name}")
+    return load_module_from_file(path, name, wrap_errors=False)  # Triton reads kernel source via inspect
 
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
@@ -115,7 +90,7 @@ def check_seed(problem: SuiteProblem, seed: int = 0, sizes_mode: str = "all") ->
 
     _require_interpret_mode()
     start = time.perf_counter()
-    _patch_numpy2_index()
+    patch_scalar_index()
     ref = load_problem(problem.problem_path)
     seed_mod = _load(problem.seed_path, "seed")
     factory = InputFactory(ref, "cpu")

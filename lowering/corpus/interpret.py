@@ -9,22 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
-
-
-def _patch_interpreter_for_numpy2() -> None:
-    """Triton 3.6's interpreter calls ``int()`` on a 1-element 1-D array (an error in NumPy ≥ 2.4)
-    when a runtime scalar bounds a ``range``; make ``__index__`` take the single element."""
-    from triton.runtime import interpreter
-
-    original = interpreter._patch_lang_tensor
-
-    def patched(tensor: Any, scope: Any) -> None:
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
-
-    interpreter._patch_lang_tensor = patched
-
 
 #: Kernels whose interpreter result is known to be wrong (not the kernel's or the reference's fault).
 INTERPRETER_BUGS = {
@@ -37,7 +21,9 @@ def main(argv: list[str]) -> int:
     if os.environ.get("TRITON_INTERPRET") != "1":
         print("set TRITON_INTERPRET=1 before running this module", file=sys.stderr)
         return 2
-    _patch_interpreter_for_numpy2()
+    from lowering.triton_interpreter import patch_scalar_index
+
+    patch_scalar_index()
     from lowering.corpus import CORPUS
 
     names = argv or list(CORPUS)
