@@ -39,6 +39,7 @@ from mtia_sim.errors import (
     SimulationError,
 )
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
+from mtia_sim.hostblas import limit_blas_threads
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
 from mtia_sim.memory import MemorySystem, page_aligned_buffer
@@ -46,7 +47,8 @@ from mtia_sim.units import execute, replay
 
 MSTATUS_FS_INITIAL = 1 << 13
 TCG_BUFFER_BYTES = 128 << 20  # translated-code cache (Unicorn's default reserves 1 GiB of address space)
-PLAN_CACHE_SIZE = 4096  # distinct (descriptor, PE) pairs whose replay closures are kept
+PLAN_CACHE_SIZE = 8192  # distinct (descriptor, PE) pairs whose replay closures are kept
+SEEN_CACHE_SIZE = 32768  # distinct (descriptor, PE) pairs remembered as seen once
 _NEW_EVENT = object.__new__
 ARG_REGS = (rv.UC_RISCV_REG_A0, rv.UC_RISCV_REG_A1, rv.UC_RISCV_REG_A2, rv.UC_RISCV_REG_A3,
             rv.UC_RISCV_REG_A4, rv.UC_RISCV_REG_A5, rv.UC_RISCV_REG_A6)
@@ -120,6 +122,7 @@ class Core:
         self.mem = mem
         self.max_instructions = max_instructions
         self.max_commands = max_commands
+        limit_blas_threads()  # the DPE's tile matmuls: one host thread (mtia_sim/hostblas.py)
         self.uc = uc = Uc(UC_ARCH_RISCV, UC_MODE_RISCV64)
         uc.ctl_set_tcg_buffer_size(TCG_BUFFER_BYTES)  # type: ignore[attr-defined]
         self.code = page_aligned_buffer(isa.CODE_SIZE)
@@ -377,10 +380,15 @@ class Core:
                 event = execute(desc, self.mem, pe)
             except SimulationError as exc:
                 raise exc.locate(Location(command=f"{desc.op.name} tag={desc.tag}", pc=pc)) from None
-            again = replay(desc, self.mem, pe)
-            if again is not None:
-                if len(plans) >= PLAN_CACHE_SIZE:
-                    plans.clear()
-                plans[(raw, pe)] = (again, event)
+            # a plan is built the second time a command is seen (loops), and the first PLAN_CACHE_SIZE
+            # plans are kept: a cycle of more distinct commands than that would only rebuild them
+            seen = self.mem.seen_commands
+            if (raw, pe) in seen:
+                if len(plans) < PLAN_CACHE_SIZE:
+                    again = replay(desc, self.mem, pe)
+                    if again is not None:
+                        plans[(raw, pe)] = (again, event)
+            elif len(seen) < SEEN_CACHE_SIZE:
+                seen.add((raw, pe))
         event.pc = pc
         run.trace.events.append(event)

@@ -134,6 +134,7 @@ class MemorySystem:
         self.view_cache: dict[tuple, tuple] = {}  # operand views (mtia_sim.units.operand.Tally.view)
         # (descriptor bytes, PE) -> (replay closure over views, first CommandEvent), see Core._doorbell
         self.plan_cache: dict[tuple[bytes, int], tuple[Callable[[], None], Any]] = {}
+        self.seen_commands: set[tuple[bytes, int]] = set()
 
     def map_host(self, host_addr: int, nbytes: int, keep: Any = None) -> HostMapping:
         """Make the `nbytes` of host memory at `host_addr` DRAM at a new device address (no copy).
@@ -172,6 +173,7 @@ class MemorySystem:
         """Drop every cached operand view and command replay (after the address space changed)."""
         self.view_cache.clear()
         self.plan_cache.clear()
+        self.seen_commands.clear()
 
     def local(self, pe: int) -> np.ndarray:
         """PE `pe`'s local store (created zeroed on first use)."""
