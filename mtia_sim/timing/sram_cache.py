@@ -33,7 +33,6 @@ from mtia_sim import isa
 from mtia_sim.events import CommandEvent, MemLevel, MemSpan
 
 SRAM_MODES = ("cache", "resident", "off")
-_CHUNK_BITS = 16  # lines per stamp array: 64 Ki lines (8 MiB of addresses at 128-byte lines)
 _EVICT_SLACK = 8  # evict down to capacity - capacity/8
 
 
@@ -70,29 +69,34 @@ class Routed:
     read: dict[MemLevel, float]
     written: dict[MemLevel, float]
     sram_fill: float = 0.0  # bytes written into the SRAM by misses and write-allocates (SRAM traffic)
-    fill_lines: list[np.ndarray] | None = None  # lines that become resident when the command ends
+    fill_lines: list[slice | np.ndarray] | None = None  # lines that become resident when the command ends
     fill_id: int = 0
     waits: set[int] = field(default_factory=set)  # fills in flight this command's merged misses wait for
 
 
 def span_lines(spans: list[MemSpan], line_bytes: int) -> np.ndarray:
     """Sorted unique cache-line numbers (device address // line_bytes) covered by `spans`."""
-    parts = []
-    for sp in spans:
-        starts = sp.row_starts()
-        if starts.size == 0:
-            continue
-        first = starts // line_bytes
-        last = (starts + (sp.row_bytes - 1)) // line_bytes
-        n = last - first + 1
-        if int(n.max()) == 1:
-            parts.append(first)
-        else:
-            offsets = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-            parts.append(np.repeat(first, n) + offsets)
+    parts = [_rows_lines(sp, line_bytes) for sp in spans]
+    parts = [p for p in parts if p.size]
     if not parts:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate(parts) if len(parts) > 1 else parts[0])
+    lines = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    if len(parts) == 1 and (lines.size < 2 or bool(np.all(lines[1:] > lines[:-1]))):
+        return lines  # already sorted and unique (the usual strided pattern)
+    return np.unique(lines)
+
+
+def _rows_lines(sp: MemSpan, line_bytes: int) -> np.ndarray:
+    starts = sp.row_starts()
+    if starts.size == 0:
+        return starts
+    first = starts // line_bytes
+    last = (starts + (sp.row_bytes - 1)) // line_bytes
+    n = last - first + 1
+    if int(n.max()) == 1:
+        return first
+    offsets = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    return np.repeat(first, n) + offsets
 
 
 class SramCache:
@@ -108,7 +112,7 @@ class SramCache:
         self.line = line_bytes
         self.capacity = capacity_bytes // line_bytes
         self.stats = CacheStats(mode, capacity_bytes, line_bytes)
-        self._stamps: dict[int, np.ndarray] = {}  # chunk -> last-use stamp per line (0 = not resident)
+        self._stamps = np.zeros(0, dtype=np.int32)  # per DRAM line: last use (> 0), -fill id, 0 absent
         self._clock = 0
         self._resident = 0
 
@@ -151,26 +155,38 @@ class SramCache:
     # ---- line state: stamp > 0 resident (last use), < 0 fill in flight (-fill id), 0 absent ------
     def fill(self, routed: Routed) -> None:
         """The command that missed completed: its lines are now resident (most recently used)."""
-        for lines in routed.fill_lines or ():
-            self._clock += 1
-            for idx, arr in self._chunks(lines):
-                mine = arr[idx] == -routed.fill_id
-                arr[idx[mine]] = self._clock
+        self._clock += 1
+        for piece in routed.fill_lines or ():
+            view = self._stamps[piece]
+            mine = view == -routed.fill_id
+            if isinstance(piece, slice):
+                self._stamps[piece][mine] = self._clock
+            else:
+                self._stamps[piece[mine]] = self._clock
         routed.fill_lines = None
-        if self._resident > self.capacity:
-            self._evict()
 
-    def _chunks(self, lines: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(index within chunk, the chunk's stamp array) for sorted line numbers."""
-        bounds = np.flatnonzero(np.diff(lines >> _CHUNK_BITS)) + 1
-        out = []
-        for part in np.split(lines, bounds) if bounds.size else (lines,):
-            key = int(part[0] >> _CHUNK_BITS)
-            arr = self._stamps.get(key)
-            if arr is None:
-                arr = self._stamps[key] = np.zeros(1 << _CHUNK_BITS, dtype=np.int64)
-            out.append((part & ((1 << _CHUNK_BITS) - 1), arr))
-        return out
+    def _piece(self, spans: list[MemSpan]) -> slice | np.ndarray | None:
+        """The lines of `spans` (relative to DRAM's first line) as a slice when contiguous, else as
+        a sorted index array; grows the stamp array to cover them."""
+        base = isa.DRAM_BASE // self.line
+        piece: slice | np.ndarray
+        if len(spans) == 1 and spans[0].starts is None and not spans[0].counts:
+            sp = spans[0]
+            lo = sp.base // self.line - base
+            hi = (sp.base + sp.row_bytes - 1) // self.line - base + 1
+            if hi <= lo or lo < 0:
+                return None
+            piece, top = slice(lo, hi), hi
+        else:
+            lines = span_lines(spans, self.line) - base
+            if lines.size == 0 or lines[0] < 0:
+                return None
+            piece, top = lines, int(lines[-1]) + 1
+        if top > self._stamps.size:
+            grown = np.zeros(max(top, 2 * self._stamps.size), dtype=np.int32)
+            grown[:self._stamps.size] = self._stamps
+            self._stamps = grown
+        return piece
 
     def _access(self, spans: list[MemSpan], fill_id: int, routed: Routed) -> float:
         """Look the spans' lines up; returns the fraction served by the SRAM (hits, and misses merged
@@ -178,52 +194,50 @@ class SramCache:
         lines are claimed for this command's fill (resident mode: placed at once while they fit)."""
         if not spans:
             return 0.0
-        lines = span_lines(spans, self.line) - (isa.DRAM_BASE // self.line)
-        if lines.size == 0:
+        piece = self._piece(spans)
+        if piece is None:
             return 0.0
         self._clock += 1
-        served = 0
-        missed = False
-        for idx, arr in self._chunks(lines):
-            stamps = arr[idx]
-            present = stamps > 0
-            pending = stamps < 0
-            absent = ~(present | pending)
-            n_new = int(np.count_nonzero(absent))
-            arr[idx[present]] = self._clock
-            if pending.any():
-                routed.waits.update((-np.unique(stamps[pending])).tolist())
-            if n_new and self.mode == "resident" and self._resident + n_new <= self.capacity:
-                arr[idx[absent]] = self._clock  # placed on chip before the launch
-                n_new_missed = 0
-            else:
-                arr[idx[absent]] = -fill_id
-                n_new_missed = n_new
-                missed = missed or n_new > 0
-            self._resident += n_new
-            served += idx.size - n_new_missed
+        arr = self._stamps
+        stamps = arr[piece]
+        total = stamps.size
+        present = stamps > 0
+        pending = stamps < 0
+        absent = ~(present | pending)
+        n_new = int(np.count_nonzero(absent))
+        if pending.any():
+            routed.waits.update((-np.unique(stamps[pending])).tolist())
+        placed = self.mode == "resident" and self._resident + n_new <= self.capacity
+        value = self._clock if placed else -fill_id
+        if isinstance(piece, slice):  # stamps is a view: write through it
+            stamps[present] = self._clock
+            stamps[absent] = value
+        else:
+            arr[piece[present]] = self._clock
+            arr[piece[absent]] = value
+        self._resident += n_new
+        missed = n_new if value < 0 else 0
         if missed:
             routed.fill_id = fill_id
-            routed.fill_lines = (routed.fill_lines or []) + [lines]
+            routed.fill_lines = (routed.fill_lines or []) + [piece]
         st = self.stats
-        st.hit_lines += served
-        st.miss_lines += lines.size - served
+        st.hit_lines += total - missed
+        st.miss_lines += missed
         if self._resident > self.capacity:
             self._evict()
-        return served / lines.size
+        return (total - missed) / total
 
     def _evict(self) -> None:
         """Drop the least recently used lines until 7/8 of the capacity is in use."""
         keep = self.capacity - self.capacity // _EVICT_SLACK  # lines in flight are never evicted
-        stamps = np.concatenate([a[a > 0] for a in self._stamps.values()])
+        arr = self._stamps
+        stamps = arr[arr > 0]
         drop = stamps.size - keep
         if drop <= 0:
             return
         threshold = np.partition(stamps, drop - 1)[drop - 1] if keep > 0 else stamps.max()
-        evicted = 0
-        for arr in self._stamps.values():
-            old = (arr > 0) & (arr <= threshold)
-            evicted += int(np.count_nonzero(old))
-            arr[old] = 0
+        old = (arr > 0) & (arr <= threshold)
+        evicted = int(np.count_nonzero(old))
+        arr[old] = 0
         self._resident -= evicted
         self.stats.evicted_lines += evicted
