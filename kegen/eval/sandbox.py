@@ -8,7 +8,9 @@ Workers are forked by a warm zygote (`kegen.eval.zygote`) that itself runs under
 
 that is: an unprivileged user id, new PID/network/IPC/UTS/mount namespaces (no network, no host
 sockets, every process dies with the sandbox), a private /tmp and a read-only view of the rest.
-The candidate's file arrives through a read-only "inbox" directory. Limits: the evaluator polls
+The candidate's file arrives through a read-only "inbox" directory. A seccomp filter
+(`kegen.eval.seccomp`) refuses new AF_UNIX sockets, so host unix sockets visible in the read-only
+view cannot be connected to. Limits: the evaluator polls
 the resident memory and the process count of the worker's whole process tree (and kills it over
 the limit), RLIMIT_FSIZE, RLIMIT_CPU, no core dumps; the zygote is a child subreaper that kills
 whatever a worker leaves behind. Without bwrap the same runs unsandboxed at the OS level (the
@@ -33,6 +35,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from kegen.eval.seccomp import unix_socket_filter
 
 START_TIMEOUT_S = 180.0
 SANDBOX_INBOX = "/tmp/kegen-in"
@@ -222,6 +226,7 @@ class Worker:
             except OSError:
                 pass
         self.zygote.lock.release()
+        release_fresh(self.zygote)
 
 
 class _Zygote:
@@ -233,8 +238,18 @@ class _Zygote:
         os.chmod(self.inbox, 0o755)
         mine, theirs = socket.socketpair()
         cmd = [sys.executable, "-m", "kegen.eval.zygote", str(theirs.fileno())]
+        pass_fds = [theirs.fileno()]
+        seccomp_fd = None
         if self.kind.name == "bwrap":
-            cmd = [*_bwrap_args(shutil.which("bwrap") or "bwrap", self.inbox), *cmd]
+            prefix = _bwrap_args(shutil.which("bwrap") or "bwrap", self.inbox)
+            program = unix_socket_filter()
+            if program is not None:
+                seccomp_fd, w = os.pipe()
+                os.write(w, program)
+                os.close(w)
+                prefix[-1:-1] = ["--seccomp", str(seccomp_fd)]
+                pass_fds.append(seccomp_fd)
+            cmd = [*prefix, *cmd]
         full_env = _worker_env(env)
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.proc = subprocess.Popen(
@@ -242,11 +257,13 @@ class _Zygote:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            pass_fds=[theirs.fileno()],
+            pass_fds=pass_fds,
             env=full_env,
             start_new_session=True,
         )
         theirs.close()
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
         self.ctrl = mine
         self.lock = threading.Lock()
         self.buffer = b""
@@ -367,7 +384,10 @@ def acquire(env: dict[str, str], fresh: bool = False) -> _Zygote:
 
 
 def release_fresh(z: _Zygote) -> None:
-    if all(z not in zs for zs in _pool.zygotes.values()):
+    """Close `z` if it was started for one evaluation only (not pooled)."""
+    with _pool.lock:
+        pooled = any(z in zs for zs in _pool.zygotes.values())
+    if not pooled:
         z.close()
 
 
