@@ -43,13 +43,18 @@ class _ScalarAccess:
 
 
 class _Cmd:
-    __slots__ = ("rec", "reads", "writes", "deps_left", "dependents", "waiters", "done", "head_at",
-                 "transfer_start", "transfer_alone", "merge_left", "merged")
+    __slots__ = ("rec", "reads", "writes", "lo", "hi", "unit", "deps_left", "dependents", "waiters", "done",
+                 "head_at", "transfer_start", "transfer_alone", "merge_left", "merged")
 
     def __init__(self, rec: CommandRecord) -> None:
         self.rec = rec
-        self.reads = rec.event.reads
-        self.writes = rec.event.writes
+        ev = rec.event
+        self.unit = ev.unit
+        self.reads = [(r.start, r.end) for r in ev.reads]
+        self.writes = [(w.start, w.end) for w in ev.writes]
+        spans = self.reads + self.writes
+        self.lo = min(a for a, _ in spans) if spans else 0  # bounding range of everything it touches
+        self.hi = max(b for _, b in spans) if spans else 0
         self.deps_left = 0
         self.dependents: list[_Cmd] = []
         self.waiters: list[_Core] = []
@@ -62,16 +67,18 @@ class _Cmd:
 
     def conflicts(self, other: _Cmd) -> bool:
         """RAW, WAR or WAW on local-store ranges with an earlier command."""
-        for w in self.writes:
-            for r in other.reads:
-                if w.start < r.end and r.start < w.end:
+        if not (self.lo < other.hi and other.lo < self.hi):
+            return False
+        for ws, we in self.writes:
+            for rs, re_ in other.reads:
+                if ws < re_ and rs < we:
                     return True
-            for r in other.writes:
-                if w.start < r.end and r.start < w.end:
+            for rs, re_ in other.writes:
+                if ws < re_ and rs < we:
                     return True
-        for r in self.reads:
-            for w in other.writes:
-                if w.start < r.end and r.start < w.end:
+        for rs, re_ in self.reads:
+            for ws, we in other.writes:
+                if ws < re_ and rs < we:
                     return True
         return False
 
@@ -345,7 +352,7 @@ class Replay:
             unit_id = ev.unit
             in_order = len(pe.units[unit_id].running) == 1
             for other in live:  # with one slot, earlier commands of the same unit finish first anyway
-                if (other.rec.event.unit != unit_id or not in_order) and cmd.conflicts(other):
+                if (other.unit != unit_id or not in_order) and cmd.conflicts(other):
                     cmd.deps_left += 1
                     other.dependents.append(cmd)
         pe.outstanding.append(cmd)

@@ -77,26 +77,37 @@ class Routed:
 def span_lines(spans: list[MemSpan], line_bytes: int) -> np.ndarray:
     """Sorted unique cache-line numbers (device address // line_bytes) covered by `spans`."""
     parts = [_rows_lines(sp, line_bytes) for sp in spans]
-    parts = [p for p in parts if p.size]
+    parts = [p for p in parts if p[0].size]
     if not parts:
         return np.empty(0, dtype=np.int64)
-    lines = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    if len(parts) == 1 and (lines.size < 2 or bool(np.all(lines[1:] > lines[:-1]))):
-        return lines  # already sorted and unique (the usual strided pattern)
-    return np.unique(lines)
+    if len(parts) == 1:
+        lines, ordered = parts[0]
+        if ordered or lines.size < 2 or bool(np.all(lines[1:] > lines[:-1])):
+            return lines  # already sorted and unique (the usual strided pattern)
+        return np.unique(lines)
+    return np.unique(np.concatenate([p[0] for p in parts]))
 
 
-def _rows_lines(sp: MemSpan, line_bytes: int) -> np.ndarray:
+def _rows_lines(sp: MemSpan, line_bytes: int) -> tuple[np.ndarray, bool]:
+    """The lines each row covers, and whether they are known sorted and unique."""
+    if sp.starts is None and len(sp.counts) == 1 and sp.base % line_bytes == 0 \
+            and sp.strides[0] % line_bytes == 0:  # rows on line boundaries, one stride: no searching
+        per = -(-sp.row_bytes // line_bytes)
+        step = sp.strides[0] // line_bytes
+        rows = sp.base // line_bytes + np.arange(sp.counts[0], dtype=np.int64) * step
+        if per == 1:
+            return rows, step >= 1
+        return (rows[:, None] + np.arange(per, dtype=np.int64)).reshape(-1), step >= per
     starts = sp.row_starts()
     if starts.size == 0:
-        return starts
+        return starts, True
     first = starts // line_bytes
     last = (starts + (sp.row_bytes - 1)) // line_bytes
     n = last - first + 1
     if int(n.max()) == 1:
-        return first
+        return first, False
     offsets = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-    return np.repeat(first, n) + offsets
+    return np.repeat(first, n) + offsets, False
 
 
 class SramCache:
