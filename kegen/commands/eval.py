@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default 3)")
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default by dtype)")
     parser.add_argument("--rtol", type=float, default=None, help="relative tolerance (default by dtype)")
+    parser.add_argument(
+        "--edge-shapes",
+        action="store_true",
+        help="also try odd sizes, reported as 'generalises: yes/no' "
+        "(the status is judged at the problem's own shapes)",
+    )
     parser.add_argument("--no-profile", action="store_true", help="skip the profile")
 
 
@@ -33,7 +39,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         config = config_from_args(
-            args, trials=args.trials, atol=args.atol, rtol=args.rtol, profile=not args.no_profile
+            args,
+            trials=args.trials,
+            atol=args.atol,
+            rtol=args.rtol,
+            profile=not args.no_profile,
+            edge_shapes=args.edge_shapes or None,
         )
         result = evaluate(
             args.problem,

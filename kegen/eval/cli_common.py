@@ -30,7 +30,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "--machine", default=None, help="mtia machine description (default: mtia-2i / KEGEN_MACHINE)"
     )
     parser.add_argument(
-        "--seed", type=int, default=None, help="first input seed (default 42 / KEGEN_EVAL_SEED)"
+        "--seed",
+        type=int,
+        default=None,
+        help="reproducible seeds from this one (debugging; by default every call gets a secret seed)",
     )
     parser.add_argument(
         "--timeout", type=float, default=None, help="wall-clock limit in seconds (default 300)"
@@ -64,6 +67,8 @@ def config_from_args(args: argparse.Namespace, **extra: Any) -> EvalConfig:
         if value is not None:
             overrides[key] = value
     overrides.update({k: v for k, v in extra.items() if v is not None})
+    if args.seed is not None:
+        overrides["extra"] = {**(overrides.get("extra") or {}), "reproducible": True}
     return EvalConfig.from_settings(**overrides)
 
 

@@ -99,6 +99,10 @@ class EvalResult:
                 f"  max abs error {self.max_abs_error:.3g}{rel}{where} "
                 f"over {self.trials} trials (seeds {self.seeds})"
             )
+        if "generalises" in self.details:
+            lines.append(f"  generalises (edge shapes): {self.details['generalises']}")
+        if self.details.get("sandbox_warning"):
+            lines.append(f"  warning: {self.details['sandbox_warning']}")
         for name, t in self.times.items():
             lines.append(f"  time {name:<10} {_fmt_time(t)}")
         for name, s in self.speedups.items():
