@@ -50,7 +50,8 @@ class CorpusEntry:
         return self.grid(args) if callable(self.grid) else self.grid
 
     def ttir(self) -> str:
-        """This kernel's TTIR through Triton's frontend and TTIR passes."""
+        """This kernel's TTIR through Triton's frontend and TTIR passes: what ``fn[grid]`` compiles
+        for mtia (`lowering.ttir.frontend`), except that `keep_block_pointers` keeps block pointers."""
         from lowering.ttir.frontend import ttir_from_jit
 
         return ttir_from_jit(
@@ -69,10 +70,7 @@ class CorpusEntry:
     def frontend_options(self) -> Any:
         from lowering.ttir.frontend import FrontendOptions
 
-        keep = self.keep_block_pointers
-        return FrontendOptions(
-            rewrite_tensor_pointer=not keep, rewrite_tensor_descriptor=not keep, debug=self.debug
-        )
+        return FrontendOptions(rewrite_tensor_pointer=not self.keep_block_pointers, debug=self.debug)
 
     def launch(self, args: Args, launcher: Callable[..., Any] | None = None) -> None:
         """Run the kernel on `args` (``fn[grid](**args, **constexprs)``, or through `launcher`)."""

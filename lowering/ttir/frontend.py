@@ -1,11 +1,13 @@
 """A Triton ``@jit`` function → TTIR text (Triton's own frontend and TTIR passes; no GPU) → tile IR.
 
-The kernel goes through exactly what ``triton.compile`` does before its first backend-specific
-stage: ``ASTSource.make_ir`` (Python AST → ``tt``/``arith``/``scf`` MLIR) with a backend's options,
-codegen hooks and libdevice map, then the TTIR pass list of Triton's NVIDIA backend (inliner,
-tensor-pointer rewrite, canonicalize, combine, reorder-broadcast, CSE, symbol DCE, loop unroll).
-The default backend is NVIDIA's (always present in a Triton wheel); any `GPUTarget` whose backend
-Triton finds can be passed instead, e.g. ``GPUTarget("mtia", "2i", 1)``.
+The one path from ``@jit`` to TTIR, shared by the mtia backend's ``ttir`` stage, ``kegen lower`` and
+the corpus: ``ASTSource.make_ir`` (Python AST → ``tt``/``arith``/``scf`` MLIR) with the target
+backend's options, codegen hooks and libdevice map, then `add_ttir_cleanup_passes` (the TTIR pass
+list of Triton's NVIDIA backend: inliner, tensor-pointer rewrite, canonicalize, combine,
+reorder-broadcast, CSE, symbol DCE, loop unroll), which the mtia backend's ``make_ttir`` runs too.
+The default target is mtia (`DEFAULT_TARGET`), so with default `FrontendOptions` the text equals the
+``ttir`` artifact of ``triton.compile(..., target=mtia)``. Any `GPUTarget` whose backend Triton finds
+can be passed instead, e.g. ``GPUTarget("cuda", 90, 32)``.
 """
 
 from __future__ import annotations
@@ -33,17 +35,19 @@ class FrontendOptions:
     """How TTIR is produced.
 
     `rewrite_tensor_pointer`: lower ``tt.make_tensor_ptr``/``tt.advance`` block pointers to
-    pointer tensors (Triton's NVIDIA pipeline does); `rewrite_tensor_descriptor`: likewise for
-    tensor descriptors; `run_passes`: False gives the frontend's raw output (no clean-up at all);
-    `num_warps`: passed to the backend options (affects nothing in TTIR but the module attributes);
-    `debug`: Triton's debug mode (keeps ``tl.device_assert`` as ``tt.assert``).
+    pointer tensors (Triton's NVIDIA pipeline and the mtia backend do); `rewrite_tensor_descriptor`:
+    likewise for tensor descriptors (neither backend does it in its ttir stage); `run_passes`: False
+    gives the frontend's raw output (no clean-up at all); `num_warps`: passed to the backend options
+    (None: the backend's default; affects nothing in TTIR but the module attributes); `debug`:
+    Triton's debug mode (keeps ``tl.device_assert`` as ``tt.assert``). The defaults are the mtia
+    backend's own choices.
     """
 
     rewrite_tensor_pointer: bool = True
-    rewrite_tensor_descriptor: bool = True
+    rewrite_tensor_descriptor: bool = False
     run_passes: bool = True
     locations: bool = True
-    num_warps: int = 4
+    num_warps: int | None = None
     debug: bool = False
 
 
@@ -67,10 +71,13 @@ def add_ttir_cleanup_passes(
     passes.ttir.add_loop_unroll(pm)
 
 
+DEFAULT_TARGET = ("mtia", "2i", 1)
+
+
 def _target(target: Any) -> Any:
     from triton.backends.compiler import GPUTarget
 
-    return target if target is not None else GPUTarget("cuda", 90, 32)
+    return target if target is not None else GPUTarget(*DEFAULT_TARGET)
 
 
 def _attrs_for(fn: Any, divisible_by_16: Iterable[str]) -> dict[tuple[int, ...], list[list[Any]]] | None:
@@ -160,7 +167,10 @@ def _ttir(
     try:
         backend = make_backend(tgt)
         src = ASTSource(fn, sig, constexprs, _attrs_for(fn, divisible_by_16))
-        options = backend.parse_options({"num_warps": opts.num_warps, "debug": opts.debug})
+        raw: dict[str, Any] = {"debug": opts.debug}
+        if opts.num_warps is not None:
+            raw["num_warps"] = opts.num_warps
+        options = backend.parse_options(raw)
         context = ir.context()
         ir.load_dialects(context)
         backend.load_dialects(context)

@@ -133,3 +133,17 @@ def test_llir_header_carries_the_local_store_layout(base: triton.compiler.Compil
     head = base.asm["llir"].split("; ModuleID", 1)[0]
     assert re.search(r"^; local store: peak \d+ B$", head, re.M)
     assert "; commands issued (static):" in head
+
+
+@pytest.mark.parametrize("name", ["vector_add", "matmul_k_loop", "tensor_descriptor_scale", "call_noinline_helper"])
+def test_one_path_from_jit_to_ttir(name: str) -> None:
+    """The corpus checks the TTIR that `kernel[grid]` compiles (the mtia backend's ttir stage)."""
+    if name not in CORPUS:
+        pytest.skip(f"{name} is no longer in the corpus")
+    entry = CORPUS[name]
+    sig = {n: ("constexpr" if n in entry.constexprs else entry.signature[n]) for n in entry.fn.arg_names}
+    attrs = {(entry.fn.arg_names.index(n),): [["tt.divisibility", 16]] for n in entry.divisible_by_16}
+    with knobs.compilation.scope():
+        knobs.compilation.always_compile = True
+        k = triton.compile(ASTSource(entry.fn, sig, dict(entry.constexprs), attrs or None), target=MTIA)
+    assert entry.ttir() == k.asm["ttir"]
