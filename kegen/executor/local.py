@@ -186,8 +186,8 @@ class LocalProcessExecutor(EvalExecutor):
                 task = self._queue.popleft() if self._queue else None
             if task is None:
                 return
-            if not task.future.set_running_or_notify_cancel():
-                continue
+            if task.attempts == 0 and not task.future.set_running_or_notify_cancel():
+                continue  # cancelled while queued (a retried task is already running)
             w.task = task
             try:
                 w.conn.send((task.id, task.blob))

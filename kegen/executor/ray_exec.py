@@ -5,6 +5,7 @@ whose worker process or node died (`max_retries`); when that runs out, or the cl
 the task at all, its future raises `InfrastructureError`. An exception raised by the task itself
 is passed through unchanged. Results come back as plain data; the driver alone writes the store.
 Ray kills a job's workers when its driver exits, so a killed `kegen evolve` leaves no tasks running.
+The driver's KEGEN_* settings travel with the tasks (`forwarded_env`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ from kegen.executor.base import GPU_TARGETS, EvalExecutor, ExecutorSpec, Infrast
 def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
     """What runs on the Ray worker."""
     return fn(*args)
+
+
+def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The driver's kegen settings (KEGEN_* variables) that tasks see on the workers; credentials
+    (names with KEY, TOKEN, SECRET or PASSWORD) stay on the driver, which alone calls the LLM."""
+    env = os.environ if environ is None else environ
+    secret = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+    return {k: v for k, v in env.items() if k.startswith("KEGEN_") and not any(s in k for s in secret)}
 
 
 def _import_ray() -> Any:
@@ -67,7 +76,11 @@ class RayExecutor(EvalExecutor):
             )
         self.slots = spec.jobs if spec.jobs > 1 else capacity
         self._remote = ray.remote(_call).options(
-            num_cpus=1, num_gpus=1 if gpu else 0, max_retries=spec.max_retries, retry_exceptions=False
+            num_cpus=1,
+            num_gpus=1 if gpu else 0,
+            max_retries=spec.max_retries,
+            retry_exceptions=False,
+            runtime_env={"env_vars": forwarded_env()},
         )
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> Future[Any]:

@@ -1,0 +1,105 @@
+"""Evaluations on a real local Ray cluster (127.0.0.1, head + one worker node): a search and
+`kegen evolve --executor ray` run on it, a Ray worker is killed mid-evaluation, and nothing is lost
+or evaluated twice.
+
+Run by test_ray.py inside a private network namespace with loopback only: Ray replaces
+127.0.0.1 by the host's outward address wherever it has one, and there it has none."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from search_helpers import EXAMPLES, fake_evolve_argv
+
+from kegen.cli import main
+from kegen.executor import ExecutorSpec, InfrastructureError, make_executor
+from kegen.search.config import EvalSliceConfig, SearchConfig, StoreConfig, TerminationConfig
+from kegen.search.loop import run_search
+from kegen.search.store import GraphStore
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.skipif(os.environ.get("KEGEN_RAY_NETNS") != "1",
+                                reason="run through test_ray.py (a loopback-only network namespace)")
+
+
+def _kill_first_worker(pids_dir: Path, killed: list[int], stop: threading.Event) -> None:
+    """SIGKILL the Ray worker of the first evaluation that starts (once)."""
+    while not stop.is_set() and not killed:
+        files = sorted(pids_dir.glob("*.pid")) if pids_dir.is_dir() else []
+        if files:
+            pid = int(files[0].read_text())
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        time.sleep(0.02)
+
+
+def test_search_on_ray_survives_a_killed_worker(ray_cluster, tmp_path, monkeypatch):
+    pids_dir, log = tmp_path / "pids", tmp_path / "evals.log"
+    monkeypatch.setenv("KEGEN_TEST_PIDS", str(pids_dir))
+    monkeypatch.setenv("KEGEN_FAKE_EVAL_LOG", str(log))  # read by the workers (same machine)
+    config = SearchConfig(
+        problem=EXAMPLES / "softmax" / "problem.py",
+        seed=EXAMPLES / "softmax" / "seed.py",
+        out_dir=tmp_path / "out",
+        termination=TerminationConfig(max_evaluations=6),
+        eval=EvalSliceConfig(jobs=2, evaluator="executor_tasks:pid_logging_eval", executor="ray",
+                             ray_address=ray_cluster),
+        store=StoreConfig(db=tmp_path / "s.db", warm_start=False),
+        progress=False,
+    )
+    killed: list[int] = []
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_first_worker, args=(pids_dir, killed, stop), daemon=True)
+    killer.start()
+    try:
+        result = run_search(config)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed, "no evaluation started on the cluster"
+    store = GraphStore(result.db)
+    nodes = store.nodes(result.run_id)
+    assert store.pending(result.run_id) == []  # nothing lost
+    assert len(nodes) == 7 and result.evaluations == 6
+    statuses = [store.evaluation(n.id).status for n in nodes]  # type: ignore[union-attr]
+    assert "infra_error" not in statuses and "runtime_error" not in statuses, statuses
+    lines = log.read_text().split()
+    ends = collections.Counter(h for kind, h in zip(lines[::2], lines[1::2], strict=True) if kind == "end")
+    assert set(ends.values()) == {1}  # nothing evaluated twice to completion
+    attempts = sorted(p.name for p in pids_dir.glob("*.pid"))
+    assert len(attempts) == sum(ends.values()) + 1, (attempts, killed, lines)  # the killed evaluation ran again, once
+    store.close()
+
+
+def test_evolve_cli_on_ray(ray_cluster, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KEGEN_TEST_PIDS", str(tmp_path / "pids"))
+    monkeypatch.setenv("KEGEN_TEST_EVAL_SLEEP", "0")
+    argv = fake_evolve_argv("softmax", tmp_path / "s.db", tmp_path / "out", 4,
+                            "--executor", "ray", "--ray-address", ray_cluster)
+    argv[argv.index("--evaluator") + 1] = "executor_tasks:pid_logging_eval"
+    argv[argv.index("--jobs") + 1] = "2"
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "best speedup found" in out
+    workers = {p.read_text() for p in (tmp_path / "pids").glob("*.pid")}
+    assert workers and str(os.getpid()) not in workers  # evaluated on Ray workers, not in the driver
+
+
+def test_ray_passes_task_errors_through_and_reports_missing_gpus(ray_cluster):
+    import executor_tasks as tasks
+
+    with make_executor(ExecutorSpec("ray", jobs=2, ray_address=ray_cluster)) as ex:
+        assert ex.slots == 2
+        assert ex.submit(tasks.square, 5).result(timeout=120) == 25
+        with pytest.raises(ValueError, match="broken problem"):
+            ex.submit(tasks.boom, "broken problem").result(timeout=120)
+        with pytest.raises(InfrastructureError, match="Ray lost the task"):
+            ex.submit(tasks.always_die).result(timeout=180)
+    with pytest.raises(RuntimeError, match="has no GPU"):
+        make_executor(ExecutorSpec("ray", ray_address=ray_cluster, target="nvidia"))
