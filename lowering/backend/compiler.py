@@ -12,7 +12,6 @@ from triton._C.libtriton import ir
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
 from lowering.backend.options import MtiaOptions, arch_machine, machine_digest
-from lowering.ttir.frontend import add_ttir_cleanup_passes
 
 TARGET_BACKEND = "mtia"
 
@@ -85,6 +84,8 @@ class MtiaBackend(BaseBackend):
     @staticmethod
     def make_ttir(mod: Any, metadata: dict[str, Any], options: MtiaOptions) -> Any:
         """Triton's own TTIR clean-up passes (the same list the NVIDIA backend runs)."""
+        from lowering.ttir.frontend import add_ttir_cleanup_passes
+
         pm = ir.pass_manager(mod.context)
         pm.enable_debug()
         add_ttir_cleanup_passes(pm)

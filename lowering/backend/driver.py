@@ -23,14 +23,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from lowering.backend.device_client import remote_device
-from lowering.backend.launch import LaunchRecord, SimulatorSession
 from lowering.backend.options import default_machine, machine_arch
+
+if TYPE_CHECKING:  # the simulator is imported at the first launch, not by `import triton`
+    from lowering.backend.launch import LaunchRecord, SimulatorSession
 
 # the default machine's target; get_current_target() follows KEGEN_MACHINE
 TARGET = GPUTarget("mtia", "2i", 1)
@@ -50,6 +51,8 @@ MAX_HISTORY = 10_000
 
 
 def _get_session(machine: str) -> SimulatorSession:
+    from lowering.backend.launch import SimulatorSession
+
     global _session
     if _session is None or _session.machine != machine:
         _session = SimulatorSession(machine)
@@ -126,6 +129,9 @@ class MtiaLauncher:
     ) -> None:
         if enter_hook is not None:
             enter_hook(launch_metadata)
+        from lowering.backend.device_client import remote_device
+        from lowering.backend.launch import LaunchRecord
+
         runtime_args = [args[i] for i in self.arg_positions]
         device: Any = remote_device()  # under `kegen eval`: the evaluator's out-of-process device
         extra: dict[str, Any] = {"tags": self.tags} if device is not None else {}  # source lines for profiles
