@@ -20,6 +20,8 @@ DRAFT_CONFIG: dict[str, Any] = {
     "compile_threads": 1,
     "fx_graph_cache": False,
     "combo_kernels": False,
+    # its attention patterns would turn the decomposed attention back into a library call
+    "pattern_matcher": False,
     "layout_optimization": False,  # keep the reference's layouts (no channels-last copies around convs)
     "triton.cooperative_reductions": False,
 }
@@ -80,6 +82,7 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    from kegen.inductor.decompositions import decomposition_table
     from kegen.inductor.routing import enable
 
     enable()
@@ -101,7 +104,7 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
         ) from exc
     try:
         with fake, torch.no_grad():
-            ep = torch.export.export(model, inputs, strict=False).run_decompositions({})
+            ep = torch.export.export(model, inputs, strict=False).run_decompositions(decomposition_table())
     except Exception as exc:
         raise CaptureError(
             f"torch.export cannot trace the reference: {type(exc).__name__}: {_first_line(exc)}"

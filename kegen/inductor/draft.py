@@ -127,12 +127,12 @@ def _dropped(stmt: ast.stmt) -> bool:
 def _launch(kernel: InductorKernel, call: ast.Call, info: DraftInfo) -> list[str]:
     """`kernel.run(args..., stream=s)` → a grid line and `kernel[grid](args..., BLOCK=...)`."""
     args = list(call.args)
-    if len(args) != len(kernel.params):
+    if len(args) > len(kernel.params):
         raise CaptureError(
             f"kernel {kernel.name}: launched with {len(args)} arguments, takes {len(kernel.params)}"
         )
     numels = {}
-    for p, a in zip(kernel.params, args, strict=True):
+    for p, a in zip(kernel.params, args, strict=False):
         if p.endswith("numel"):
             if not (isinstance(a, ast.Constant) and isinstance(a.value, int)):
                 raise CaptureError(
@@ -140,7 +140,10 @@ def _launch(kernel: InductorKernel, call: ast.Call, info: DraftInfo) -> list[str
                     "dynamic shapes are not drafted"
                 )
             numels[p] = a.value
-    cfg = {k: v for k, v in choose_config(kernel, numels).items() if k in kernel.constexprs}
+    passed = set(kernel.params[: len(args)])
+    cfg = {
+        k: v for k, v in choose_config(kernel, numels).items() if k in kernel.constexprs and k not in passed
+    }
     info.configs[kernel.name] = cfg
     grid = kernel.launch_grid(numels, cfg)
     kwargs = "".join(f", {k}={v}" for k, v in cfg.items())
@@ -221,7 +224,9 @@ def reference_source(cap: Capture) -> str:
         if isinstance(node, ast.ClassDef) and node.name == "Model":
             node.name = "Reference"
     imports = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
-    header = "# The reference's module, built in ModelNew.__init__ for its weights (its forward never runs).\n"
+    header = (
+        "# The reference's module, built in ModelNew.__init__ for its weights (its forward never runs).\n"
+    )
     return header + "\n".join(imports) + "\n\n\n" + "\n".join(ast.unparse(n) + "\n\n" for n in keep)
 
 

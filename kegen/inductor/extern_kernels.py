@@ -190,7 +190,8 @@ def kegen_convolution(
     else:
         c_out = weight.shape[0]
         outs = [
-            (i + 2 * p - d * (kk - 1) - 1) // s + 1 for i, s, p, d, kk in zip(ins, st, pad, dil, ks, strict=True)
+            (i + 2 * p - d * (kk - 1) - 1) // s + 1
+            for i, s, p, d, kk in zip(ins, st, pad, dil, ks, strict=True)
         ]
     size = out_size or (x.shape[0], c_out, *outs[3 - spatial :])
     y = (

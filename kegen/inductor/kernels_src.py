@@ -31,7 +31,7 @@ class InductorKernel:
 
     name: str
     source: str  # the @triton.jit function, helpers referenced by bare name
-    params: list[str]  # runtime (non-constexpr) parameters, in launch order
+    params: list[str]  # every parameter in order; Inductor's launches pass a prefix of them
     constexprs: list[str]
     configs: list[dict[str, int]]
     grid_type: str
@@ -65,23 +65,36 @@ def parse_kernel(name: str, module_source: str) -> InductorKernel:
         raise CaptureError(
             f"kernel {name}: Inductor's kernel has no signature (is it a template or user kernel?)"
         )
-    start = module_source.find("@triton.jit")
-    if start < 0:
-        raise CaptureError(f"kernel {name}: no @triton.jit function in Inductor's output")
-    body = module_source[start:]
+    body = _jit_functions(name, module_source)
     helpers = set(_HELPER_REF.findall(body))
     configs = [dict(c.kwargs) for c in getattr(tuner, "configs", [])] or [{}]
     meta = getattr(tuner, "inductor_meta", {}) or {}
     return InductorKernel(
         name=name,
         source=_HELPER_REF.sub(r"\1", body).rstrip() + "\n",
-        params=[p for p, ty in signature.items() if ty != "constexpr"],
+        params=list(signature),
         constexprs=[p for p, ty in signature.items() if ty == "constexpr"],
         configs=configs,
         grid_type=str(meta.get("grid_type", "Grid1D")),
         size_hints=dict(getattr(tuner, "size_hints", None) or {}),
         helpers=helpers,
     )
+
+
+def _jit_functions(name: str, module_source: str) -> str:
+    """The module's Triton functions (the kernel and any combine functions it defines) with only their
+    `@triton.jit` decorator (Inductor's `@triton_heuristics.*` one is dropped)."""
+    tree = ast.parse(module_source)
+    lines = module_source.splitlines()
+    parts = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            first = node.lineno - 1  # the `def` line (decorators start above it)
+            text = "\n".join(lines[first : node.end_lineno])
+            parts.append("@triton.jit\n" + text)
+    if not any(f"def {name}(" in p for p in parts):
+        raise CaptureError(f"kernel {name}: no @triton.jit function of that name in Inductor's output")
+    return "\n\n\n".join(parts)
 
 
 def choose_config(kernel: InductorKernel, numels: dict[str, int]) -> dict[str, int]:

@@ -26,6 +26,8 @@ BACKEND_NAME = "cpu"
 INDUCTOR_CONFIG: dict[str, Any] = {
     "cpu_backend": "triton",
     "compile_threads": 1,
+    "fx_graph_cache": False,  # a cached graph would skip the hook that moves GEMMs/convs to the device
+    "layout_optimization": False,  # no channels-last copies around convolutions
 }
 # a call the output code makes to a library kernel on the host (not a Triton launch)
 _HOST_CALL = re.compile(r"\b(extern_kernels\.\w+|aten\.\w+(?:\.\w+)?|torch\.ops\.\w+\.\w+(?:\.\w+)?)\s*\(")
@@ -53,9 +55,10 @@ def register_backend() -> None:
 def enable() -> None:
     """Route torch.compile's CPU kernels through Inductor's Triton code generation onto mtia_sim.
 
-    Sets Inductor's config (INDUCTOR_CONFIG), registers Triton backend `cpu`, and installs the
-    MTIA-friendly helper functions (kegen.inductor.helpers). Needs a machine without a CUDA/ROCm GPU
-    (the mtia driver is active only there)."""
+    Sets Inductor's config (INDUCTOR_CONFIG), registers Triton backend `cpu`, installs the
+    MTIA-friendly helper functions (kegen.inductor.helpers), picks autotuning configs by simulated
+    time, and runs the GEMMs/convolutions Inductor leaves to aten as kegen's Triton kernels. Needs a
+    machine without a CUDA/ROCm GPU (the mtia driver is active only there)."""
     import torch._inductor.config as inductor_config
 
     from lowering.backend.driver import MtiaDriver
@@ -69,6 +72,7 @@ def enable() -> None:
     register_backend()
     helpers.install()
     register_benchmarker("cpu", simulated_cpu_benchmark, override=True)
+    _hook_compiled_modules()
     for key, value in INDUCTOR_CONFIG.items():
         setattr(inductor_config, key, value)
 
@@ -90,9 +94,70 @@ def machine_env(machine: str | None) -> Iterator[None]:
             os.environ["KEGEN_MACHINE"] = old
 
 
-def host_ops(code: str) -> list[str]:
-    """Library calls Inductor's output code makes on the host (e.g. `extern_kernels.mm`), sorted."""
-    return sorted({m.group(1) for m in _HOST_CALL.finditer(code)} - _HOST_BOOKKEEPING)
+def host_ops(code: str, lowered: bool = True) -> list[str]:
+    """Library calls Inductor's output code makes on the host (e.g. `aten.avg_pool3d`), sorted; with
+    `lowered`, the extern GEMMs/convolutions kegen runs on the device are left out."""
+    from kegen.inductor.extern_kernels import REPLACEMENTS
+
+    calls = "\n".join(line.split("#", 1)[0] for line in code.splitlines())
+    found = {m.group(1) for m in _HOST_CALL.finditer(calls)} - _HOST_BOOKKEEPING
+    return sorted(found - set(REPLACEMENTS) if lowered else found)
+
+
+class DeviceExternKernels:
+    """Stands in for Inductor's `extern_kernels` in compiled modules: GEMMs and convolutions run as
+    kegen's Triton kernels (kegen.inductor.extern_kernels) on the device; anything else is
+    Inductor's host call (and is reported by `host_ops`)."""
+
+    def __init__(self, host: Any) -> None:
+        self._host = host
+
+    def __getattr__(self, name: str) -> Any:
+        from kegen.inductor import extern_kernels as ek
+
+        replacement = ek.REPLACEMENTS.get(f"extern_kernels.{name}")
+        if replacement is None:
+            return getattr(self._host, name)
+        if name == "convolution":
+            return _convolution_like_aten
+        return getattr(ek, replacement)
+
+
+def _convolution_like_aten(x: Any, weight: Any, bias: Any, *args: Any, **kwargs: Any) -> Any:
+    """kegen_convolution with the output layout aten would give (Inductor's code asserts it)."""
+    import torch
+
+    from kegen.inductor.extern_kernels import kegen_convolution
+
+    meta = torch.ops.aten.convolution(
+        x.to("meta"), weight.to("meta"), None if bias is None else bias.to("meta"), *args, **kwargs
+    )
+    return kegen_convolution(
+        x, weight, bias, *args, **kwargs, out_size=tuple(meta.shape), out_stride=meta.stride()
+    )
+
+
+_hooked = False
+
+
+def _hook_compiled_modules() -> None:
+    """Give every module Inductor compiles a DeviceExternKernels (once per process)."""
+    global _hooked
+    if _hooked:
+        return
+    from torch._inductor.graph import GraphLowering
+
+    original = GraphLowering.compile_to_module
+
+    def compile_to_module(self: Any) -> Any:
+        module = original(self)
+        host = getattr(module, "extern_kernels", None)
+        if host is not None and not isinstance(host, DeviceExternKernels):
+            module.extern_kernels = DeviceExternKernels(host)
+        return module
+
+    GraphLowering.compile_to_module = compile_to_module  # type: ignore[method-assign]
+    _hooked = True
 
 
 @dataclass
