@@ -10,6 +10,7 @@ from lowering.ir.location import UNKNOWN_LOC, Location
 from lowering.ir.module import Function, Module
 from lowering.ir.registry import OP_SPECS, supported_ops
 from lowering.ir.types import Type
+from lowering.ttir.compat import normalize
 from lowering.ttir.custom_forms import READERS, Cursor, Parsed, normalize_enum_attrs
 from lowering.ttir.errors import TTIRParseError, UnsupportedOpError
 from lowering.ttir.raw import Item, RawFunc, RawModule, RawOp, RawRegion
@@ -122,6 +123,7 @@ class IRBuilder:
 
     # -- ops -----------------------------------------------------------------------------------
     def build_op(self, raw: RawOp) -> Operation:
+        raw = normalize(raw)  # Triton 3.7 spellings -> the tile IR's
         self.current_line = raw.line
         loc = self.locs.resolve(raw.loc)
         spec = OP_SPECS.get(raw.name)

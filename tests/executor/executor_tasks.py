@@ -51,6 +51,23 @@ def hanging_eval(problem: str, code: str, *, baseline: str | None, target: str, 
     return Outcome(status="runtime_error", message="the grandchild ended")
 
 
+def victim_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
+                timeout_s: float | None = None) -> Outcome:
+    """The first call of a run writes $KEGEN_TEST_PIDS/victim.pid and waits to be killed by the test;
+    every other call (the victim's retry included) is `pid_logging_eval`."""
+    pids = Path(os.environ["KEGEN_TEST_PIDS"])
+    pids.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(pids / "victim.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return pid_logging_eval(problem, code, baseline=baseline, target=target, machine=machine,
+                                timeout_s=timeout_s)
+    (pids / "victim.tmp").write_text(str(os.getpid()))
+    (pids / "victim.tmp").rename(pids / "victim.pid")
+    time.sleep(300)
+    raise AssertionError("the test did not kill this worker")
+
+
 def pid_logging_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
                      timeout_s: float | None = None) -> Outcome:
     """fake_eval's scores, slowed down, with this worker's pid in $KEGEN_TEST_PIDS (a test kills one)."""
