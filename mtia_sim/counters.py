@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # records import nothing from here, but mtia_sim.timing impor
 
 UNIT_NAMES = tuple(u.name for u in Unit)  # CORE, DMA, DPE, SIMD, RED, MLU
 LEVELS = tuple(level.value for level in MemLevel)
+_LEVEL_KEY = {level: level.value for level in MemLevel}  # MemLevel (or its string) -> plain str key
 
 # stall reasons of commands (cores have core_<why>_<UNIT>, see mtia_sim.timing.engine)
 WAIT_UNIT = "unit_busy"
@@ -211,25 +212,37 @@ def _unit_counters(commands: Iterable[CommandRecord], programs: Iterable[Program
                    pe_ids: Iterable[int]) -> dict[int, dict[str, UnitCounters]]:
     per_pe = {pe: {n: UnitCounters(n) for n in UNIT_NAMES} for pe in pe_ids}
     busy_until: dict[tuple[int, str], float] = {}
+    names = {u: u.name for u in Unit}
     for rec in commands:  # per unit, in start order (units start commands in issue order)
         ev = rec.event
-        u = per_pe[rec.pe][ev.unit.name]
-        key = (rec.pe, ev.unit.name)
+        name = names[ev.unit]
+        u = per_pe[rec.pe][name]
+        key = (rec.pe, name)
         covered = busy_until.get(key, 0.0)  # busy = union of the command intervals (DMA may overlap)
-        u.busy_cycles += max(0.0, rec.end - max(rec.start, covered))
-        busy_until[key] = max(covered, rec.end)
+        if rec.end > covered:
+            u.busy_cycles += rec.end - (rec.start if rec.start > covered else covered)
+            busy_until[key] = rec.end
         u.commands += 1
-        u.flops += ev.flops
-        u.elements += ev.elements
         if ev.flops:
+            u.flops += ev.flops
             u.ideal_cycles += rec.ideal_cycles
-        for level, n in rec.bytes_read.items():  # as served: SRAM cache hits count as SRAM bytes
-            _add(u.bytes_read, str(level), n)
+        u.elements += ev.elements
+        table = u.bytes_read  # as served: SRAM cache hits count as SRAM bytes
+        for level, n in rec.bytes_read.items():
+            if n:
+                key = _LEVEL_KEY.get(level, level)
+                table[key] = table.get(key, 0) + n
+        table = u.bytes_written
         for level, n in rec.bytes_written.items():
-            _add(u.bytes_written, str(level), n)
-        _add(u.stall_cycles, WAIT_UNIT, rec.wait_unit)
-        _add(u.stall_cycles, WAIT_DEPENDENCY, rec.wait_dependency)
-        _add(u.stall_cycles, WAIT_BANDWIDTH, rec.wait_bandwidth)
+            if n:
+                key = _LEVEL_KEY.get(level, level)
+                table[key] = table.get(key, 0) + n
+        if rec.wait_unit:
+            _add(u.stall_cycles, WAIT_UNIT, rec.wait_unit)
+        if rec.wait_dependency:
+            _add(u.stall_cycles, WAIT_DEPENDENCY, rec.wait_dependency)
+        if rec.wait_bandwidth:
+            _add(u.stall_cycles, WAIT_BANDWIDTH, rec.wait_bandwidth)
     for prog in programs:
         core = per_pe[prog.pe]["CORE"]
         core.busy_cycles += prog.busy_cycles

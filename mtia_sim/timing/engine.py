@@ -43,18 +43,15 @@ class _ScalarAccess:
 
 
 class _Cmd:
-    __slots__ = ("rec", "reads", "writes", "lo", "hi", "unit", "deps_left", "dependents", "waiters", "done",
+    __slots__ = ("rec", "reads", "writes", "unit", "deps_left", "dependents", "waiters", "done",
                  "head_at", "transfer_start", "transfer_alone", "merge_left", "merged")
 
     def __init__(self, rec: CommandRecord) -> None:
         self.rec = rec
         ev = rec.event
         self.unit = ev.unit
-        self.reads = [(r.start, r.end) for r in ev.reads]
-        self.writes = [(w.start, w.end) for w in ev.writes]
-        spans = self.reads + self.writes
-        self.lo = min(a for a, _ in spans) if spans else 0  # bounding range of everything it touches
-        self.hi = max(b for _, b in spans) if spans else 0
+        self.reads = ev.reads
+        self.writes = ev.writes
         self.deps_left = 0
         self.dependents: list[_Cmd] = []
         self.waiters: list[_Core] = []
@@ -67,18 +64,16 @@ class _Cmd:
 
     def conflicts(self, other: _Cmd) -> bool:
         """RAW, WAR or WAW on local-store ranges with an earlier command."""
-        if not (self.lo < other.hi and other.lo < self.hi):
-            return False
-        for ws, we in self.writes:
-            for rs, re_ in other.reads:
-                if ws < re_ and rs < we:
+        for w in self.writes:
+            for r in other.reads:
+                if w.start < r.end and r.start < w.end:
                     return True
-            for rs, re_ in other.writes:
-                if ws < re_ and rs < we:
+            for r in other.writes:
+                if w.start < r.end and r.start < w.end:
                     return True
-        for rs, re_ in self.reads:
-            for ws, we in other.writes:
-                if ws < re_ and rs < we:
+        for r in self.reads:
+            for w in other.writes:
+                if w.start < r.end and r.start < w.end:
                     return True
         return False
 
