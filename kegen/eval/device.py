@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lowering.backend.launch import LaunchRecord, SimulatorSession
+if TYPE_CHECKING:  # the simulator (kegen[mtia]) is imported only when a device is made
+    from lowering.backend.launch import LaunchRecord
 
 MAX_PROGRAMS = 1 << 22  # grid points per launch
 ELEMENT_DTYPES = {
@@ -118,6 +119,8 @@ class MtiaDevice:
     """One simulated chip of the evaluator; serves the candidate's launch requests."""
 
     def __init__(self, machine: str) -> None:
+        from lowering.backend.launch import SimulatorSession
+
         self.machine = machine
         self.session = SimulatorSession(machine)
         self.call: CallRecord | None = None
@@ -166,6 +169,8 @@ class MtiaDevice:
             elf, name, g3, slots, pre, arg_types, dual_core=dual, blocked=blocked, sram_mode=sram_mode
         )
         post = [bytes(p) for p in post]
+        from lowering.backend.launch import LaunchRecord
+
         log = LaunchLog(
             LaunchRecord(kernel=name, grid=g3, result=result, tags=_source_tags(header.get("tags"))),
             elf,

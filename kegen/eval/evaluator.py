@@ -292,6 +292,7 @@ class Evaluator:
         )
         self.result["details"]["precision_trial"] = "passed" if cmp.ok else "failed"
         if not cmp.ok:
+            self._record_errors(records, cmp)
             raise CandidateError(
                 "incorrect",
                 f"wrong on inputs offset by +{PRECISION_OFFSET:g} (large magnitudes), where "

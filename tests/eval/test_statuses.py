@@ -137,6 +137,7 @@ def test_memory_hog_is_stopped_by_the_memory_limit() -> None:
     assert r.status is Status.RUNTIME_ERROR and "memory" in r.message.lower()
 
 
+@pytest.mark.slow
 def test_fresh_process_sandbox_gives_the_same_verdicts() -> None:
     """The plain-subprocess path (no zygote) for a correct, a crashing and a hanging candidate."""
     ok = run_eval("vector_add", "vector_add_ok", quick("cpu", fresh_process=True))

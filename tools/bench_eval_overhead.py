@@ -1,0 +1,118 @@
+"""Wall time of `kegen eval` with the trusted design vs the old in-process harness, in one run.
+
+    .venv/bin/python tools/bench_eval_overhead.py [--old-commit 9fa55f4] [--runs 5] [--json out.json]
+
+The old harness is checked out read-only with `git worktree add --detach` (never stash/reset) into
+a temporary directory, with the *current* `mtia_sim/` and `lowering/` copied over it, so that both
+sides simulate with the same simulator and compiler and only the evaluation differs. Each run is a
+fresh `kegen eval PROBLEM SEED --target mtia --json` process (what a user or a script pays: zygote
+start, compiles, trials, timing, profile); old and new alternate. Prints medians, the ratio and the
+simulated times each side reported, and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OLD_COMMIT = "9fa55f4"  # the last commit with the in-process harness (kegen/eval/harness.py)
+PROBLEM = "kegen/examples/softmax/problem.py"
+SEED = "kegen/examples/softmax/seed.py"
+
+
+def old_tree(commit: str, into: Path) -> Path:
+    """A read-only-use worktree of `commit` with the current simulator and compiler over it."""
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(into), commit],
+        check=True,
+        capture_output=True,
+    )
+    for part in ("mtia_sim", "lowering"):
+        shutil.rmtree(into / part)
+        shutil.copytree(ROOT / part, into / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return into
+
+
+def one_eval(tree: Path) -> tuple[float, dict[str, Any]]:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [
+        sys.executable,
+        "-c",
+        "import sys; from kegen.cli import main; sys.exit(main())",
+        "eval",
+        str(tree / PROBLEM),
+        str(tree / SEED),
+        "--target",
+        "mtia",
+        "--json",
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=900)
+    wall = time.perf_counter() - t0
+    try:
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        data = {"status": "no-json", "stderr": proc.stderr[-500:]}
+    return wall, data
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old-commit", default=OLD_COMMIT)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--json", default=None, help="write the figures here too")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="kegen-old-eval-"))
+    old = old_tree(args.old_commit, tmp / "old")
+    try:
+        rows: dict[str, list[float]] = {"old": [], "new": []}
+        sim: dict[str, Any] = {}
+        status: dict[str, Any] = {}
+        for i in range(args.runs):
+            for name, tree in (("old", old), ("new", ROOT)):
+                wall, data = one_eval(tree)
+                rows[name].append(wall)
+                sim[name] = data.get("candidate_time_s")
+                status[name] = data.get("status")
+                print(
+                    f"run {i + 1} {name}: {wall:.2f} s  status {data.get('status')}  "
+                    f"simulated {data.get('candidate_time_s')}",
+                    flush=True,
+                )
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True
+        )
+        shutil.rmtree(tmp, ignore_errors=True)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+    out = {
+        "problem": PROBLEM,
+        "candidate": SEED,
+        "old_commit": args.old_commit,
+        "runs": args.runs,
+        "wall_s": rows,
+        "median_s": med,
+        "ratio_new_over_old": med["new"] / med["old"],
+        "simulated_time_s": sim,
+        "status": status,
+        "cpus": os.cpu_count(),
+        "load_avg_at_end": os.getloadavg(),
+    }
+    print(json.dumps(out, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
