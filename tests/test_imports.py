@@ -1,7 +1,9 @@
 """Every module of the three packages imports cleanly (catches syntax errors and import cycles)."""
 
+import ast
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -29,9 +31,6 @@ def test_module_imports(name: str) -> None:
 
 def test_mtia_sim_does_not_import_triton_or_lowering() -> None:
     """DESIGN.md: mtia_sim runs RISC-V images, whoever produced them."""
-    import ast
-    from pathlib import Path
-
     root = Path(mtia_sim.__file__).parent
     for path in root.rglob("*.py"):
         tree = ast.parse(path.read_text())
@@ -55,11 +54,79 @@ def test_backend_modules_import_first_in_a_fresh_process(name: str) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-def test_test_module_basenames_are_unique() -> None:
-    """Test folders have no __init__.py, so pytest imports test modules by basename."""
+def _imports(path: Path, *, top_level_only: bool = False) -> list[str]:
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    out: list[str] = []
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append(node.module)
+    return out
+
+
+LOWERING = Path(lowering.__file__).parent
+CORE = ["passes", "codegen", "ir", "pipeline.py", "listing.py", "errors.py"]
+
+
+def test_lowering_core_does_not_import_the_triton_adapter() -> None:
+    """The adapter (lowering.backend) depends on the core, never the reverse; the core never imports
+    Triton. (pipeline.compile_ttir's default MtiaOptions is the one lazy exception, see
+    docs/ARCHITECTURE.md.)"""
+    for part in CORE:
+        root = LOWERING / part
+        for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
+            for mod in _imports(path, top_level_only=path.name == "pipeline.py"):
+                assert not mod.startswith(("lowering.backend", "triton")), f"{path}: imports {mod}"
+
+
+def test_no_import_cycles_between_lowering_packages() -> None:
+    """passes -> ir, codegen -> passes/ir, never back (module-level imports)."""
+    allowed = {"ir": set(), "passes": {"ir"}, "codegen": {"ir", "passes"}}
+    for pkg, deps in allowed.items():
+        for path in sorted((LOWERING / pkg).rglob("*.py")):
+            for mod in _imports(path):
+                parts = mod.split(".")
+                if parts[0] == "lowering" and len(parts) > 1 and parts[1] in allowed and parts[1] != pkg:
+                    assert parts[1] in deps, f"{path}: {pkg} imports {mod}"
+
+
+def _fresh_modules(code: str) -> set[str]:
+    import json
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_import_triton_loads_little_of_kegen() -> None:
+    """Triton imports kegen's backend at `import triton`: that must not pull the simulator, the TTIR
+    parser or kegen's CLI (tools/bench_import_cost.py measures the time)."""
+    mods = _fresh_modules("import triton")
+    ours = sorted(m for m in mods if m.split(".")[0] in ("kegen", "lowering", "mtia_sim"))
+    assert len(ours) <= 8, ours
+    for heavy in ("lark", "unicorn", "llvmlite", "mtia_sim", "lowering.ttir", "lowering.passes"):
+        assert heavy not in mods, f"import triton loads {heavy}"
+
+
+def test_lowering_passes_package_is_lazy() -> None:
+    mods = _fresh_modules("import lowering.passes")
+    assert not any(m.startswith(("lowering.passes.", "lowering.codegen", "lark")) for m in mods)
+
+
+def test_test_modules_import_by_full_name_or_unique_basename() -> None:
+    """Test folders that are packages (an __init__.py) import their modules by full name; in the others,
+    pytest imports by basename, so those basenames must be unique across them."""
     from collections import Counter
-    from pathlib import Path
 
     tests_dir = Path(__file__).parent
-    names = Counter(p.name for p in tests_dir.rglob("*.py") if p.name != "conftest.py")
+    assert (tests_dir / "__init__.py").is_file()
+    plain = [
+        p for p in tests_dir.rglob("*.py")
+        if p.name not in ("conftest.py", "__init__.py") and not (p.parent / "__init__.py").is_file()
+    ]
+    names = Counter(p.name for p in plain)
     assert [n for n, c in names.items() if c > 1] == []

@@ -7,63 +7,10 @@ from typing import Any
 
 from triton.language import core
 
-_FLOATS = ("fp16", "bf16", "fp32", "fp64")
+from lowering.codegen.extern_symbols import BINARY, PREDICATES, UNARY
+from lowering.codegen.extern_symbols import SYMBOLS as SYMBOLS  # re-exported for callers
 
-#: symbol suffix -> SIMD op name (mtia_sim.isa.SimdOp), used by the code generator.
-UNARY = {
-    "sqrt": "SQRT",
-    "sqrt_rn": "SQRT",
-    "rsqrt": "RSQRT",
-    "exp": "EXP",
-    "exp2": "EXP2",
-    "log": "LOG",
-    "log2": "LOG2",
-    "log1p": "LOG1P",
-    "expm1": "EXPM1",
-    "sin": "SIN",
-    "cos": "COS",
-    "tan": "TAN",
-    "asin": "ASIN",
-    "acos": "ACOS",
-    "atan": "ATAN",
-    "sinh": "SINH",
-    "cosh": "COSH",
-    "tanh": "TANH",
-    "erf": "ERF",
-    "floor": "FLOOR",
-    "ceil": "CEIL",
-    "trunc": "TRUNC",
-    "rint": "ROUND",
-    "nearbyint": "ROUND",
-    "fabs": "ABS",
-    "abs": "ABS",
-    "fast_expf": "EXP",
-    "fast_logf": "LOG",
-    "fast_log2f": "LOG2",
-    "fast_sinf": "SIN",
-    "fast_cosf": "COS",
-    "fast_tanf": "TAN",
-    "rcp_rn": "RECIP",
-    "frcp_rn": "RECIP",
-    "neg": "NEG",
-}
-BINARY = {
-    "pow": "POW",
-    "powf": "POW",
-    "atan2": "ATAN2",
-    "fmod": "REM",
-    "fmax": "MAX",
-    "fmin": "MIN",
-    "div_rn": "DIV",
-    "fdiv_rn": "DIV",
-    "fast_dividef": "DIV",
-    "div_rz": "DIV",
-    "add_rn": "ADD",
-    "sub_rn": "SUB",
-    "mul_rn": "MUL",
-    "fast_powf": "POW",
-}
-PREDICATES = {"isnan": "ISNAN", "isinf": "ISINF"}
+_FLOATS = ("fp16", "bf16", "fp32", "fp64")
 
 
 def _signatures(nargs: int, result: str | None = None) -> dict[tuple[Any, ...], tuple[str, Any]]:
@@ -88,10 +35,3 @@ for _n in BINARY:
     globals()[_n] = _make(_n, 2)
 for _n in PREDICATES:
     globals()[_n] = _make(_n, 1, "int1")
-
-SYMBOLS: dict[str, tuple[str, int]] = {
-    **{f"__mtia_{k}": (v, 1) for k, v in UNARY.items()},
-    **{f"__mtia_{k}": (v, 2) for k, v in BINARY.items()},
-    **{f"__mtia_{k}": (v, 1) for k, v in PREDICATES.items()},
-}
-"""extern symbol -> (SimdOp name, number of operands)."""

@@ -116,7 +116,7 @@ def test_pe_mapping_plans() -> None:
 
 def test_pointer_analysis_follows_pointers_carried_by_loops() -> None:
     import triton
-    from test_lower_e2e import matmul_tutorial_kernel
+    from tests.lowering.test_lower_e2e import matmul_tutorial_kernel
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 

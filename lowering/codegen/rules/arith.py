@@ -517,7 +517,7 @@ def _mulhiui(ctx: KernelLowering, op: Operation) -> None:
 @rule("tt.extern_elementwise")
 def _extern(ctx: KernelLowering, op: Operation) -> None:
     """libdevice calls (`lowering.backend.libdevice`): `__mtia_NAME` symbols name a SIMD op."""
-    from lowering.backend.libdevice import SYMBOLS
+    from lowering.codegen.extern_symbols import SYMBOLS
 
     symbol = str(op.attr("symbol", ""))
     if symbol not in SYMBOLS:

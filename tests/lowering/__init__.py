@@ -1,0 +1,1 @@
+"""Tests of kegen (a package, so test modules are imported by their full names)."""
