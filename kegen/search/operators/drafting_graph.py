@@ -104,15 +104,19 @@ def load_problem_module(path: Path) -> Any:
 
 
 def trace(problem_path: Path) -> Traced:
-    """Import the problem, build its model (seed 0) and trace it with shapes propagated."""
+    """Import the problem, build its model (seed 0) and trace it with shapes propagated over fake
+    inputs (`Traced.inputs` are fake tensors: shapes and dtypes, no data)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.shape_prop import ShapeProp
+
     mod = load_problem_module(Path(problem_path))
     torch.manual_seed(0)
     model = mod.Model(*mod.get_init_inputs())
-    inputs = mod.get_inputs()
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    with fake:  # shapes only: nothing is allocated or run at the problem's size
+        inputs = mod.get_inputs()
     gm = torch.fx.symbolic_trace(model)
-    from torch.fx.passes.shape_prop import ShapeProp
-
-    ShapeProp(gm).propagate(*inputs)
+    ShapeProp(gm, fake_mode=fake).propagate(*inputs)
     nodes = list(gm.graph.nodes)
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     out_args = [n for n in nodes if n.op == "output"][0].args[0]

@@ -12,7 +12,15 @@ import torch.nn.functional as F
 from torch.fx import Node
 
 from kegen.search.operators import templates, templates_rows
-from kegen.search.operators.drafting_graph import POW, RMS_NORM, Traced, dtype_src, rank_of, shape_of
+from kegen.search.operators.drafting_graph import (
+    POW,
+    RMS_NORM,
+    Traced,
+    dtype_of,
+    dtype_src,
+    rank_of,
+    shape_of,
+)
 from kegen.search.operators.drafting_weights import twins
 
 
@@ -119,8 +127,17 @@ def draft_rms_norm_formula(t: Traced) -> str | None:
     if len(eps) != 1:
         return None
     x, w = xs[0], ws[0] if ws else None
+    # real inputs (the traced ones are fake), x's leading dims cut to 2: the formula is row-wise
+    torch.manual_seed(0)
+    real = [
+        torch.randn(
+            (2,) * (len(out_shape) - 1) + out_shape[-1:] if p is x else (shape_of(p) or ()),
+            dtype=dtype_of(p) or torch.float32,
+        )
+        for p in t.ph
+    ]
     for scale in (1.0, 3.0):
-        values = [v * scale if p is x else v for p, v in zip(t.ph, t.inputs, strict=True)]
+        values = [v * scale if p is x else v for p, v in zip(t.ph, real, strict=True)]
         xv, wv = values[t.ph.index(x)].float(), values[t.ph.index(w)].float() if w is not None else 1.0
         want = xv * torch.rsqrt(xv.pow(2).mean(-1, keepdim=True) + eps[0]) * wv
         got = t.gm(*values)
