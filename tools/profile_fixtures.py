@@ -2,7 +2,8 @@
 
 Runs a problem's candidate on the mtia Triton backend in this process (no evaluator), reads the
 driver's launch records and builds the profile with `kegen.profiling.from_mtia_launches`. The
-roofline is the evaluator's (inputs read once + outputs written once; FLOPs by FlopCounterMode).
+roofline is the evaluator's (inputs read once + outputs written once; FLOPs by FlopCounterMode);
+see `kegen.profiling.local_run`.
 
     .venv/bin/python tools/profile_fixtures.py            # softmax and gemm seeds
     .venv/bin/python tools/profile_fixtures.py PROBLEM CANDIDATE OUT.json
@@ -10,11 +11,9 @@ roofline is the evaluator's (inputs read once + outputs written once; FLOPs by F
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,49 +24,14 @@ DEFAULTS = (
 )
 
 
-def _load(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"cannot import {path}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def profile_dict(problem: Path, candidate: Path, machine: str = "mtia-2i") -> dict[str, Any]:
     """The profile of one forward of `candidate` on `machine`, as stored in the graph store."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
+    from kegen.profiling.local_run import run_candidate
 
-    from kegen.profiling import from_mtia_launches
-    from lowering.backend import driver
-    from mtia_sim.machine import load_machine
-
-    prob, cand = _load(problem, "fixture_problem"), _load(candidate, "fixture_candidate")
-    torch.manual_seed(0)
-    inputs = prob.get_inputs()
-    ref_model = prob.Model(*prob.get_init_inputs())
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        ref = ref_model(*inputs)
-    model = cand.ModelNew(*prob.get_init_inputs())
-    model(*inputs)  # compile
-    driver.clear_launch_history()
-    model(*inputs)
-    m = load_machine(machine)
-    nbytes = sum(t.numel() * t.element_size() for t in inputs) + ref.numel() * ref.element_size()
-    flops = int(counter.get_total_flops())
-    mem_s, math_s = nbytes / m.dram_bw, flops / m.peak_flops("fp32")
-    launches = driver.launch_history()
-    total = sum(float(r.result.seconds) for r in launches)
-    roofline = {
-        "bytes": nbytes,
-        "flops": flops,
-        "time_s": max(mem_s, math_s),
-        "bound": "memory" if mem_s >= math_s else "compute",
-        "fraction": max(mem_s, math_s) / total if total else None,
-    }
-    return from_mtia_launches(launches, machine, roofline).to_dict()
+    run = run_candidate(problem, candidate.read_text(), machine)
+    if run.status != "ok" or run.profile is None:
+        raise RuntimeError(f"{candidate}: {run.status}: {run.message}")
+    return run.profile
 
 
 def main(argv: list[str]) -> int:

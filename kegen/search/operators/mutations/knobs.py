@@ -36,6 +36,7 @@ OPTION_REMEDIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pe_mapping": (("balance",), ()),
     "dual_core": (("overlap",), ()),  # two programs per PE at once (no help when programs <= PEs)
     "red_accumulate": (("fewer_bytes",), ()),
+    "sram_mode": (("fewer_bytes",), ()),  # "resident": DRAM tensors served from the on-chip SRAM
 }
 MIN_BLOCK, MAX_BLOCK = 4, 16384
 
@@ -294,7 +295,7 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
 def _option_effects(name: str, value: Any) -> dict[str, tuple[str, ...]]:
     """Remedies and costs of setting launch option `name` to `value` (back to the default undoes them)."""
     gives, costs = OPTION_REMEDIES.get(name, ((), ()))
-    if _same(value, OPTION_DEFAULTS.get(name)):
+    if _same(value, option_defaults().get(name)):
         gives, costs = costs, gives
     return {"remedies": gives, "costs": costs}
 
