@@ -104,3 +104,28 @@ def test_kegen_eval_machine_flag_changes_simulated_time(tmp_path) -> None:  # ty
         assert result["status"] == "ok" and result["machine"] == machine, proc.stdout[-2000:]
         times[machine] = result["candidate_time_s"]
     assert times["mtia-v1"] > 1.5 * times["mtia-300"], times
+
+
+def test_kegen_lower_machine(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """`kegen lower --machine` compiles for that machine (metadata and target arch); a bad name is a
+    one-line error naming the shipped machines."""
+    import argparse
+
+    from kegen.commands import lower
+
+    monkeypatch.setenv("KEGEN_MACHINE", "mtia-2i")
+    src = tmp_path / "kern.py"
+    src.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                   "def k(x_ptr, BLOCK: tl.constexpr):\n"
+                   "    tl.store(x_ptr + tl.arange(0, BLOCK), tl.arange(0, BLOCK).to(tl.float32))\n")
+    parser = argparse.ArgumentParser()
+    lower.add_arguments(parser)
+    for machine in ("mtia-v1", "mtia-300"):
+        args = parser.parse_args([str(src), "--kernel", "k", "--signature", "x_ptr=*fp32", "--constexpr",
+                                  "BLOCK=64", "--machine", machine, "--emit", "tile"])
+        kernel, _ = lower.compile_kernel(args)
+        assert kernel.metadata.machine == machine and kernel.metadata.target.arch == machine_arch(machine)
+    args = parser.parse_args([str(src), "--kernel", "k", "--signature", "x_ptr=*fp32", "--constexpr", "BLOCK=64",
+                              "--machine", "mtia-9"])
+    with pytest.raises(lower.LowerUsageError, match="unknown machine 'mtia-9'"):
+        lower.compile_kernel(args)
