@@ -9,6 +9,7 @@ from it (per-cycle rates, chip-wide peaks). The TOML is grouped in sections; the
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import tomllib
 from dataclasses import dataclass
@@ -147,14 +148,22 @@ class MachineDescription:
             raise ValueError(f"unknown DPE dtype {dtype!r}; expected one of {', '.join(DPE_DTYPES)}")
         return float(getattr(self, f"dpe_flops_per_cycle_{dtype}"))
 
+    @functools.cached_property
+    def _rates_by_width(self) -> tuple[dict[int, float], dict[int, float]]:
+        """(DPE FLOPs/cycle, SIMD elements/cycle) per operand width, computed once (the timing hot path)."""
+        dpe = {w: self.dpe_flops_per_cycle(d) for w, d in _DPE_DTYPE_BY_WIDTH.items()}
+        simd = {w: float(getattr(self, f"simd_elements_per_cycle_{w}b")) for w in SIMD_WIDTHS}
+        return dpe, simd
+
     def dpe_flops_per_cycle_for_width(self, dtype_bytes: int) -> float:
         """Per-PE DPE FLOPs/cycle for an operand width in bytes (what events carry)."""
-        return self.dpe_flops_per_cycle(_DPE_DTYPE_BY_WIDTH.get(dtype_bytes, "fp32"))
+        dpe = self._rates_by_width[0]
+        return dpe[dtype_bytes] if dtype_bytes in dpe else dpe[4]
 
     def simd_elements_per_cycle(self, dtype_bytes: int) -> float:
         """Per-PE SIMD elements/cycle for an element width in bytes (unknown widths use 4 bytes)."""
-        width = dtype_bytes if dtype_bytes in SIMD_WIDTHS else 4
-        return float(getattr(self, f"simd_elements_per_cycle_{width}b"))
+        simd = self._rates_by_width[1]
+        return simd[dtype_bytes] if dtype_bytes in simd else simd[4]
 
     def pe_peak_flops(self, dtype: str = "fp16") -> float:
         """Dot-product engine peak FLOP/s of one PE."""

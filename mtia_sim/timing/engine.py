@@ -43,7 +43,7 @@ class _ScalarAccess:
 
 
 class _Cmd:
-    __slots__ = ("rec", "reads", "writes", "unit", "deps_left", "dependents", "waiters", "done",
+    __slots__ = ("rec", "reads", "writes", "unit", "lo", "hi", "deps_left", "dependents", "waiters", "done",
                  "head_at", "transfer_start", "transfer_alone", "merge_left", "merged")
 
     def __init__(self, rec: CommandRecord) -> None:
@@ -52,6 +52,7 @@ class _Cmd:
         self.unit = ev.unit
         self.reads = ev.reads
         self.writes = ev.writes
+        self.lo = self.hi = 0  # bounding range of its local-store ranges (set by Replay._issue)
         self.deps_left = 0
         self.dependents: list[_Cmd] = []
         self.waiters: list[_Core] = []
@@ -240,7 +241,8 @@ class Replay:
         return True
 
     def _run_core(self, c: _Core) -> None:
-        self._unblock(c)
+        if c.blocked is not None:
+            self._unblock(c)
         now = self.now
         m = self.m
         c.time = max(c.time, now)
@@ -341,13 +343,20 @@ class Replay:
         self.commands.append(rec)
         cmd = _Cmd(rec)
         pe = self.pes[c.pe]
-        if ev.reads or ev.writes:
+        ranges = ev.reads + ev.writes if ev.writes and ev.reads else (ev.reads or ev.writes)
+        if ranges:
+            if len(ranges) == 1:
+                lo, hi = ranges[0].start, ranges[0].end
+            else:
+                lo, hi = min(r.start for r in ranges), max(r.end for r in ranges)
+            cmd.lo, cmd.hi = lo, hi
             live = [x for x in pe.outstanding if not x.done]
             pe.outstanding = live
             unit_id = ev.unit
             in_order = len(pe.units[unit_id].running) == 1
             for other in live:  # with one slot, earlier commands of the same unit finish first anyway
-                if (other.unit != unit_id or not in_order) and cmd.conflicts(other):
+                if other.lo < hi and lo < other.hi and (other.unit != unit_id or not in_order) \
+                        and cmd.conflicts(other):
                     cmd.deps_left += 1
                     other.dependents.append(cmd)
         pe.outstanding.append(cmd)
