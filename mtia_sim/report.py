@@ -28,6 +28,8 @@ _HINTS = {
     "shared_bandwidth": "transfers slowed by shared DRAM/SRAM bandwidth: move fewer bytes or reuse tiles",
     "fence_wait": "cores wait at fences: fence less often, overlap units",
     "end_wait": "programs end waiting for their last commands",
+    "scalar_mem": "the core's own loads/stores reach DRAM/SRAM (latency per access): move data with DMA "
+                  "(tl.load/tl.store on blocks) instead of scalar loops",
 }
 
 
@@ -183,6 +185,7 @@ def _summary_lines(result: TimingResult, m: MachineDescription) -> list[str]:
             lines.append(f"{_LEVEL_NAMES[level]:<11} {_si(bw['achieved_bw'], 'B/s')} of "
                          f"{_si(bw['peak_bw'], 'B/s')}"
                          f" ({_pct(bw['fraction'])}), {_si(bw['bytes'], 'B')} moved")
+    lines += _sram_lines(c.sram_cache)
     ai = "inf" if not math.isfinite(r.arithmetic_intensity) else f"{r.arithmetic_intensity:.3g}"
     if not r.flops:
         lines.append(f"roofline    no FLOPs: {r.bound}-bound"
@@ -192,6 +195,22 @@ def _summary_lines(result: TimingResult, m: MachineDescription) -> list[str]:
                  "attainable "
                  f"{_si(r.attainable_flops, 'FLOP/s')}, achieved {_pct(r.fraction_of_roofline)} of it")
     return lines + _balance_lines(result)
+
+
+def _sram_lines(cache: dict[str, Any]) -> list[str]:
+    """One line on the SRAM's role: cache hit rate, or resident/off."""
+    if not cache:
+        return []
+    mode = cache.get("mode")
+    hit, miss = cache.get("read_hit_bytes", 0.0), cache.get("read_miss_bytes", 0.0)
+    if mode == "off":
+        return ["sram cache  off (every DRAM access goes to DRAM)"]
+    if not (hit or miss):
+        return []
+    what = "tensors resident in SRAM" if mode == "resident" else "memory-side cache"
+    return [f"sram cache  {what}: {_pct(cache.get('hit_rate'))} of DRAM-addressed reads served on chip "
+            f"({_si(hit, 'B')} hit, {_si(miss, 'B')} from DRAM), "
+            f"{cache.get('evicted_lines', 0)} lines evicted"]
 
 
 def _balance_lines(result: TimingResult) -> list[str]:
