@@ -81,7 +81,17 @@ def sandbox_kind() -> SandboxKind:
     return _bwrap_ok
 
 
-def _bwrap_args(exe: str, inbox: Path | None) -> list[str]:
+GPU_DEVICE_GLOBS = ("/dev/nvidia*", "/dev/dri", "/dev/kfd")
+
+
+def _gpu_devices() -> list[str]:
+    """The GPU device nodes a GPU worker needs inside the sandbox's fresh /dev."""
+    import glob
+
+    return [p for pattern in GPU_DEVICE_GLOBS for p in sorted(glob.glob(pattern))]
+
+
+def _bwrap_args(exe: str, inbox: Path | None, gpu: bool = False) -> list[str]:
     args = [
         exe,
         "--unshare-all",
@@ -116,6 +126,9 @@ def _bwrap_args(exe: str, inbox: Path | None) -> list[str]:
     ]
     if inbox is not None:
         args += ["--ro-bind", str(inbox), SANDBOX_INBOX]
+    if gpu:
+        for dev in _gpu_devices():
+            args += ["--dev-bind", dev, dev]
     return args + ["--"]
 
 
@@ -241,7 +254,8 @@ class _Zygote:
         pass_fds = [theirs.fileno()]
         seccomp_fd = None
         if self.kind.name == "bwrap":
-            prefix = _bwrap_args(shutil.which("bwrap") or "bwrap", self.inbox)
+            gpu = env.get("KEGEN_TARGET") in ("nvidia", "amd")
+            prefix = _bwrap_args(shutil.which("bwrap") or "bwrap", self.inbox, gpu)
             program = unix_socket_filter()
             if program is not None:
                 seccomp_fd, w = os.pipe()
