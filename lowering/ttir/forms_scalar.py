@@ -57,7 +57,7 @@ def _constant(cur: Cursor, spec: OpSpec) -> Parsed:
 
 
 def _typed_number(it: Item, t: Type) -> Any:
-    from lowering.ttir.raw import _float_from_hex
+    from lowering.ttir.raw_attrs import _float_from_hex
 
     if isinstance(t, FloatType):
         if it.kind == "hex":
