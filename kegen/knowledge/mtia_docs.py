@@ -656,7 +656,9 @@ def hand_written_figures() -> dict[str, list[str]]:
             f"{m.local_store_bytes // 4:,} fp32 elements fit in {ls_kib}",
             f"~{m.dma_setup_cycles:g} cycles of setup",
             misaligned,
-            f"a PE runs {_count_word(m.dma_max_in_flight)} DMA command at a time",
+            f"a PE runs {_count_word(m.dma_max_in_flight)} DMA command"
+            + ("s" if m.dma_max_in_flight > 1 else "")
+            + " at a time",
             f"works on {tile} tiles",
             f"~{m.dpe_setup_cycles:g} cycles setup",
             f"{quarter} of the fp16 rate",

@@ -7,9 +7,16 @@ samples and guidance for the op class and bottleneck, other platform documents, 
 Documents that do not fit the remaining budget are cut at a section boundary, or left out (the
 index excerpt still names them, so a reader knows they exist). Deterministic: same inputs, same
 output.
+
+Passages for people at a terminal (commands to run, tools to open) are wrapped in
+`<!-- human-only -->` ... `<!-- /human-only -->`: `kegen kb show` prints them, prompts never carry
+them (`for_prompt`), since the model writing kernels cannot run anything; what those commands show
+is in the prompt's measured profile.
 """
 
 from __future__ import annotations
+
+import re
 
 from kegen.knowledge.index import ANY, IndexEntry, canonical_op_class, validate_tag
 from kegen.knowledge.store import Document, KnowledgeBase
@@ -19,6 +26,12 @@ MIN_PARTIAL_CHARS = 1200
 """A document cut to fit is kept only if at least this much of it fits."""
 
 _WEIGHTS = {"platform": 8, "op": 4, "bottleneck": 2, "phase": 1}
+_HUMAN_ONLY = re.compile(r"[ \t]*<!-- human-only -->.*?<!-- /human-only -->[ \t]*\n?", re.DOTALL)
+
+
+def for_prompt(text: str) -> str:
+    """`text` without its human-only passages (commands and tools the model cannot use)."""
+    return _HUMAN_ONLY.sub("", text)
 
 
 def _matches(values: tuple[str, ...], wanted: str | None) -> bool:
@@ -105,7 +118,7 @@ def cut_to_budget(doc: Document, budget: int) -> Document | None:
         return doc
     if not doc.path.endswith(".md"):
         return None
-    note = f"\n[... cut to fit the prompt; the full document: `kegen kb show {doc.path}`]\n"
+    note = "\n[... the rest of this document was left out to fit the prompt]\n"
     room = budget - len(note)
     if room < MIN_PARTIAL_CHARS:
         return None
@@ -142,7 +155,8 @@ def select_documents(
     chosen = [excerpt]
     left = budget_chars - len(excerpt.text)
     for e in entries:
-        doc = cut_to_budget(kb.read(e.path), left)
+        full = kb.read(e.path)
+        doc = cut_to_budget(Document(full.path, full.title, for_prompt(full.text)), left)
         if doc is not None:
             chosen.append(doc)
             left -= len(doc.text)

@@ -122,8 +122,8 @@ def test_cut_keeps_whole_sections_and_never_cuts_code() -> None:
     doc = KB.read("hardware/mtia/isa-reference.md")
     cut = cut_to_budget(doc, 4000)
     assert cut is not None and len(cut.text) <= 4000
-    assert "kegen kb show hardware/mtia/isa-reference.md" in cut.text
-    kept = cut.text.split("\n[... cut")[0].rstrip()
+    assert "left out to fit the prompt" in cut.text and "kegen kb show" not in cut.text
+    kept = cut.text.split("\n[... the rest")[0].rstrip()
     assert doc.text.startswith(kept) and doc.text[len(kept) :].lstrip().startswith("## ")
     assert cut_to_budget(doc, MIN_PARTIAL_CHARS - 1) is None
     sample = KB.read("code_samples/matmul.py")
@@ -162,3 +162,19 @@ def test_every_op_class_of_the_shipped_suites_is_understood() -> None:
     }
     for name in classes:
         canonical_op_class(name)
+
+
+def test_prompts_carry_no_command_the_model_cannot_run() -> None:
+    """Human-only passages (commands, tools) are stripped from every document a prompt can carry."""
+    import re
+
+    from kegen.knowledge import KnowledgeBase
+    from kegen.knowledge.retrieval import for_prompt
+
+    kb = KnowledgeBase.default()
+    commands = re.compile(r"`(kegen |ncu|nsys|rocprof|omniperf|compute-sanitizer|TRITON_INTERPRET|[A-Z_]+_(DUMP|BLOCKING|KERNEL)=)")
+    for entry in kb.entries:
+        text = for_prompt(kb.read(entry.path).text)
+        assert "human-only" not in text, entry.path
+        assert not commands.search(text), f"{entry.path}: {commands.search(text)}"
+    assert for_prompt("a\n<!-- human-only -->\nrun `x`\n<!-- /human-only -->\nb\n") == "a\nb\n"
