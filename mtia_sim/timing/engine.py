@@ -275,8 +275,12 @@ class Replay:
                 prog.busy_cycles += m.command_issue_cycles
                 c.paid = True
             if c.time > now:
-                self._push(c.time, _CORE, 0, c)
-                return
+                heap = self.heap
+                if self.fluid_dirty or (heap and heap[0][0] <= c.time):
+                    self._push(c.time, _CORE, 0, c)
+                    return
+                self.now = now = c.time  # nothing else happens before: run ahead without the heap
+                self.events += 1
             if isinstance(ev, CommandEvent):
                 unit = self.pes[c.pe].units[ev.unit] if ev.unit in _UNITS else None
                 if unit is None:
