@@ -31,6 +31,7 @@ from lowering.codegen.rules import (  # noqa: E402,F401
     constants,
     control,
     dot,
+    extern,
     indexed,
     memory,
     reduce,
