@@ -72,3 +72,13 @@ def test_softmax_seed_moves_avoid_shrinking_the_starved_grid() -> None:
             assert t < 0, m.name  # fewer programs for the launch that already starves 48 PEs
         if m.family.startswith("recipe_") and "fewer_launches" in m.remedies:
             assert t > 0, m.name  # fusing the two launches answers the launch share and the traffic
+
+
+def test_launch_options_declare_which_way_helps() -> None:
+    from kegen.search.operators.mutations.knobs import _option_effects
+
+    assert _option_effects("sram_mode", "resident", "cache") == {"remedies": ("fewer_bytes",), "costs": ()}
+    assert _option_effects("red_accumulate", False, True) == {"remedies": (), "costs": ("fewer_bytes",)}
+    assert _option_effects("num_stages", 3, 1)["remedies"] == ("overlap",)
+    assert _option_effects("num_stages", 1, 3)["costs"] == ("overlap",)
+    assert _option_effects("some_future_option", 1, 0) == {"remedies": (), "costs": ()}

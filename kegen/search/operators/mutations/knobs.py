@@ -30,13 +30,15 @@ OPTION_HELPS: dict[str, tuple[str, ...]] = {
     "dual_core": ("latency", "compute"),
     "red_accumulate": ("memory", "latency"),
 }
-# remedy kinds (kegen.profiling.diagnosis.REMEDIES) of an option's non-default value, and its costs
-OPTION_REMEDIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "num_stages": (("overlap",), ()),
-    "pe_mapping": (("balance",), ()),
-    "dual_core": (("overlap",), ()),  # two programs per PE at once (no help when programs <= PEs)
-    "red_accumulate": (("fewer_bytes",), ()),
-    "sram_mode": (("fewer_bytes",), ()),  # "resident": DRAM tensors served from the on-chip SRAM
+# the remedy kind (kegen.profiling.diagnosis.REMEDIES) each launch option serves, and the value that
+# serves it ("up": a larger number; None: any change, direction unknown). Moving towards that value
+# provides the remedy; moving away works against it. An option not listed is neutral.
+OPTION_REMEDIES: dict[str, tuple[str, Any]] = {
+    "num_stages": ("overlap", "up"),  # multi-buffering: the next tile loads while this one computes
+    "dual_core": ("overlap", True),  # two programs per PE at once (no help when programs <= PEs)
+    "red_accumulate": ("fewer_bytes", True),  # cross-PE accumulation in the reduction engine
+    "sram_mode": ("fewer_bytes", "resident"),  # DRAM tensors served from the on-chip SRAM
+    "pe_mapping": ("balance", None),
 }
 MIN_BLOCK, MAX_BLOCK = 4, 16384
 
@@ -285,19 +287,25 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                         apply=_setter(knob, v),
                         helps=OPTION_HELPS.get(knob.name, ()),
                         prior=1.0,
-                        **_option_effects(knob.name, v),
+                        **_option_effects(knob.name, v, knob.value),
                         kernel=knob.kernel or "",
                     )
                 )
     return muts
 
 
-def _option_effects(name: str, value: Any) -> dict[str, tuple[str, ...]]:
-    """Remedies and costs of setting launch option `name` to `value` (back to the default undoes them)."""
-    gives, costs = OPTION_REMEDIES.get(name, ((), ()))
-    if _same(value, option_defaults().get(name)):
-        gives, costs = costs, gives
-    return {"remedies": gives, "costs": costs}
+def _option_effects(name: str, value: Any, current: Any) -> dict[str, tuple[str, ...]]:
+    """Remedies and costs of changing launch option `name` from `current` to `value`."""
+    if name not in OPTION_REMEDIES:
+        return {"remedies": (), "costs": ()}
+    kind, good = OPTION_REMEDIES[name]
+    if good is None:
+        towards = True
+    elif good == "up":
+        towards = isinstance(value, int) and isinstance(current, int) and value > current
+    else:
+        towards = _same(value, good)
+    return {"remedies": (kind,), "costs": ()} if towards else {"remedies": (), "costs": (kind,)}
 
 
 def kernels_with_load_loops(source: str) -> set[str]:
