@@ -47,8 +47,8 @@ from mtia_sim.units import execute, replay
 
 MSTATUS_FS_INITIAL = 1 << 13
 TCG_BUFFER_BYTES = 128 << 20  # translated-code cache (Unicorn's default reserves 1 GiB of address space)
-PLAN_CACHE_SIZE = 8192  # distinct (descriptor, PE) pairs whose replay closures are kept
-SEEN_CACHE_SIZE = 32768  # distinct (descriptor, PE) pairs remembered as seen once
+PLAN_CACHE_SIZE = 32768  # distinct (descriptor, PE) pairs whose replay closures are kept (~1.5 KB each)
+SEEN_CACHE_SIZE = 65536  # distinct (descriptor, PE) pairs remembered as seen once
 _NEW_EVENT = object.__new__
 ARG_REGS = (rv.UC_RISCV_REG_A0, rv.UC_RISCV_REG_A1, rv.UC_RISCV_REG_A2, rv.UC_RISCV_REG_A3,
             rv.UC_RISCV_REG_A4, rv.UC_RISCV_REG_A5, rv.UC_RISCV_REG_A6)
