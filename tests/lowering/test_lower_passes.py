@@ -116,9 +116,10 @@ def test_pe_mapping_plans() -> None:
 
 def test_pointer_analysis_follows_pointers_carried_by_loops() -> None:
     import triton
-    from tests.lowering.test_lower_e2e import matmul_tutorial_kernel
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    from tests.lowering.test_lower_e2e import matmul_tutorial_kernel
 
     names = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn"]
     sig = {n: "*fp32" if n.endswith("ptr") else "i32" for n in names} | {
