@@ -208,7 +208,7 @@ def test_grid_accumulates_into_dram_sram_and_pe0(sim: Simulator, partials, progr
     out_isum = sim.to_device(np.arange(BLOCK, dtype=np.int32), level="sram")
     acc_max = sim.local_address(0, WINDOW_OFF)
     sim.write(acc_max, np.full(BLOCK, -np.inf, np.float32))
-    res = sim.launch(partials, (programs, 1, 1), [xa, out_sum, acc_max, out_isum])
+    res = sim.launch(partials, (programs, 1, 1), [xa, out_sum, acc_max, out_isum], sram_mode="off")  # bytes as addressed
     # float SUM: program order, i.e. PE by PE and, within a PE, grid order (mtia_sim/simulator.py)
     order = sorted(range(programs), key=lambda i: (i % sim.num_pes, i))
     want = init.copy()
@@ -276,7 +276,7 @@ def _run(sim: Simulator, image, where: str, programs: int):
         sim.write(dst, np.zeros(TILE, np.float32))
     else:
         dst = sim.to_device(np.zeros(TILE, np.float32), level=where)
-    res = sim.launch(image, (programs, 1, 1), [dst])
+    res = sim.launch(image, (programs, 1, 1), [dst], sram_mode="off")  # DRAM as addressed: no SRAM cache
     got = sim.from_device(dst, TILE, np.float32)
     np.testing.assert_array_equal(got, programs * np.arange(TILE) + programs * (programs - 1) // 2)
     if where != "pe0":
