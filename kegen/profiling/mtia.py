@@ -69,6 +69,8 @@ class _Acc:
         self.peak: dict[str, float] = {}
         self.stalls: dict[str, float] = defaultdict(float)
         self.stall_den: dict[str, float] = defaultdict(float)
+        self.sram_hit = self.sram_miss = 0.0  # bytes read through the SRAM cache
+        self.core_time: dict[str, float] = defaultdict(float)  # named busy/stall/idle states
 
     def add(
         self, c: dict[str, Any], pes_total: int, pes_used: int, cores_per_pe: int, cores_used: int
@@ -92,6 +94,11 @@ class _Acc:
                 self.read[str(level)] += float(n or 0)
             for level, n in (u.get("bytes_written") or {}).items():
                 self.written[str(level)] += float(n or 0)
+        sram = c.get("sram_cache") or {}
+        self.sram_hit += float(sram.get("read_hit_bytes", 0.0) or 0.0)
+        self.sram_miss += float(sram.get("read_miss_bytes", 0.0) or 0.0)
+        for state, cyc in (c.get("core_time") or {}).items():
+            self.core_time[str(state)] += float(cyc or 0.0)
         for level, bw in (c.get("bandwidth") or {}).items():
             if isinstance(bw, dict) and bw.get("peak_bw"):
                 self.peak[str(level)] = float(bw["peak_bw"])
@@ -101,6 +108,9 @@ class _Acc:
             busy = stat.busy_cycles or 0.0
             stat.utilization = busy / self.unit_time[name] if self.unit_time[name] else 0.0
             stat.utilization_active = busy / self.active_time[name] if self.active_time[name] else 0.0
+        core = self.units.get("CORE")
+        if core is not None and self.core_time:
+            core.extra["time_breakdown"] = dict(self.core_time)  # every core cycle, named
         used = [u for u in self.units.values() if u.commands or u.busy_cycles]
         return sorted(used, key=lambda u: -(u.utilization_active or 0.0))
 
@@ -215,6 +225,8 @@ def from_mtia_launches(launches: list[Any], machine: str, roofline: dict[str, An
 
 def _memory(acc: _Acc, total: float, roofline: dict[str, Any]) -> list[MemoryLevelStat]:
     out = []
+    reads = acc.sram_hit + acc.sram_miss
+    hit_rate = acc.sram_hit / reads if reads else None
     for level in sorted(set(acc.read) | set(acc.written), key=_level_order):
         nbytes = acc.read[level] + acc.written[level]
         if not nbytes:
@@ -229,6 +241,7 @@ def _memory(acc: _Acc, total: float, roofline: dict[str, Any]) -> list[MemoryLev
                 compulsory_bytes=float(roofline["bytes"])
                 if level == "dram" and roofline.get("bytes")
                 else None,
+                hit_rate=hit_rate if level == "sram" else None,
             )
         )
     return out
@@ -263,6 +276,8 @@ def _metrics(
         m["compute_pct"] = 100 * flops / total / float(roofline["peak_flops"])
     for lv in memory:
         m[f"{lv.level}_bytes"] = lv.bytes_total
+        if lv.level == "sram" and lv.hit_rate is not None:
+            m["sram_hit_rate_pct"] = 100 * lv.hit_rate
     dram = next((lv for lv in memory if lv.level == "dram"), None)
     if dram is not None:
         if dram.achieved_bw is not None:

@@ -67,11 +67,13 @@ def _counters(pes: dict[int, float], kernel_cycles: float, dram_fraction: float)
         "flops": 64,
         "bandwidth": {"dram": {"bytes": 4096.0, "peak_bw": 1e11, "fraction": dram_fraction}},
         "stall_reasons": {"SIMD:dependency": 300.0},
+        "sram_cache": {"read_hit_bytes": 300.0, "read_miss_bytes": 100.0},
+        "core_time": {"busy": 40.0, "stall:end_wait_DMA": 10.0},
         "totals": {
             "DMA": {
                 "busy_cycles": busy,
                 "commands": 2 * len(pes),
-                "bytes_read": {"dram": 2048},
+                "bytes_read": {"dram": 2048, "sram": 512},
                 "bytes_written": {"dram": 2048, "local": 2048},
                 "stall_cycles": {"unit_busy": 50.0},
             },
@@ -115,6 +117,8 @@ def test_mtia_builder_reads_occupancy_units_lines_and_bottleneck(tmp_path) -> No
     )
     assert prof.metric("pes_used") == 16 and abs(prof.metric("idle_pe_pct") - 75.0) < 1e-9
     assert prof.level("dram").compulsory_bytes == 2048 and prof.metric("dram_excess") == 2.0
+    assert prof.metric("sram_hit_rate_pct") == 75.0 and prof.level("sram").hit_rate == 0.75
+    assert prof.unit("CORE").extra["time_breakdown"] == {"busy": 40.0, "stall:end_wait_DMA": 10.0}
     assert prof.stalls == {"SIMD:dependency": 300.0}  # queueing (unit_busy) is not idle time
     b = prof.bottleneck
     assert b is not None and (b.kind, b.name, b.category) == ("occupancy", "idle PEs", "memory")
