@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from kegen.eval.config import EvalConfig
 from kegen.eval.errors import ProblemError
-from kegen.eval.evaluator import Evaluator
 from kegen.eval.result import EvalResult, Status
 
 GPU_TARGETS = ("nvidia", "amd")
@@ -46,6 +46,13 @@ def evaluate(
     if not problem_path.is_file():
         raise ProblemError(f"problem file {problem_path} does not exist")
     started = time.monotonic()
+    from kegen.eval import sandbox
+
+    if not config.fresh_process:  # the sandbox boots (torch, Triton) while this process imports its own
+        sandbox.prestart(sandbox.worker_env(config.target, config.machine))
+    _warm_imports(config.target)
+    from kegen.eval.evaluator import Evaluator
+
     with tempfile.TemporaryDirectory(prefix="kegen-cand-") as tmp:
         cand_path = _as_path(candidate, Path(tmp), "candidate")
         base_path = _as_path(baseline, Path(tmp), "baseline") if baseline is not None else None
@@ -60,3 +67,28 @@ def evaluate(
     if result.status != Status.OK:
         result.fitness = 0.0
     return result
+
+
+_WARM = ("torch.utils.flop_counter", "mtia_sim.simulator", "mtia_sim.timing", "lowering.backend.launch")
+_warmed = False
+
+
+def _warm_imports(target: str) -> None:
+    """Import what the evaluator needs later (the roofline's flop counter, the simulator) on a
+    background thread, while it waits for the sandboxed worker to start."""
+    global _warmed
+    if _warmed:
+        return
+    _warmed = True
+    names = _WARM if target == "mtia" else _WARM[:1]
+
+    def run() -> None:
+        import importlib
+
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except Exception:  # optional pieces; the evaluator reports what it cannot import
+                pass
+
+    threading.Thread(target=run, name="kegen-eval-warm-imports", daemon=True).start()

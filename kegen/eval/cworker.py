@@ -51,6 +51,7 @@ class CandidateServer:
         self.gpu = False
         self.device = "cpu"
         self.check = True
+        self.cache_dir: str | None = None
 
     def init(self, job: dict[str, Any], blobs: list[bytearray]) -> dict[str, Any]:
         import torch
@@ -63,6 +64,7 @@ class CandidateServer:
         self.device = "cuda" if self.gpu else "cpu"
         self.check = bool(job.get("check_cheats", True))
         path = Path(str(job["candidate"]))
+        self.cache_dir = _private_cache(job.get("cache_seed"))
         init = decode_values(job.get("init_inputs") or [], blobs, self.device)
         self.guards = Guards(path, tuple(job.get("allow_ops") or ()), self.check, self.gpu)
         cls = load_candidate(path)
@@ -121,6 +123,24 @@ class CandidateServer:
             out_blobs.extend(b)
         send_frame(self.sock, {"op": "timed", "samples": samples, "outputs": metas}, out_blobs)
 
+    def cache_dump(self) -> None:
+        """Send this job's Triton cache files (relative path + bytes; the evaluator checks them)."""
+        names: list[str] = []
+        blobs: list[bytes] = []
+        total = 0
+        root = self.cache_dir
+        for dirpath, _, files in os.walk(root) if root else ():
+            for name in files:
+                full = os.path.join(dirpath, name)
+                data = Path(full).read_bytes()
+                total += len(data)
+                if total > 64 * 1024 * 1024 or len(names) >= 512:
+                    names, blobs = [], []
+                    break
+                names.append(os.path.relpath(full, root))
+                blobs.append(data)
+        send_frame(self.sock, {"op": "cache", "files": names}, blobs)
+
     def serve(self) -> None:
         while True:
             try:
@@ -137,6 +157,8 @@ class CandidateServer:
                     self.call(job, blobs)
                 elif op == "gpu_time":
                     self.gpu_time(job, blobs)
+                elif op == "cache_dump":
+                    self.cache_dump()
                 else:
                     send_frame(
                         self.sock, {"op": "failed", "status": "runtime_error", "message": f"bad op {op}"}
@@ -146,6 +168,18 @@ class CandidateServer:
                     send_frame(self.sock, _failed(exc))
                 except OSError:
                     return
+
+
+def _private_cache(seed: Any) -> str:
+    """A fresh Triton cache directory for this job (seeded from the evaluator's copy for this source)."""
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="triton-cache-")
+    if isinstance(seed, str) and os.path.isdir(seed):
+        shutil.copytree(seed, path, dirs_exist_ok=True)
+    os.environ["TRITON_CACHE_DIR"] = path
+    return path
 
 
 def _model_tensors(model: Any) -> list[Any]:
@@ -180,9 +214,14 @@ def main(fd: int) -> None:
         from lowering.backend import device_client
 
         device_client.attach(sock)
+    server = CandidateServer(sock)
     try:
-        CandidateServer(sock).serve()
+        server.serve()
     finally:
+        if server.cache_dir:
+            import shutil
+
+            shutil.rmtree(server.cache_dir, ignore_errors=True)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

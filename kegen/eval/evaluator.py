@@ -180,9 +180,7 @@ class Evaluator:
         return model
 
     def _open(self, source: Path) -> WorkerSession:
-        env = {"KEGEN_TARGET": self.cfg.target, "KEGEN_MACHINE": self.cfg.machine}
-        if self.cfg.target == "cpu":
-            env["TRITON_INTERPRET"] = "1"
+        env = sandbox.worker_env(self.cfg.target, self.cfg.machine)
         zygote = sandbox.acquire(env, fresh=self.cfg.fresh_process)
         self._zygote = zygote
         try:

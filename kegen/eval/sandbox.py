@@ -382,6 +382,24 @@ class _Pool:
 _pool = _Pool()
 
 
+def worker_env(target: str, machine: str) -> dict[str, str]:
+    """The environment a worker for `target` gets (zygotes are pooled by it)."""
+    env = {"KEGEN_TARGET": target, "KEGEN_MACHINE": machine}
+    if target == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def prestart(env: dict[str, str]) -> None:
+    """Start a pooled zygote for `env` in the background if none is alive (it imports torch and
+    Triton while the evaluator does its own start-up)."""
+    key = tuple(sorted(env.items()))
+    with _pool.lock:
+        if any(z.alive() for z in _pool.zygotes.get(key, [])):
+            return
+        _pool.zygotes.setdefault(key, []).append(_Zygote(env))
+
+
 def acquire(env: dict[str, str], fresh: bool = False) -> _Zygote:
     """A free zygote for `env` (locked for the caller); `fresh` starts a new one used once."""
     key = tuple(sorted(env.items()))

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from kegen.eval import sandbox
+from kegen.eval import compile_cache, sandbox
 from kegen.eval.device import CallRecord, MtiaDevice
 from kegen.eval.errors import CandidateError
 from kegen.eval.wire import decode_values, encode_values
@@ -55,8 +55,17 @@ class WorkerSession:
     ) -> None:
         self.device, self.deadline, self.timeout_s = device, deadline, timeout_s
         self.memory_limit_mb, self.out_device = memory_limit_mb, out_device
-        _, self.inside_path = sandbox.candidate_inbox_path(zygote, source)
+        host_path, self.inside_path = sandbox.candidate_inbox_path(zygote, source)
         self.source_name = source.name
+        self.cache_key: str | None = None
+        self.cache_seed: str | None = None
+        self.calls_ok = 0
+        if env.get("TRITON_INTERPRET") != "1":
+            self.cache_key = compile_cache.cache_key(
+                source, env.get("KEGEN_TARGET", ""), env.get("KEGEN_MACHINE", "")
+            )
+            if compile_cache.seed_job(self.cache_key, host_path.parent):
+                self.cache_seed = str(Path(self.inside_path).parent / compile_cache.SEED_DIR)
         job = {"env": env, "cpu_limit_s": int(timeout_s) + 30, "fsize_mb": max(64, memory_limit_mb // 4)}
         self.worker = zygote.start(job)
         self.max_bytes = memory_limit_mb * 1024 * 1024
@@ -153,7 +162,14 @@ class WorkerSession:
     def init(self, init_inputs: list[Any], seed: int, config: dict[str, Any]) -> list[torch.Tensor]:
         """Load the candidate and build its model; returns the tensors the model holds (plain data)."""
         metas, blobs = encode_values(init_inputs)
-        header = {"op": "init", "candidate": self.inside_path, "seed": seed, "init_inputs": metas, **config}
+        header = {
+            "op": "init",
+            "candidate": self.inside_path,
+            "seed": seed,
+            "init_inputs": metas,
+            "cache_seed": self.cache_seed,
+            **config,
+        }
         reply, rblobs = self.request(header, blobs)
         if reply.get("op") != "ready":
             raise CandidateError("runtime_error", f"unexpected reply to init: {reply.get('op')}")
@@ -180,6 +196,7 @@ class WorkerSession:
         if not all(isinstance(o, torch.Tensor) for o in outputs):
             raise CandidateError("runtime_error", "forward must return tensors")
         diag = reply.get("diag") if isinstance(reply.get("diag"), str) else None
+        self.calls_ok += 1
         return CallResult(outputs, list(out_metas or []), record, wall, diag)
 
     def gpu_time(self, sets: list[list[Any]]) -> tuple[list[float], list[list[torch.Tensor]], float]:
@@ -210,7 +227,27 @@ class WorkerSession:
                 "runtime_error", f"the candidate's worker sent malformed data: {exc}"
             ) from exc
 
+    def keep_compile_cache(self) -> None:
+        """Keep the worker's Triton cache for later evaluations of this exact source (see compile_cache)."""
+        if self.cache_key is None or self.cache_seed is not None or not self.calls_ok:
+            return
+        if (compile_cache.cache_root() / self.cache_key).exists():
+            return
+        try:
+            reply, blobs = self.request({"op": "cache_dump"}, [])
+        except CandidateError:
+            return
+        names = reply.get("files")
+        if reply.get("op") == "cache" and isinstance(names, list) and len(names) == len(blobs):
+            compile_cache.keep(
+                self.cache_key, [(str(n), bytes(b)) for n, b in zip(names, blobs, strict=True)]
+            )
+
     def close(self) -> None:
+        try:
+            self.keep_compile_cache()
+        except Exception:  # a cache is an optimisation: never fail an evaluation over it
+            pass
         try:
             send_frame(self.worker.sock, {"op": "bye"})
         except OSError:
