@@ -33,6 +33,7 @@ _BY_KIND: dict[tuple[str, str], dict[str, float]] = {
     ("latency", ""): {"overlap": 1.0, "bigger_commands": 0.5},
 }
 STALL_WEIGHT = 0.5
+PROTECT_PARALLELISM = 0.8
 TOP_STALLS = 3
 
 
@@ -43,12 +44,20 @@ class Diagnosis:
     bottleneck: Bottleneck | None = None
     bound: str | None = None  # the bottleneck's category: memory | compute | latency (knowledge tags)
     remedies: tuple[tuple[str, float], ...] = ()  # remedy kind -> weight, strongest first
+    protect: tuple[tuple[str, float], ...] = ()  # remedy kinds a move must not work against -> weight
     stalls: tuple[tuple[str, float], ...] = ()  # top idle stalls: reason -> share of the unit's time
     utilisation: tuple[tuple[str, float], ...] = ()  # unit -> utilisation over the active PEs
     roofline_fraction: float | None = None
     time_s: float | None = None
     idle_pes: float = 0.0  # time-weighted share of the chip's PEs without a program
     facts: tuple[str, ...] = field(default_factory=tuple)
+
+    def cost_weights(self) -> dict[str, float]:
+        """Remedy kind -> weight of working against it: its remedy weight plus its protection."""
+        out = self.weights()
+        for kind, w in self.protect:
+            out[kind] = out.get(kind, 0.0) + w
+        return out
 
     def weights(self) -> dict[str, float]:
         """Remedy kind -> weight; a bare `bound` (no measured profile) maps to its usual remedy."""
@@ -95,6 +104,11 @@ def diagnose_profile(prof: Profile) -> Diagnosis:
     idle = (prof.metric("idle_pe_pct") or 0.0) / 100
     if idle >= IDLE_PES:
         add("parallelism", 0.5 * idle)
+    protect: dict[str, float] = {}
+    longest = max(prof.launches, key=lambda s: s.time_s, default=None)
+    if longest is not None and longest.pes_total and longest.programs <= 2 * longest.pes_total:
+        # few programs per PE: a change that cuts the programs leaves PEs idle
+        protect["parallelism"] = PROTECT_PARALLELISM * (1.0 if longest.programs <= longest.pes_total else 0.5)
     if (prof.metric("load_imbalance") or 1.0) > 1.2:
         add("balance", 0.3)
     excess = prof.metric("dram_excess")
@@ -111,6 +125,7 @@ def diagnose_profile(prof: Profile) -> Diagnosis:
         bottleneck=b,
         bound=b.category if b else None,
         remedies=tuple(sorted(weights.items(), key=lambda kv: -kv[1])),
+        protect=tuple(protect.items()),
         stalls=tuple(top),
         utilisation=tuple(sorted(util, key=lambda t: -t[1])[:5]),
         roofline_fraction=float(frac) if isinstance(frac, int | float) else None,

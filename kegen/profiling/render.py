@@ -236,6 +236,8 @@ def prompt(p: Profile, *, parent: Profile | None = None, detail: int = PROMPT_DE
     if d.remedies:
         kinds = [k for k, _ in d.remedies[: 2 if detail < 3 else 3]]
         out.append("- what usually helps here: " + "; ".join(REMEDIES[k] for k in kinds if k in REMEDIES))
+    if dict(d.protect).get("parallelism") and d.bottleneck is not None and d.bottleneck.kind != "occupancy":
+        out.append("- keep the grid at least as large as the PEs: fewer programs would leave PEs idle")
     if detail >= 2:
         if p.launches and len(p.launches) > 1 or detail >= 3:
             out += ["- launches:"] + _launch_rows(p)

@@ -71,10 +71,10 @@ class OfflineOperator(Operator):
     @staticmethod
     def diagnosis_term(m: Mutation, diag: Diagnosis) -> float:
         """How well the mutation's remedies answer the diagnosis (negative when it works against it)."""
-        w = diag.weights()
-        if not w:
+        w, against = diag.weights(), diag.cost_weights()
+        if not w and not against:
             return 0.0
-        term = sum(w.get(r, 0.0) for r in m.remedies) - sum(w.get(r, 0.0) for r in m.costs)
+        term = sum(w.get(r, 0.0) for r in m.remedies) - sum(against.get(r, 0.0) for r in m.costs)
         focus = diag.bottleneck.kernel if diag.bottleneck is not None else ""
         if focus and m.kernel and m.kernel != focus:
             term *= OTHER_KERNEL

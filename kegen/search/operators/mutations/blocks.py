@@ -344,8 +344,9 @@ def block_mutations(source: str) -> list[Mutation]:
 
 
 def _block_effects(up: bool, grid_axis: bool, dot: bool) -> dict[str, tuple[str, ...]]:
-    """Remedies and costs of a block change: on a grid axis a larger block means fewer programs."""
-    bigger = ("bigger_commands", "fewer_bytes") if dot else ("bigger_commands",)
+    """Remedies and costs of a block change: on a grid axis a larger block means fewer programs; a
+    dot kernel's output tile (its grid axes) is also operand reuse, its K block only bigger commands."""
+    bigger = ("bigger_commands", "fewer_bytes") if dot and grid_axis else ("bigger_commands",)
     if up:
         return {"remedies": bigger, "costs": ("parallelism",) if grid_axis else ()}
     return {"remedies": ("parallelism",) if grid_axis else (), "costs": bigger}
