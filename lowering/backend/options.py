@@ -143,11 +143,9 @@ class MtiaOptions:
 
     @staticmethod
     def search_space() -> dict[str, tuple[Any, ...]]:
-        """The performance options and their candidate values, for the search to enumerate."""
-        return {
-            "num_stages": (1, 2, 3),
-            "pe_mapping": PE_MAPPINGS,
-            "dual_core": (False, True),
-            "red_accumulate": (True, False),
-            "sram_mode": ("cache", "resident"),
-        }
+        """The performance options and their candidate values, for the search to enumerate: the
+        compiler passes' declared parameters (`lowering.passes.manager.search_space`), then the
+        launch's SRAM mode."""
+        from lowering.passes.manager import search_space
+
+        return {**search_space(), "sram_mode": ("cache", "resident")}

@@ -21,7 +21,7 @@ from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import BlockArgument, Operation, Value
 from lowering.ir.module import Function, Module
 from lowering.passes.accumulate import accumulate_form
-from lowering.passes.manager import Pass, PassContext, register_pass, search_field
+from lowering.passes.manager import Pass, PassContext, register_pass
 
 # Scalar expressions over kernel scalars: ("c", int) | ("v", Value) | (op, a, b) with op in add/sub/mul.
 SExpr = tuple[Any, ...]
@@ -209,7 +209,7 @@ class PointerAnalysis(Pass):
     requires: ClassVar[tuple[str, ...]] = ("inline-calls",)
     analysis: ClassVar[bool] = True
     block_dma: bool = True
-    red_accumulate: bool = search_field(True, (True, False))
+    red_accumulate: bool = True  # a search option, declared by unit-mapping
 
     def apply(self, module: Module, ctx: PassContext) -> None:
         ctx.results[self.name] = analyze_pointers(ctx.kernel, self.block_dma, self.red_accumulate)
