@@ -1,11 +1,8 @@
-import sys
-from pathlib import Path
+"""Shared fixtures of the simulator tests."""
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from mtia_sim import Simulator  # noqa: E402
+from mtia_sim import Simulator
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from rv import KernelIR
-from units_helpers import L, np_of, put
 
 from mtia_sim import Simulator, isa
 from mtia_sim.errors import IllegalCommandError
@@ -16,6 +14,8 @@ from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Flags, Op, ReduceOp, SimdOp, Unit, UnitMask
 from mtia_sim.timing import costs, simulate
 from mtia_sim.units.red_accumulate import may_alias
+from tests.sim.rv import KernelIR
+from tests.sim.units_helpers import L, np_of, put
 
 ONE = [0, 0, 0, 1]
 WINDOW_OFF = 256 * 1024  # where PE 0's shared accumulator lives in its local store

@@ -6,7 +6,6 @@ import re
 
 import numpy as np
 import pytest
-from rv import KernelIR
 
 from mtia_sim import (
     CoreTrapError,
@@ -21,6 +20,7 @@ from mtia_sim import (
 )
 from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Op, Reg, SimdOp
+from tests.sim.rv import KernelIR
 
 
 def launch(sim: Simulator, k: KernelIR, grid=(1, 1, 1), args=()):

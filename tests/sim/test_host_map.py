@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_programs import vector_add_kernel
-from test_scalar_access import scalar_copy_kernel
 
 from mtia_sim import MemoryFaultError, Simulator, isa
 from mtia_sim.events import CoreEvent, MemLevel
 from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Op
+from tests.sim.test_programs import vector_add_kernel
+from tests.sim.test_scalar_access import scalar_copy_kernel
 
 ONE = [0, 0, 0, 1]
 

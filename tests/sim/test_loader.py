@@ -6,11 +6,11 @@ import struct
 
 import numpy as np
 import pytest
-from rv import KernelIR
 
 from mtia_sim import LinkError, Simulator, isa
 from mtia_sim.isa import Reg
 from mtia_sim.rvcompile import compile_ir
+from tests.sim.rv import KernelIR
 
 
 def prints(res) -> list[int]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rv import KernelIR
 
 from mtia_sim import Simulator, isa
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel
 from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Op, SimdOp
+from tests.sim.rv import KernelIR
 
 BLOCK = 256
 

@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from units_helpers import L, strides_of
 
 from mtia_sim import Simulator, isa
 from mtia_sim.errors import IllegalCommandError
@@ -14,6 +13,7 @@ from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Flags, Op, SimdOp
 from mtia_sim.units import execute, replay
 from mtia_sim.units.dtypes import NP_DTYPE, encode_immediate
+from tests.sim.units_helpers import L, strides_of
 
 ONE = [0, 0, 0, 1]
 LOCAL_BYTES = 64 * 1024
@@ -114,7 +114,7 @@ def test_masked_and_addressed_commands_are_not_replayed() -> None:
 @pytest.mark.parametrize("pe", [0, 5])
 def test_core_replays_repeated_commands(pe: int) -> None:
     """A kernel ringing the same descriptor many times: one plan per (descriptor, PE), same results."""
-    from rv import KernelIR
+    from tests.sim.rv import KernelIR
 
     k = KernelIR()
     n = k.arg(0)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from rv import KernelIR
-from test_programs import vector_add_kernel
 
 from mtia_sim import Simulator, isa
 from mtia_sim.core import Core
 from mtia_sim.events import CoreEvent
+from tests.sim.rv import KernelIR
+from tests.sim.test_programs import vector_add_kernel
 
 
 def scalar_copy_kernel() -> bytes:

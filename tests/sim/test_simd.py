@@ -7,12 +7,12 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from units_helpers import get, put, strides_of
 
 from mtia_sim import IllegalCommandError, Simulator
 from mtia_sim.isa import CastMode, CmpOp, DType, Flags, Op, SimdOp
 from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.units.dtypes import encode_immediate
+from tests.sim.units_helpers import get, put, strides_of
 
 SHAPE = (4, 33)
 S = strides_of(SHAPE)
@@ -30,7 +30,7 @@ def run(sim, op, subop, out_dt, srcs, in_dts=(), flags=Flags.NONE, imm0=0, imm1=
           shape=D.dims(list(shape)), dst_stride=st, src0_stride=st, src1_stride=st, src2_stride=st,
           imm0=imm0, imm1=imm1)
     ev = sim.execute(d)
-    from units_helpers import np_of
+    from tests.sim.units_helpers import np_of
     return get(sim, 0xC000, shape, out_np or np_of(out_dt)), ev
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from units_helpers import L, get, put, strides_of
 
 from mtia_sim import IllegalCommandError, LocalStoreOverflowError, MemoryFaultError, Simulator, isa
 from mtia_sim.events import MemLevel
 from mtia_sim.isa import AtomicOp, DType, Flags, Op, ReduceOp, ScanOp
 from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.units.dtypes import encode_immediate
+from tests.sim.units_helpers import L, get, put, strides_of
 
 RNG = np.random.default_rng(1)
 X = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)

@@ -1,0 +1,1 @@
+"""Tests of the simulator (a package: modules import each other by full name)."""
