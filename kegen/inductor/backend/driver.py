@@ -18,6 +18,14 @@ class InductorCpuDriver(_mtia.MtiaDriver):
 
     `is_active()` is False so that Triton's default driver stays the mtia one (Triton refuses two)."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        # activated by Inductor's kernels (torch is loaded): its NaN-propagating max/min helpers must be
+        # the MTIA-friendly ones before those kernels compile (kegen.inductor.helpers)
+        from kegen.inductor import helpers
+
+        helpers.install()
+
     @classmethod
     def is_active(cls) -> bool:
         return False
