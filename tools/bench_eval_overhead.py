@@ -7,7 +7,8 @@ a temporary directory, with the *current* `mtia_sim/` and `lowering/` copied ove
 sides simulate with the same simulator and compiler and only the evaluation differs. Each run is a
 fresh `kegen eval PROBLEM SEED --target mtia --json` process (what a user or a script pays: zygote
 start, compiles, trials, timing, profile); old and new alternate. Prints medians, the ratio and the
-simulated times each side reported, and writes JSON.
+simulated times each side reported, and writes JSON. Wall time depends on the machine's load;
+the CPU time of the whole process tree (evaluator, sandbox, zygote, workers) much less so.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,7 +45,12 @@ def old_tree(commit: str, into: Path) -> Path:
     return into
 
 
-def one_eval(tree: Path) -> tuple[float, dict[str, Any]]:
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def one_eval(tree: Path) -> tuple[float, float, dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     cmd = [
         sys.executable,
@@ -56,14 +63,14 @@ def one_eval(tree: Path) -> tuple[float, dict[str, Any]]:
         "mtia",
         "--json",
     ]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=900)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
     try:
         data = json.loads(proc.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
         data = {"status": "no-json", "stderr": proc.stderr[-500:]}
-    return wall, data
+    return wall, cpu, data
 
 
 def main() -> int:
@@ -76,12 +83,14 @@ def main() -> int:
     old = old_tree(args.old_commit, tmp / "old")
     try:
         rows: dict[str, list[float]] = {"old": [], "new": []}
+        cpus: dict[str, list[float]] = {"old": [], "new": []}
         sim: dict[str, Any] = {}
         status: dict[str, Any] = {}
         for i in range(args.runs):
             for name, tree in (("old", old), ("new", ROOT)):
-                wall, data = one_eval(tree)
+                wall, cpu, data = one_eval(tree)
                 rows[name].append(wall)
+                cpus[name].append(cpu)
                 sim[name] = data.get("candidate_time_s")
                 status[name] = data.get("status")
                 print(
@@ -95,6 +104,7 @@ def main() -> int:
         )
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in rows.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
     out = {
         "problem": PROBLEM,
         "candidate": SEED,
@@ -103,6 +113,9 @@ def main() -> int:
         "wall_s": rows,
         "median_s": med,
         "ratio_new_over_old": med["new"] / med["old"],
+        "cpu_s": cpus,
+        "median_cpu_s": med_cpu,
+        "cpu_ratio_new_over_old": med_cpu["new"] / med_cpu["old"],
         "simulated_time_s": sim,
         "status": status,
         "cpus": os.cpu_count(),

@@ -60,21 +60,26 @@ def safe_relpath(rel: object) -> str | None:
 
 
 def keep(key: str, files: list[tuple[str, bytes]]) -> None:
-    """Store a worker's cache files under `key` (once; later evaluations of the same source reuse it)."""
+    """Add a worker's cache files under `key` (files already kept are not replaced); later
+    evaluations of the same source reuse them."""
     dest = cache_root() / key
-    if dest.exists() or not files or len(files) > MAX_FILES or sum(len(b) for _, b in files) > MAX_BYTES:
+    if not files or len(files) > MAX_FILES or sum(len(b) for _, b in files) > MAX_BYTES:
+        return
+    checked = [(safe_relpath(rel), data) for rel, data in files]
+    if any(rel is None for rel, _ in checked):
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=dest.parent))
     try:
-        for rel, data in files:
-            ok = safe_relpath(rel)
-            if ok is None:
-                return
-            path = tmp / ok
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-        os.rename(tmp, dest)
+        for rel, data in checked:
+            assert rel is not None
+            if (dest / rel).exists():
+                continue
+            staged = tmp / rel
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_bytes(data)
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staged, dest / rel)
     except OSError:
         pass
     finally:

@@ -211,7 +211,8 @@ class Evaluator:
     ) -> tuple[CallResult, Comparison]:
         """Call the candidate on `inputs` (`what` is for the evaluator's eyes only), run the reference
         on a copy, and check everything."""
-        input_blobs = [_bytes(x) for x in inputs if isinstance(x, torch.Tensor)]
+        mtia = self.cfg.target == "mtia"
+        input_blobs = [_bytes(x) for x in inputs if isinstance(x, torch.Tensor)] if mtia else []
         ref_out = call_reference(ref, clone_all(inputs), self.gpu)
         res = session.call(inputs)
         if res.diag and self.cfg.check_cheats:

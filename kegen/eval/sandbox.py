@@ -355,6 +355,10 @@ class _Zygote:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.kill()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
         shutil.rmtree(self.inbox, ignore_errors=True)
 
 

@@ -229,9 +229,7 @@ class WorkerSession:
 
     def keep_compile_cache(self) -> None:
         """Keep the worker's Triton cache for later evaluations of this exact source (see compile_cache)."""
-        if self.cache_key is None or self.cache_seed is not None or not self.calls_ok:
-            return
-        if (compile_cache.cache_root() / self.cache_key).exists():
+        if self.cache_key is None or not self.calls_ok:
             return
         try:
             reply, blobs = self.request({"op": "cache_dump"}, [])

@@ -209,3 +209,29 @@ def test_seccomp_filter_is_a_bpf_program_on_x86_64() -> None:
         assert prog is None
         return
     assert prog is not None and len(prog) % 8 == 0 and len(prog) // 8 == 11
+
+
+def test_compile_cache_is_kept_per_exact_source_with_checked_paths(tmp_path: Path, monkeypatch) -> None:
+    from kegen.eval import compile_cache
+
+    monkeypatch.setenv("KEGEN_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("x = 1\n")
+    b.write_text("x = 2\n")
+    ka, kb = (compile_cache.cache_key(p, "mtia", "mtia-2i") for p in (a, b))
+    assert ka != kb and ka != compile_cache.cache_key(a, "mtia", "mtia-300")
+    for bad in ("../evil", "/etc/passwd", "a/../../b", "", "a\0b", 3):
+        assert compile_cache.safe_relpath(bad) is None
+    compile_cache.keep(ka, [("../escape", b"x")])  # one bad path: nothing is kept
+    assert (
+        not (tmp_path / "cache" / "eval-triton" / ka).exists()
+        and not (tmp_path / "cache" / "escape").exists()
+    )
+    compile_cache.keep(ka, [("k1/kernel.elf", b"\x7fELF")])
+    job = tmp_path / "job"
+    job.mkdir()
+    assert (
+        compile_cache.seed_job(ka, job)
+        and (job / compile_cache.SEED_DIR / "k1" / "kernel.elf").read_bytes() == b"\x7fELF"
+    )
+    assert not compile_cache.seed_job(kb, tmp_path / "job2")  # another source never sees it
