@@ -27,13 +27,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sim"))
-
-from rv import KernelIR  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mtia_sim import Simulator, isa  # noqa: E402
 from mtia_sim.isa import CommandDescriptor as D  # noqa: E402
 from mtia_sim.isa import DType, Op, SimdOp  # noqa: E402
+from tests.sim.rv import KernelIR  # noqa: E402
 
 
 def alu_kernel() -> bytes:
@@ -67,7 +66,7 @@ def command_kernel() -> bytes:
 
 
 def stream_kernel(block: int) -> bytes:
-    from test_programs import vector_add_kernel  # the end-to-end test's kernel
+    from tests.sim.test_programs import vector_add_kernel  # the end-to-end test's kernel
 
     return vector_add_kernel(block)
 
