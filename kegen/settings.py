@@ -67,7 +67,9 @@ class LLMSettings:
 
 @dataclass(frozen=True)
 class SimSettings:
-    """Defaults for the simulated MTIA target."""
+    """Defaults for the simulated MTIA target: KEGEN_MACHINE (the machine every compile, driver and
+    simulator of the process uses, see `select_machine`), KEGEN_SIM_MAX_INSTRUCTIONS and
+    KEGEN_SIM_DRAM_ARENA_BYTES (mtia_sim.Simulator's default budgets, read by it directly)."""
 
     machine: str = "mtia-2i"
     max_instructions: int = 200_000_000

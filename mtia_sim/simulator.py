@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,14 @@ class LaunchResult:
         return self._need_timing().counters
 
 
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "")
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"environment variable {name}={raw!r} is not an integer") from None
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for a launch.
@@ -112,7 +121,8 @@ class Simulator:
     """The simulated chip: memories, one control-core engine, the functional units and the timing model.
 
     `max_instructions` and `max_commands` are budgets per program (grid point): a program that
-    exceeds one raises RunawayError. DRAM is an arena of `dram_arena_bytes` (at most the machine's
+    exceeds one raises RunawayError (default budgets: KEGEN_SIM_MAX_INSTRUCTIONS or 2e8 instructions).
+    DRAM is an arena of `dram_arena_bytes` (default KEGEN_SIM_DRAM_ARENA_BYTES or 1 GiB; at most the machine's
     DRAM; its pages take host memory only once touched) plus any host memory mapped with `map_host`;
     SRAM and the local stores are sized by the machine description. Memory contents (including
     local stores) persist across launches until overwritten.
@@ -121,8 +131,13 @@ class Simulator:
     from_device, map_host/unmap_host (zero copy), load_image, launch -> LaunchResult.
     """
 
-    def __init__(self, machine: MachineDescription | str = "mtia-2i", *, dram_arena_bytes: int = 1 << 30,
-                 max_instructions: int = 200_000_000, max_commands: int = 10_000_000) -> None:
+    def __init__(self, machine: MachineDescription | str = "mtia-2i", *, dram_arena_bytes: int | None = None,
+                 max_instructions: int | None = None, max_commands: int = 10_000_000) -> None:
+        # defaults: KEGEN_SIM_DRAM_ARENA_BYTES (1 GiB), KEGEN_SIM_MAX_INSTRUCTIONS (2e8); see kegen.settings
+        if dram_arena_bytes is None:
+            dram_arena_bytes = _env_int("KEGEN_SIM_DRAM_ARENA_BYTES", 1 << 30)
+        if max_instructions is None:
+            max_instructions = _env_int("KEGEN_SIM_MAX_INSTRUCTIONS", 200_000_000)
         if isinstance(machine, str):
             from mtia_sim.machine import load_machine
 
