@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -27,6 +28,13 @@ from kegen.executor.lifetime import die_with_parent, kill_tree
 
 MAX_START_FAILURES = 3
 JOIN_S = 2.0
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def threads_per_worker(jobs: int, cpus: int | None = None) -> int:
+    """Each worker's share of the machine's cores (at least 1): N workers each running torch with a
+    thread per core would oversubscribe the machine N times over."""
+    return max(1, (cpus or os.cpu_count() or 1) // max(jobs, 1))
 
 
 @dataclass
@@ -54,9 +62,13 @@ def _portable(exc: BaseException) -> BaseException:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
-def _worker_main(conn: Connection, parent_pid: int) -> None:
+def _worker_main(conn: Connection, parent_pid: int, threads: int) -> None:
     """A worker: run (task id, pickled (fn, args)) messages until the pipe closes."""
     die_with_parent(parent_pid)
+    for var in THREAD_VARS:  # inherited by the evaluation processes it starts; a user's setting wins
+        os.environ.setdefault(var, str(threads))
+    if "torch" in sys.modules:  # imported before the variables were set (by the parent's main module)
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
     while True:
         try:
@@ -145,7 +157,8 @@ class LocalProcessExecutor(EvalExecutor):
     # ---- dispatcher thread ---------------------------------------------------------------------
     def _spawn(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
-        proc = self._ctx.Process(target=_worker_main, args=(child, os.getpid()), name="kegen-eval-worker")
+        args = (child, os.getpid(), threads_per_worker(self.slots))
+        proc = self._ctx.Process(target=_worker_main, args=args, name="kegen-eval-worker")
         proc.start()
         child.close()
         return _Worker(proc, parent)

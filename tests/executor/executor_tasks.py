@@ -15,6 +15,10 @@ def square(x: int) -> int:
     return x * x
 
 
+def env(name: str) -> str | None:
+    return os.environ.get(name)
+
+
 def boom(message: str) -> None:
     raise ValueError(message)
 

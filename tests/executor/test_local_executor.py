@@ -60,6 +60,14 @@ def test_shutdown_cancels_queued_work_and_refuses_more():
         ex.submit(tasks.square, 1)
 
 
+def test_workers_share_the_cores(pool, monkeypatch):
+    from kegen.executor.local import threads_per_worker
+
+    assert threads_per_worker(4, cpus=16) == 4 and threads_per_worker(32, cpus=16) == 1
+    expected = os.environ.get("OMP_NUM_THREADS") or str(threads_per_worker(2))
+    assert pool.submit(tasks.env, "OMP_NUM_THREADS").result(timeout=60) == expected
+
+
 def test_spec_validation_and_inline():
     assert isinstance(make_executor(ExecutorSpec("local", jobs=0)), InlineExecutor)
     assert make_executor(ExecutorSpec("local", jobs=0)).submit(tasks.square, 4).result() == 16
