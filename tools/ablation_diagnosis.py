@@ -197,6 +197,25 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def merge(paths: list[Path], out: Path) -> int:
+    """Summarise the runs of several earlier outputs together (e.g. other seeds or problems)."""
+    docs = [json.loads(p.read_text()) for p in paths]
+    results = [ArmResult(**r) for d in docs for r in d["runs"]]
+    summary = summarise(results)
+    summary.update(
+        budget=sorted({d["budget"] for d in docs}), seeds=sorted({s for d in docs for s in d["seeds"]}),
+        problem_names=sorted({r.problem for r in results}), merged_from=[str(p) for p in paths],
+        wall_s=sum(d["wall_s"] for d in docs), evaluator=sorted({d.get("evaluator", "?") for d in docs}),
+        cache={k: sum(d["cache"][k] for d in docs) for k in ("hits", "misses")},
+        runs=[r.__dict__ for r in results],
+    )  # fmt: skip
+    print(table(summary))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default=str(ROOT / "kegen" / "suites" / "default"), help="suite folder")
@@ -207,7 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="start no new problem after S seconds")
     ap.add_argument("--evaluator", choices=("local", "sandboxed"), default="local")
     ap.add_argument("--keep", type=Path, default=None, help="keep the searches' stores in this folder")
+    ap.add_argument(
+        "--merge", type=Path, nargs="+", default=None, help="combine earlier JSON outputs (no runs)"
+    )
     args = ap.parse_args(argv)
+    if args.merge:
+        return merge(args.merge, args.out)
     _EVALUATOR["name"] = args.evaluator
     suite = Path(args.suite)
     names = [p.strip() for p in args.problems.split(",") if p.strip()] or sorted(
