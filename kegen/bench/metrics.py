@@ -65,6 +65,9 @@ class SuiteMetrics:
     geomean_roofline_fraction: float | None
     by_op_class: dict[str, dict[str, Any]] = field(default_factory=dict)
     geomean_seed_roofline_fraction: float | None = None
+    compile_compared: int = 0  # problems with a correct kernel and a complete torch.compile time
+    fast_1_vs_compile: float | None = None  # fraction of those faster than torch.compile
+    geomean_speedup_vs_compile: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +87,7 @@ def summarize(results: Sequence[Scored]) -> SuiteMetrics:
     classes: dict[str, list[Scored]] = {}
     for r in results:
         classes.setdefault(r.op_class, []).append(r)
+    vs_compile = [v for r in correct if (v := getattr(r, "speedup_vs_compile", None)) is not None]
     by_class = {name: {"problems": len(rs), "correct": sum(r.correct for r in rs),
                        "geomean_speedup": geomean(r.speedup for r in rs if r.correct and r.speedup)}
                 for name, rs in sorted(classes.items())}
@@ -102,4 +106,7 @@ def summarize(results: Sequence[Scored]) -> SuiteMetrics:
         by_op_class=by_class,
         geomean_seed_roofline_fraction=geomean(r.seed_roofline for r in correct
                                                if r.seed_roofline is not None),
+        compile_compared=len(vs_compile),
+        fast_1_vs_compile=sum(v > 1.0 for v in vs_compile) / len(vs_compile) if vs_compile else None,
+        geomean_speedup_vs_compile=geomean(vs_compile),
     )

@@ -49,6 +49,9 @@ class ProblemResult:
     best_roofline: float | None = None
     best_time_s: float | None = None
     best_path: str = ""
+    compile_time_s: float | None = None  # torch.compile on the same target (kegen.inductor.baseline)
+    compile_host_ops: str = ""  # ops torch.compile left on the host (its time is then incomplete)
+    compile_message: str = ""
 
     @property
     def correct(self) -> bool:
@@ -62,6 +65,14 @@ class ProblemResult:
     @property
     def roofline_fraction(self) -> float | None:
         return self.best_roofline if self.correct else None
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        """torch.compile's time / the best correct kernel's time (None when either is missing, or
+        when torch.compile left ops on the host so its time is not the whole forward)."""
+        if not self.correct or not self.best_time_s or not self.compile_time_s or self.compile_host_ops:
+            return None
+        return self.compile_time_s / self.best_time_s
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))

@@ -46,6 +46,7 @@ class BenchConfig:
     out_dir: Path | None = None
     progress: bool = True
     executor: str = "local"  # "ray": seeds and searches spread over a Ray cluster (kegen.executor)
+    compile_baseline: bool = False  # on mtia: time torch.compile per problem (`kegen bench` turns it on)
     ray_address: str | None = None
 
     def __post_init__(self) -> None:
@@ -137,6 +138,10 @@ def run_bench(config: BenchConfig, *, evaluate_seed: EvaluateSeed | None = None,
         bar.close()
         if shared is not None:
             shared.shutdown()
+    if config.compile_baseline and config.target == "mtia":
+        from kegen.bench.compile_baseline import add_compile_baselines
+
+        add_compile_baselines(report.problems, list(suite.problems), config.machine)
     report.baseline = next((p.seed_baseline for p in report.problems if p.seed_baseline), "seed")
     report.wall_s = time.monotonic() - started
     return report.finalize()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from kegen.bench.results import BenchReport, ProblemResult
 
-COLUMNS = ("problem", "class", "seed", "seed x", "best x", "roofline", "evals", "search s", "search")
+COLUMNS = (
+    "problem", "class", "seed", "seed x", "best x", "vs compile", "roofline", "evals", "search s", "search",
+)  # fmt: skip
 
 
 def _x(v: float | None) -> str:
@@ -19,7 +21,8 @@ def _cells(p: ProblemResult) -> tuple[str, ...]:
     seed = "ok" if p.seed_correct else p.seed_status.upper()
     search = p.search_state + (" (improved)" if p.best_source == "search" else "")
     return (p.name, p.op_class, seed, _x(p.seed_speedup if p.seed_correct else None), _x(p.speedup),
-            _pct(p.roofline_fraction), str(p.search_evaluations), f"{p.search_time_s:.1f}", search)
+            _x(p.speedup_vs_compile), _pct(p.roofline_fraction), str(p.search_evaluations),
+            f"{p.search_time_s:.1f}", search)
 
 
 def format_table(report: BenchReport) -> str:
@@ -46,6 +49,11 @@ def format_summary(report: BenchReport) -> str:
         f"  roofline         {_pct(s.geomean_roofline_fraction)} "
         f"(seed {_pct(s.geomean_seed_roofline_fraction)}; geomean fraction over correct problems)",
     ]
+    if s.compile_compared:
+        lines.append(
+            f"  vs torch.compile geomean {_x(s.geomean_speedup_vs_compile)}, faster on "
+            f"{s.fast_1_vs_compile:.1%} of {s.compile_compared} problems (torch.compile on {report.machine})"
+        )
     classes = ", ".join(f"{name} {c['correct']}/{c['problems']} {_x(c['geomean_speedup'])}"
                         for name, c in s.by_op_class.items())
     lines.append(f"  by op class      {classes}")

@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compare", type=Path, default=None, metavar="RESULTS_JSON",
                         help="an earlier run's results.json: print what changed")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-compile-baseline", action="store_true",
+                        help="on mtia, do not time torch.compile per problem (no 'vs compile' column)")
     add_executor_arguments(parser)
 
 
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             search=not args.no_search and args.budget > 0, search_time_limit_s=args.search_time_limit,
             time_limit_s=args.time_limit, eval_timeout_s=args.eval_timeout, out_dir=out_dir,
             progress=not args.no_progress, executor=args.executor, ray_address=args.ray_address,
+            compile_baseline=not args.no_compile_baseline,
         )
         report = run_bench(config)
     except (SuiteError, ValueError, RuntimeError) as exc:

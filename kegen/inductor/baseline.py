@@ -113,3 +113,26 @@ def _max_error(out: Any, ref: Any) -> float:
             )
         worst = max(worst, float(err.max()) if err.numel() else 0.0)
     return worst
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kegen.inductor.baseline PROBLEM [--machine M]`: print the baseline as JSON (a
+    failure is printed as {"error": ...} with exit code 1)."""
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="python -m kegen.inductor.baseline", description=main.__doc__)
+    ap.add_argument("problem", type=Path)
+    ap.add_argument("--machine", default="mtia-2i")
+    args = ap.parse_args(argv)
+    try:
+        b = compile_baseline(args.problem, machine=args.machine)
+    except Exception as exc:  # reported as data: the caller (kegen bench) records it per problem
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+        return 1
+    print(json.dumps(b.to_dict()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

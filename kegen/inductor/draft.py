@@ -218,11 +218,11 @@ def reference_source(cap: Capture) -> str:
         if isinstance(node, ast.Import | ast.ImportFrom):
             continue  # re-added below
         keep.append(node)
-    for node in ast.walk(ast.Module(body=keep, type_ignores=[])):
-        if isinstance(node, ast.Name) and node.id == "Model":
-            node.id = "Reference"
-        if isinstance(node, ast.ClassDef) and node.name == "Model":
-            node.name = "Reference"
+    for sub in ast.walk(ast.Module(body=keep, type_ignores=[])):
+        if isinstance(sub, ast.Name) and sub.id == "Model":
+            sub.id = "Reference"
+        if isinstance(sub, ast.ClassDef) and sub.name == "Model":
+            sub.name = "Reference"
     imports = [ast.unparse(n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     header = (
         "# The reference's module, built in ModelNew.__init__ for its weights (its forward never runs).\n"

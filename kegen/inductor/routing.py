@@ -132,9 +132,8 @@ def _convolution_like_aten(x: Any, weight: Any, bias: Any, *args: Any, **kwargs:
     meta = torch.ops.aten.convolution(
         x.to("meta"), weight.to("meta"), None if bias is None else bias.to("meta"), *args, **kwargs
     )
-    return kegen_convolution(
-        x, weight, bias, *args, **kwargs, out_size=tuple(meta.shape), out_stride=meta.stride()
-    )
+    conv: Any = kegen_convolution  # called with aten's positional/keyword mix
+    return conv(x, weight, bias, *args, **kwargs, out_size=tuple(meta.shape), out_stride=meta.stride())
 
 
 _hooked = False
@@ -150,7 +149,7 @@ def _hook_compiled_modules() -> None:
     original = GraphLowering.compile_to_module
 
     def compile_to_module(self: Any) -> Any:
-        module = original(self)
+        module: Any = original(self)
         host = getattr(module, "extern_kernels", None)
         if host is not None and not isinstance(host, DeviceExternKernels):
             module.extern_kernels = DeviceExternKernels(host)
