@@ -4,7 +4,8 @@
 
 Runs, alternately, `runs` fresh interpreters of each variant and reports the median wall time:
 - `with`: `import triton` as installed (Triton imports `lowering.backend.compiler` and `.driver`);
-- `without`: the same interpreter with kegen's entry point filtered out of
+- `without`: the same interpreter with kegen's entry points (every `triton.backends` entry whose
+  module is in `lowering` or `kegen`: the mtia backend and the Inductor cpu backend) filtered out of
   `importlib.metadata.entry_points()` before `import triton` (a shim run in both variants, so both
   pay for it), i.e. Triton as if kegen were not installed.
 Also lists the kegen modules (`kegen`, `lowering`, `mtia_sim`) and heavy third-party modules
@@ -31,7 +32,7 @@ _orig = md.entry_points
 def _filtered(**kw):
     eps = _orig()
     items = [e for g in eps.values() for e in g] if hasattr(eps, "values") else list(eps)
-    ours = lambda e: e.group == "triton.backends" and e.name == "mtia"
+    ours = lambda e: e.group == "triton.backends" and e.value.split(".")[0] in ("lowering", "kegen")
     kept = md.EntryPoints(e for e in items if not ({drop} and ours(e)))
     return kept.select(**kw) if kw else kept
 md.entry_points = _filtered
