@@ -4,10 +4,12 @@
 makespan), every command's schedule, and the counters. Functional results never depend on it: it
 only reads `mtia_sim.events` records. The model, with every figure from the machine description:
 
-- Cores: programs on one (PE, core) run back to back, `job_replacement_ns` apart; instructions
-  cost `core_cpi` cycles each, a doorbell `command_issue_cycles`. A core stalls when the target
-  unit already holds `command_queue_depth` waiting commands, at a fence until its earlier commands
-  on the fenced units are done, and at the end until all its commands are done.
+- Cores: programs on one (PE, core) run back to back (a launch is one job; job launch or job
+  replacement is charged once, before the makespan); instructions cost `core_cpi` cycles each, a
+  doorbell `command_issue_cycles`; scalar DRAM/SRAM accesses stall the core for the level's latency
+  each and cross its shared bandwidth (`scalar_mem`). A core stalls when the target unit already
+  holds `command_queue_depth` waiting commands, at a fence until its earlier commands on the fenced
+  units are done, and at the end until all its commands are done.
 - Command processor: one in-order queue per unit and PE, shared by the PE's cores; a command starts
   when its unit is free and every earlier command of the PE it conflicts with on local-store
   ranges (RAW, WAR, WAW) is done. The DMA unit may hold `dma_max_in_flight` commands at once
@@ -20,8 +22,10 @@ only reads `mtia_sim.events` records. The model, with every figure from the mach
 - Bandwidth (`fluid.py`): DRAM and SRAM are shared chip-wide, each local store per PE, each remote
   transfer has its NoC link; transfers in flight share them max-min fairly, re-solved whenever one
   starts or ends.
-- Not modelled: local-store port contention between DMA and compute units, DRAM channel/bank
-  effects, NoC link contention between transfers, cross-PE dependencies.
+- SRAM (`sram_cache.py`): a memory-side LRU cache in front of DRAM (default), the scratchpad holding
+  the launch's tensors ("resident"), or unused ("off").
+- Not modelled (docs/MACHINE.md): local-store port contention between DMA and compute units, DRAM
+  channel/bank effects, NoC link contention between transfers, cross-PE dependencies.
 """
 
 from __future__ import annotations
