@@ -80,6 +80,13 @@ def test_elf_is_a_linked_executable(base: triton.compiler.CompiledKernel) -> Non
     assert image.symbols["add_kernel"] == image.entry and image.size > 0
 
 
+def test_override_ttir_changes_the_result(tmp_path: Path, base: triton.compiler.CompiledKernel) -> None:
+    edited = tmp_path / "add_kernel.ttir"
+    edited.write_text(base.asm["ttir"].replace("arith.addf", "arith.mulf"))
+    x, y, z = _run(ir_override=str(edited))
+    torch.testing.assert_close(z, x * y)
+
+
 def test_override_tile_changes_the_result(tmp_path: Path, base: triton.compiler.CompiledKernel) -> None:
     edited = tmp_path / "add_kernel.tile"
     edited.write_text(base.asm["tile"].replace("arith.addf", "arith.subf"))
