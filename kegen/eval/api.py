@@ -69,7 +69,13 @@ def evaluate(
     return result
 
 
-_WARM = ("torch.utils.flop_counter", "mtia_sim.simulator", "mtia_sim.timing", "lowering.backend.launch")
+_WARM = (
+    "torch.utils.flop_counter",
+    "torch._dynamo",  # FlopCounterMode over some ops imports it lazily (seconds)
+    "mtia_sim.simulator",
+    "mtia_sim.timing",
+    "lowering.backend.launch",
+)
 _warmed = False
 
 
@@ -80,7 +86,7 @@ def _warm_imports(target: str) -> None:
     if _warmed:
         return
     _warmed = True
-    names = _WARM if target == "mtia" else _WARM[:1]
+    names = _WARM if target == "mtia" else _WARM[:2]
 
     def run() -> None:
         import importlib

@@ -61,11 +61,13 @@ class Evaluator:
         self.gpu = config.target in GPU_TARGETS
         self.device_name = "cuda" if self.gpu else "cpu"
         self.deadline = time.monotonic() + config.timeout_s
+        self._t0 = time.monotonic()
         self.seeds: list[int] = []
         self.history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
         self.known: dict[int, bytes] = {}
         self.allowed: list[torch.Tensor] = []
         self._last_inputs: list[Any] = []
+        self._verified_calls: list[CallResult] = []  # correct random-trial calls (mtia: timed too)
         self.result: dict[str, Any] = {
             "status": "ok",
             "message": "",
@@ -75,6 +77,10 @@ class Evaluator:
             "speedups": {},
             "details": {},
         }
+
+    def mark(self, phase: str) -> None:
+        """Record when a phase ended (details.phases_s: seconds since the evaluation started)."""
+        self.result["details"].setdefault("phases_s", {})[phase] = round(time.monotonic() - self._t0, 3)
 
     # --- seeds ------------------------------------------------------------------------------------
     def seed(self) -> int:
@@ -119,25 +125,34 @@ class Evaluator:
         init_seed = self.seed()
         init = self._init_inputs(factory, init_seed)
         ref = self._reference(problem, factory, init, init_seed)
+        self.mark("reference")
         session = self._open(self.candidate)
+        self.mark("worker_started")
         try:
             self.allowed = session.init(init, init_seed, self._worker_config())
+            self.mark("candidate_built")
             if self.mode == "run":
                 self._run_once(factory, ref, session)
                 return
             self._trials(factory, ref, session)
+            self.mark("trials")
             samples, last = self._time(factory, ref, session)
+            self.mark("timing")
         finally:
             session.close()
+            self.mark("worker_closed")
         stats = TimingStats.from_samples(samples, self._method())
         self.result["candidate_time_s"] = stats.median_s
         self.result["times"]["candidate"] = stats.median_s
         self.result["details"]["timing"] = stats.to_dict()
         rf = self._roofline(ref, factory)
+        self.mark("roofline")
         self._baselines(factory, ref, init, init_seed)
+        self.mark("baselines")
         self._speedups(stats.median_s, rf)
         if self.cfg.profile or self.mode == "profile":
             self._profile(stats.median_s, rf, last)
+            self.mark("profile")
 
     def _worker_config(self) -> dict[str, Any]:
         return {
@@ -252,7 +267,9 @@ class Evaluator:
             seed = self.seed()
             inputs = factory.make(seed)
             self._last_inputs = inputs
-            _, cmp = self.verified_call(session, ref, inputs, f"candidate forward (trial {t + 1})")
+            res, cmp = self.verified_call(session, ref, inputs, f"candidate forward (trial {t + 1})")
+            if cmp.ok:
+                self._verified_calls.append(res)
             records.append(
                 {"trial": t + 1, "kind": "random", "ok": cmp.ok, "max_abs_error": cmp.max_abs_error}
             )
@@ -360,7 +377,12 @@ class Evaluator:
             return self._time_gpu(factory, ref, session, max(runs, 10)), None
         samples: list[float] = []
         last: CallResult | None = None
-        for i in range(runs + (0 if self.cfg.target == "mtia" else 1)):
+        mtia = self.cfg.target == "mtia"
+        if mtia:  # the device timed every verified trial call too: those are samples already
+            for res in self._verified_calls[:runs]:
+                samples.append(self._device_seconds(res))
+                last = res
+        for i in range(runs - len(samples) if mtia else runs + 1):
             self._last_inputs = inputs = factory.make(self.seed())
             res, cmp = self.verified_call(session, ref, inputs, "candidate forward (timed)")
             if not cmp.ok:
@@ -369,23 +391,26 @@ class Evaluator:
                     "candidate passed the correctness trials but its output in a timed call is wrong "
                     "(it skips work on some calls): " + cmp.message,
                 )
-            if self.cfg.target == "mtia":
-                assert res.record is not None
-                if res.record.errors:
-                    raise CandidateError(
-                        "runtime_error", f"a kernel failed on the device: {res.record.errors[0]}"
-                    )
-                if not res.record.logs:
-                    raise CandidateError(
-                        "runtime_error",
-                        "no mtia kernel launch reached the device during forward: a candidate must launch "
-                        "@triton.jit kernels on CPU tensors",
-                    )
-                samples.append(res.record.seconds)
+            if mtia:
+                samples.append(self._device_seconds(res))
             elif i > 0:  # the first call on cpu warms up
                 samples.append(res.wall_s)
             last = res
         return samples, last
+
+    @staticmethod
+    def _device_seconds(res: CallResult) -> float:
+        """Simulated seconds of one call as the evaluator's device measured it."""
+        assert res.record is not None
+        if res.record.errors:
+            raise CandidateError("runtime_error", f"a kernel failed on the device: {res.record.errors[0]}")
+        if not res.record.logs:
+            raise CandidateError(
+                "runtime_error",
+                "no mtia kernel launch reached the device during forward: a candidate must launch "
+                "@triton.jit kernels on CPU tensors",
+            )
+        return res.record.seconds
 
     def _time_gpu(self, factory: InputFactory, ref: Any, session: WorkerSession, n: int) -> list[float]:
         sets = [factory.make(self.seed()) for _ in range(n)]

@@ -248,6 +248,9 @@ class WorkerSession:
             pass
         try:
             send_frame(self.worker.sock, {"op": "bye"})
+            deadline = time.monotonic() + 1.0  # a worker that obeys exits at once
+            while self.worker.returncode() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
         except OSError:
             pass
         self.worker.close()

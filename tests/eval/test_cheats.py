@@ -32,8 +32,8 @@ REFERENCE_THIEVES = ("cheat_reference_output", "cheat_calls_reference")
 @pytest.mark.parametrize("fixture", sorted(CHEATS))
 def test_cheat_is_detected(fixture: str, target: str) -> None:
     # Loose tolerances, so that only the cheat checks (not plain correctness) can catch the fixture;
-    # three timed calls, so that work skipped on later calls happens on a timed (verified) call.
-    r = run_eval("vector_add", fixture, quick(target, atol=0.05, rtol=0.05, timing_runs=3))
+    # five timed calls, so that work skipped on later calls happens on a timed (verified) call.
+    r = run_eval("vector_add", fixture, quick(target, atol=0.05, rtol=0.05, timing_runs=5))
     assert r.status is Status.CHEAT_DETECTED, (r.status, r.message)
     assert CHEATS[fixture] in r.message
     assert r.fitness == 0.0 and r.candidate_time_s is None
