@@ -103,3 +103,40 @@ def test_ray_passes_task_errors_through_and_reports_missing_gpus(ray_cluster):
             ex.submit(tasks.always_die).result(timeout=180)
     with pytest.raises(RuntimeError, match="has no GPU"):
         make_executor(ExecutorSpec("ray", ray_address=ray_cluster, target="nvidia"))
+
+
+def test_bench_cli_on_ray_evaluates_seeds_on_the_cluster(ray_cluster, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "bench"
+    code = main(["bench", "default", "--problems", "gelu,row_sum", "--no-search", "--no-progress",
+                 "--executor", "ray", "--ray-address", ray_cluster, "--out", str(out)])
+    assert code == 0, capsys.readouterr().err[-2000:]
+    rows = {p["name"]: p for p in json.loads((out / "results.json").read_text())["problems"]}
+    assert set(rows) == {"gelu", "row_sum"}
+    assert all(r["seed_status"] == "ok" for r in rows.values()), rows
+
+
+def test_bench_spreads_problems_over_one_shared_executor(ray_cluster, tmp_path):
+    import executor_tasks as tasks
+
+    from kegen.bench.runner import BenchConfig, SearchOutcome, SeedEval, run_bench
+
+    seen: list[tuple[str, int]] = []
+
+    def search(problem, config, out_dir, executor=None):
+        assert executor is not None  # the bench's shared Ray executor, not one per search
+        seen.append((problem.name, id(executor)))
+        value = executor.submit(tasks.square, 3).result(timeout=120)
+        seed = SeedEval(status="ok", speedup=1.0, time_s=1e-6)
+        return SearchOutcome("done", evaluations=1, seed=seed, found_correct=True, gain=float(value) / 3)
+
+    config = BenchConfig(problems=("gelu", "row_sum", "softmax"), budget=2, jobs=2, executor="ray",
+                         ray_address=ray_cluster, out_dir=tmp_path / "b", progress=False)
+    report = run_bench(config, search_problem=search)
+    from kegen.suites import find_suite
+
+    order = [p.name for p in find_suite("default").select(["gelu", "row_sum", "softmax"]).problems]
+    assert [p.name for p in report.problems] == order  # the suite's order, whatever finished first
+    assert len({ex for _, ex in seen}) == 1 and len(seen) == 3
+    assert all(p.best_speedup == 3.0 for p in report.problems)
