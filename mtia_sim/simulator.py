@@ -6,7 +6,7 @@
     result = sim.launch(image, grid=(4, 1, 1), args=[x, 1024])
     result.cycles, result.counters, sim.from_device(x, (1024,), np.float32)
 
-Zero-copy tensors: `addr = sim.map_host(array)` (or `sim.map_host(host_address, nbytes, keep=owner)`)
+Zero-copy tensors: `addr = sim.map_host(array_or_bytearray)` (or `sim.map_host(address, nbytes, keep=owner)`)
 makes host memory DRAM at `addr` without copying; kernels read and write it in place, and
 `sim.unmap_host(addr)` ends the mapping (before the host frees that memory). Mapped buffers live
 above the DRAM arena, within the machine's DRAM size, and count as DRAM everywhere (timing, counters,
@@ -167,15 +167,22 @@ class Simulator:
         self.memory.dram_alloc.reset()
         self.memory.sram_alloc.reset()
 
-    def map_host(self, buffer: np.ndarray | int, nbytes: int | None = None, *, keep: Any = None) -> int:
+    def map_host(self, buffer: np.ndarray | bytearray | memoryview | int, nbytes: int | None = None, *,
+                 keep: Any = None) -> int:
         """Map host memory into device DRAM without copying; returns its device address.
 
-        `buffer` is a C-contiguous writable numpy array (kernels then read and write its bytes in
-        place), or a raw host address with `nbytes`, whose memory the caller keeps alive until
-        `unmap_host` (`keep`, e.g. the tensor owning it, is held until then). The control core maps
-        whole host pages, so its scalar accesses just outside the buffer, within the first and last
-        page, reach the neighbouring host bytes; unit commands are bounded by the buffer itself.
+        `buffer` is a C-contiguous writable numpy array or any writable buffer (a bytearray received
+        from a socket, a memoryview): kernels then read and write its bytes in place. Or it is a raw
+        host address with `nbytes`, whose memory the caller keeps alive until `unmap_host` (`keep`,
+        e.g. the tensor owning it, is held until then). The control core maps whole host pages, so
+        its scalar accesses just outside the buffer, within the first and last page, reach the
+        neighbouring host bytes; unit commands are bounded by the buffer itself.
         """
+        if isinstance(buffer, bytearray | memoryview):
+            if isinstance(buffer, memoryview) and buffer.readonly:
+                raise ValueError("map_host needs a writable buffer (kernels write device memory in place)")
+            keep = buffer if keep is None else keep
+            buffer = np.frombuffer(buffer, dtype=np.uint8)
         if isinstance(buffer, np.ndarray):
             if not buffer.flags.c_contiguous or not buffer.flags.writeable:
                 raise ValueError("map_host needs a C-contiguous, writable array (np.ascontiguousarray it)")

@@ -81,3 +81,27 @@ def test_map_host_rejects_bad_buffers(hsim: Simulator) -> None:
         hsim.map_host(0x1000, 0)
     with pytest.raises(TypeError, match="nbytes"):
         hsim.map_host(0x1000)
+
+
+def test_map_a_received_bytearray_in_place(hsim: Simulator) -> None:
+    """The device process maps the bytearrays it receives: kernels update them with no copy back."""
+    blob = bytearray(np.arange(256, dtype=np.float32).tobytes())
+    addr = hsim.map_host(blob)
+    fill = D(Op.DMA_COPY, dtype_out=DType.F32, dst=addr, src0=addr + 512, shape=D.dims([64]), dst_stride=ONE,
+             src0_stride=ONE)
+    hsim.execute(fill)
+    np.testing.assert_array_equal(np.frombuffer(blob, np.float32)[:64], np.arange(128, 192, dtype=np.float32))
+    hsim.unmap_host(addr)
+    with pytest.raises(ValueError, match="writable"):
+        hsim.map_host(memoryview(bytes(16)))
+
+
+def test_simulator_budgets_follow_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEGEN_SIM_DRAM_ARENA_BYTES", str(32 << 20))
+    monkeypatch.setenv("KEGEN_SIM_MAX_INSTRUCTIONS", "12345")
+    s = Simulator("mtia-2i")
+    assert s.memory.dram_limit == 32 << 20 and s.core.max_instructions == 12345
+    assert Simulator("mtia-2i", dram_arena_bytes=16 << 20).memory.dram_limit == 16 << 20
+    monkeypatch.setenv("KEGEN_SIM_MAX_INSTRUCTIONS", "lots")
+    with pytest.raises(ValueError, match="KEGEN_SIM_MAX_INSTRUCTIONS='lots' is not an integer"):
+        Simulator("mtia-2i")
