@@ -159,6 +159,9 @@ class Simulator:
         return self.memory.allocator(level).alloc(nbytes, max(align, 1))
 
     def free(self, addr: int) -> None:
+        """Free a block from `alloc`/`to_device` (host mappings end with `unmap_host`)."""
+        if any(m.device == addr for m in self.memory.host_maps):
+            raise ValueError(f"{addr:#x} is a mapped host buffer: end it with unmap_host, not free")
         level = "sram" if isa.SRAM_BASE <= addr < isa.DRAM_BASE else "dram"
         self.memory.allocator(level).free(addr)
 

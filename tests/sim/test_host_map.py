@@ -91,6 +91,8 @@ def test_map_a_received_bytearray_in_place(hsim: Simulator) -> None:
              src0_stride=ONE)
     hsim.execute(fill)
     np.testing.assert_array_equal(np.frombuffer(blob, np.float32)[:64], np.arange(128, 192, dtype=np.float32))
+    with pytest.raises(ValueError, match="unmap_host, not free"):
+        hsim.free(addr)
     hsim.unmap_host(addr)
     with pytest.raises(ValueError, match="writable"):
         hsim.map_host(memoryview(bytes(16)))
