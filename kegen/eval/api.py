@@ -50,8 +50,9 @@ def evaluate(
 
     if not config.fresh_process:  # the sandbox boots (torch, Triton) while this process imports its own
         sandbox.prestart(sandbox.worker_env(config.target, config.machine))
-    _warm_imports(config.target)
-    from kegen.eval.evaluator import Evaluator
+    from kegen.eval.evaluator import Evaluator  # torch, Triton (imported here, on this thread)
+
+    _warm_imports()
 
     with tempfile.TemporaryDirectory(prefix="kegen-cand-") as tmp:
         cand_path = _as_path(candidate, Path(tmp), "candidate")
@@ -69,32 +70,27 @@ def evaluate(
     return result
 
 
-_WARM = (
-    "torch.utils.flop_counter",
-    "torch._dynamo",  # FlopCounterMode over some ops imports it lazily (seconds)
-    "mtia_sim.simulator",
-    "mtia_sim.timing",
-    "lowering.backend.launch",
-)
+# Imported on a background thread once the evaluator's own imports (torch, Triton) are done: they
+# are needed only later (the roofline's FlopCounterMode imports torch._dynamo lazily: seconds).
+_WARM = ("torch.utils.flop_counter", "torch._dynamo")
 _warmed = False
 
 
-def _warm_imports(target: str) -> None:
-    """Import what the evaluator needs later (the roofline's flop counter, the simulator) on a
-    background thread, while it waits for the sandboxed worker to start."""
+def _warm_imports() -> None:
+    """Import what the evaluator needs later on a background thread, while it waits for the
+    sandboxed worker. Only modules whose dependencies are already imported (no import races)."""
     global _warmed
     if _warmed:
         return
     _warmed = True
-    names = _WARM if target == "mtia" else _WARM[:2]
 
     def run() -> None:
         import importlib
 
-        for name in names:
+        for name in _WARM:
             try:
                 importlib.import_module(name)
-            except Exception:  # optional pieces; the evaluator reports what it cannot import
+            except Exception:  # optional; the roofline imports what it needs itself
                 pass
 
     threading.Thread(target=run, name="kegen-eval-warm-imports", daemon=True).start()
