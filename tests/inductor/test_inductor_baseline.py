@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import write_problem
 
 from kegen.inductor.baseline import compile_baseline
 
 
+@pytest.mark.slow
 def test_compile_baseline_times_every_kernel_and_names_host_ops(tmp_path) -> None:
     p = write_problem(
         tmp_path,

@@ -43,6 +43,7 @@ def test_grouped_transposed_conv_with_batchnorm_uses_the_reference_weights(tmp_p
     assert "class Reference(nn.Module)" in source and "kegen_convolution(" in source
 
 
+@pytest.mark.slow
 def test_scan_and_attention_drafts_are_correct(tmp_path) -> None:
     _check(
         write_problem(

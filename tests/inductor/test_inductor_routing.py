@@ -26,6 +26,7 @@ def test_mlp_with_layernorm_and_gelu_runs_every_kernel_on_the_simulator() -> Non
     assert run.seconds == pytest.approx(sum(k.seconds for k in run.kernels))
 
 
+@pytest.mark.slow
 def test_small_conv_net_runs_end_to_end_with_counters() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2)).eval()

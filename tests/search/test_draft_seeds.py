@@ -40,6 +40,7 @@ def test_a_problem_neither_drafter_takes_is_refused_naming_the_op(tmp_path) -> N
         draft_seeds(p)
 
 
+@pytest.mark.slow
 def test_the_search_starts_from_the_inductor_draft_with_the_template_as_a_child(tmp_path, store) -> None:
     cfg = replace(_config(tmp_path, budget=2), seed=None, problem=EXAMPLES / "softmax" / "problem.py")
     r = run_search(cfg, store)
