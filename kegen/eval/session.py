@@ -113,6 +113,7 @@ class WorkerSession:
             return reply, rblobs
 
     def _watch(self) -> None:
+        self.worker.read_stderr()  # keep the pipe drained: a chatty worker must not block on it
         now = time.monotonic()
         if now > self.deadline:
             self.worker.kill()

@@ -141,3 +141,8 @@ def test_fresh_process_sandbox_gives_the_same_verdict() -> None:
     """A one-off sandbox (its own zygote, closed after the evaluation) for a correct kernel."""
     ok = run_eval("vector_add", "vector_add_ok", quick("cpu", fresh_process=True, trials=1))
     assert ok.status is Status.OK, ok.message
+
+
+def test_a_chatty_worker_does_not_block_on_its_stderr() -> None:
+    r = run_eval("vector_add", "vector_add_chatty", quick("cpu", timeout_s=60))
+    assert r.status is Status.OK, r.message
