@@ -368,7 +368,12 @@ class Core:
         self._end_core_event(run)
         if plan is not None:  # this exact command ran on this PE before: redo it on the same views
             redo, template = plan
-            redo()
+            try:
+                redo()
+            except (ValueError, TypeError, OverflowError, IndexError) as exc:  # as units.execute reports it
+                op = CommandDescriptor.from_bytes(raw).op
+                raise IllegalCommandError(f"{op.name}: invalid operand combination ({exc})").locate(
+                    Location(command=f"{op.name} tag={template.tag}", pc=pc)) from exc
             event = _NEW_EVENT(CommandEvent)
             event.__dict__.update(template.__dict__)
         else:

@@ -13,6 +13,7 @@ from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Flags, Op, SimdOp
 from mtia_sim.units import execute, replay
 from mtia_sim.units.dtypes import NP_DTYPE, encode_immediate
+from tests.sim.rv import KernelIR
 from tests.sim.units_helpers import L, strides_of
 
 ONE = [0, 0, 0, 1]
@@ -114,8 +115,6 @@ def test_masked_and_addressed_commands_are_not_replayed() -> None:
 @pytest.mark.parametrize("pe", [0, 5])
 def test_core_replays_repeated_commands(pe: int) -> None:
     """A kernel ringing the same descriptor many times: one plan per (descriptor, PE), same results."""
-    from tests.sim.rv import KernelIR
-
     k = KernelIR()
     n = k.arg(0)
     k.command(D(Op.SIMD_BINARY, subop=SimdOp.ADD, dtype_out=DType.F32, dst=L + 0x400, src0=L + 0x400,
@@ -136,3 +135,22 @@ def test_core_replays_repeated_commands(pe: int) -> None:
     assert all(replace(e, pc=0) == replace(events[0], pc=0) for e in events)
     assert len({e.pc for e in events}) == 2  # the first doorbell is before the loop
     assert len([key for key in sim.memory.plan_cache if key[1] == pe]) == 1
+
+
+def test_replay_reports_data_dependent_errors_like_a_full_execution() -> None:
+    """POW of integers with a negative exponent is illegal; a replayed command reports it the same way."""
+    k = KernelIR()
+    pow_desc = D(Op.SIMD_BINARY, subop=SimdOp.POW, dtype_out=DType.I32, dst=L + 0x200, src0=L, src1=L + 0x100,
+                 shape=D.dims([4]), dst_stride=ONE, src0_stride=ONE, src1_stride=ONE)
+    k.command(pow_desc)
+    k.command(pow_desc)  # second sighting: the plan is built
+    k.fence()
+    k.emit(f"store volatile i32 -1, ptr inttoptr (i64 {L + 0x100} to ptr)")
+    k.command(pow_desc)  # replayed on data that makes it illegal
+    sim = Simulator("mtia-2i", dram_arena_bytes=4 << 20)
+    img = sim.load_image(k.compile(), entry="kernel")
+    sim.write(sim.local_address(0, 0), np.full(4, 3, np.int32))
+    sim.write(sim.local_address(0, 0x100), np.full(4, 2, np.int32))
+    with pytest.raises(IllegalCommandError, match="SIMD_BINARY: invalid operand combination") as info:
+        sim.launch(img, (1,), [])
+    assert info.value.location.pc is not None and info.value.location.pe == 0
