@@ -236,7 +236,8 @@ class Core:
         return run.trace
 
     def _end_core_event(self, run: _Run) -> None:
-        n = self.counter.count - run.last_count
+        count = self.counter.count
+        n = count - run.last_count
         if n > 0:
             now = self.access.totals()
             if now == run.last_access:
@@ -247,7 +248,7 @@ class Core:
                             for i in range(len(names)) if now[2 * i] != last[2 * i])
                 run.trace.events.append(CoreEvent(n, acc))
                 run.last_access = now
-        run.last_count = self.counter.count
+            run.last_count = count
 
     def _location(self, run: _Run, **kw: Any) -> Location:
         return Location(pe=run.spec.pe, core=run.spec.core, program_id=run.spec.program_id,
