@@ -14,9 +14,30 @@ import ctypes
 import functools
 import os
 from pathlib import Path
+from typing import Any
 
-SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-           "openblas_set_num_threads64_", "openblas_set_num_threads")
+
+def _openblas_function(suffix: str) -> Any:
+    """`<prefix>openblas_<suffix>` of the OpenBLAS numpy loaded, or None."""
+    import numpy  # noqa: F401 - loads numpy's BLAS so that it can be found
+
+    for path in _loaded_openblas():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for prefix in ("scipy_", ""):
+            for tail in ("64_", ""):
+                fn = getattr(lib, f"{prefix}openblas_{suffix}{tail}", None)
+                if fn is not None:
+                    return fn
+    return None
+
+
+def blas_threads() -> int | None:
+    """Threads numpy's OpenBLAS uses now (None: no OpenBLAS found)."""
+    fn = _openblas_function("get_num_threads")
+    return None if fn is None else int(fn())
 
 
 def _loaded_openblas() -> list[str]:
@@ -32,21 +53,13 @@ def _loaded_openblas() -> list[str]:
 def limit_blas_threads() -> int | None:
     """Set numpy's OpenBLAS to KEGEN_SIM_BLAS_THREADS (default 1) threads once per process; returns
     the count set, or None when the environment already chose one or no OpenBLAS is loaded."""
-    import numpy  # noqa: F401 - loads numpy's BLAS so that it can be found
-
     if any(os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")):
         return None
     raw = os.environ.get("KEGEN_SIM_BLAS_THREADS", "1")
     threads = max(int(raw) if raw.isdigit() else 1, 1)
-    for path in _loaded_openblas():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in SETTERS:
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                fn.argtypes = [ctypes.c_int]
-                fn(threads)
-                return threads
-    return None
+    fn = _openblas_function("set_num_threads")
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn(threads)
+    return threads
