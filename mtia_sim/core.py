@@ -81,6 +81,25 @@ class _RegBatch:
             raise UcError(status)
 
 
+class _RegReader:
+    """Reads one register with a direct uc_reg_read into a preallocated value (no per-call objects)."""
+
+    def __init__(self, uc: Uc, reg: int) -> None:
+        from unicorn.unicorn_py3 import unicorn as ucmod
+
+        self._call = ucmod.uclib.uc_reg_read
+        self._uch = uc._uch  # type: ignore[attr-defined]
+        self._reg = reg
+        self._val = ctypes.c_uint64()
+        self._ref = ctypes.byref(self._val)
+
+    def read(self) -> int:
+        status = self._call(self._uch, self._reg, self._ref)
+        if status:
+            raise UcError(status)
+        return int(self._val.value)
+
+
 @dataclass
 class ProgramSpec:
     """One grid point to run."""
@@ -153,6 +172,8 @@ class Core:
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         uc.reg_write(rv.UC_RISCV_REG_MSTATUS, uc.reg_read(rv.UC_RISCV_REG_MSTATUS) | MSTATUS_FS_INITIAL)
         self._entry_regs = _RegBatch(uc, (*ARG_REGS, rv.UC_RISCV_REG_SP, rv.UC_RISCV_REG_RA))
+        self._pc = _RegReader(uc, rv.UC_RISCV_REG_PC)
+        self.fp_quiet = False  # the caller already ignores numpy FP errors (Simulator.launch sets it)
         self.mapped_pe: int | None = None
         self.image: Image | None = None
         self.run: _Run | None = None
@@ -205,8 +226,11 @@ class Core:
         if self.native_mmio is not None:
             self.native_mmio.reset()
         try:
-            with np.errstate(all="ignore"):  # unit math is C-like: no FP warnings
+            if self.fp_quiet:
                 uc.emu_start(self.image.entry, isa.EXIT_ADDR)
+            else:
+                with np.errstate(all="ignore"):  # unit math is C-like: no FP warnings
+                    uc.emu_start(self.image.entry, isa.EXIT_ADDR)
         except UcError as exc:
             self._raise_uc_error(run, exc)
         except SimulationError as exc:
@@ -229,8 +253,7 @@ class Core:
         if run.exit_status is None and self.counter.budget_hit:
             raise RunawayError(f"program exceeded the instruction budget of {self.max_instructions}",
                                self._location(run))
-        pc = uc.reg_read(rv.UC_RISCV_REG_PC)
-        if run.exit_status is None and pc != isa.EXIT_ADDR:
+        if run.exit_status is None and self._pc.read() != isa.EXIT_ADDR:
             raise SimulationError("the core stopped before the program returned", self._location(run))
         run.trace.events.append(EndEvent())
         return run.trace

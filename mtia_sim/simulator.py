@@ -284,9 +284,13 @@ class Simulator:
         order = sorted(range(len(specs)), key=lambda i: specs[i].pe)
         found: list[ProgramTrace | None] = [None] * len(specs)
         self.core.debug_log.clear()
-        with _gc_paused():
-            for i in order:
-                found[i] = self.core.run_program(specs[i])
+        with _gc_paused(), np.errstate(all="ignore"):  # unit math is C-like: no FP warnings
+            self.core.fp_quiet = True
+            try:
+                for i in order:
+                    found[i] = self.core.run_program(specs[i])
+            finally:
+                self.core.fp_quiet = False
             traces = [t for t in found if t is not None]
             rank = {s.program_id: i for i, s in enumerate(specs)}
             log = sorted(self.core.debug_log, key=lambda e: rank[e[0]])
