@@ -54,9 +54,11 @@ def reference(problem: Path, seed: int = 0) -> tuple[ModuleType, list[Any], list
     prob = load_module(problem)
     torch.manual_seed(seed)
     inputs = prob.get_inputs()
+    torch.manual_seed(seed)  # the candidate is built after the same seed: same initial weights
+    model = prob.Model(*prob.get_init_inputs())
     counter = FlopCounterMode(display=False)
     with torch.no_grad(), counter:
-        ref = _flat(prob.Model(*prob.get_init_inputs())(*inputs))
+        ref = _flat(model(*inputs))
     nbytes = sum(t.numel() * t.element_size() for t in inputs + ref if isinstance(t, torch.Tensor))
     return prob, inputs, ref, {"bytes": nbytes, "flops": int(counter.get_total_flops())}
 
@@ -75,6 +77,7 @@ def run_candidate(problem: Path, code: str, machine: str = "mtia-2i", seed: int 
         path.write_text(code)
         try:
             cand = load_module(path, "kegen_cand_" + hashlib.sha256(code.encode()).hexdigest()[:16])
+            torch.manual_seed(seed)
             model = cand.ModelNew(*prob.get_init_inputs())
         except Exception as exc:
             return LocalRun("compile_error", f"{type(exc).__name__}: {exc}")
