@@ -198,9 +198,11 @@ def table(summary: dict[str, Any]) -> str:
 
 
 def merge(paths: list[Path], out: Path) -> int:
-    """Summarise the runs of several earlier outputs together (e.g. other seeds or problems)."""
+    """Summarise the runs of several earlier outputs together (other seeds or problems; a search
+    repeated in a later file replaces the earlier one)."""
     docs = [json.loads(p.read_text()) for p in paths]
-    results = [ArmResult(**r) for d in docs for r in d["runs"]]
+    latest = {(r["problem"], r["arm"], r["seed"]): r for d in docs for r in d["runs"]}  # a later file wins
+    results = [ArmResult(**r) for r in latest.values()]
     summary = summarise(results)
     summary.update(
         budget=sorted({d["budget"] for d in docs}), seeds=sorted({s for d in docs for s in d["seeds"]}),
