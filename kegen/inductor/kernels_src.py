@@ -13,6 +13,7 @@ import inspect
 import math
 import re
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from kegen.inductor import helpers as mtia_helpers
@@ -124,34 +125,44 @@ def _persistent_r(kernel: InductorKernel, numels: dict[str, int]) -> int:
 
 def helper_sources(names: set[str]) -> list[str]:
     """Sources of the Inductor helpers the kernels call (and those they call), kegen's MTIA versions
-    first; raises CaptureError for a helper that is not a plain Triton function."""
+    for OVERRIDES; the first entry imports the Triton constexpr functions they use (e.g. `_log2`).
+    Raises CaptureError for a helper or a global the candidate cannot reproduce."""
     from torch._inductor.runtime import triton_helpers
 
     done: dict[str, str] = {}
+    imports: set[str] = set()
     todo = sorted(names - {"set_driver_to_cpu"})
     while todo:
         name = todo.pop()
         if name in done:
             continue
-        fn = (
-            getattr(mtia_helpers, name, None)
-            if name in mtia_helpers.OVERRIDES
-            else getattr(triton_helpers, name, None)
-        )
-        src_fn = getattr(fn, "fn", None)
+        module: Any = mtia_helpers if name in mtia_helpers.OVERRIDES else triton_helpers
+        src_fn = getattr(getattr(module, name, None), "fn", None)
         if src_fn is None:
             raise CaptureError(
                 f"Inductor helper triton_helpers.{name} is not a Triton function the drafter can copy"
             )
-        src = _strip_docstring(inspect.getsource(src_fn))
+        # `math` in Inductor's helpers is triton.language.math (the candidate's `tl_math`)
+        src = re.sub(r"(?<![\w.])math\.", "tl_math.", _strip_docstring(inspect.getsource(src_fn)))
         done[name] = src
-        module = mtia_helpers if name in mtia_helpers.OVERRIDES else triton_helpers
-        for ref in set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", src)) | set(
-            re.findall(r"\b([A-Za-z_]\w*)\b", src)
-        ):
-            if ref != name and ref not in done and _is_jit(getattr(module, ref, None)):
+        for ref in set(re.findall(r"(?<![\w.])([A-Za-z_]\w*)\b", src)) - {
+            name,
+            "tl",
+            "triton",
+            "tl_math",
+            "libdevice",
+        }:
+            obj = getattr(module, ref, None)
+            if obj is None or ref in done or isinstance(obj, ModuleType):
+                continue
+            if _is_jit(obj):
                 todo.append(ref)
-    return [done[n] for n in _dependency_order(done)]
+            elif callable(obj) and str(getattr(obj, "__module__", "")).startswith("triton."):
+                imports.add(f"from {obj.__module__} import {ref}")
+            elif isinstance(obj, int | float | bool) or type(obj).__name__ == "constexpr":
+                imports.add(f"{ref} = tl.constexpr({getattr(obj, 'value', obj)!r})")
+    header = ["\n".join(sorted(imports)) + "\n"] if imports else []
+    return header + [done[n] for n in _dependency_order(done)]
 
 
 def _is_jit(obj: Any) -> bool:

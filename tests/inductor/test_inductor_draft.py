@@ -44,7 +44,9 @@ def test_grouped_transposed_conv_with_batchnorm_uses_the_reference_weights(tmp_p
 
 
 @pytest.mark.slow
-def test_scan_and_attention_drafts_are_correct(tmp_path) -> None:
+def test_scan_sort_and_attention_drafts_are_correct(tmp_path) -> None:
+    # sort: Inductor's bitonic helpers use Triton constexpr functions (_log2) the draft must import
+    _check(write_problem(tmp_path, "sort", "", "return torch.sort(x, dim=-1)[0]", "[torch.randn(4, 16)]"))
     _check(
         write_problem(
             tmp_path, "rcumsum", "", "return torch.cumsum(x.flip(1), 1).flip(1)", "[torch.randn(4, 32)]"
