@@ -69,6 +69,7 @@ class WorkerSession:
         job = {"env": env, "cpu_limit_s": int(timeout_s) + 30, "fsize_mb": max(64, memory_limit_mb // 4)}
         self.worker = zygote.start(job)
         self.max_bytes = memory_limit_mb * 1024 * 1024
+        self._last_scan = 0.0
 
     # --- the protocol --------------------------------------------------------------------------
     def request(self, header: dict[str, Any], blobs: list[bytes]) -> tuple[dict[str, Any], list[bytearray]]:
@@ -121,6 +122,9 @@ class WorkerSession:
                 "timeout",
                 f"candidate did not finish within {self.timeout_s:g} s (wall clock); the worker was killed",
             )
+        if now - self._last_scan < POLL_S:  # the process table is scanned at most every POLL_S
+            return
+        self._last_scan = now
         rss_mb, nprocs = self.worker.usage()
         if rss_mb > self.memory_limit_mb:
             self.worker.kill()
