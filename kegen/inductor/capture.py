@@ -20,6 +20,8 @@ DRAFT_CONFIG: dict[str, Any] = {
     "compile_threads": 1,
     "fx_graph_cache": False,
     "combo_kernels": False,
+    # variances in two plain reductions: the mtia reduction engine has no Welford combine function
+    "mtia.disable_welford_reduction": True,
     # its attention patterns would turn the decomposed attention back into a library call
     "pattern_matcher": False,
     "layout_optimization": False,  # keep the reference's layouts (no channels-last copies around convs)

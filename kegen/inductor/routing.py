@@ -26,6 +26,8 @@ BACKEND_NAME = "cpu"
 INDUCTOR_CONFIG: dict[str, Any] = {
     "cpu_backend": "triton",
     "compile_threads": 1,
+    # variances in two plain reductions: the mtia reduction engine has no Welford combine function
+    "mtia.disable_welford_reduction": True,
     "fx_graph_cache": False,  # a cached graph would skip the hook that moves GEMMs/convs to the device
     "layout_optimization": False,  # no channels-last copies around convolutions
 }

@@ -64,6 +64,15 @@ def test_scan_sort_and_attention_drafts_are_correct(tmp_path) -> None:
     )
 
 
+@pytest.mark.slow
+def test_looped_reductions_of_variances_are_drafted_without_welford(tmp_path) -> None:
+    # rows of 4096 are reduced in a loop; Inductor's Welford combine has no reduction-engine equivalent
+    p = write_problem(
+        tmp_path, "ln", "self.ln = nn.LayerNorm(4096)", "return self.ln(x)", "[torch.randn(2, 4096)]"
+    )
+    assert "triton_red_" in _check(p)
+
+
 def test_capture_traces_with_fake_tensors_without_allocating_the_inputs(tmp_path) -> None:
     # 2**37 floats (512 GiB) would be allocated if the reference ran at its size
     p = write_problem(tmp_path, "huge", "", "return torch.relu(x).sum(dim=1)", "[torch.randn(2**17, 2**20)]")
