@@ -12,7 +12,7 @@ class Model(nn.Module):
         pass
 
     def forward(self, x):
-        return torch.nn.functional.gelu(x, approximate='tanh')
+        return torch.nn.functional.gelu(x, approximate="tanh")
 
 
 def get_inputs():

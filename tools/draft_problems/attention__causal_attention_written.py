@@ -14,7 +14,7 @@ class Model(nn.Module):
     def forward(self, q, k, v):
         s = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
         causal = torch.triu(torch.ones(q.size(-2), q.size(-2), dtype=torch.bool), 1)
-        s = s.masked_fill(causal, float('-inf'))
+        s = s.masked_fill(causal, float("-inf"))
         return torch.softmax(s, dim=-1) @ v
 
 

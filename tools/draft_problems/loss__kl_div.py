@@ -12,7 +12,7 @@ class Model(nn.Module):
         pass
 
     def forward(self, predictions, targets):
-        return torch.nn.functional.kl_div(torch.log(predictions), targets, reduction='batchmean')
+        return torch.nn.functional.kl_div(torch.log(predictions), targets, reduction="batchmean")
 
 
 def get_inputs():

@@ -12,7 +12,7 @@ class Model(nn.Module):
         pass
 
     def forward(self, x):
-        return x / torch.norm(x, p='fro')
+        return x / torch.norm(x, p="fro")
 
 
 def get_inputs():

@@ -12,7 +12,7 @@ class Model(nn.Module):
         pass
 
     def forward(self, x):
-        rms = torch.sqrt(torch.mean(x ** 2, dim=1, keepdim=True) + 1e-5)
+        rms = torch.sqrt(torch.mean(x**2, dim=1, keepdim=True) + 1e-5)
         return x / rms
 
 
