@@ -146,3 +146,13 @@ def test_fresh_process_sandbox_gives_the_same_verdict() -> None:
 def test_a_chatty_worker_does_not_block_on_its_stderr() -> None:
     r = run_eval("vector_add", "vector_add_chatty", quick("cpu", timeout_s=60))
     assert r.status is Status.OK, r.message
+
+
+def test_without_bubblewrap_the_evaluation_still_works_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kegen.eval import sandbox
+
+    monkeypatch.setattr(sandbox, "_bwrap_ok", sandbox.SandboxKind("none", "bwrap missing (test)"))
+    r = run_eval("vector_add", "vector_add_ok", quick("cpu", fresh_process=True, trials=1))
+    assert r.status is Status.OK, r.message
+    assert r.details["sandbox"] == "none" and r.details["sandbox_warning"] == "bwrap missing (test)"
+    assert "warning: bwrap missing (test)" in r.verdict_text()
