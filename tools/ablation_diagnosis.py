@@ -151,7 +151,18 @@ def summarise(results: list[ArmResult]) -> dict[str, Any]:
             else 0.0,
             "searches": len(rs),
         }
-    wins = ties = losses = 0
+    common: dict[str, list[int]] = {arm: [] for arm in ARMS}
+    for p, seed in sorted({(r.problem, r.seed) for r in results}):
+        by_arm = {r.arm: r for r in results if r.problem == p and r.seed == seed}
+        if len(by_arm) != len(ARMS) or min(r.best for r in by_arm.values()) <= 0:
+            continue
+        level = min(r.best for r in by_arm.values()) * (1 - 1e-3)  # the best both arms reached
+        for arm, r in by_arm.items():
+            common[arm].append(next(i for i, v in enumerate(r.curve, start=1) if v >= level))
+    for arm in ARMS:
+        n = common[arm]
+        out["arms"][arm]["mean_evals_to_common_level"] = sum(n) / len(n) if n else 0.0
+        wins = ties = losses = 0
     for p in sorted({r.problem for r in results}):
         pair = {arm: [r for r in results if r.problem == p and r.arm == arm] for arm in ARMS}
         d = geomean([r.best for r in pair["diagnosis"]])
@@ -189,6 +200,7 @@ def table(summary: dict[str, Any]) -> str:
         rows.append(
             f"{arm:<10} geomean {s['geomean_speedup']:.3f}x, "
             f"evaluations to the best {s['mean_evals_to_best']:.2f}, "
+            f"to the level both arms reached {s.get('mean_evals_to_common_level', 0.0):.2f}, "
             f"mean best at half the budget {s['mean_best_at_half_budget']:.3f}x ({s['searches']} searches)"
         )
     rows.append(
