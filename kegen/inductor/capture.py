@@ -87,7 +87,10 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
     from kegen.inductor.decompositions import decomposition_table
     from kegen.inductor.routing import enable
 
-    enable()
+    try:
+        enable()
+    except RuntimeError as exc:  # e.g. a GPU machine: the drafter falls back to templates
+        raise CaptureError(f"TorchInductor drafting is unavailable here: {exc}") from exc
     problem = load_problem(Path(problem_path))
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(problem, attr):

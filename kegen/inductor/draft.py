@@ -230,19 +230,43 @@ def reference_source(cap: Capture) -> str:
     return header + "\n".join(imports) + "\n\n\n" + "\n".join(ast.unparse(n) + "\n\n" for n in keep)
 
 
+_FORWARD_NAMES = {"device", "grid", "torch", "triton", "tl", "tl_math", "libdevice", "nn", "operator", "self"}
+
+
+def _input_names(cap: Capture, body: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Readable names for Inductor's `argK_1` graph inputs (the forward's own argument names, and
+    `p_`/`b_`/`c_` + the dotted name of parameters, buffers and constants) and the lines binding
+    the non-user ones."""
+    taken = set(_FORWARD_NAMES) | {w for ln in body for w in re.findall(r"\b\w+\b", ln)}
+    names: dict[str, str] = {}
+    bind: list[str] = []
+    for k, gi in enumerate(cap.inputs):
+        if gi.kind == "user":
+            arg = cap.forward_args[gi.index]
+            if arg in taken - {f"arg{k}_1"}:  # the kernels' own names would shadow it: keep Inductor's
+                bind.append(f"arg{k}_1 = {arg}")
+                continue
+            names[f"arg{k}_1"] = arg
+            continue
+        prefix = {"parameter": "p", "buffer": "b"}.get(gi.kind, "c")
+        name = f"{prefix}_" + re.sub(r"\W", "_", gi.target)
+        while name in taken or name in names.values():
+            name += "_"
+        names[f"arg{k}_1"] = name
+        getter = {
+            "parameter": f"self.reference.get_parameter({gi.target!r})",
+            "buffer": f"self.reference.get_buffer({gi.target!r})",
+        }.get(gi.kind, f"operator.attrgetter({gi.target!r})(self.reference)")
+        bind.append(f"{name} = {getter}")
+    return names, bind
+
+
 def _model_new(cap: Capture, body: list[str], needs_reference: bool) -> str:
     args = cap.forward_args
-    bind = []
-    for k, gi in enumerate(cap.inputs):
-        name = f"arg{k}_1"
-        if gi.kind == "user":
-            bind.append(f"{name} = {args[gi.index]}")
-        elif gi.kind == "parameter":
-            bind.append(f"{name} = self.reference.get_parameter({gi.target!r})")
-        elif gi.kind == "buffer":
-            bind.append(f"{name} = self.reference.get_buffer({gi.target!r})")
-        else:
-            bind.append(f"{name} = operator.attrgetter({gi.target!r})(self.reference)")
+    names, bind = _input_names(cap, body)
+    if names:
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        body = [pattern.sub(lambda m: names[m.group(1)], ln) for ln in body]
     first_tensor = args[0] if args else "None"
     out_line = next((ln for ln in reversed(body) if ln.startswith("return ")), None)
     if out_line is None:

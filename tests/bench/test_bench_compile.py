@@ -9,6 +9,7 @@ from kegen.bench.metrics import summarize
 from kegen.bench.results import ProblemResult
 from kegen.bench.table import format_table
 from kegen.suites import find_suite
+from lowering.backend.driver import MtiaDriver
 
 
 def _row(name: str, best: float | None, compile_s: float | None, host: str = "") -> ProblemResult:
@@ -30,6 +31,7 @@ def test_speedup_over_compile_needs_a_correct_kernel_and_a_complete_compile_time
     assert "vs compile" in format_table(type("R", (), {"problems": rows})())  # type: ignore[arg-type]
 
 
+@pytest.mark.skipif(not MtiaDriver.is_active(), reason="the mtia driver is off on a machine with a GPU")
 def test_compile_baseline_of_a_suite_problem_is_measured_in_its_own_process() -> None:
     suite = find_suite("default").select(["softmax"])
     rows = [ProblemResult(name="softmax", seed_status="ok", seed_correct=True, best_time_s=1e-6)]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import write_problem
+from inductor_helpers import write_problem
 
 from kegen.inductor.baseline import compile_baseline
 

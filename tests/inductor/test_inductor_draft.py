@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import write_problem
+from inductor_helpers import write_problem
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.inductor.capture import CaptureError, capture

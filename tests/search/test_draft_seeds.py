@@ -12,6 +12,11 @@ from test_loop import _config
 
 from kegen.search.loop import run_search
 from kegen.search.operators.drafting import DraftError, draft_seeds
+from lowering.backend.driver import MtiaDriver
+
+pytestmark = pytest.mark.skipif(
+    not MtiaDriver.is_active(), reason="Inductor drafts need the mtia driver (no GPU)"
+)
 
 
 def reference_fails(problem, code, *, baseline, target, machine, timeout_s=None):
