@@ -133,7 +133,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"kegen evolve: {exc}", file=sys.stderr)
         return 1
     print(summary_table(store, result.run_id))
-    if result.best is not None and result.best.parent_id is not None:
+    if result.best is None:  # nothing correct: no speedup and no best.py to point at
+        verdict = result.root.verdict or "not evaluated"
+        print(f"\nno correct candidate: the seed ({verdict}) and every child failed; no best to report")
+    elif result.best.parent_id is not None:
         print(
             f"\nbest speedup found: {result.best_speedup:.3f}x over the seed (node {result.best.id}: "
             f"{result.best.description})"
@@ -141,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\nbest speedup found: 1.000x (no child beat the seed)")
     print(f"stopped: {result.stop_reason}")
-    print(f"best candidate: {result.out_dir / 'best.py'}")
+    if result.best is not None:
+        print(f"best candidate: {result.out_dir / 'best.py'}")
     print(f"run: {result.run_id}  (kegen report {result.out_dir}  |  db {result.db})")
     return 0

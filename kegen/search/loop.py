@@ -82,6 +82,8 @@ class SearchDriver:
         self.bar: Any = None
         self.last_verdict = "-"
         self.failed_in_a_row = 0
+        self.reference_error: str | None = None
+        self.alt_drafts: list[Any] = []  # drafts other than the root's (children of the root)
 
     # ---- setup ----------------------------------------------------------------------------------
     def start(self) -> tuple[str, Path, Path]:
@@ -131,6 +133,12 @@ class SearchDriver:
             description=description,
             target=c.eval.target,
         )
+        for draft in self.alt_drafts:
+            if code_hash(draft.source) != code_hash(seed_code):
+                self.store.add_node(
+                    run_id, parent_id=root_id, code=draft.source, operator="draft",
+                    description=draft.description, target=c.eval.target,
+                )  # fmt: skip
         if c.store.warm_start:
             for node, past in self.store.best_from_past_runs(key, run_id, c.store.warm_start_nodes):
                 if node.code and node.code_hash != code_hash(seed_code):
@@ -146,7 +154,7 @@ class SearchDriver:
         return run_id, out_dir, baseline
 
     def _seed(self) -> tuple[str, str, str | None, str]:
-        from kegen.search.operators.drafting import analyze, draft_candidate
+        from kegen.search.operators.drafting import analyze, draft_seeds
 
         if self.config.seed is not None:
             seed = Path(self.config.seed)
@@ -158,8 +166,11 @@ class SearchDriver:
             except Exception:  # analysis is advisory when a seed is given
                 op_class, summary = None, ""
             return seed.read_text(), f"seed {seed.name}", op_class, summary
-        code, a = draft_candidate(self.problem_path)
-        return code, f"drafted from the reference ({a.summary})", a.op_class, a.summary
+        # the default draft (TorchInductor's) is the root; other drafts become its children
+        drafts, a = draft_seeds(self.problem_path)
+        self.alt_drafts = drafts[1:]
+        description = f"drafted from the reference ({a.summary}); {drafts[0].description}"
+        return drafts[0].source, description, a.op_class, a.summary
 
     # ---- the loop -------------------------------------------------------------------------------
     def run(self) -> SearchResult:
@@ -189,6 +200,8 @@ class SearchDriver:
         try:
             self._open_bar()
             for node in self.store.pending(run_id):  # resumed, root or warm-started nodes
+                if self.reference_error:
+                    break
                 parent_fitness = self.store.node(node.parent_id).fitness if node.parent_id else 0.0
                 self._submit(executor, node, resumed.get(node.id), parent_fitness)
                 self._drain(block=len(self.inflight) >= slots)
@@ -221,6 +234,8 @@ class SearchDriver:
         return (m - self.progress.evaluations) if m else float("inf")
 
     def _stop_reason(self) -> str | None:
+        if self.reference_error:
+            return self.reference_error
         reason = self.termination.reason(self.progress)
         if reason is None and self.failed_in_a_row >= MAX_FAILED_PROPOSALS:
             reason = f"the operator produced no usable code {self.failed_in_a_row} times in a row"
@@ -338,6 +353,8 @@ class SearchDriver:
     def _record(self, node_id: int, out: Outcome, proposal: Proposal | None, parent_fitness: float) -> None:
         node = self.store.node(node_id)
         fitness = out.fitness if out.ok else 0.0
+        if "ProblemError: " in (out.message or ""):  # the reference itself fails: no candidate can be judged
+            self.reference_error = out.message.split("ProblemError: ", 1)[1]
         self.store.record_evaluation(
             node_id,
             status=out.status,

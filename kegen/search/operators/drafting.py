@@ -61,7 +61,17 @@ from kegen.search.operators.drafting_rows import (
     draft_softmax,
 )
 
-__all__ = ["RULES", "Analysis", "DraftError", "Rule", "analyze", "draft_candidate", "load_problem_module"]
+__all__ = [
+    "RULES",
+    "Analysis",
+    "Draft",
+    "DraftError",
+    "Rule",
+    "analyze",
+    "draft_candidate",
+    "draft_seeds",
+    "load_problem_module",
+]
 
 
 @dataclass
@@ -150,3 +160,45 @@ def draft_candidate(problem_path: Path) -> tuple[str, Analysis]:
             f"{', '.join(a.unsupported)}{graph}. Pass a hand-written --seed candidate, or use --operator llm."
         )
     return a.source, a
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One drafted first candidate: its source, where it came from (`inductor` or `template:<class>`)
+    and a description for the search tree."""
+
+    source: str
+    origin: str
+    description: str
+
+
+def draft_seeds(
+    problem_path: Path, inductor: bool = True, templates: bool = True
+) -> tuple[list[Draft], Analysis]:
+    """Every draft of the problem, the default first: TorchInductor's (kegen.inductor.draft), then
+    kegen's hand-written template where one matches. Raises DraftError naming what blocks each
+    drafter when neither produces one."""
+    drafts: list[Draft] = []
+    refusals: list[str] = []
+    if inductor:
+        from kegen.inductor.capture import CaptureError
+        from kegen.inductor.draft import draft_from_inductor
+
+        try:
+            source, info = draft_from_inductor(problem_path)
+            kernels = ", ".join(info.kernels + info.extern) or "no kernels"
+            drafts.append(Draft(source, "inductor", f"drafted by TorchInductor ({kernels})"))
+        except CaptureError as exc:
+            refusals.append(f"TorchInductor: {exc}")
+    a = analyze(problem_path) if templates else Analysis(None)
+    if templates and a.source is not None:
+        drafts.append(Draft(a.source, f"template:{a.op_class}", f"drafted from a template ({a.summary})"))
+    elif templates:
+        refusals.append(f"templates: no Triton template for {', '.join(a.unsupported)}")
+    if not drafts:
+        raise DraftError(
+            f"kegen cannot draft {problem_path}: "
+            + "; ".join(refusals)
+            + ". Pass a hand-written --seed candidate, or use --operator llm."
+        )
+    return drafts, a
