@@ -75,7 +75,10 @@ def compile_baseline(
         torch.manual_seed(seed)
         inputs = list(problem.get_inputs())
     torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+
     compiled = CompiledModel(model, machine)
+    counters.clear()
     start = time.perf_counter()
     with torch.no_grad():
         compiled(*inputs)  # compile + autotune
@@ -85,12 +88,16 @@ def compile_baseline(
     err = _max_error(out, ref)
     run = compiled.last_run
     assert run is not None
+    # code torch.compile did not capture runs eagerly on the host: name it (the time is incomplete)
+    host = list(run.host_ops) + [f"eager after a graph break: {why}" for why in counters["graph_break"]]
+    if not run.kernels and not host:
+        host.append("eager: no kernel of this forward ran on the device")
     return CompileBaseline(
         problem=str(problem_path),
         machine=machine,
         seconds=run.seconds,
         kernels=run.kernels,
-        host_ops=run.host_ops,
+        host_ops=host,
         max_abs_error=err,
         compile_s=compile_s,
     )
