@@ -55,8 +55,13 @@ def draft_from_inductor(problem_path: Path) -> tuple[str, DraftInfo]:
 
 def write_candidate(cap: Capture, problem_path: Path) -> tuple[str, DraftInfo]:
     """The candidate source for a capture."""
+    from kegen.inductor.routing import restore_default_driver
+
     tree = ast.parse(cap.code)
-    kernels = {k.name: k for k in _kernels(tree)}
+    try:
+        kernels = {k.name: k for k in _kernels(tree)}
+    finally:  # loading Inductor's kernel modules activated the `cpu` backend's driver
+        restore_default_driver()
     call = _call_function(tree)
     info = DraftInfo(kernels=list(kernels))
     body = _translate(call, kernels, info)

@@ -79,6 +79,15 @@ def enable() -> None:
         setattr(inductor_config, key, value)
 
 
+def restore_default_driver() -> None:
+    """Make Triton's default (mtia) driver the active one again: Inductor's kernel modules activate
+    the `cpu` backend's driver when they load, and code that checks for the mtia driver (kegen.eval)
+    would otherwise see another. Launches behave the same under either."""
+    from triton.runtime import driver
+
+    driver.reset_active()
+
+
 @contextmanager
 def machine_env(machine: str | None) -> Iterator[None]:
     """KEGEN_MACHINE set to `machine` inside the block (nothing changes for None)."""
@@ -220,10 +229,13 @@ class CompiledModel:
 
         with machine_env(self.machine):
             start = len(driver.launch_history())
-            if not self.code:  # the first call compiles: keep Inductor's output code
-                out, self.code = run_and_get_code(self.compiled, *args, **kwargs)
-            else:
-                out = self.compiled(*args, **kwargs)
+            try:
+                if not self.code:  # the first call compiles: keep Inductor's output code
+                    out, self.code = run_and_get_code(self.compiled, *args, **kwargs)
+                else:
+                    out = self.compiled(*args, **kwargs)
+            finally:
+                restore_default_driver()
             records = driver.launch_history()[start:]
         self.last_run = CompiledRun(kernel_runs(records), host_ops("\n".join(self.code)))
         return out

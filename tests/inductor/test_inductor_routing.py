@@ -47,6 +47,9 @@ def test_a_second_call_records_only_its_own_launches() -> None:
     first = [k.kernel for k in compiled.last_run.kernels]
     compiled(x)
     assert [k.kernel for k in compiled.last_run.kernels] == first and len(first) == 1
+    from kegen.eval.timing_mtia import backend_status
+
+    assert backend_status() is None  # the mtia driver is the active one again (kegen.eval checks it)
 
 
 def test_host_ops_names_library_calls_but_not_comments_or_lowered_gemms() -> None:
