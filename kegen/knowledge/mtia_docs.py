@@ -645,7 +645,7 @@ def hand_written_figures() -> dict[str, list[str]]:
             f"({ls_kib} on `{m.name}`)",
             f"fixed setup ({min(setups):g}–{max(setups):g} cycles by unit",
             f"at least one memory burst ({m.dma_burst_bytes} B on `{m.name}`)",
-            f"job replacement ({m.job_replacement_ns:g} ns on `{m.name}`)",
+            f"replacement ({m.job_replacement_ns:g} ns on `{m.name}`)",
         ],
         "hardware/mtia/optimization.md": [
             f"{m.dram_bw / 1e9:g} GB/s shared by {m.num_pes} PEs, {ls_kib} local store per PE",
@@ -665,7 +665,7 @@ def hand_written_figures() -> dict[str, list[str]]:
             f"cost {m.simd_transcendental_factor:g}× an add",
             f"~{m.launch_overhead_ns / 1000:g} µs ({m.launch_overhead_cycles:,.0f} cycles)",
             f"at least {m.num_pes} programs",
-            f"job replacement\n  ({m.job_replacement_ns:g} ns on `{m.name}`)",
+            f"the job replacement ({m.job_replacement_ns:g} ns on `{m.name}`)",
             f"ridge point against DRAM is ~{m.peak_flops('fp16') / m.dram_bw:.0f} FLOP/byte",
         ],
         "constraints/mtia-rules.md": [
