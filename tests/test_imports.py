@@ -130,3 +130,16 @@ def test_test_modules_import_by_full_name_or_unique_basename() -> None:
     ]
     names = Counter(p.name for p in plain)
     assert [n for n, c in names.items() if c > 1] == []
+
+
+def test_mtia_sim_isa_does_not_load_unicorn() -> None:
+    """The command encoding is importable without the emulator (mtia_sim's exports are lazy)."""
+    import subprocess
+    import sys
+
+    code = "import sys, mtia_sim.isa; print('unicorn' in sys.modules, 'mtia_sim.simulator' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+    from mtia_sim import Simulator
+
+    assert Simulator.__module__ == "mtia_sim.simulator"
