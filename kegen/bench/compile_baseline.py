@@ -7,9 +7,6 @@ failure or a hang costs that problem's column only.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
 from kegen.bench.results import ProblemResult
@@ -20,17 +17,9 @@ TIMEOUT_S = 600.0
 
 def measure(problem: SuiteProblem, machine: str, timeout_s: float = TIMEOUT_S) -> dict[str, Any]:
     """The compile baseline of one problem as plain data ({"seconds", "host_ops", ...} or {"error"})."""
-    cmd = [sys.executable, "-m", "kegen.inductor.baseline", str(problem.problem_path), "--machine", machine]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return {"error": f"torch.compile on {machine} took over {timeout_s:g} s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if not lines:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"torch.compile baseline failed: {tail}"}
-    data: dict[str, Any] = json.loads(lines[-1])
-    return data
+    from kegen.inductor.baseline import measure_in_subprocess
+
+    return measure_in_subprocess(problem.problem_path, machine, timeout_s)
 
 
 def add_compile_baselines(rows: list[ProblemResult], problems: list[SuiteProblem], machine: str) -> None:

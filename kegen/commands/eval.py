@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from kegen.eval.cli_common import (
     add_common_arguments,
@@ -20,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--baseline",
         default=None,
-        help="a baseline candidate timed in the same run (mtia default: seed.py beside a suite's problem.py)",
+        help="a baseline candidate timed in the same run (mtia default: seed.py beside a suite's "
+        "problem.py), or 'compile': torch.compile of the reference on the simulated chip (mtia)",
     )
     parser.add_argument("--trials", type=int, default=None, help="correctness trials (default 3)")
     parser.add_argument("--atol", type=float, default=None, help="absolute tolerance (default by dtype)")
@@ -37,7 +39,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kegen.eval import evaluate
 
+    compile_baseline = args.baseline == "compile"
+    baseline = None if compile_baseline else args.baseline
     try:
+        if compile_baseline and args.target != "mtia":
+            raise ValueError(
+                "--baseline compile is for --target mtia (GPU targets time torch.compile by default)"
+            )
         config = config_from_args(
             args,
             trials=args.trials,
@@ -46,10 +54,16 @@ def run(args: argparse.Namespace) -> int:
             profile=not args.no_profile,
             edge_shapes=args.edge_shapes or None,
         )
+        if compile_baseline:
+            config = dataclasses.replace(config, mtia_compile_baseline=True)
         result = evaluate(
             args.problem,
             args.candidate,
-            baseline=default_baseline(args.problem, args.candidate, args.target, args.baseline),
+            baseline=(
+                None
+                if compile_baseline
+                else default_baseline(args.problem, args.candidate, args.target, baseline)
+            ),
             config=config,
         )
     except (ProblemError, FileNotFoundError, ValueError) as exc:

@@ -35,6 +35,8 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
         ) as exc:  # a broken baseline must not fail the candidate
             details["baseline_error"] = str(getattr(exc, "message", exc))
     if ev.cfg.target == "mtia":
+        if ev.cfg.mtia_compile_baseline:
+            _time_mtia_compile_baseline(ev)
         return
     sets = [factory.make(ev.seed()) for _ in range(max(1, ev.cfg.timing_runs))]
     times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets)
@@ -48,6 +50,26 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
             times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets)
         except Exception as exc:
             details["compile_baseline_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _time_mtia_compile_baseline(ev: Evaluator) -> None:
+    """torch.compile of the reference (trusted code: Inductor's kernels of the problem's Model) on the
+    evaluator's simulated machine, in its own process; ops left on the host are named, never timed."""
+    from kegen.inductor.baseline import measure_in_subprocess
+
+    data = measure_in_subprocess(ev.problem_path, ev.cfg.machine, timeout_s=ev.cfg.timeout_s)
+    details = ev.result["details"]
+    if "error" in data:
+        details["compile_baseline_error"] = str(data["error"])[:300]
+        return
+    host_ops = list(data.get("host_ops") or [])
+    if host_ops:
+        details["compile_baseline_error"] = (
+            "torch.compile left work on the host (" + ", ".join(map(str, host_ops[:3])) + "): no device time"
+        )
+        return
+    ev.result["times"]["compile"] = float(data["seconds"])
+    details["compile_baseline_kernels"] = len(data.get("kernels") or [])
 
 
 def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]]) -> float:

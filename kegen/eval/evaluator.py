@@ -456,9 +456,8 @@ class Evaluator:
                 msg = cheats.check_roofline(t, rf.time_s, self.cfg.roofline_slack)
                 if msg:
                     raise CandidateError("cheat_detected", msg)
-        primary = next(
-            (speedups[n] for n in ("baseline", "eager") if n in speedups), speedups.get("roofline", 0.0)
-        )
+        order = ("baseline", "compile", "eager") if self.cfg.mtia_compile_baseline else ("baseline", "eager")
+        primary = next((speedups[n] for n in order if n in speedups), speedups.get("roofline", 0.0))
         self.result["speedup"] = primary
         self.result["fitness"] = primary
 

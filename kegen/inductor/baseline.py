@@ -103,6 +103,27 @@ def compile_baseline(
     )
 
 
+def measure_in_subprocess(problem_path: str | Path, machine: str, timeout_s: float = 600.0) -> dict[str, Any]:
+    """The compile baseline of one problem measured in its own process (`python -m
+    kegen.inductor.baseline`), as plain data: {"seconds", "kernels", "host_ops", ...} or {"error"}.
+    A compiler failure or hang costs this measurement only, and the caller's process keeps its driver."""
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "kegen.inductor.baseline", str(problem_path), "--machine", machine]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"torch.compile on {machine} took over {timeout_s:g} s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"torch.compile baseline failed: {tail}"}
+    data: dict[str, Any] = json.loads(lines[-1])
+    return data
+
+
 def _max_error(out: Any, ref: Any) -> float:
     import torch
 

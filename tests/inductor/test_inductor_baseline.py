@@ -28,3 +28,28 @@ def test_compile_baseline_times_every_kernel_and_names_host_ops(tmp_path) -> Non
     )
     b2 = compile_baseline(inv)
     assert not b2.complete and any("linalg_inv" in op for op in b2.host_ops)
+
+
+def test_kegen_eval_baseline_compile_is_timed_by_the_evaluator_on_mtia() -> None:
+    """`kegen eval --baseline compile`: the primary speedup is over torch.compile on the simulated chip."""
+    import dataclasses
+
+    from kegen.eval import EvalConfig, evaluate
+
+    problem = "kegen/examples/softmax/problem.py"
+    cfg = dataclasses.replace(EvalConfig(target="mtia", trials=1, profile=False), mtia_compile_baseline=True)
+    r = evaluate(problem, "kegen/examples/softmax/seed.py", config=cfg)
+    assert r.status.value == "ok", r.message
+    assert r.times["compile"] > 0
+    assert r.speedup == pytest.approx(r.times["compile"] / r.times["candidate"], rel=1e-6)
+    assert r.speedups["compile"] == pytest.approx(r.speedup)
+
+
+def test_kegen_eval_baseline_compile_is_refused_off_mtia(capsys) -> None:
+    from kegen.cli import main
+
+    code = main(["eval", "kegen/examples/softmax/problem.py", "kegen/examples/softmax/seed.py",
+                 "--target", "cpu", "--baseline", "compile"])
+    assert code == 2
+    captured = capsys.readouterr()
+    assert "--baseline compile is for --target mtia" in captured.err + captured.out
