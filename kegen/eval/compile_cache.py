@@ -22,7 +22,13 @@ SEED_DIR = "triton-cache"
 
 
 def cache_root() -> Path:
-    base = os.environ.get("KEGEN_EVAL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "kegen")
+    """`$KEGEN_EVAL_CACHE_DIR/eval-triton`, else under kegen's cache directory (`KEGEN_CACHE_DIR`,
+    default `~/.kegen/cache`)."""
+    base = os.environ.get("KEGEN_EVAL_CACHE_DIR")
+    if not base:
+        from kegen.settings import PathSettings
+
+        base = str(PathSettings.from_env().cache_dir)
     return Path(base) / "eval-triton"
 
 
