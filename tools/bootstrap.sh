@@ -36,3 +36,12 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "warning: bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap) to sandbox candidate kernels" >&2
   fi
 fi
+# The lowering's `elf` stage assembles with LLVM's llvm-mc (Debian's `llvm` package).
+if ! compgen -c | grep -q "^llvm-mc"; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    (apt-get install -y -q llvm >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q llvm >/dev/null 2>&1)) \
+      || echo "warning: could not install llvm (llvm-mc); the mtia elf stage needs it (apt-get install llvm)" >&2
+  else
+    echo "warning: llvm-mc is missing; install LLVM (apt-get install llvm) for the mtia elf stage" >&2
+  fi
+fi
