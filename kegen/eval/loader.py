@@ -8,11 +8,7 @@ or a module-level launch wrapper `forward(*inputs)` (for models without paramete
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import inspect
-import itertools
-import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,8 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from kegen.eval.errors import CandidateError, ProblemError
-
-_counter = itertools.count()
+from kegen.modules import load_module_from_file, unique_module_name
 
 
 @dataclass
@@ -43,21 +38,9 @@ class Problem:
 
 
 def _exec_module(path: Path, prefix: str) -> ModuleType:
-    """Import `path` as a fresh module (registered in sys.modules so Triton/inspect find its source)."""
-    source = path.read_text()
-    ast.parse(source, filename=str(path))  # SyntaxError with file and line before anything runs
-    name = f"{prefix}_{path.stem}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
-    return module
+    """Import `path` as a fresh module (registered in sys.modules so Triton/inspect find its source);
+    the file's own exceptions (SyntaxError with file and line included) propagate unchanged."""
+    return load_module_from_file(path, unique_module_name(path, prefix), wrap_errors=False)
 
 
 def load_problem(path: str | Path) -> Problem:

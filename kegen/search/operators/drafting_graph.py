@@ -3,9 +3,7 @@ sets the patterns recognise, and small accessors of node arguments, shapes and d
 
 from __future__ import annotations
 
-import importlib.util
 import operator
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
+from kegen.modules import load_module_from_file, unique_module_name
 from kegen.search.operators.templates_exprs import ELEMENTWISE_FORMATS, MODULE_FORMATS
 
 
@@ -93,14 +92,7 @@ class Traced:
 
 def load_problem_module(path: Path) -> Any:
     """Import a problem file as a fresh module."""
-    name = f"_kegen_problem_{abs(hash(str(path)))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise DraftError(f"cannot import problem {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_module_from_file(path, unique_module_name(path, "_kegen_problem"), wrap_errors=False)
 
 
 def trace(problem_path: Path) -> Traced:
