@@ -37,6 +37,25 @@ def _min_dot_size(lhs_type: Any, rhs_type: Any) -> tuple[int, int, int]:
     return (1, 1, 1)
 
 
+def _reject_misspelt_options(opts: dict[str, Any]) -> None:
+    """Reject an option that is not an MtiaOptions field but is a near miss of one (`num_stage`):
+    a typo must not silently give the defaults. Options of other backends (Inductor passes its own
+    set to every backend) are far from every field and stay ignored, as Triton's backends do."""
+    import difflib
+    from dataclasses import fields
+
+    known = [f.name for f in fields(MtiaOptions)]
+    for name in opts:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=2, cutoff=0.85)
+        if close:
+            raise ValueError(
+                f"unknown mtia option {name!r}: did you mean {' or '.join(map(repr, close))}? "
+                f"valid options: {', '.join(sorted(known))}"
+            )
+
+
 class MtiaBackend(BaseBackend):
     """Lowers Triton kernels to a linked RISC-V executable image for the simulated MTIA PE."""
 
@@ -61,6 +80,7 @@ class MtiaBackend(BaseBackend):
         (`2i` -> mtia-2i, `v1` -> mtia-v1, `300` -> mtia-300, or a machine TOML path) unless
         `machine` is given. The driver's target follows KEGEN_MACHINE (lowering.backend.driver)."""
         args = dict(opts)
+        _reject_misspelt_options(args)
         arch = str(self.target.arch)
         args.setdefault("arch", arch)
         if not args.get("machine"):

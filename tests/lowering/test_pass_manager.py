@@ -219,3 +219,16 @@ def test_cli_from_an_edited_stage(
 def test_cli_list_passes(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _lower(capsys, "--list-passes")
     assert rc == 0 and "multi-buffering" in out and "num_stages=1 in (1, 2, 3)" in out
+
+
+def test_triton_compile_options_with_a_typo_are_rejected_not_defaulted() -> None:
+    """`triton.compile(..., options={'num_stage': 3})` names the typo instead of giving the defaults;
+    options meant for other backends (Inductor passes its own) are still ignored."""
+    from triton.backends.compiler import GPUTarget
+
+    from lowering.backend.compiler import MtiaBackend
+
+    backend = MtiaBackend(GPUTarget("mtia", "2i", 1))
+    with pytest.raises(ValueError, match=r"'num_stage'.*did you mean 'num_stages'"):
+        backend.parse_options({"num_stage": 3})
+    assert backend.parse_options({"num_stages": 3, "waves_per_eu": 1}).num_stages == 3
