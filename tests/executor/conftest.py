@@ -1,5 +1,6 @@
-"""Executor tests: their task module and the search's fake evaluator on sys.path (and PYTHONPATH,
-for workers that are not started by this process)."""
+"""Executor tests: workers that are not started by this process (Ray's, `kegen evolve`'s) find the
+task modules (`tests.executor.executor_tasks`, `tests.search.fake_eval`) through PYTHONPATH = the
+repository root."""
 
 from __future__ import annotations
 
@@ -14,12 +15,9 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).parent
-for d in (HERE, HERE.parent / "search"):
-    if str(d) not in sys.path:
-        sys.path.insert(0, str(d))
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(HERE), str(HERE.parent / "search")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    [str(HERE.parents[1])] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 )
 
 

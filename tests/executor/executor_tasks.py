@@ -75,7 +75,7 @@ def victim_eval(problem: str, code: str, *, baseline: str | None, target: str, m
 def pid_logging_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
                      timeout_s: float | None = None) -> Outcome:
     """fake_eval's scores, slowed down, with this worker's pid in $KEGEN_TEST_PIDS (a test kills one)."""
-    import fake_eval
+    from tests.search import fake_eval
 
     pids = Path(os.environ["KEGEN_TEST_PIDS"])
     pids.mkdir(parents=True, exist_ok=True)
@@ -88,7 +88,7 @@ def pid_logging_eval(problem: str, code: str, *, baseline: str | None, target: s
 def kill_once_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
                    timeout_s: float | None = None) -> Outcome:
     """fake_eval's scores; the first evaluation of the run SIGKILLs its own worker instead."""
-    import fake_eval
+    from tests.search import fake_eval
 
     marker = Path(os.environ["KEGEN_TEST_PIDS"]) / "killed-one"
     marker.parent.mkdir(parents=True, exist_ok=True)

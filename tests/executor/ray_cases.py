@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from search_helpers import EXAMPLES, fake_evolve_argv
 
 from kegen.cli import main
 from kegen.executor import ExecutorSpec, InfrastructureError, make_executor
 from kegen.search.config import EvalSliceConfig, SearchConfig, StoreConfig, TerminationConfig
 from kegen.search.loop import run_search
 from kegen.search.store import GraphStore
+from tests.search.search_helpers import EXAMPLES, fake_evolve_argv
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.skipif(os.environ.get("KEGEN_RAY_NETNS") != "1",
@@ -48,7 +48,7 @@ def test_search_on_ray_survives_a_killed_worker(ray_cluster, tmp_path, monkeypat
         seed=EXAMPLES / "softmax" / "seed.py",
         out_dir=tmp_path / "out",
         termination=TerminationConfig(max_evaluations=6),
-        eval=EvalSliceConfig(jobs=2, evaluator="executor_tasks:victim_eval", executor="ray",
+        eval=EvalSliceConfig(jobs=2, evaluator="tests.executor.executor_tasks:victim_eval", executor="ray",
                              ray_address=ray_cluster),
         store=StoreConfig(db=tmp_path / "s.db", warm_start=False),
         progress=False,
@@ -82,7 +82,7 @@ def test_evolve_cli_on_ray(ray_cluster, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("KEGEN_TEST_EVAL_SLEEP", "0")
     argv = fake_evolve_argv("softmax", tmp_path / "s.db", tmp_path / "out", 4,
                             "--executor", "ray", "--ray-address", ray_cluster)
-    argv[argv.index("--evaluator") + 1] = "executor_tasks:pid_logging_eval"
+    argv[argv.index("--evaluator") + 1] = "tests.executor.executor_tasks:pid_logging_eval"
     argv[argv.index("--jobs") + 1] = "2"
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -92,7 +92,7 @@ def test_evolve_cli_on_ray(ray_cluster, tmp_path, capsys, monkeypatch):
 
 
 def test_ray_passes_task_errors_through_and_reports_missing_gpus(ray_cluster):
-    import executor_tasks as tasks
+    from tests.executor import executor_tasks as tasks
 
     with make_executor(ExecutorSpec("ray", jobs=2, ray_address=ray_cluster)) as ex:
         assert ex.slots == 2
@@ -118,9 +118,8 @@ def test_bench_cli_on_ray_evaluates_seeds_on_the_cluster(ray_cluster, tmp_path, 
 
 
 def test_bench_spreads_problems_over_one_shared_executor(ray_cluster, tmp_path):
-    import executor_tasks as tasks
-
     from kegen.bench.runner import BenchConfig, SearchOutcome, SeedEval, run_bench
+    from tests.executor import executor_tasks as tasks
 
     seen: list[tuple[str, int]] = []
 

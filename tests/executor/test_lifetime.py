@@ -11,9 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from search_helpers import fake_evolve_argv
-
 from kegen.executor.lifetime import descendants
+from tests.search.search_helpers import fake_evolve_argv
 
 
 def _alive(pid: int) -> bool:
@@ -37,7 +36,7 @@ def test_kill_9_of_evolve_leaves_nothing_running(tmp_path):
     pids_dir = tmp_path / "pids"
     argv = fake_evolve_argv("softmax", tmp_path / "s.db", tmp_path / "out", 6)
     argv[argv.index("--jobs") + 1] = "2"
-    argv[argv.index("--evaluator") + 1] = "executor_tasks:hanging_eval"
+    argv[argv.index("--evaluator") + 1] = "tests.executor.executor_tasks:hanging_eval"
     env = dict(os.environ, KEGEN_TEST_PIDS=str(pids_dir))
     driver = subprocess.Popen([sys.executable, "-m", "kegen", *argv], env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

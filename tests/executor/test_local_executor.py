@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import time
 
-import executor_tasks as tasks
 import pytest
 
 from kegen.executor import ExecutorSpec, InfrastructureError, InlineExecutor, make_executor
 from kegen.executor.local import LocalProcessExecutor
+from tests.executor import executor_tasks as tasks
 
 
 @pytest.fixture(scope="module")

@@ -1,17 +1,11 @@
-"""Shared fixtures of the search tests: the fake evaluator on sys.path, a store in tmp_path."""
+"""Shared fixtures of the search tests: a store in tmp_path (the fake evaluator is
+`tests.search.fake_eval:evaluate`)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import pytest
 
 from kegen.search.store import GraphStore
-
-HERE = Path(__file__).parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
 
 @pytest.fixture

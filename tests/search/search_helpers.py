@@ -42,6 +42,6 @@ def fake_evolve_argv(example: str, db: Path, out: Path, budget: int, *extra: str
         str(out),
         "--no-progress",
         "--evaluator",
-        "fake_eval:evaluate",
+        "tests.search.fake_eval:evaluate",
         *extra,
     ]

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from search_helpers import EXAMPLES, HERE, new_run
-
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo, load_knowledge_base
 from kegen.search.operators.prompt import render_prompt
 from kegen.search.policies.base import Selection
+from tests.search.search_helpers import EXAMPLES, HERE, new_run
 
 GOLDEN = HERE / "golden"
 SEED_PROFILE = json.loads((GOLDEN / "softmax_seed.profile.json").read_text())

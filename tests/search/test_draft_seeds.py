@@ -7,12 +7,12 @@ import argparse
 from dataclasses import replace
 
 import pytest
-from search_helpers import EXAMPLES
-from test_loop import _config
 
 from kegen.search.loop import run_search
 from kegen.search.operators.drafting import DraftError, draft_seeds
 from lowering.backend.driver import MtiaDriver
+from tests.search.search_helpers import EXAMPLES
+from tests.search.test_loop import _config
 
 pytestmark = pytest.mark.skipif(
     not MtiaDriver.is_active(), reason="Inductor drafts need the mtia driver (no GPU)"
@@ -56,7 +56,7 @@ def test_the_search_starts_from_the_inductor_draft_with_the_template_as_a_child(
 
 def test_a_failing_reference_stops_the_search_and_no_best_is_reported(tmp_path, store, capsys) -> None:
     cfg = _config(tmp_path, budget=6)
-    cfg = replace(cfg, eval=replace(cfg.eval, evaluator="test_draft_seeds:reference_fails"))
+    cfg = replace(cfg, eval=replace(cfg.eval, evaluator="tests.search.test_draft_seeds:reference_fails"))
     r = run_search(cfg, store)
     assert "reference fails" in r.stop_reason and "out of memory" in r.stop_reason
     assert r.best is None and r.evaluations == 0
@@ -71,7 +71,7 @@ def test_evolve_prints_no_best_when_nothing_is_correct(tmp_path, monkeypatch, ca
     args = parser.parse_args(
         [str(EXAMPLES / "softmax" / "problem.py"), "--seed", str(EXAMPLES / "softmax" / "seed.py"),
          "--budget", "2", "--jobs", "0", "--db", str(tmp_path / "s.db"), "--out", str(tmp_path / "run"),
-         "--evaluator", "test_draft_seeds:reference_fails", "--no-progress", "--operator", "offline"]
+         "--evaluator", "tests.search.test_draft_seeds:reference_fails", "--no-progress", "--operator", "offline"]
     )  # fmt: skip
     assert evolve.run(args) == 0
     out = capsys.readouterr().out

@@ -8,10 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from search_helpers import ROOT
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.drafting import DraftError, analyze, draft_candidate
+from tests.search.search_helpers import ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures_drafting"
 SUITE = ROOT / "kegen" / "suites" / "default"

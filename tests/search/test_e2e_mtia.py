@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from search_helpers import EXAMPLES
 
 from kegen.search.config import (
     EvalSliceConfig,
@@ -14,6 +13,7 @@ from kegen.search.config import (
     TerminationConfig,
 )
 from kegen.search.loop import run_search
+from tests.search.search_helpers import EXAMPLES
 
 
 @pytest.mark.slow

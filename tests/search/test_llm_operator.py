@@ -8,13 +8,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from search_helpers import EXAMPLES, new_run
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo
 from kegen.search.operators.extract import extract_code
 from kegen.search.operators.llm import LLMOperator, ModelBandit
 from kegen.search.policies.base import Selection
+from tests.search.search_helpers import EXAMPLES, new_run
 
 SEED = (EXAMPLES / "softmax" / "seed.py").read_text()
 GOOD = "Bigger blocks.\n```python\n" + SEED.replace("BLOCK_SIZE = 32", "BLOCK_SIZE = 128") + "```\n"

@@ -6,8 +6,6 @@ import json
 from dataclasses import replace
 
 import pytest
-from search_helpers import EXAMPLES
-from test_llm_operator import GOOD, Script, _server
 
 from kegen.search.config import (
     EvalSliceConfig,
@@ -19,6 +17,8 @@ from kegen.search.config import (
 )
 from kegen.search.loop import run_search
 from kegen.search.termination import SearchProgress, Termination, parse_duration
+from tests.search.search_helpers import EXAMPLES
+from tests.search.test_llm_operator import GOOD, Script, _server
 
 
 def _config(tmp_path, policy="uct", budget=8, jobs=0, **kw) -> SearchConfig:
@@ -28,7 +28,7 @@ def _config(tmp_path, policy="uct", budget=8, jobs=0, **kw) -> SearchConfig:
         out_dir=tmp_path / f"run-{policy}-{jobs}",
         policy=PolicyConfig(name=policy),
         termination=kw.pop("termination", TerminationConfig(max_evaluations=budget)),
-        eval=EvalSliceConfig(jobs=jobs, evaluator="fake_eval:evaluate"),
+        eval=EvalSliceConfig(jobs=jobs, evaluator="tests.search.fake_eval:evaluate"),
         store=StoreConfig(db=tmp_path / "search.db", warm_start=False),
         progress=False,
         operator=kw.pop("operator", OperatorConfig(kb_budget_chars=0)),
@@ -68,7 +68,7 @@ def test_stops_at_target_speedup_and_records_why(tmp_path, store) -> None:
 
 
 def test_failed_candidates_are_nodes_not_crashes(tmp_path, store, monkeypatch) -> None:
-    import fake_eval
+    from tests.search import fake_eval
 
     real = fake_eval.cost
     monkeypatch.setattr(

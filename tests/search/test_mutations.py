@@ -7,7 +7,6 @@ import random
 import textwrap
 
 import pytest
-from search_helpers import EXAMPLES
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators import templates
@@ -17,6 +16,7 @@ from kegen.search.operators.mutations import find_knobs, knob_mutations, recipe_
 from kegen.search.operators.mutations.recipes import softmax_shape
 from kegen.search.operators.offline import OfflineOperator
 from kegen.search.store import Node, code_hash
+from tests.search.search_helpers import EXAMPLES
 
 LITERAL = textwrap.dedent("""
     import triton

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 
-from search_helpers import EXAMPLES, HERE, ROOT
-
 from kegen.profiling import Diagnosis, diagnose
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import OperatorContext, ProblemInfo
 from kegen.search.operators.mutations.base import Mutation
 from kegen.search.operators.offline import OTHER_KERNEL, OfflineOperator
 from kegen.search.store import Node, code_hash
+from tests.search.search_helpers import EXAMPLES, HERE, ROOT
 
 GOLDEN = HERE / "golden"
 SOFTMAX = diagnose(json.loads((GOLDEN / "softmax_seed.profile.json").read_text()))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
-from search_helpers import new_run
-
 from kegen.search.config import PolicyConfig
 from kegen.search.policies import GreedyPolicy, IslandPolicy, TreeView, UctPolicy, make_policy
+from tests.search.search_helpers import new_run
 
 
 def _add(store, run, parent, fitness, status="ok", island=None, code=None):

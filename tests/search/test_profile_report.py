@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from search_helpers import EXAMPLES, HERE, new_run
-
 from kegen.report.html import write_report
 from kegen.report.text import text_report
+from tests.search.search_helpers import EXAMPLES, HERE, new_run
 
 GOLDEN = HERE / "golden"
 

@@ -11,13 +11,13 @@ import json
 import os
 
 import pytest
-from search_helpers import EXAMPLES, HERE, ROOT, new_run
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.context import ContextBuilder, ProblemInfo
 from kegen.search.operators.prompt import build_prompt, render_prompt
 from kegen.search.policies.base import Selection
+from tests.search.search_helpers import EXAMPLES, HERE, ROOT, new_run
 
 GOLDEN = HERE / "golden"
 CASES = {

@@ -7,7 +7,6 @@ import ast
 from pathlib import Path
 
 import pytest
-from search_helpers import EXAMPLES
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators import templates
@@ -15,6 +14,7 @@ from kegen.search.operators.drafting import draft_candidate
 from kegen.search.operators.mutations import Mutation, MutationError, find_knobs, knob_mutations
 from kegen.search.operators.mutations.knobs import option_defaults, option_space
 from kegen.search.operators.mutations.recipes import recipe_mutations, softmax_shape
+from tests.search.search_helpers import EXAMPLES
 
 FIXTURES = Path(__file__).parent / "fixtures_drafting"
 SIM = EvalConfig(target="mtia", trials=1)

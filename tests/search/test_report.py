@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from search_helpers import EXAMPLES, fake_evolve_argv
-
 from kegen.cli import main
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
 from kegen.search.loop import run_search
+from tests.search.search_helpers import EXAMPLES, fake_evolve_argv
 
 
 def test_report_renders_text_and_html(tmp_path, store, capsys) -> None:
@@ -16,7 +15,7 @@ def test_report_renders_text_and_html(tmp_path, store, capsys) -> None:
         out_dir=tmp_path / "run",
         policy=PolicyConfig(name="greedy"),
         termination=TerminationConfig(max_evaluations=5),
-        eval=EvalSliceConfig(jobs=0, evaluator="fake_eval:evaluate"),
+        eval=EvalSliceConfig(jobs=0, evaluator="tests.search.fake_eval:evaluate"),
         store=StoreConfig(db=tmp_path / "search.db", warm_start=False),
         progress=False,
     )

@@ -11,11 +11,11 @@ import time
 from collections import Counter
 
 import pytest
-from search_helpers import EXAMPLES, HERE, ROOT, fake_evolve_argv, new_run
 
 from kegen.search.config import EvalSliceConfig, PolicyConfig, SearchConfig, StoreConfig, TerminationConfig
 from kegen.search.loop import SearchDriver, run_search
 from kegen.search.store import GraphStore
+from tests.search.search_helpers import EXAMPLES, HERE, ROOT, fake_evolve_argv, new_run
 
 
 def _tree(store: GraphStore) -> tuple[str, dict[str, int]]:
@@ -105,7 +105,7 @@ def _config(tmp_path, **kw) -> SearchConfig:
         out_dir=kw.pop("out_dir", tmp_path / "run"),
         policy=PolicyConfig(name="uct"),
         termination=TerminationConfig(max_evaluations=kw.pop("budget", 6)),
-        eval=EvalSliceConfig(jobs=0, evaluator="fake_eval:evaluate"),
+        eval=EvalSliceConfig(jobs=0, evaluator="tests.search.fake_eval:evaluate"),
         store=StoreConfig(db=tmp_path / "search.db", warm_start=kw.pop("warm", False)),
         progress=False,
         **kw,

@@ -3,7 +3,6 @@ reach the published peaks without exceeding them."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -14,12 +13,9 @@ TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _tool():
-    sys.path.insert(0, str(TOOLS))
-    spec = importlib.util.spec_from_file_location("fidelity_report", TOOLS / "fidelity_report.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from kegen.modules import load_module_from_file
+
+    return load_module_from_file(TOOLS / "fidelity_report.py", "fidelity_report", wrap_errors=False)
 
 
 def test_rows_flag_anything_above_the_published_peak():
