@@ -91,6 +91,31 @@ def _gpu_devices() -> list[str]:
     return [p for pattern in GPU_DEVICE_GLOBS for p in sorted(glob.glob(pattern))]
 
 
+PRIVATE_MOUNTS = ("/tmp", "/run")
+
+
+def _code_paths_under_private_mounts() -> list[str]:
+    """The interpreter, its environment and kegen's own code where they live under a directory the
+    sandbox replaces by a private tmpfs (a checkout or venv in /tmp): bound back read-only, so the
+    worker runs the same code. Only these directories come back, never the host's /tmp itself."""
+    import kegen
+
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(kegen.__file__).parents[1])}
+    candidates.update(p for p in sys.path if p)
+    keep: set[str] = set()
+    for raw in candidates:
+        try:
+            path = Path(raw).resolve()
+        except OSError:
+            continue
+        text = str(path)
+        if not path.exists() or text in PRIVATE_MOUNTS:
+            continue
+        if any(text.startswith(m + "/") for m in PRIVATE_MOUNTS):
+            keep.add(text)
+    return sorted(p for p in keep if not any(p.startswith(q + "/") for q in keep if q != p))
+
+
 def _bwrap_args(exe: str, inbox: Path | None, gpu: bool = False) -> list[str]:
     args = [
         exe,
@@ -124,6 +149,8 @@ def _bwrap_args(exe: str, inbox: Path | None, gpu: bool = False) -> list[str]:
         "--chdir",
         "/tmp",
     ]
+    for path in _code_paths_under_private_mounts():
+        args += ["--ro-bind", path, path]
     if inbox is not None:
         args += ["--ro-bind", str(inbox), SANDBOX_INBOX]
     if gpu:
