@@ -235,3 +235,21 @@ def test_compile_cache_is_kept_per_exact_source_with_checked_paths(tmp_path: Pat
         and (job / compile_cache.SEED_DIR / "k1" / "kernel.elf").read_bytes() == b"\x7fELF"
     )
     assert not compile_cache.seed_job(kb, tmp_path / "job2")  # another source never sees it
+
+
+def test_code_under_tmp_is_bound_back_into_the_sandbox(tmp_path, monkeypatch) -> None:
+    """A checkout or venv under /tmp (hidden by the sandbox's private /tmp) is bound back read-only;
+    the host's /tmp itself never is."""
+    import sys
+
+    from kegen.eval import sandbox
+
+    code = tmp_path / "checkout" / "src"
+    code.mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [*sys.path, str(code), str(code.parent), "/tmp"])
+    paths = sandbox._code_paths_under_private_mounts()
+    if str(tmp_path.resolve()).startswith("/tmp/"):
+        assert str(code.parent.resolve()) in paths and str(code.resolve()) not in paths
+    assert "/tmp" not in paths and all(p.startswith(("/tmp/", "/run/")) for p in paths)
+    args = sandbox._bwrap_args("bwrap", None)
+    assert args.index("/tmp") < max((i for i, a in enumerate(args) if a in paths), default=len(args))
