@@ -28,7 +28,7 @@ from mtia_sim.machine import load_machine  # noqa: E402
 from mtia_sim.timing import TimingResult  # noqa: E402
 
 T, G = 1e12, 1e9
-# Published figures (sources: /work/shared/notes/mtia-facts.md). Units: FLOP/s, bytes/s, Hz.
+# Published figures (sources: docs/MACHINE.md). Units: FLOP/s, bytes/s, Hz.
 PUBLISHED: dict[str, dict[str, Any]] = {
     "mtia-v1": {"source": "MTIA v1, ISCA'23 / Meta AI blog 2023", "clock_hz": 800e6,
                 "peak_flops": {"fp16": 51.2 * T, "int8": 102.4 * T}, "dram_bw": 176 * G, "sram_bw": 0.8 * T,
