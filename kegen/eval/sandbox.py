@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kegen.eval.seccomp import unix_socket_filter
+from kegen.proctree import descendants, process_table
 
 START_TIMEOUT_S = 180.0
 SANDBOX_INBOX = "/tmp/kegen-in"
@@ -162,35 +163,6 @@ def _bwrap_args(exe: str, inbox: Path | None, gpu: bool = False) -> list[str]:
 # --- the worker's process tree ----------------------------------------------------------------
 
 
-def _proc_table() -> dict[int, tuple[int, int]]:
-    """pid -> (ppid, resident KiB) for every process."""
-    table: dict[int, tuple[int, int]] = {}
-    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        table[int(entry)] = (int(fields[1]), int(fields[21]) * page_kib)
-    return table
-
-
-def descendants(root: int, table: dict[int, tuple[int, int]] | None = None) -> list[int]:
-    table = table if table is not None else _proc_table()
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, stack = [], [root]
-    while stack:
-        for kid in children.get(stack.pop(), []):
-            found.append(kid)
-            stack.append(kid)
-    return found
-
-
 def _ns_pid(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/status") as fh:
@@ -219,7 +191,7 @@ class Worker:
         """(resident MiB, process count) of the worker and everything it started."""
         if self.host_pid is None:
             return 0.0, 0
-        table = _proc_table()
+        table = process_table()
         tree = [self.host_pid, *descendants(self.host_pid, table)]
         # orphans re-parented to the zygote belong to the worker too
         tree += [p for p in descendants(self.zygote.host_pid, table) if p not in tree]

@@ -89,19 +89,9 @@ def _child(job: dict[str, Any], ctrl: socket.socket, proto_fd: int, err_fd: int)
 
 
 def _children() -> list[int]:
-    me = str(os.getpid())
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == me:
-            found.append(int(entry))
-    return found
+    from kegen.proctree import children_of
+
+    return children_of(os.getpid())
 
 
 def _kill_leftovers() -> None:

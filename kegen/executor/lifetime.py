@@ -18,7 +18,8 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
+
+from kegen.proctree import descendants
 
 PR_SET_PDEATHSIG = 1
 WATCH_INTERVAL_S = 0.25
@@ -33,27 +34,6 @@ def set_parent_death_signal(sig: int = signal.SIGTERM) -> bool:
         return int(libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live descendant of `pid` (children first), read from /proc; [] where /proc is absent."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # the command name (field 2) may hold spaces and parentheses: parse after the last ')'
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out: list[int] = []
-    todo = list(children.get(pid, []))
-    while todo:
-        p = todo.pop(0)
-        out.append(p)
-        todo.extend(children.get(p, []))
-    return out
 
 
 def kill_tree(pid: int, include_self: bool = False) -> None:
