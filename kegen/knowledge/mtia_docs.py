@@ -18,61 +18,31 @@ import argparse
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from kegen.knowledge.mtia_costs import CostExample, command_cycles, cost_examples, render_cost_model
+from kegen.knowledge.mtia_figures import hand_written_figures, missing_figures
+from kegen.knowledge.mtia_format import (
+    DEFAULT_MACHINE,
+    _bytes,
+    _default,
+    _machines,
+    _rate,
+    _table,
+    _time,
+)
 from mtia_sim import isa
 
-DEFAULT_MACHINE = "mtia-2i"
 _BLOCK = re.compile(
     r"(<!-- generated:begin (?P<name>[a-z0-9-]+) -->\n)(?P<body>.*?)(<!-- generated:end (?P=name) -->)",
     re.DOTALL,
 )
 
-
-# ---------------------------------------------------------------------------------------------
-# Formatting helpers
-# ---------------------------------------------------------------------------------------------
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:g} B"
-
-
-def _rate(bps: float) -> str:
-    return f"{bps / 1e12:g} TB/s" if bps >= 1e12 else f"{bps / 1e9:g} GB/s"
-
-
-def _time(seconds: float) -> str:
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    if seconds >= 1e-6:
-        return f"{seconds * 1e6:.3g} µs"
-    return f"{seconds * 1e9:.3g} ns"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
-
-
-def _machines() -> list:  # list[MachineDescription]
-    from mtia_sim.machine import list_machines, load_machine
-
-    names = list_machines()
-    ordered = [n for n in ("mtia-v1", "mtia-2i", "mtia-300") if n in names] + [
-        n for n in names if n not in ("mtia-v1", "mtia-2i", "mtia-300")
-    ]
-    return [load_machine(n) for n in ordered]
-
-
-def _default():  # MachineDescription
-    from mtia_sim.machine import load_machine
-
-    return load_machine(DEFAULT_MACHINE)
+__all__ = [
+    "DEFAULT_MACHINE", "RENDERERS", "CostExample", "block_names", "command_cycles", "cost_examples",
+    "docs_dir", "hand_written_figures", "main", "missing_figures", "render_cost_model", "render_document",
+    "stale_documents", "write_documents",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,129 +444,6 @@ def render_compiler_options() -> str:
     return _table(["option", "default", "values the search tries"], rows)
 
 
-def command_cycles(m: Any, cmd: Any) -> float:
-    """Cycles of one command alone on an idle chip, from the simulator's own cost code."""
-    from mtia_sim.timing import costs
-
-    fixed = costs.fixed_cycles(m, 0, cmd)
-    volume, shares = costs.transfer_demands(m, 0, cmd, 0)
-    return fixed + (volume / costs.uncontended_rate(shares) if volume else 0.0)
-
-
-@dataclass(frozen=True)
-class CostExample:
-    """One row of the cost table: a command, the formula the docs state, and that formula as code."""
-
-    label: str
-    formula: str
-    predicted: Callable[[Any], float]
-    event: Callable[[], Any]
-
-
-def _pad(x: int, tile: int) -> int:
-    return -(-x // tile) * tile
-
-
-def cost_examples() -> list[CostExample]:
-    """Commands whose cost the docs quote; a test checks `predicted` against the simulator's cost code."""
-    from mtia_sim.events import MemLevel
-    from mtia_sim.isa import SimdOp
-    from mtia_sim.timing import synthetic as syn
-
-    kib = 1024
-    dram = "dma.setup + dram.latency + bytes / min(dram B/cycle, local-store B/cycle)"
-
-    def dma_cycles(m: Any, nbytes: int, misaligned: bool = False) -> float:
-        rate = min(m.dram_bytes_per_cycle, m.local_store_bytes_per_cycle)
-        extra = 1 + (m.dma_misaligned_penalty if misaligned else 0)
-        return m.dma_setup_cycles + m.dram_latency_cycles + nbytes * extra / rate
-
-    def dpe_cycles(m: Any, mm: int, nn: int, kk: int, width: int) -> float:
-        padded = 2 * _pad(mm, m.dpe_tile_m) * _pad(nn, m.dpe_tile_n) * _pad(kk, m.dpe_tile_k)
-        return m.dpe_setup_cycles + padded / m.dpe_flops_per_cycle_for_width(width)
-
-    return [
-        CostExample(
-            "DMA 4 KiB DRAM → local store", dram, lambda m: dma_cycles(m, 4 * kib), lambda: syn.dma(4 * kib)
-        ),
-        CostExample(
-            "DMA 64 KiB DRAM → local store",
-            dram,
-            lambda m: dma_cycles(m, 64 * kib),
-            lambda: syn.dma(64 * kib),
-        ),
-        CostExample(
-            "same, operand not 32-byte aligned",
-            "as above, bytes × (1 + dma.misaligned_penalty)",
-            lambda m: dma_cycles(m, 64 * kib, True),
-            lambda: syn.dma(64 * kib, misaligned=True),
-        ),
-        CostExample(
-            "DMA 64 KiB local store → DRAM",
-            dram,
-            lambda m: dma_cycles(m, 64 * kib),
-            lambda: syn.dma(64 * kib, src=MemLevel.LOCAL, dst=MemLevel.DRAM),
-        ),
-        CostExample(
-            "`tl.dot` 128×128×64, fp16 inputs",
-            "dpe.setup + 2·M·N·K (each padded to the DPE tile) / FLOP per cycle",
-            lambda m: dpe_cycles(m, 128, 128, 64, 2),
-            lambda: syn.matmul(128, 128, 64),
-        ),
-        CostExample(
-            "`tl.dot` 16×16×16, fp16 inputs",
-            "same: padded to one full tile",
-            lambda m: dpe_cycles(m, 16, 16, 16, 2),
-            lambda: syn.matmul(16, 16, 16),
-        ),
-        CostExample(
-            "`tl.dot` 128×128×64, fp32 inputs",
-            "same, fp32 rate",
-            lambda m: dpe_cycles(m, 128, 128, 64, 4),
-            lambda: syn.matmul(128, 128, 64, dtype_bytes=4),
-        ),
-        CostExample(
-            "SIMD add, 4096 fp32",
-            "simd.setup + elements / SIMD elements per cycle",
-            lambda m: m.simd_setup_cycles + 4096 / m.simd_elements_per_cycle(4),
-            lambda: syn.simd(4096),
-        ),
-        CostExample(
-            "SIMD exp, 4096 fp32",
-            "simd.setup + transcendental_factor × elements / rate",
-            lambda m: (
-                m.simd_setup_cycles + m.simd_transcendental_factor * 4096 / m.simd_elements_per_cycle(4)
-            ),
-            lambda: syn.simd(4096, op=SimdOp.EXP),
-        ),
-        CostExample(
-            "reduction of 4096 fp32",
-            "reduction.setup + elements / reduction rate",
-            lambda m: m.red_setup_cycles + 4096 / m.red_elements_per_cycle,
-            lambda: syn.reduce(4096),
-        ),
-        CostExample(
-            "MLU transpose of 64 KiB",
-            "mlu.setup + bytes / MLU bytes per cycle",
-            lambda m: m.mlu_setup_cycles + 64 * kib / m.mlu_bytes_per_cycle,
-            lambda: syn.mlu(64 * kib),
-        ),
-    ]
-
-
-def render_cost_model() -> str:
-    """Cycles of single commands on the default machine, computed by the simulator's cost code."""
-    m = _default()
-    rows = [[c.label, c.formula, f"{command_cycles(m, c.event()):,.0f}"] for c in cost_examples()]
-    return (
-        f"One command alone on an idle `{m.name}` (add {m.command_issue_cycles:g} cycles for the core to "
-        f"issue it; a PE queues up to {m.command_queue_depth} commands per unit):\n\n"
-        + _table(["command", "cycles =", "cycles"], rows)
-        + "\nWhen several PEs move data at once they share DRAM and SRAM bandwidth fairly (max-min), so a "
-        "DMA's transfer part stretches with the number of PEs streaming; the fixed part does not.\n"
-    )
-
-
 RENDERERS: dict[str, Callable[[], str]] = {
     "cost-model": render_cost_model,
     "errors": render_errors,
@@ -611,88 +458,6 @@ RENDERERS: dict[str, Callable[[], str]] = {
     "descriptor": render_descriptor,
     "abi": render_abi,
 }
-
-
-def hand_written_figures() -> dict[str, list[str]]:
-    """Figures quoted in the prose of MTIA documents, as they must read for the default machine.
-
-    Keys are paths relative to the knowledge root. A test checks each string is present, so an edit
-    of the machine description that changes a figure fails until the prose is updated too.
-    """
-    m = _default()
-    ls_kib = f"{m.local_store_bytes // 1024} KiB"
-    simd_chip = m.simd_elements_per_cycle(4) * m.num_pes * m.clock_hz
-    elementwise = m.dram_bw / 12
-    quarter = {0.25: "a quarter", 0.5: "half"}.get(
-        m.dpe_flops_per_cycle_fp32 / m.dpe_flops_per_cycle_fp16,
-        f"{m.dpe_flops_per_cycle_fp32 / m.dpe_flops_per_cycle_fp16:g}",
-    )
-    tile = f"{m.dpe_tile_m}×{m.dpe_tile_n}×{m.dpe_tile_k}"
-    misaligned = f"{m.dma_misaligned_penalty:.0%} more bytes"
-    setups = (
-        m.dma_setup_cycles,
-        m.dpe_setup_cycles,
-        m.simd_setup_cycles,
-        m.red_setup_cycles,
-        m.mlu_setup_cycles,
-    )
-    return {
-        "hardware/mtia/architecture.md": [
-            f"{m.pe_rows}×{m.pe_cols} = {m.num_pes} on the default `{m.name}`",
-            f"each PE gets about {m.dram_bw / m.num_pes / 1e9:.0f} GB/s when all stream",
-        ],
-        "hardware/mtia/programming.md": [
-            f"({ls_kib} on `{m.name}`)",
-            f"fixed setup ({min(setups):g}–{max(setups):g} cycles by unit",
-            f"at least one memory burst ({m.dma_burst_bytes} B on `{m.name}`)",
-            f"replacement ({m.job_replacement_ns:g} ns on `{m.name}`)",
-        ],
-        "hardware/mtia/optimization.md": [
-            f"{m.dram_bw / 1e9:g} GB/s shared by {m.num_pes} PEs, {ls_kib} local store per PE",
-            f"DPE {m.dpe_flops_per_cycle_fp16:g} fp16 FLOP/cycle per PE",
-            f"SIMD\n{m.simd_elements_per_cycle(4):g} elements/cycle per PE, {m.clock_hz / 1e9:g} GHz",
-            f"~{elementwise / 1e9:.0f} G elements/s",
-            f"~{round(simd_chip / elementwise, -1):.0f}× faster",
-            f"{m.local_store_bytes // 4:,} fp32 elements fit in {ls_kib}",
-            f"~{m.dma_setup_cycles:g} cycles of setup",
-            misaligned,
-            f"a PE runs {_count_word(m.dma_max_in_flight)} DMA command"
-            + ("s" if m.dma_max_in_flight > 1 else "")
-            + " at a time",
-            f"works on {tile} tiles",
-            f"~{m.dpe_setup_cycles:g} cycles setup",
-            f"{quarter} of the fp16 rate",
-            f"cost {m.simd_transcendental_factor:g}× an add",
-            f"~{m.launch_overhead_ns / 1000:g} µs ({m.launch_overhead_cycles:,.0f} cycles)",
-            f"at least {m.num_pes} programs",
-            f"the job replacement ({m.job_replacement_ns:g} ns on `{m.name}`)",
-            f"ridge point against DRAM is ~{m.peak_flops('fp16') / m.dram_bw:.0f} FLOP/byte",
-        ],
-        "constraints/mtia-rules.md": [
-            f"local store ({ls_kib})",
-            misaligned,
-            f"works in {tile} tiles",
-            f"PE count ({m.num_pes})",
-        ],
-    }
-
-
-def _count_word(n: int) -> str:
-    return {1: "one", 2: "two", 3: "three", 4: "four"}.get(n, str(n))
-
-
-def missing_figures(root: Path | None = None) -> list[str]:
-    """`path: expected text` for each hand-written figure not found in its document."""
-    from kegen.knowledge.store import shipped_root
-
-    root = root or shipped_root()
-    missing = []
-    for rel, figures in hand_written_figures().items():
-        text = " ".join((root / rel).read_text(encoding="utf-8").split())
-        for figure in figures:
-            if " ".join(figure.split()) not in text:
-                missing.append(f"{rel}: {figure!r}")
-    return missing
 
 
 # ---------------------------------------------------------------------------------------------
