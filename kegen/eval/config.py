@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 TARGETS = ("mtia", "nvidia", "amd", "cpu")
+GPU_PROFILES = ("full", "auto", "timing")
 
 # Default tolerances by dtype name (atol, rtol). Anything else falls back to fp32's.
 DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
@@ -31,6 +32,10 @@ class EvalConfig:
     compile_baseline: time torch.compile of the reference on GPU targets (default on).
     mtia_compile_baseline: on mtia, time torch.compile of the reference on the simulated chip
     (`kegen eval --baseline compile`); the primary speedup is then over the compiler.
+    gpu_profile: the GPU profile's depth (kegen.eval.profile_gpu): "full" (torch.profiler kernel
+    table + ncu metrics; `kegen eval`/`kegen profile`), "auto" (kernel table; ncu only for a
+    candidate faster than `extra["ncu_if_faster_than"]` seconds, else than every earlier candidate
+    of the problem this process evaluated: the ones a search expands), "timing" (no kernel profile).
     """
 
     target: str = "mtia"
@@ -52,6 +57,7 @@ class EvalConfig:
     compile_baseline: bool = True
     mtia_compile_baseline: bool = False
     fresh_process: bool = False
+    gpu_profile: str = "auto"
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -61,6 +67,9 @@ class EvalConfig:
             raise ValueError(f"trials must be at least 1 (got {self.trials})")
         if self.timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive (got {self.timeout_s})")
+        if self.gpu_profile not in GPU_PROFILES:
+            choices = ", ".join(GPU_PROFILES)
+            raise ValueError(f"unknown gpu_profile {self.gpu_profile!r}: choose one of {choices}")
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
