@@ -1,0 +1,41 @@
+"""1-D convolution with bias, kernel 3, padding 1: batch 8, 128 -> 256 channels, length 2048, float16
+(float32 accumulation)."""
+
+import os
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+_SCALE = float(os.environ.get("KEGEN_SUITE_SCALE", "1"))
+
+
+def _size(n, multiple=16):
+    """`n` times KEGEN_SUITE_SCALE (tests run reduced shapes), a positive multiple of `multiple`."""
+    return max(multiple, round(n * _SCALE / multiple) * multiple)
+
+
+BATCH = 8
+IN_CHANNELS = _size(128)
+OUT_CHANNELS = _size(256)
+LENGTH = _size(2048)
+KERNEL_SIZE = 3
+
+
+class Model(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        conv = nn.Conv1d(in_channels, out_channels, kernel_size, padding=kernel_size // 2)
+        self.conv = conv.to(torch.float16)
+
+    def forward(self, x):
+        w, b = self.conv.weight.float(), self.conv.bias.float()
+        return F.conv1d(x.float(), w, b, padding=self.conv.padding).to(x.dtype)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_CHANNELS, LENGTH, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return [IN_CHANNELS, OUT_CHANNELS, KERNEL_SIZE]

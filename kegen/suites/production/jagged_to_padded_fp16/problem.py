@@ -1,0 +1,50 @@
+"""Jagged to padded dense: a packed (total, 64) float16 tensor of 1024 segments
+with long-tail lengths (0..256) to (1024, 256, 64), zeros after each segment's rows."""
+
+import math
+import os
+
+import torch
+import torch.nn as nn
+
+_SCALE = float(os.environ.get("KEGEN_SUITE_SCALE", "1"))
+
+
+def _size(n, multiple=16):
+    """`n` times KEGEN_SUITE_SCALE (tests run reduced shapes), a positive multiple of `multiple`."""
+    return max(multiple, round(n * _SCALE / multiple) * multiple)
+
+
+NUM_SEGMENTS = _size(1024)
+DIM = 64
+MAX_LEN = 256
+
+
+def _long_tail(n, high):
+    """`n` integers in [0, high] with P(v) ~ 1/(v + 1): most small, a long tail up to `high`."""
+    return torch.exp(torch.rand(n, dtype=torch.float64) * math.log(high + 1)).long().clamp(1, high + 1) - 1
+
+
+class Model(nn.Module):
+    def __init__(self, max_len):
+        super().__init__()
+        self.max_len = max_len
+
+    def forward(self, values, offsets):
+        lengths = offsets[1:] - offsets[:-1]
+        num = lengths.numel()
+        segment = torch.repeat_interleave(torch.arange(num), lengths)
+        position = torch.arange(values.shape[0]) - offsets[:-1][segment]
+        out = torch.zeros(num, self.max_len, values.shape[1], dtype=values.dtype)
+        out[segment, position] = values
+        return out
+
+
+def get_inputs():
+    lengths = _long_tail(NUM_SEGMENTS, MAX_LEN)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(lengths, 0)])
+    return [torch.randn(int(offsets[-1]), DIM, dtype=torch.float16), offsets]
+
+
+def get_init_inputs():
+    return [MAX_LEN]
