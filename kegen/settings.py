@@ -48,6 +48,7 @@ class LLMSettings:
     max_retries: int = 4
     cost_per_1k_input: float = 0.0
     cost_per_1k_output: float = 0.0
+    context_tokens: int = 0  # KEGEN_LLM_CONTEXT: the served context window (0: ask the server)
 
     @classmethod
     def from_env(cls) -> LLMSettings:
@@ -62,6 +63,7 @@ class LLMSettings:
             max_retries=_env_int("KEGEN_LLM_MAX_RETRIES", 4),
             cost_per_1k_input=_env_float("KEGEN_LLM_COST_PER_1K_INPUT", 0.0),
             cost_per_1k_output=_env_float("KEGEN_LLM_COST_PER_1K_OUTPUT", 0.0),
+            context_tokens=_env_int("KEGEN_LLM_CONTEXT", 0),
         )
 
 

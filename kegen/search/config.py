@@ -46,16 +46,19 @@ class OperatorConfig:
     api_key: str = ""
     models: tuple[str, ...] = ("gpt-4o-mini",)
     temperature: float = 0.7
-    max_tokens: int = 4096
-    timeout_s: float = 120.0
-    max_retries: int = 4
+    max_tokens: int = 4096  # the reply budget (lowered to half the served context when that is smaller)
+    timeout_s: float = 120.0  # the deadline of one proposal: every attempt and backoff together
+    max_retries: int = 4  # retries of fast failures (429, 5xx, dropped connection) within the deadline
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
     cost_per_1k_input: float = 0.0
     cost_per_1k_output: float = 0.0
     kb_budget_chars: int = 6000
     history_limit: int = 8
-    prompt_budget_tokens: int = 12000  # the whole prompt (kegen.search.operators.budget)
+    prompt_budget_tokens: int = 12000  # the whole prompt when the context window is unknown
+    context_tokens: int = 0  # the served context window; 0: read it from the server, else unknown
+    fallback_after: int = 4  # unusable replies in a row before the offline operator takes over (0: never)
+    parallel: int = 0  # LLM proposals in flight at once; 0: one per evaluation slot
 
     @classmethod
     def from_settings(cls, llm: LLMSettings, **overrides: Any) -> OperatorConfig:
@@ -68,6 +71,7 @@ class OperatorConfig:
             max_tokens=llm.max_tokens,
             timeout_s=llm.timeout_s,
             max_retries=llm.max_retries,
+            context_tokens=llm.context_tokens,
             cost_per_1k_input=llm.cost_per_1k_input,
             cost_per_1k_output=llm.cost_per_1k_output,
         )

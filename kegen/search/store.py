@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kegen.search.store_records import RECORDS_SCHEMA, RunRecords, migrate_records
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
@@ -71,37 +73,6 @@ CREATE TABLE IF NOT EXISTS evaluations (
     metrics_json TEXT NOT NULL DEFAULT '{}',
     profile_json TEXT NOT NULL DEFAULT '{}',
     duration_s REAL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS prompts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    node_id INTEGER NOT NULL REFERENCES nodes(id),
-    template TEXT NOT NULL,
-    text TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS llm_calls (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    node_id INTEGER REFERENCES nodes(id),
-    model TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0,
-    cost REAL NOT NULL DEFAULT 0,
-    latency_s REAL NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 1,
-    status TEXT NOT NULL,               -- ok | error
-    error TEXT,
-    reply TEXT,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS artifacts (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id TEXT NOT NULL REFERENCES runs(id),
-    node_id INTEGER REFERENCES nodes(id),
-    kind TEXT NOT NULL,
-    path TEXT,
-    content TEXT,
     created_at REAL NOT NULL
 );
 """
@@ -189,8 +160,10 @@ class Run:
 _NODE_COLS = ", ".join(Node.__dataclass_fields__)
 
 
-class GraphStore:
-    """The search graph of every run in one SQLite file (WAL journal, safe for one writer process)."""
+class GraphStore(RunRecords):
+    """The search graph of every run in one SQLite file (WAL journal, safe for one writer process).
+
+    Prompts, LLM calls and artifacts are kept by `RunRecords` (kegen.search.store_records)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -201,7 +174,8 @@ class GraphStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(SCHEMA)
+        self._db.executescript(SCHEMA + RECORDS_SCHEMA)
+        migrate_records(self._db)
 
     def close(self) -> None:
         self._db.close()
@@ -503,95 +477,6 @@ class GraphStore:
                 "SELECT COUNT(*) FROM nodes WHERE run_id = ? AND status = 'done'", (run_id,)
             ).fetchone()[0]
         )
-
-    # ---- prompts, LLM calls, artifacts --------------------------------------------------------
-    def add_prompt(self, node_id: int, template: str, text: str) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO prompts (node_id, template, text, created_at) VALUES (?, ?, ?, ?)",
-                (node_id, template, text, time.time()),
-            )
-
-    def prompts(self, node_id: int) -> list[tuple[str, str]]:
-        return [
-            (r[0], r[1])
-            for r in self._db.execute(
-                "SELECT template, text FROM prompts WHERE node_id = ? ORDER BY id", (node_id,)
-            )
-        ]
-
-    def add_llm_call(
-        self,
-        run_id: str,
-        node_id: int | None,
-        *,
-        model: str,
-        prompt_tokens: int,
-        completion_tokens: int,
-        cost: float,
-        latency_s: float,
-        attempts: int,
-        status: str,
-        error: str | None = None,
-        reply: str | None = None,
-    ) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO llm_calls (run_id, node_id, model, prompt_tokens, completion_tokens, cost,"
-                " latency_s, attempts, status, error, reply, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run_id,
-                    node_id,
-                    model,
-                    prompt_tokens,
-                    completion_tokens,
-                    cost,
-                    latency_s,
-                    attempts,
-                    status,
-                    error,
-                    reply,
-                    time.time(),
-                ),
-            )
-
-    def llm_usage(self, run_id: str) -> dict[str, float]:
-        r = self._db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0),"
-            " COALESCE(SUM(cost), 0), COALESCE(SUM(latency_s), 0) FROM llm_calls WHERE run_id = ?",
-            (run_id,),
-        ).fetchone()
-        return {
-            "calls": r[0],
-            "prompt_tokens": r[1],
-            "completion_tokens": r[2],
-            "tokens": r[1] + r[2],
-            "cost": r[3],
-            "latency_s": r[4],
-        }
-
-    def add_artifact(
-        self,
-        run_id: str,
-        node_id: int | None,
-        kind: str,
-        *,
-        path: str | None = None,
-        content: str | None = None,
-    ) -> None:
-        with self.transaction() as db:
-            db.execute(
-                "INSERT INTO artifacts (run_id, node_id, kind, path, content, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, node_id, kind, path, content, time.time()),
-            )
-
-    def artifacts(self, run_id: str) -> list[dict[str, Any]]:
-        return [
-            dict(r)
-            for r in self._db.execute("SELECT * FROM artifacts WHERE run_id = ? ORDER BY id", (run_id,))
-        ]
 
     # ---- warm start ---------------------------------------------------------------------------
     def best_from_past_runs(self, problem_key: str, exclude_run: str, k: int) -> list[tuple[Node, Run]]:

@@ -12,7 +12,12 @@ if TYPE_CHECKING:
 
 @dataclass
 class LLMCallRecord:
-    """Usage of one chat completion (all attempts of it)."""
+    """Usage of one chat completion (all attempts of it).
+
+    `reply_kind` is `kegen.search.operators.llm_replies`' reading of the outcome (code, echo,
+    truncated, timeout, ...); `tokens_estimated` marks counts estimated from the text because the
+    server sent no usage (a call cut off by its deadline or cancelled).
+    """
 
     model: str
     prompt_tokens: int = 0
@@ -23,6 +28,9 @@ class LLMCallRecord:
     status: str = "ok"
     error: str | None = None
     reply: str | None = None
+    finish_reason: str | None = None
+    reply_kind: str | None = None
+    tokens_estimated: bool = False
 
 
 @dataclass
@@ -45,6 +53,7 @@ class Operator(ABC):
     """Writes children. `observe` receives each child's fitness (e.g. for a model bandit)."""
 
     name = "operator"
+    concurrent = False  # True: `propose` may run in worker threads, several at once (the LLM operator)
 
     @abstractmethod
     def propose(self, ctx: OperatorContext) -> Proposal:
@@ -52,3 +61,9 @@ class Operator(ABC):
 
     def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:  # noqa: B027
         """Feedback after the child was evaluated (optional)."""
+
+    def set_deadline(self, deadline: float | None) -> None:  # noqa: B027
+        """The search's end (a `time.monotonic()` value): no proposal may outlive it (optional)."""
+
+    def cancel(self) -> None:  # noqa: B027
+        """Abandon proposals in progress now, e.g. when the search stops (optional)."""

@@ -1,8 +1,13 @@
-"""The LLM operator: one chat completion per child from any OpenAI-compatible endpoint.
+"""The LLM operator: one streamed chat completion per child from any OpenAI-compatible endpoint.
 
-Retries with exponential backoff on rate limits (429), server errors (5xx), timeouts and dropped
-connections; counts tokens and cost per call; takes the code from fenced blocks (whole file or
-search/replace edits). A reply without usable code becomes a failed child, never an exception.
+A proposal has one deadline (`OperatorConfig.timeout_s`, and never past the search's end): fast
+failures (429, 5xx, a dropped connection) are retried with backoff inside it, a timeout is not (the
+deadline is spent). The prompt is fitted to the served context window (configured, else read from
+the server) minus the reply budget; a 400 naming the window teaches the operator the real size and
+the prompt is fitted again once. Every outcome is read by `llm_replies.read_reply` and recorded
+with the call (finish reason, reply kind, tokens, estimated or not). After `fallback_after`
+unusable replies in a row, or an unreachable endpoint, the offline operator writes the remaining
+children (recorded in the proposals' meta). Proposals may run in several threads at once.
 Several models may be configured: a UCB1 bandit picks one per step, rewarded by the child's gain.
 """
 
@@ -10,19 +15,25 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import LLMCallRecord, Operator, Proposal
+from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.context import OperatorContext
-from kegen.search.operators.extract import extract_code
+from kegen.search.operators.llm_client import ChatClient, ChatResult, context_overflow
+from kegen.search.operators.llm_replies import USABLE, Reading, read_reply
 from kegen.search.operators.prompt import render_prompt
+
+CHAT_OVERHEAD_TOKENS = 64  # the chat template's role markers around system and user messages
+MIN_PROMPT_TOKENS = 512
+SEARCH_END_MARGIN_S = 1.0  # a call ends this long before the search's end
 
 
 class LLMUnavailable(RuntimeError):
-    """The endpoint could not be reached or kept failing after every retry."""
+    """The endpoint is not configured."""
 
 
 @dataclass
@@ -58,127 +69,194 @@ class ModelBandit:
 
 
 class LLMOperator(Operator):
-    """Writes children with an OpenAI-compatible chat model."""
+    """Writes children with an OpenAI-compatible chat model; falls back to offline mutations."""
 
     name = "llm"
+    concurrent = True
 
-    def __init__(self, config: OperatorConfig, seed: int = 0, client: Any = None) -> None:
+    def __init__(self, config: OperatorConfig, seed: int = 0, client: ChatClient | None = None) -> None:
         if not config.base_url and client is None:
             raise LLMUnavailable(
                 "the LLM operator needs an endpoint: set KEGEN_LLM_BASE_URL (and KEGEN_LLM_API_KEY),"
                 " or use --operator offline"
             )
         self.config = config
+        self.seed = seed
         self.bandit = ModelBandit(tuple(config.models), random.Random(seed))
-        self.client = client or self._make_client()
+        self.client = client or ChatClient(config.base_url, config.api_key)
+        self.search_deadline: float | None = None
+        self.context: int | None = config.context_tokens or None
+        self.context_source = "configured" if self.context else "unknown"
+        self._probed = bool(self.context)
+        self.token_scale = 1.0  # real tokens per estimated token, learned from a context overflow
+        self.unusable_in_a_row = 0
+        self.fallback_reason: str | None = None
+        self._offline: Operator | None = None
+        self._lock = threading.Lock()
+        self._offline_lock = threading.Lock()
+        self._rng = random.Random(seed)
 
-    def _make_client(self) -> Any:
-        import openai
+    # ---- the search's hooks -------------------------------------------------------------------
+    def set_deadline(self, deadline: float | None) -> None:
+        self.search_deadline = deadline
 
-        return openai.OpenAI(
-            base_url=self.config.base_url,
-            api_key=self.config.api_key or "unused",
-            timeout=self.config.timeout_s,
-            max_retries=0,
-        )
+    def cancel(self) -> None:
+        self.client.cancel()
 
+    def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:
+        if proposal.operator != self.name:
+            if self._offline is not None:
+                with self._offline_lock:
+                    self._offline.observe(proposal, parent_fitness, fitness)
+            return
+        model = proposal.meta.get("model")
+        if model:
+            with self._lock:
+                self.bandit.update(model, 1.0 if fitness > parent_fitness else 0.0)
+
+    # ---- budgets ------------------------------------------------------------------------------
+    def budgets(self) -> tuple[int, int]:
+        """(prompt budget, reply budget) in tokens, from the served context when it is known."""
+        with self._lock:
+            if not self._probed:
+                self._probed = True
+                found = self.client.served_context(timeout=min(5.0, self.config.timeout_s))
+                if found is not None:
+                    self.context, self.context_source = found
+            ctx, scale = self.context, self.token_scale
+        if not ctx:
+            return self.config.prompt_budget_tokens, self.config.max_tokens
+        reply = max(1, min(self.config.max_tokens, ctx // 2))
+        prompt = int((ctx - reply - CHAT_OVERHEAD_TOKENS) / scale)
+        return max(prompt, MIN_PROMPT_TOKENS), reply
+
+    def _deadline(self) -> float:
+        d = time.monotonic() + self.config.timeout_s
+        if self.search_deadline is not None:
+            d = min(d, self.search_deadline - SEARCH_END_MARGIN_S)
+        return d
+
+    # ---- one proposal -------------------------------------------------------------------------
     def propose(self, ctx: OperatorContext) -> Proposal:
-        template, system, user = render_prompt(ctx, self.config.prompt_budget_tokens)
-        model = self.bandit.choose()
-        record, reply = self.complete(model, system, user)
+        if self.fallback_reason is not None:
+            return self._offline_proposal(ctx)
+        with self._lock:
+            model = self.bandit.choose()
+        rec, reading, template, user = self._call(model, ctx)
         proposal = Proposal(
-            None,
-            f"{model}: no reply",
+            reading.code,
+            f"{model}: {reading.kind}" if reading.code is None else f"{model} ({reading.form})",
             self.name,
-            error=record.error,
-            verdict="no_code",
+            error=reading.error,
+            verdict=reading.verdict,
             template=template,
             prompt=user,
-            llm_calls=[record],
-            meta={"model": model},
+            llm_calls=[rec],
+            meta={"model": model, "reply_kind": reading.kind},
         )
-        if reply is None:
-            return proposal
-        got = extract_code(reply, ctx.parent_code)
-        summary = _first_sentence(reply)
-        if got.code is None:
-            proposal.description, proposal.error, proposal.verdict = (
-                f"{model}: {summary}",
-                got.error,
-                got.verdict,
-            )
-            return proposal
-        proposal.code, proposal.description = got.code, f"{model} ({got.kind}): {summary}"
-        proposal.error = proposal.verdict = None
+        if reading.code is not None:
+            proposal.description += f": {_first_sentence(rec.reply or '')}"
+        self._note(reading, proposal)
         return proposal
 
-    def complete(self, model: str, system: str, user: str) -> tuple[LLMCallRecord, str | None]:
-        """One completion with retries; returns the usage record and the reply text (None on failure)."""
-        import openai
-
-        retryable = (
-            openai.RateLimitError,
-            openai.APITimeoutError,
-            openai.APIConnectionError,
-            openai.InternalServerError,
-        )
-        start = time.perf_counter()
+    def _call(self, model: str, ctx: OperatorContext) -> tuple[LLMCallRecord, Reading, str, str]:
+        deadline = self._deadline()
+        prompt_budget, reply_tokens = self.budgets()
+        template, system, user = render_prompt(ctx, prompt_budget)
         rec = LLMCallRecord(model=model, attempts=0)
-        for attempt in range(self.config.max_retries + 1):
-            rec.attempts = attempt + 1
-            try:
-                resp = self.client.chat.completions.create(
-                    model=model,
-                    temperature=self.config.temperature,
-                    max_tokens=self.config.max_tokens,
-                    messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                )
-            except retryable as exc:
-                rec.error = f"{type(exc).__name__}: {exc}"
-                if attempt < self.config.max_retries:
-                    time.sleep(self._backoff(attempt, exc))
-                    continue
+        refitted = False
+        result = ChatResult("timeout", error="the proposal's deadline passed before the first call")
+        for attempt in range(self.config.max_retries + 2):
+            if time.monotonic() >= deadline or self.client.cancelled:
                 break
-            except openai.APIStatusError as exc:  # 4xx other than 429: retrying will not help
-                rec.error = f"{type(exc).__name__}: {exc}"
+            rec.attempts += 1
+            msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            result = self.client.complete(
+                model, msgs, max_tokens=reply_tokens, temperature=self.config.temperature, deadline=deadline
+            )
+            _account(rec, result)
+            overflow = context_overflow(result.error or "") if result.http_status == 400 else None
+            if overflow is not None and not refitted:
+                refitted = True
+                self._learn(overflow.context, overflow.prompt_tokens, system + user)
+                prompt_budget, reply_tokens = self.budgets()
+                template, system, user = render_prompt(ctx, prompt_budget)
+                continue
+            if not result.retryable or attempt >= self.config.max_retries:
                 break
-            except Exception as exc:  # a malformed response body: recorded, the child fails
-                rec.error = f"malformed reply: {type(exc).__name__}: {exc}"
+            delay = self._backoff(attempt, result.retry_after)
+            if time.monotonic() + delay >= deadline:
                 break
-            usage = getattr(resp, "usage", None)
-            rec.prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-            rec.completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-            rec.cost = (
-                rec.prompt_tokens * self.config.cost_per_1k_input
-                + rec.completion_tokens * self.config.cost_per_1k_output
-            ) / 1000.0
-            rec.latency_s = time.perf_counter() - start
-            rec.error = None
-            choices = getattr(resp, "choices", None) or []
-            text = (choices[0].message.content or "") if choices else ""
-            rec.reply = text
-            return rec, text
-        rec.status = "error"
-        rec.latency_s = time.perf_counter() - start
-        return rec, None
+            time.sleep(delay)
+        rec.cost = (
+            rec.prompt_tokens * self.config.cost_per_1k_input
+            + rec.completion_tokens * self.config.cost_per_1k_output
+        ) / 1000.0
+        rec.reply, rec.finish_reason = result.text or None, result.finish_reason
+        reading = read_reply(result, system + "\n" + user, ctx.parent_code, reply_tokens)
+        if reading.kind == "context_overflow":
+            need = int(estimate_tokens(system + user) * self.token_scale)
+            reading = Reading(
+                reading.kind,
+                error=f"{reading.error} — the smallest prompt kegen can write (~{need} tokens) and a reply of"
+                f" {reply_tokens} tokens do not fit the served context ({self.context or '?'} tokens):"
+                " serve a larger context (llama.cpp --n_ctx / -c) or lower KEGEN_LLM_MAX_TOKENS",
+            )
+        rec.reply_kind = reading.kind
+        rec.status = "ok" if result.status == "ok" else "error"
+        rec.error = None if result.status == "ok" else result.error
+        return rec, reading, template, user
 
-    def _backoff(self, attempt: int, exc: Exception) -> float:
-        retry_after = None
-        response = getattr(exc, "response", None)
-        if response is not None:
-            try:
-                retry_after = float(response.headers.get("retry-after", ""))
-            except (TypeError, ValueError):
-                retry_after = None
-        delay = self.config.backoff_base_s * (2**attempt) * (1.0 + 0.25 * random.random())
+    def _learn(self, context: int, prompt_tokens: int | None, sent: str) -> None:
+        """The server named its window (and maybe the prompt's real size): fit later prompts to it."""
+        with self._lock:
+            self.context, self.context_source = context, "the server's context-length error"
+            if prompt_tokens:
+                real_per_estimated = prompt_tokens / max(estimate_tokens(sent), 1)
+                self.token_scale = max(self.token_scale, real_per_estimated * 1.05)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = self.config.backoff_base_s * (2**attempt) * (1.0 + 0.25 * self._rng.random())
         if retry_after is not None:
             delay = max(delay, retry_after)
         return float(min(delay, self.config.backoff_max_s))
 
-    def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:
-        model = proposal.meta.get("model")
-        if model:
-            self.bandit.update(model, 1.0 if fitness > parent_fitness else 0.0)
+    # ---- fallback -----------------------------------------------------------------------------
+    def _note(self, reading: Reading, proposal: Proposal) -> None:
+        with self._lock:
+            if reading.kind == USABLE:
+                self.unusable_in_a_row = 0
+                return
+            if reading.kind == "cancelled":
+                return
+            self.unusable_in_a_row += 1
+            k = self.config.fallback_after
+            reason = None
+            if reading.kind == "unreachable" and k:
+                reason = f"the endpoint {self.config.base_url} is unreachable ({reading.error})"
+            elif k and self.unusable_in_a_row >= k:
+                reason = f"{self.unusable_in_a_row} unusable LLM replies in a row (last: {reading.kind})"
+            if reason is not None and self.fallback_reason is None:
+                self.fallback_reason = reason
+                proposal.meta["llm_fallback"] = reason
+
+    def _offline_proposal(self, ctx: OperatorContext) -> Proposal:
+        from kegen.search.operators.offline import OfflineOperator
+
+        with self._offline_lock:
+            if self._offline is None:
+                self._offline = OfflineOperator(self.config, seed=self.seed)
+            p = self._offline.propose(ctx)
+        p.meta["fallback"] = True
+        p.description = f"[offline fallback] {p.description}"
+        return p
+
+
+def _account(rec: LLMCallRecord, result: ChatResult) -> None:
+    rec.prompt_tokens += result.prompt_tokens
+    rec.completion_tokens += result.completion_tokens
+    rec.tokens_estimated = rec.tokens_estimated or result.tokens_estimated
+    rec.latency_s += result.latency_s
 
 
 def _first_sentence(reply: str) -> str:

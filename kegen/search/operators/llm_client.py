@@ -1,0 +1,357 @@
+"""A streaming chat-completions client for OpenAI-compatible servers, with deadlines and cancellation.
+
+Why not the `openai` SDK: a proposal must never outlive its deadline (or the search), and an
+abandoned request must stop the server generating. Here every call streams (`"stream": true`), reads
+under a socket timeout equal to the time left before its deadline, and `cancel()` shuts down the
+sockets of live calls from any thread; closing the connection is what makes llama.cpp and vLLM stop
+generating. A stream that ends early keeps what it received: the partial text, the finish reason if
+one came, and the server's usage if it sent one (`stream_options.include_usage`), else token counts
+estimated from the text and marked `estimated`.
+
+The served context window is read from the server where it says it (`served_context`): llama.cpp's
+`/props` (`n_ctx`), `/v1/models` (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`). A 400 that
+names the window (llama.cpp, llama-cpp-python, vLLM and OpenAI all word it) is parsed by
+`context_overflow`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from kegen.search.operators.budget import estimate_tokens
+
+RETRYABLE_STATUS = (408, 409, 429, 500, 502, 503, 504)
+_OVERFLOW = (
+    # vLLM / OpenAI / llama-cpp-python: "maximum context length is C tokens. However, you requested
+    # T tokens (P in the messages, M in the completion)"
+    re.compile(
+        r"maximum context length is (\d+) tokens.*?requested (\d+) tokens \((\d+) in the (?:messages|prompt)",
+        re.S,
+    ),
+    # llama-cpp-python (raw) and llama.cpp: "Requested tokens (P) exceed context window of C"
+    re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"),
+)
+
+
+@dataclass
+class ChatResult:
+    """What one streamed completion produced, however it ended.
+
+    `status`: ok | timeout | cancelled | http_error | connection_error | malformed. `text` holds what
+    arrived (a partial reply when the call did not finish). Token counts come from the server's usage
+    when it sent one, else they are estimated from the text (`tokens_estimated`).
+    """
+
+    status: str
+    text: str = ""
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tokens_estimated: bool = False
+    latency_s: float = 0.0
+    http_status: int | None = None
+    error: str | None = None
+    retry_after: float | None = None  # the server's Retry-After, seconds
+
+    @property
+    def retryable(self) -> bool:
+        """A failure that another attempt may not repeat (rate limits, 5xx, dropped connections)."""
+        if self.status == "connection_error":
+            return True
+        return self.status == "http_error" and self.http_status in RETRYABLE_STATUS
+
+
+@dataclass(frozen=True)
+class Overflow:
+    """A prompt over the served context, read from the server's 400: the window and the prompt's tokens."""
+
+    context: int
+    prompt_tokens: int | None
+
+
+def context_overflow(message: str) -> Overflow | None:
+    """The window and prompt size named by a server's context-length error, or None."""
+    m = _OVERFLOW[0].search(message)
+    if m:
+        return Overflow(int(m.group(1)), int(m.group(3)))
+    m = _OVERFLOW[1].search(message)
+    if m:
+        return Overflow(int(m.group(2)), int(m.group(1)))
+    if "n_ctx" in message or "context size" in message or "context length" in message:
+        nums = re.findall(r"n_ctx\"?\s*[:=]\s*(\d+)", message)
+        prompt = re.findall(r"n_prompt_tokens\"?\s*[:=]\s*(\d+)", message)
+        if nums:
+            return Overflow(int(nums[0]), int(prompt[0]) if prompt else None)
+    return None
+
+
+class ChatClient:
+    """Streams chat completions from `base_url` (…/v1); thread-safe, one connection per call."""
+
+    def __init__(self, base_url: str, api_key: str = "") -> None:
+        parts = urlsplit(base_url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"LLM base URL {base_url!r} is not an http(s) URL such as http://127.0.0.1:8000/v1"
+            )
+        self.scheme, self.host, self.port = parts.scheme, parts.hostname, parts.port
+        self.path = parts.path
+        self.api_key = api_key
+        self._live: set[http.client.HTTPConnection] = set()
+        self._lock = threading.Lock()
+        self._cancelled = threading.Event()
+
+    # ---- connections --------------------------------------------------------------------------
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+        conn = cls(self.host, self.port, timeout=max(timeout, 0.01))
+        with self._lock:
+            self._live.add(conn)
+        return conn
+
+    def _release(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._live.discard(conn)
+        conn.close()
+
+    def cancel(self) -> None:
+        """Abort every live call now (their sockets are shut down: the server sees the client leave)."""
+        self._cancelled.set()
+        with self._lock:
+            live = list(self._live)
+        for conn in live:
+            sock = conn.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def _headers(self) -> dict[str, str]:
+        h = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+    # ---- the served context -------------------------------------------------------------------
+    def get_json(self, path: str, timeout: float = 5.0) -> Any:
+        """GET `path` (absolute on the server) as JSON; None on any failure."""
+        conn = self._connect(timeout)
+        try:
+            conn.request("GET", path, headers=self._headers())
+            resp = conn.getresponse()
+            body = resp.read()
+            return json.loads(body) if resp.status == 200 else None
+        except (OSError, http.client.HTTPException, ValueError):
+            return None
+        finally:
+            self._release(conn)
+
+    def served_context(self, timeout: float = 5.0) -> tuple[int, str] | None:
+        """(context window in tokens, where it was read) when the server says it, else None."""
+        root = self.path[: -len("/v1")] if self.path.endswith("/v1") else self.path
+        props = self.get_json(root + "/props", timeout)
+        if isinstance(props, dict):
+            n = props.get("n_ctx") or (props.get("default_generation_settings") or {}).get("n_ctx")
+            if isinstance(n, int) and n > 0:
+                return n, "/props n_ctx"
+        models = self.get_json(self.path + "/models", timeout)
+        for m in (models or {}).get("data", []) if isinstance(models, dict) else []:
+            if not isinstance(m, dict):
+                continue
+            for key, where in (("max_model_len", "max_model_len"), ("context_length", "context_length")):
+                if isinstance(m.get(key), int) and m[key] > 0:
+                    return int(m[key]), f"/v1/models {where}"
+            meta = m.get("meta") or {}
+            if isinstance(meta, dict) and isinstance(meta.get("n_ctx"), int) and meta["n_ctx"] > 0:
+                return int(meta["n_ctx"]), "/v1/models meta.n_ctx"
+        return None
+
+    # ---- one completion -----------------------------------------------------------------------
+    def complete(
+        self,
+        model: str,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        deadline: float,
+    ) -> ChatResult:
+        """One streamed completion that ends by `deadline` (a `time.monotonic()` value) at the latest."""
+        start = time.monotonic()
+        prompt_chars = "".join(m["content"] for m in messages)
+        body = json.dumps(
+            {
+                "model": model,
+                "messages": messages,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
+        )
+        acc = _Stream()
+        if self.cancelled:
+            return ChatResult("cancelled", error="the search stopped before the call was made")
+        conn = self._connect(deadline - start)
+        try:
+            conn.request("POST", self.path + "/chat/completions", body=body, headers=self._headers())
+            _set_timeout(conn, deadline)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                text = resp.read().decode(errors="replace")
+                out = acc.result(
+                    "http_error", start, prompt_chars, http_status=resp.status,
+                    error=f"HTTP {resp.status}: {_error_message(text)}",
+                )  # fmt: skip
+                try:
+                    out.retry_after = float(resp.getheader("Retry-After") or "")
+                except ValueError:
+                    pass
+                return out
+            if "text/event-stream" not in (resp.getheader("Content-Type") or ""):
+                acc.whole(resp.read())  # a server that ignored "stream": one JSON body
+            else:
+                while True:
+                    _set_timeout(conn, deadline)
+                    line = resp.readline()
+                    if not line or acc.line(line):
+                        break
+            if not acc.done and self.cancelled:
+                return acc.result("cancelled", start, prompt_chars, error="cancelled: the search stopped")
+            if not acc.done:
+                ended = "the stream ended before [DONE]"
+                return acc.result("connection_error", start, prompt_chars, error=ended)
+            return acc.result("ok", start, prompt_chars)
+        except TimeoutError:
+            return acc.result(
+                "timeout", start, prompt_chars,
+                error=f"no complete reply within the call's deadline ({time.monotonic() - start:.1f} s)",
+            )  # fmt: skip
+        except _Malformed as exc:
+            return acc.result("malformed", start, prompt_chars, error=f"malformed reply: {exc}")
+        except (OSError, http.client.HTTPException) as exc:
+            if self.cancelled:
+                return acc.result("cancelled", start, prompt_chars, error="cancelled: the search stopped")
+            return acc.result("connection_error", start, prompt_chars, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._release(conn)
+
+
+class _Malformed(ValueError):
+    pass
+
+
+def _set_timeout(conn: http.client.HTTPConnection, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("deadline passed")
+    if conn.sock is not None:
+        conn.sock.settimeout(left)
+
+
+def _error_message(text: str) -> str:
+    try:
+        err = json.loads(text)
+    except ValueError:
+        return text.strip()[:500]
+    if isinstance(err, dict):
+        e = err.get("error", err)
+        if isinstance(e, dict) and e.get("message"):
+            return str(e["message"])[:1000]
+        if isinstance(e, str):
+            return e[:1000]
+    return text.strip()[:500]
+
+
+class _Stream:
+    """Accumulates server-sent events (or one JSON body) into text, finish reason and usage."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.finish: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+        self.done = False
+
+    def line(self, raw: bytes) -> bool:
+        """Take one SSE line; True at the end of the stream."""
+        line = raw.decode(errors="replace").strip()
+        if not line.startswith("data:"):
+            return False
+        data = line[5:].strip()
+        if data == "[DONE]":
+            self.done = True
+            return True
+        try:
+            event = json.loads(data)
+        except ValueError as exc:
+            raise _Malformed(f"an event is not JSON: {data[:80]!r}") from exc
+        if isinstance(event, dict) and "error" in event:
+            raise _Malformed(f"the server sent an error mid-stream: {_error_message(data)}")
+        self._take(event, delta=True)
+        return False
+
+    def whole(self, body: bytes) -> None:
+        try:
+            event = json.loads(body)
+        except ValueError as exc:
+            raise _Malformed(f"the body is not JSON: {body[:80]!r}") from exc
+        self._take(event, delta=False)
+        self.done = True
+
+    def _take(self, event: Any, delta: bool) -> None:
+        if not isinstance(event, dict):
+            raise _Malformed("an event is not a JSON object")
+        if isinstance(event.get("usage"), dict):
+            self.usage = event["usage"]
+        for choice in event.get("choices") or []:
+            part = (choice.get("delta") if delta else choice.get("message")) or {}
+            content = part.get("content") if isinstance(part, dict) else None
+            if content:
+                self.parts.append(str(content))
+                self.chunks += 1
+            if choice.get("finish_reason"):
+                self.finish = str(choice["finish_reason"])
+        if not delta and not event.get("choices"):
+            raise _Malformed("the body has no choices")
+
+    def result(
+        self,
+        status: str,
+        start: float,
+        prompt_chars: str,
+        http_status: int | None = None,
+        error: str | None = None,
+    ) -> ChatResult:
+        text = "".join(self.parts)
+        u = self.usage or {}
+        prompt = int(u.get("prompt_tokens") or 0)
+        completion = int(u.get("completion_tokens") or 0)
+        estimated = not (self.usage and self.done)
+        if estimated:  # no final usage: what the server said so far, else the text's estimate
+            prompt = prompt or (estimate_tokens(prompt_chars) if http_status is None else 0)
+            completion = max(completion, self.chunks, estimate_tokens(text) if text else 0)
+        return ChatResult(
+            status=status,
+            text=text,
+            finish_reason=self.finish,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            tokens_estimated=estimated and (prompt + completion) > 0,
+            latency_s=time.monotonic() - start,
+            http_status=http_status,
+            error=error,
+        )

@@ -1,0 +1,175 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1 for the LLM tests (streaming like llama.cpp).
+
+Each chat request takes the next step of the script (then `default`):
+
+- `("reply", text)` with options `finish` ("stop"), `usage` (True: a final usage chunk when the
+  client asks for it), `delay` (seconds between streamed chunks);
+- `("echo",)`: the reply is the request's system and user messages, verbatim;
+- `("length", text)`: `text` then finish reason "length";
+- `("status", code, message)`: an error body with that HTTP status;
+- `("hang", seconds)`: headers, then one chunk every 0.05 s for `seconds` (a slow model).
+
+A request whose prompt (3 characters a token, denser than kegen's estimate) plus `max_tokens`
+exceeds `n_ctx` gets llama-cpp-python's 400 without taking a step. `props`/`models` choose whether
+`/props` and `/v1/models` say the window. The server records requests, the most requests served at
+once, and how many streams it stopped because the client had left (`aborted`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+CHARS_PER_TOKEN = 3
+
+
+class FakeLLM:
+    """The server and its script; use as a context manager (`url` is the …/v1 base URL)."""
+
+    def __init__(
+        self,
+        script: list[tuple[Any, ...]] | None = None,
+        *,
+        default: tuple[Any, ...] = ("reply", "no code today"),
+        n_ctx: int = 0,
+        props: bool = False,
+        models: bool = False,
+    ) -> None:
+        self.script = list(script or [])
+        self.default = default
+        self.n_ctx, self.props, self.models = n_ctx, props, models
+        self.requests: list[dict[str, Any]] = []
+        self.aborted = 0
+        self.active = 0
+        self.max_active = 0
+        self._lock = threading.Lock()
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.srv.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeLLM:
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.srv.shutdown()
+        self.srv.server_close()
+
+    def next_step(self) -> tuple[Any, ...]:
+        with self._lock:
+            return self.script.pop(0) if self.script else self.default
+
+
+def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a: object) -> None:  # quiet
+            pass
+
+        def _json(self, code: int, obj: Any) -> None:
+            payload = json.dumps(obj).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_GET(self) -> None:  # noqa: N802
+            if self.path == "/props" and fake.props:
+                self._json(200, {"default_generation_settings": {"n_ctx": fake.n_ctx}, "total_slots": 1})
+            elif self.path == "/v1/models":
+                card: dict[str, Any] = {"id": "m", "object": "model"}
+                if fake.models:
+                    card["max_model_len"] = fake.n_ctx
+                self._json(200, {"object": "list", "data": [card]})
+            else:
+                self._json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with fake._lock:
+                fake.requests.append(body)
+                fake.active += 1
+                fake.max_active = max(fake.max_active, fake.active)
+            try:
+                self._chat(body)
+            except (BrokenPipeError, ConnectionResetError):
+                with fake._lock:
+                    fake.aborted += 1
+            finally:
+                with fake._lock:
+                    fake.active -= 1
+
+        def _chat(self, body: dict[str, Any]) -> None:
+            text_in = "".join(m["content"] for m in body["messages"])
+            prompt_tokens = len(text_in) // CHARS_PER_TOKEN
+            if fake.n_ctx and prompt_tokens + body.get("max_tokens", 0) > fake.n_ctx:
+                self._json(
+                    400,
+                    {
+                        "error": {
+                            "message": f"This model's maximum context length is {fake.n_ctx} tokens. However,"
+                            f" you requested {prompt_tokens + body['max_tokens']} tokens ({prompt_tokens} in"
+                            f" the messages, {body['max_tokens']} in the completion). Please reduce the length"
+                            " of the messages or completion.",
+                            "type": "invalid_request_error",
+                            "code": "context_length_exceeded",
+                        }
+                    },
+                )
+                return
+            kind, *rest = fake.next_step()
+            if kind == "status":
+                self._json(rest[0], {"error": {"message": rest[1] if len(rest) > 1 else "error"}})
+                return
+            opts: dict[str, Any] = rest[1] if len(rest) > 1 else {}
+            finish, delay = opts.get("finish", "stop"), opts.get("delay", 0.0)
+            if kind == "echo":
+                text = "\n".join(m["content"] for m in body["messages"])
+            elif kind == "length":
+                text, finish = rest[0], "length"
+            elif kind == "hang":
+                text, delay = "thinking " * int(rest[0] / 0.05), 0.05
+            else:
+                text = rest[0]
+            self._stream(body, text, finish, delay, prompt_tokens, opts.get("usage", True))
+
+        def _stream(
+            self, body: dict[str, Any], text: str, finish: str, delay: float, prompt_tokens: int, usage: bool
+        ) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
+            for piece in pieces:
+                if delay:
+                    time.sleep(delay)
+                self._event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            if usage and (body.get("stream_options") or {}).get("include_usage"):
+                n = len(pieces)
+                self._event(
+                    {
+                        "choices": [],
+                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": n},
+                    }
+                )
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+
+        def _event(self, obj: dict[str, Any]) -> None:
+            self._chunk(f"data: {json.dumps({'object': 'chat.completion.chunk', **obj})}\n\n".encode())
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+    return Handler
