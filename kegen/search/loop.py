@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,14 +21,13 @@ from kegen.executor import (
     ExecutorSpec,
     FileRef,
     InfrastructureError,
-    InlineExecutor,
     evaluate_task,
     make_executor,
 )
 from kegen.search.config import SearchConfig
 from kegen.search.fitness import Outcome
 from kegen.search.operators import ContextBuilder, Operator, Proposal, make_operator
-from kegen.search.operators.context import ProblemInfo, load_knowledge_base
+from kegen.search.operators.context import OperatorContext, ProblemInfo, load_knowledge_base
 from kegen.search.policies import Policy, TreeView, make_policy
 from kegen.search.screening import Screening, ScreeningConfig
 from kegen.search.store import GraphStore, Node, code_hash
@@ -85,6 +84,10 @@ class SearchDriver:
         self.progress = SearchProgress()
         self.exhausted: set[int] = set()
         self.inflight: dict[Future[Any], tuple[int, Proposal | None, float]] = {}
+        self.proposing: dict[Future[Proposal], tuple[Any, OperatorContext]] = {}
+        self.pool: ThreadPoolExecutor | None = None
+        self.proposal_slots = 0
+        self._t0 = time.perf_counter()
         self.bar: Any = None
         self.last_verdict = "-"
         self.failed_in_a_row = 0
@@ -181,7 +184,7 @@ class SearchDriver:
     # ---- the loop -------------------------------------------------------------------------------
     def run(self) -> SearchResult:
         c = self.config
-        t0 = time.perf_counter()
+        t0 = self._t0 = time.perf_counter()
         run_id, out_dir, baseline = self.start()
         if not hasattr(self, "op_class"):
             self.op_class, self.op_summary = _op_class_of(self.problem_path)
@@ -202,6 +205,7 @@ class SearchDriver:
             ExecutorSpec(c.eval.executor, c.eval.jobs, c.eval.ray_address, c.eval.target)
         )
         slots = max(executor.slots, 1)
+        self._start_proposals(slots, t0)
         stop = None
         try:
             self._open_bar()
@@ -216,17 +220,18 @@ class SearchDriver:
                 stop = self._stop_reason()
                 if stop is not None:
                     break
-                if len(self.inflight) < slots and self._budget_left() > len(self.inflight):
+                if self._room(slots):
                     stop = self._expand(executor)
-                    if stop is None and isinstance(executor, InlineExecutor):
-                        self._drain(block=False)
+                    self._drain(block=False)  # finished evaluations are recorded as they finish
                     continue
-                self._drain(block=True)
+                self._wait_any(executor, t0)
+            self._end_proposals(executor, abandon=not (stop or "").startswith("evaluation budget"))
             self._drain(block=True, all_=True)
         except KeyboardInterrupt:
             stop = "interrupted (resume with --resume " + run_id + ")"
             raise
         finally:
+            self._end_proposals(executor, abandon=True, record=False)
             if self.bar is not None:
                 self.bar.close()
             if self.executor is None:  # a shared executor (bench) belongs to its owner
@@ -245,24 +250,95 @@ class SearchDriver:
         reason = self.termination.reason(self.progress)
         if reason is None and self.failed_in_a_row >= MAX_FAILED_PROPOSALS:
             reason = f"the operator produced no usable code {self.failed_in_a_row} times in a row"
-        if reason is not None and self.inflight and reason.startswith("evaluation budget"):
+        if (
+            reason is not None
+            and (self.inflight or self.proposing)
+            and reason.startswith("evaluation budget")
+        ):
             return None if self._budget_left() > 0 else reason
         return reason
 
+    # ---- proposals in flight (operators that write children in threads, e.g. the LLM's) ----------
+    def _start_proposals(self, slots: int, t0: float) -> None:
+        """A pool of proposal threads when the operator allows it (the offline operator runs inline)."""
+        limit = self.config.termination.time_limit_s
+        self.operator.set_deadline(time.monotonic() + limit - (time.perf_counter() - t0) if limit else None)
+        self.proposal_slots = 0
+        if self.operator.concurrent:
+            self.proposal_slots = self.config.operator.parallel or slots
+            self.pool = ThreadPoolExecutor(self.proposal_slots, thread_name_prefix="kegen-propose")
+
+    def _room(self, slots: int) -> bool:
+        """Whether another child may be started: a free slot and evaluation budget for it."""
+        busy = len(self.inflight) + len(self.proposing)
+        if self._budget_left() <= busy:
+            return False
+        if self.pool is None:
+            return len(self.inflight) < slots
+        return len(self.proposing) < self.proposal_slots and busy < slots + self.proposal_slots
+
+    def _wait_any(self, executor: EvalExecutor, t0: float) -> None:
+        """Block until an evaluation or a proposal finishes (or the time limit), then record it."""
+        limit = self.config.termination.time_limit_s
+        timeout = max(limit - (time.perf_counter() - t0), 0.0) if limit else None
+        futures: list[Future[Any]] = [*self.inflight, *self.proposing]
+        if not futures:
+            return
+        done, _ = wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+        self._accept_proposals(executor, [f for f in done if f in self.proposing])
+        self._drain(block=False)
+
+    def _accept_proposals(self, executor: EvalExecutor, done: list[Future[Proposal]]) -> None:
+        for fut in done:
+            sel, ctx = self.proposing.pop(fut)
+            try:
+                proposal = fut.result()
+            except Exception as exc:  # the operator broke: the child fails, the search goes on
+                proposal = Proposal(None, f"operator failed: {exc}", self.operator.name, error=str(exc))
+            self._place(executor, sel, ctx, proposal)
+
+    def _end_proposals(self, executor: EvalExecutor, abandon: bool, record: bool = True) -> None:
+        """Finish the proposals in flight: evaluate them (`abandon` False) or cancel their calls, whose
+        tokens are still accounted (LLM calls without a node)."""
+        if self.pool is None:
+            return
+        if abandon:
+            self.operator.cancel()
+        if record:
+            while self.proposing:
+                done, _ = wait(list(self.proposing), return_when=FIRST_COMPLETED)
+                if abandon:
+                    for fut in done:
+                        self.proposing.pop(fut)
+                        if not fut.exception():
+                            self._store_calls(None, fut.result())
+                else:
+                    self._accept_proposals(executor, list(done))
+        self.pool.shutdown(wait=not abandon, cancel_futures=True)
+        self.pool = None
+
     def _expand(self, executor: EvalExecutor) -> str | None:
-        """Select, write one child, and submit or record it; returns a stop reason if none can be written."""
+        """Select and write one child (in a proposal thread when the operator is concurrent);
+        returns a stop reason if none can be written."""
         tree = TreeView.build(self.store.nodes(self.run_id), exhausted=self.exhausted)
         sel = self.policy.select(tree)
         if sel.parent_id in self.exhausted:
-            if self.inflight:
-                self._drain(block=True)
+            if self.inflight or self.proposing:
+                self._wait_any(executor, self._t0)
                 return None
             return "search space exhausted: no untried mutation left"
         ctx = self.builder.build(sel, step=self.progress.evaluations)
-        proposal = self.operator.propose(ctx)
+        if self.pool is not None:
+            self.proposing[self.pool.submit(self.operator.propose, ctx)] = (sel, ctx)
+            return None
+        self._place(executor, sel, ctx, self.operator.propose(ctx))
+        return None
+
+    def _place(self, executor: EvalExecutor, sel: Any, ctx: OperatorContext, proposal: Proposal) -> None:
+        """Store a written child (its prompt and LLM calls) and submit it, or record why it failed."""
         if proposal.meta.get("exhausted"):
             self.exhausted.add(sel.parent_id)
-            return None
+            return
         parent = ctx.parent
         node_id = self.store.add_node(
             self.run_id,
@@ -277,6 +353,22 @@ class SearchDriver:
             self.store.add_prompt(node_id, proposal.template or "", proposal.prompt)
         if proposal.meta:  # what the operator learns from, kept so a resumed search learns it again
             self.store.add_artifact(self.run_id, node_id, "operator_meta", content=json.dumps(proposal.meta))
+        if fallback := proposal.meta.get("llm_fallback"):
+            self.store.add_artifact(self.run_id, node_id, "llm_fallback", content=str(fallback))
+        self._store_calls(node_id, proposal)
+        if proposal.code is None:
+            self.failed_in_a_row += 1
+            self._record(
+                node_id,
+                Outcome(status=proposal.verdict or "no_code", message=proposal.error or ""),
+                proposal,
+                parent.fitness,
+            )
+            return
+        self.failed_in_a_row = 0
+        self._submit(executor, self.store.node(node_id), proposal, parent.fitness)
+
+    def _store_calls(self, node_id: int | None, proposal: Proposal) -> None:
         for call in proposal.llm_calls:
             self.store.add_llm_call(
                 self.run_id,
@@ -290,21 +382,12 @@ class SearchDriver:
                 status=call.status,
                 error=call.error,
                 reply=call.reply,
+                finish_reason=call.finish_reason,
+                reply_kind=call.reply_kind,
+                tokens_estimated=call.tokens_estimated,
             )
             self.progress.tokens += call.prompt_tokens + call.completion_tokens
             self.progress.cost += call.cost
-        if proposal.code is None:
-            self.failed_in_a_row += 1
-            self._record(
-                node_id,
-                Outcome(status=proposal.verdict or "no_code", message=proposal.error or ""),
-                proposal,
-                parent.fitness,
-            )
-            return None
-        self.failed_in_a_row = 0
-        self._submit(executor, self.store.node(node_id), proposal, parent.fitness)
-        return None
 
     def _submit(
         self, executor: EvalExecutor, node: Node, proposal: Proposal | None, parent_fitness: float
