@@ -4,12 +4,14 @@ evaluator; a baseline candidate runs sandboxed like any candidate."""
 
 from __future__ import annotations
 
+import hashlib
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from kegen.eval import roofline
+from kegen.eval import memo, roofline
 from kegen.eval.checker import compare_outputs
 from kegen.eval.config import EvalConfig
 from kegen.eval.errors import CandidateError
@@ -23,10 +25,22 @@ if TYPE_CHECKING:
 
 
 def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
+    """The baselines' times into `ev.result["times"]`: the baseline candidate (the seed), eager and
+    torch.compile of the reference. Each is measured once per problem and process (`memo`)."""
     times, details = ev.result["times"], ev.result["details"]
     if ev.baseline is not None:
+        cfg = ev.cfg
+        key = memo.problem_key(
+            ev, "baseline", init, source=_sha256(ev.baseline), tolerances=[cfg.atol, cfg.rtol, cfg.trials]
+        )
+        cached = memo.get(key)
         try:
-            times["baseline"] = _time_candidate_baseline(ev, factory, ref, init, init_seed)
+            if cached is None:
+                cached = _time_candidate_baseline(ev, factory, ref, init, init_seed)
+                memo.put(key, cached)  # a failure is not kept: it may be the machine's (load, a timeout)
+            else:
+                memo.note(ev, "baseline")
+            times["baseline"] = cached
             ev.result["baseline_time_s"] = times["baseline"]
         except (
             CandidateError,
@@ -34,10 +48,30 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
             ValueError,
         ) as exc:  # a broken baseline must not fail the candidate
             details["baseline_error"] = str(getattr(exc, "message", exc))
+    key = memo.problem_key(
+        ev, "reference", init, compile=ev.cfg.compile_baseline, mtia_compile=ev.cfg.mtia_compile_baseline
+    )
+    cached = memo.get(key)
+    if cached is not None:
+        if cached["times"] or cached["details"]:
+            memo.note(ev, "eager/compile")
+    else:
+        cached = _reference_baselines(ev, factory, ref)
+        if not _transient(cached):
+            memo.put(key, cached)
+    times.update(cached["times"])
+    details.update(cached["details"])
+
+
+def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict[str, dict[str, Any]]:
+    """Eager and torch.compile of the reference (trusted code), measured by the evaluator:
+    {"times": {...}, "details": {...}} to merge into the result."""
+    times: dict[str, Any] = {}
+    details: dict[str, Any] = {}
     if ev.cfg.target == "mtia":
         if ev.cfg.mtia_compile_baseline:
-            _time_mtia_compile_baseline(ev)
-        return
+            _time_mtia_compile_baseline(ev, times, details)
+        return {"times": times, "details": details}
     sets = [factory.make(ev.seed()) for _ in range(max(1, ev.cfg.timing_runs))]
     times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets)
     if ev.gpu and ev.cfg.compile_baseline:
@@ -50,15 +84,20 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
             times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets)
         except Exception as exc:
             details["compile_baseline_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return {"times": times, "details": details}
 
 
-def _time_mtia_compile_baseline(ev: Evaluator) -> None:
+def _transient(measured: dict[str, dict[str, Any]]) -> bool:
+    """A failure that may be the machine's (a timeout under load) is measured again next time."""
+    return "timed out" in str(measured["details"].get("compile_baseline_error", "")).lower()
+
+
+def _time_mtia_compile_baseline(ev: Evaluator, times: dict[str, Any], details: dict[str, Any]) -> None:
     """torch.compile of the reference (trusted code: Inductor's kernels of the problem's Model) on the
     evaluator's simulated machine, in its own process; ops left on the host are named, never timed."""
     from kegen.inductor.baseline import measure_in_subprocess
 
     data = measure_in_subprocess(ev.problem_path, ev.cfg.machine, timeout_s=ev.cfg.timeout_s)
-    details = ev.result["details"]
     if "error" in data:
         details["compile_baseline_error"] = str(data["error"])[:300]
         return
@@ -68,7 +107,7 @@ def _time_mtia_compile_baseline(ev: Evaluator) -> None:
             "torch.compile left work on the host (" + ", ".join(map(str, host_ops[:3])) + "): no device time"
         )
         return
-    ev.result["times"]["compile"] = float(data["seconds"])
+    times["compile"] = float(data["seconds"])
     details["compile_baseline_kernels"] = len(data.get("kernels") or [])
 
 
@@ -117,7 +156,27 @@ def _time_candidate_baseline(
     return sorted(samples)[len(samples) // 2]
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def problem_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
+    """The problem's roofline on the evaluation's machine (once per problem and process: `memo`)."""
+    key = memo.problem_key(ev, "roofline")
+    rf = memo.get(key)
+    if isinstance(rf, roofline.Roofline):
+        memo.note(ev, "roofline")
+        ev.result["roofline_time_s"] = rf.time_s
+        ev.result["times"]["roofline"] = rf.time_s
+        ev.result["details"]["roofline"] = rf.to_dict()
+        return rf
+    rf = _measure_roofline(ev, ref, factory)
+    if rf is not None:
+        memo.put(key, rf)
+    return rf
+
+
+def _measure_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
     peak: roofline.MachinePeak | None
     details = ev.result["details"]
     try:
@@ -157,14 +216,9 @@ def build_profile(ev: Evaluator, t: float, rf: roofline.Roofline | None, last: C
             _mtia_extras(prof, launches, ev.cfg)
         return prof
     if ev.gpu:
-        return Profile(
-            target=ev.cfg.target,
-            device=str(ev.result.get("machine", "")),
-            time_s=t,
-            roofline=rf_dict,
-            sources=["cuda events (worker)"],
-            notes=["kernel-level GPU profiles are not collected under the trusted evaluation yet"],
-        )
+        from kegen.eval.profile_gpu import build_profile as gpu_profile
+
+        return gpu_profile(ev, t, rf_dict)
     return from_host_timing(t, rf_dict)
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kegen.eval.config import TARGETS, EvalConfig
+from kegen.eval.config import GPU_PROFILES, TARGETS, EvalConfig
 from kegen.eval.errors import ProblemError
 from kegen.eval.result import EvalResult
 
@@ -49,6 +49,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="torch op the candidate may compute with (aten name, e.g. aten.mm; '*' = any)",
     )
     parser.add_argument("--no-cheat-checks", action="store_true", help="skip the anti-cheat checks")
+    parser.add_argument(
+        "--gpu-profile",
+        choices=GPU_PROFILES,
+        default="full",
+        help="GPU targets: full (kernel table + ncu, default here), auto (ncu only for a candidate faster "
+        "than the best so far: a search's default), timing (no kernel profile)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
@@ -57,6 +64,7 @@ def config_from_args(args: argparse.Namespace, **extra: Any) -> EvalConfig:
         "target": args.target,
         "allow_ops": tuple(args.allow_op),
         "check_cheats": not args.no_cheat_checks,
+        "gpu_profile": getattr(args, "gpu_profile", "full"),
     }
     for key, value in (
         ("machine", args.machine),

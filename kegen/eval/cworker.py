@@ -8,6 +8,7 @@ It serves the evaluator over one inherited socket (`kegen.eval.wire` framing):
     (W -> E {"op": "launch", ...} / E -> W {"op": "launched", ...})   mtia: the device is E's
     W -> E  {"op": "result", "outputs": ..., "diag": ...} + output bytes | {"op": "failed", ...}
     E -> W  {"op": "gpu_time", "inputs": [...]}  (GPU targets: CUDA-event times measured here)
+    E -> W  {"op": "gpu_profile", "inputs": ...}  W -> E {"op": "gpu_kernels", ...}  (GPU: kernel table)
 
 The evaluator trusts nothing it receives: outputs are bytes it checks itself, and W's own
 diagnostics (op guard, threads, input mutation) can only fail the candidate, never pass it.
@@ -123,6 +124,14 @@ class CandidateServer:
             out_blobs.extend(b)
         send_frame(self.sock, {"op": "timed", "samples": samples, "outputs": metas}, out_blobs)
 
+    def gpu_profile(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
+        """The torch profiler's kernel table of one forward (GPU targets; a profile, never a verdict)."""
+        from kegen.eval.profile_gpu import worker_kernel_table
+        from kegen.eval.wire import decode_values
+
+        inputs = decode_values(job.get("inputs") or [], blobs, self.device)
+        send_frame(self.sock, worker_kernel_table(self.model, inputs))
+
     def cache_dump(self) -> None:
         """Send this job's Triton cache files (relative path + bytes; the evaluator checks them)."""
         names: list[str] = []
@@ -157,6 +166,8 @@ class CandidateServer:
                     self.call(job, blobs)
                 elif op == "gpu_time":
                     self.gpu_time(job, blobs)
+                elif op == "gpu_profile":
+                    self.gpu_profile(job, blobs)
                 elif op == "cache_dump":
                     self.cache_dump()
                 else:

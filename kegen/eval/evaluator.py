@@ -138,6 +138,10 @@ class Evaluator:
             self.mark("trials")
             samples, last = self._time(factory, ref, session)
             self.mark("timing")
+            if self.gpu:  # the kernel table, while the worker is open (kegen.eval.profile_gpu)
+                from kegen.eval.profile_gpu import kernel_pass
+
+                kernel_pass(self, factory, session)
         finally:
             session.close()
             self.mark("worker_closed")

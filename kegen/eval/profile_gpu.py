@@ -1,31 +1,60 @@
-"""GPU profile: the torch profiler's kernel table, plus ncu's key metrics where ncu works.
+"""GPU profile: the torch profiler's kernel table, plus ncu's key metrics where the operator reads them.
 
-ncu runs the worker again under `ncu --csv --page raw` in mode "ncu" (one forward of the candidate),
-restricted to the candidate's own Triton kernels, and its per-kernel metrics become the profile's
-metrics, units and stalls.
+Two pieces, both outside the verdict (a profile never changes a status or a time):
+
+* the kernel table: the evaluator asks the candidate's worker for one extra forward under
+  torch.profiler (`kernel_pass` in the evaluator, `worker_kernel_table` in the worker); the reply
+  is plain data, checked and capped. Cheap (a few forwards), so every profile has it unless
+  `gpu_profile="timing"`.
+* ncu: a separate process runs the candidate's forward under `ncu --csv --page raw` (mode "ncu" of
+  `python -m kegen.eval.worker`), restricted to the candidate's Triton kernels and to its second
+  forward (cudaProfilerStart/Stop: the first one compiles and autotunes). Costs 10-30 s, so with
+  `gpu_profile="auto"` (the search's default) it runs only for a candidate that improves: faster
+  than `extra["ncu_if_faster_than"]` seconds when the caller says, else than every earlier
+  candidate of the problem in this process (`kegen.eval.memo`). `kegen eval`/`kegen profile`
+  ("full") always run it; `kegen profile` re-runs a stored candidate when its metrics are wanted.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+import weakref
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from kegen.eval import memo
 from kegen.eval.config import EvalConfig
 from kegen.profiling.bottleneck import profile_bottleneck
 from kegen.profiling.schema import KernelStat, MemoryLevelStat, Profile, UnitStat
 
-NCU_TIMEOUT_S = 180
+if TYPE_CHECKING:
+    from kegen.eval.evaluator import Evaluator
+    from kegen.eval.inputs import InputFactory
+    from kegen.eval.session import WorkerSession
+
+NCU_TIMEOUT_S = 180.0
+NCU_MIN_TIMEOUT_S = 60.0
+NCU_PATHS = ("/usr/local/cuda/bin/ncu",)
+NCU_MIN_GAIN = 0.02  # "auto": ncu for a candidate at least this much faster than the best so far
+MAX_KERNELS = 256
+# The kernel table of an evaluation between its worker pass and its profile (or why there is none).
+_tables: weakref.WeakKeyDictionary[Evaluator, tuple[list[KernelStat], set[str]] | str] = (
+    weakref.WeakKeyDictionary()
+)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,199}$")
 STALLS = (
     "long_scoreboard",
     "short_scoreboard",
@@ -102,34 +131,119 @@ def kernel_table(model: Any, inputs: list[Any]) -> tuple[list[KernelStat], float
     return sorted(stats, key=lambda k: -k.total_s), total
 
 
-def collect(
-    model: Any,
-    inputs: list[Any],
-    time_s: float,
-    roofline: dict[str, Any],
-    config: EvalConfig,
-    job: Any,
-    *,
-    full: bool,
-) -> Profile:
-    """The unified profile on a GPU."""
-    prof = Profile(
-        target=config.target, device=torch.cuda.get_device_name(), time_s=time_s, roofline=roofline
-    )
+def worker_kernel_table(model: Any, inputs: list[Any]) -> dict[str, Any]:
+    """In the worker: the kernel table of one forward and the candidate's Triton kernel names (the
+    reply to the evaluator's "gpu_profile" request)."""
     from kegen.eval.cheats import OpGuard
 
-    jit_names = triton_kernel_names(model) | OpGuard.launched_kernels
+    kernels, _ = kernel_table(model, inputs)
+    return {
+        "op": "gpu_kernels",
+        "kernels": [[k.name, k.calls, k.total_s] for k in kernels[:MAX_KERNELS]],
+        "jit_names": sorted(triton_kernel_names(model) | OpGuard.launched_kernels)[:MAX_KERNELS],
+    }
+
+
+def parse_kernel_reply(reply: dict[str, Any]) -> tuple[list[KernelStat], set[str]]:
+    """The worker's kernel table as plain, bounded data (it is the candidate's process: never trusted
+    beyond a profile)."""
+    stats: list[KernelStat] = []
+    for row in list(reply.get("kernels") or [])[:MAX_KERNELS]:
+        if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str)):
+            continue
+        try:
+            calls, total = int(row[1]), float(row[2])
+        except (TypeError, ValueError):
+            continue
+        if calls >= 0 and math.isfinite(total) and total >= 0:
+            stats.append(KernelStat(row[0][:200], calls, total, 0.0))
+    whole = sum(k.total_s for k in stats) or 1.0
+    stats = [KernelStat(k.name, k.calls, k.total_s, k.total_s / whole) for k in stats]
+    names = {
+        n for n in list(reply.get("jit_names") or [])[:MAX_KERNELS] if isinstance(n, str) and _IDENT.match(n)
+    }
+    return sorted(stats, key=lambda k: -k.total_s), names
+
+
+def kernel_pass(ev: Evaluator, factory: InputFactory, session: WorkerSession) -> None:
+    """While the candidate's worker is open: its kernel table (kept for `build_profile`), unless the profile
+    is off or `gpu_profile="timing"`. A failure here is a note in the profile, never a verdict."""
+    _tables.pop(ev, None)
+    if not ev.gpu or profile_level(ev) == "timing" or not (ev.cfg.profile or ev.mode == "profile"):
+        return
+    from kegen.eval.errors import CandidateError
+    from kegen.eval.wire import encode_values
+
+    metas, blobs = encode_values(factory.make(ev.seed()))
     try:
-        prof.kernels, total = kernel_table(model, inputs)
+        reply, _ = session.request({"op": "gpu_profile", "inputs": metas}, blobs)
+    except CandidateError as exc:
+        _tables[ev] = f"kernel table not collected: {exc.status}: {exc.message[:300]}"
+        return
+    if reply.get("op") != "gpu_kernels":
+        _tables[ev] = f"kernel table not collected: the worker replied {str(reply.get('op'))[:40]!r}"
+        return
+    _tables[ev] = parse_kernel_reply(reply)
+
+
+def profile_level(ev: Evaluator) -> str:
+    """ "full", "auto" or "timing": `kegen profile` and `extra["ncu"]` ask for everything."""
+    if ev.mode == "profile" or ev.cfg.extra.get("ncu"):
+        return "full"
+    return ev.cfg.gpu_profile
+
+
+def want_ncu(ev: Evaluator, time_s: float) -> tuple[bool, str]:
+    """Whether this evaluation runs ncu, and why not. Records `time_s` as the problem's best so far."""
+    level = profile_level(ev)
+    if ev.cfg.target != "nvidia":
+        return False, f"ncu is for NVIDIA GPUs (target {ev.cfg.target})"
+    if level == "timing":
+        return False, "no kernel-level profile (gpu_profile=timing)"
+    if level == "full":
+        return True, ""
+    key = memo.problem_key(ev, "best-candidate")
+    best = memo.best_time(key)
+    memo.record_time(key, time_s)
+    limit = ev.cfg.extra.get("ncu_if_faster_than")
+    if isinstance(limit, int | float) and limit > 0:
+        if time_s < limit:
+            return True, ""
+        return False, (
+            f"ncu skipped (gpu_profile=auto): {time_s * 1e6:.2f} us is not faster than "
+            f"{limit * 1e6:.2f} us; `kegen profile --target nvidia` collects its hardware metrics"
+        )
+    if best is None or time_s < best * (1.0 - NCU_MIN_GAIN):
+        return True, ""
+    return False, (
+        f"ncu skipped (gpu_profile=auto): {time_s * 1e6:.2f} us does not improve on the best "
+        f"{best * 1e6:.2f} us of this problem; `kegen profile --target nvidia` collects its hardware metrics"
+    )
+
+
+def build_profile(ev: Evaluator, time_s: float, roofline: dict[str, Any]) -> Profile:
+    """The unified GPU profile of an evaluation: events' time, the roofline, the worker's kernel
+    table and, where `want_ncu` says so, ncu's metrics."""
+    prof = Profile(
+        target=ev.cfg.target,
+        device=str(ev.result.get("machine", "")),
+        time_s=time_s,
+        roofline=roofline,
+        sources=["cuda events (worker)"],
+    )
+    table = _tables.pop(ev, None)
+    jit_names: set[str] = set()
+    if isinstance(table, tuple):
+        prof.kernels, jit_names = table
         prof.sources.append("torch.profiler")
-        prof.metrics["kernel_time_s"] = total
+        prof.metrics["kernel_time_s"] = sum(k.total_s for k in prof.kernels)
         prof.metrics["launches"] = float(sum(k.calls for k in prof.kernels))
         library = [k.name for k in prof.kernels if k.name not in jit_names and LIBRARY_KERNEL.search(k.name)]
         if library:
             prof.notes.append("library kernels in the candidate's forward: " + ", ".join(library[:4]))
             prof.raw["library_kernels"] = library
-    except Exception as exc:
-        prof.notes.append(f"torch profiler failed: {type(exc).__name__}: {exc}")
+    elif isinstance(table, str):
+        prof.notes.append(table)
     prof.metrics["time_s"] = time_s
     if roofline.get("bytes") and time_s:
         prof.metrics["achieved_dram_bw"] = roofline["bytes"] / time_s
@@ -137,19 +251,25 @@ def collect(
             prof.metrics["achieved_flops"] = roofline["flops"] / time_s
     if roofline.get("fraction") is not None:
         prof.metrics["roofline_fraction"] = float(roofline["fraction"])
-    want_ncu = full or bool(config.extra.get("ncu"))
-    if want_ncu and config.target == "nvidia":
-        _add_ncu(prof, job, jit_names)
+    run, why = want_ncu(ev, time_s)
+    ev.result["details"]["ncu"] = "ran" if run else why
+    if run:
+        _add_ncu(prof, ev, jit_names)
+    elif why:
+        prof.notes.append(why)
     prof.bottleneck = profile_bottleneck(prof)
     return prof
 
 
-def _add_ncu(prof: Profile, job: Any, jit_names: set[str]) -> None:
-    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+def _add_ncu(prof: Profile, ev: Evaluator, jit_names: set[str]) -> None:
+    ncu = shutil.which("ncu") or next((p for p in NCU_PATHS if os.path.exists(p)), None)
     if ncu is None:
         prof.notes.append("ncu not found: no hardware metrics (install Nsight Compute for them)")
         return
-    rows, err = run_ncu(ncu, job, jit_names)
+    t0 = time.monotonic()
+    timeout = max(NCU_MIN_TIMEOUT_S, min(NCU_TIMEOUT_S, ev.deadline - t0))
+    rows, err = run_ncu(ncu, ev.problem_path, ev.candidate, ev.cfg, jit_names, timeout)
+    ev.result["details"]["ncu_wall_s"] = round(time.monotonic() - t0, 3)
     if err:
         prof.notes.append(f"ncu did not work here: {err}")
         return
@@ -158,30 +278,64 @@ def _add_ncu(prof: Profile, job: Any, jit_names: set[str]) -> None:
     merge_ncu(prof, rows)
 
 
-def run_ncu(ncu: str, job: Any, jit_names: set[str]) -> tuple[list[dict[str, Any]], str | None]:
+def ncu_command(ncu: str, jit_names: set[str], request: Path, result: Path) -> list[str]:
+    """ncu over one plain forward of the candidate (`python -m kegen.eval.worker`): only the
+    candidate's Triton kernels, only inside cudaProfilerStart/Stop (its second forward)."""
+    cmd = [ncu, "--csv", "--page", "raw", "--target-processes", "all", "--profile-from-start", "off"]
+    cmd += ["--metrics", ",".join(NCU_METRICS)]
+    names = sorted(n for n in jit_names if _IDENT.match(n))
+    if names:
+        cmd += ["--kernel-name", "regex:" + "|".join(names)]
+    return cmd + [sys.executable, "-m", "kegen.eval.worker", str(request), str(result)]
+
+
+def run_ncu(
+    ncu: str, problem: Path, candidate: Path, config: EvalConfig, jit_names: set[str], timeout_s: float
+) -> tuple[list[dict[str, Any]], str | None]:
+    """ncu's per-launch rows for the candidate's forward, or ([], why not)."""
+    from kegen.eval import compile_cache, sandbox
+
     with tempfile.TemporaryDirectory(prefix="kegen-ncu-") as tmp:
+        env = dict(os.environ)
+        wenv = sandbox.worker_env(config.target, config.machine)
+        key = compile_cache.cache_key(candidate, wenv["KEGEN_TARGET"], wenv["KEGEN_MACHINE"])
+        if compile_cache.seed_job(key, Path(tmp)):  # the worker's kernels: no second compile
+            env["TRITON_CACHE_DIR"] = str(Path(tmp, compile_cache.SEED_DIR))
         req = {
             "mode": "ncu",
-            "problem": str(job.problem),
-            "candidate": str(job.candidate),
+            "problem": str(problem),
+            "candidate": str(candidate),
             "baseline": None,
-            "config": {**job.config.to_dict(), "profile": False},
+            "config": {**config.to_dict(), "profile": False},
         }
         req_path, res_path = Path(tmp, "req.json"), Path(tmp, "res.json")
         req_path.write_text(json.dumps(req))
-        cmd = [ncu, "--csv", "--page", "raw", "--target-processes", "all", "--metrics", ",".join(NCU_METRICS)]
-        if jit_names:
-            cmd += ["--kernel-name", "regex:" + "|".join(sorted(jit_names))]
-        cmd += [sys.executable, "-m", "kegen.eval.worker", str(req_path), str(res_path)]
+        proc = subprocess.Popen(
+            ncu_command(ncu, jit_names, req_path, res_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,  # ncu and the forward it runs are killed together
+        )
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NCU_TIMEOUT_S)
+            out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            return [], f"timed out after {NCU_TIMEOUT_S} s"
-        rows = parse_ncu_csv(proc.stdout)
+            _kill_group(proc)
+            return [], f"timed out after {timeout_s:.0f} s"
+        rows = parse_ncu_csv(out)
         if not rows:
-            tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+            tail = (out + err).strip().splitlines()[-3:]
             return [], " | ".join(tail) or f"exit code {proc.returncode}"
         return rows, None
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.communicate()
 
 
 def parse_ncu_csv(text: str) -> list[dict[str, Any]]:

@@ -2,8 +2,8 @@
 
 `block_network()` is what every candidate worker does first (on top of the sandbox's empty
 network namespace, where bwrap is available). `python -m kegen.eval.worker REQUEST.json RESULT.json`
-runs one plain forward of a candidate for `ncu` to observe (`kegen.eval.profile_gpu`): its only
-output is the profiler's, never a verdict.
+runs a candidate's forward for `ncu` to observe (`kegen.eval.profile_gpu`): its only output is the
+profiler's, never a verdict.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def block_network() -> None:
 
 
 def run_forward_for_ncu(request: dict[str, Any]) -> None:
-    """One forward of the candidate on the problem's inputs (for Nsight Compute to observe)."""
+    """Two forwards of the candidate on the problem's inputs: the first compiles and autotunes, the
+    second runs between cudaProfilerStart/Stop for Nsight Compute (`--profile-from-start off`)."""
     import torch
 
     from kegen.eval.config import EvalConfig
@@ -54,10 +55,16 @@ def run_forward_for_ncu(request: dict[str, Any]) -> None:
     config = EvalConfig.from_dict(request["config"])
     problem = load_problem(request["problem"])
     factory = InputFactory(problem, "cuda")
+    torch.manual_seed(config.seed)
     model = build_model(load_candidate(request["candidate"]), factory.init_inputs(), config.seed, "cuda")
+    inputs = factory.make(config.seed)
     with torch.no_grad():
-        model(*factory.make(config.seed))
-    torch.cuda.synchronize()
+        model(*inputs)
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        model(*inputs)
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,104 @@
+"""The evaluator's memo of problem-level measurements (baselines, roofline) across the evaluations
+of one process: reused under the same key, measured again when anything in the key changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from eval_helpers import candidate, needs_mtia, problem, quick
+
+from kegen.eval import EvalConfig, evaluate, memo
+
+
+@pytest.fixture(autouse=True)
+def _clean_memo() -> Any:
+    memo.clear()
+    yield
+    memo.clear()
+
+
+class _Ev:
+    def __init__(self, sha: str, cfg: dict[str, Any]) -> None:
+        self.cfg = EvalConfig(**cfg)
+        self.result: dict[str, Any] = {"details": {"problem_sha256": sha}}
+
+
+def Ev(sha: str = "abc", **cfg: Any) -> Any:  # noqa: N802 - reads as the evaluator it stands for
+    """What the memo's key reads of an Evaluator."""
+    return _Ev(sha, cfg)
+
+
+def test_key_covers_problem_inputs_target_machine_and_timing_knobs() -> None:
+    import torch
+
+    init = [torch.zeros(4, 8), 3]
+    base = memo.problem_key(Ev(), "reference", init)
+    assert base == memo.problem_key(Ev(), "reference", [torch.ones(4, 8), 3])  # values do not matter
+    for other in (
+        memo.problem_key(Ev(sha="other"), "reference", init),
+        memo.problem_key(Ev(), "reference", [torch.zeros(4, 9), 3]),
+        memo.problem_key(Ev(), "reference", [torch.zeros(4, 8, dtype=torch.float16), 3]),
+        memo.problem_key(Ev(), "reference", [torch.zeros(4, 8), 4]),
+        memo.problem_key(Ev(machine="mtia-v1"), "reference", init),
+        memo.problem_key(Ev(target="cpu"), "reference", init),
+        memo.problem_key(Ev(timing_runs=5), "reference", init),
+        memo.problem_key(Ev(), "roofline", init),
+        memo.problem_key(Ev(), "reference", init, source="seed2"),
+    ):
+        assert other != base
+
+
+def test_memo_is_bounded_and_best_time_only_improves() -> None:
+    for i in range(memo.MAX_ENTRIES + 10):
+        memo.put(str(i), i)
+    assert memo.get("0") is None and memo.get(str(memo.MAX_ENTRIES + 9)) == memo.MAX_ENTRIES + 9
+    memo.record_time("k", 2.0)
+    memo.record_time("k", 3.0)
+    memo.record_time("k", -1.0)
+    assert memo.best_time("k") == 2.0
+
+
+def test_baselines_are_measured_once_per_problem(tmp_path: Path) -> None:
+    cfg = quick("cpu")
+    seed = candidate("vector_add_ok")
+    first = evaluate(problem("vector_add"), candidate("vector_add_ok"), baseline=seed, config=cfg)
+    second = evaluate(problem("vector_add"), candidate("vector_add_ok"), baseline=seed, config=cfg)
+    assert first.ok and second.ok, (first.message, second.message)
+    assert "memo" not in first.details
+    assert set(second.details["memo"]) == {"baseline", "eager/compile"}
+    assert second.times["eager"] == first.times["eager"]
+    assert second.times["baseline"] == first.times["baseline"]
+    assert second.times["candidate"] != first.times["candidate"]  # the candidate is always measured
+    edited = tmp_path / "vector_add.py"
+    edited.write_text(problem("vector_add").read_text() + "\n# edited\n")
+    third = evaluate(edited, candidate("vector_add_ok"), baseline=seed, config=cfg)
+    assert third.ok and "memo" not in third.details  # another problem text: measured again
+
+
+def test_a_failing_baseline_is_not_kept() -> None:
+    cfg = quick("cpu")
+    for _ in range(2):
+        r = evaluate(
+            problem("vector_add"),
+            candidate("vector_add_ok"),
+            baseline=candidate("vector_add_wrong"),
+            config=cfg,
+        )
+        assert r.ok and "baseline_error" in r.details
+        assert "baseline" not in (r.details.get("memo") or [])
+
+
+@needs_mtia()
+@pytest.mark.slow
+def test_mtia_reuses_the_seed_and_the_roofline() -> None:
+    cfg = quick("mtia")
+    seed = candidate("vector_add_ok")
+    first = evaluate(problem("vector_add"), candidate("vector_add_ok"), baseline=seed, config=cfg)
+    second = evaluate(problem("vector_add"), candidate("vector_add_ok"), baseline=seed, config=cfg)
+    assert first.ok and second.ok
+    assert set(second.details["memo"]) == {"baseline", "roofline"}
+    assert second.roofline_time_s == first.roofline_time_s
+    assert second.roofline_time_s and second.candidate_time_s
+    assert second.speedups["roofline"] == pytest.approx(second.roofline_time_s / second.candidate_time_s)
