@@ -44,7 +44,35 @@ def seed_eval_from_result(result: Any) -> SeedEval:
     return SeedEval(status=status, message=result.message or "", speedup=speedup if status == "ok" else None,
                     baseline=name, roofline=roof if status == "ok" else None, time_s=cand,
                     baseline_time_s=result.baseline_time_s, roofline_time_s=result.roofline_time_s,
-                    wall_s=float(result.wall_time_s or 0.0))
+                    wall_s=float(result.wall_time_s or 0.0), diagnosis=diagnosis_text(result.profile))
+
+
+def diagnosis_text(profile: dict[str, Any] | None) -> str:
+    """One line from a stored profile: limiter, roofline, idle PEs, utilisation, top stalls ("" if none)."""
+    if not profile:
+        return ""
+    from kegen.profiling.diagnosis import diagnose
+
+    try:
+        text = diagnose(profile).text()
+    except Exception as exc:  # a profile the diagnosis cannot read must not fail the bench
+        return f"diagnosis failed: {type(exc).__name__}: {exc}"
+    return "" if text == "no profile available" else text
+
+
+def evals_to_90(result: Any, store: Any) -> int | None:
+    """Evaluations after the seed's until the search's best so far reached 90% of its final best
+    fitness: the search's own count (`SearchResult.screening`, which leaves out what screening
+    skipped) when it keeps one, else counted from the store in the order evaluations finished."""
+    screening = getattr(result, "screening", None) or {}
+    if "evals_to_90" in screening:
+        value = screening["evals_to_90"]
+        return int(value) if value is not None else None
+    from kegen.bench.metrics import evals_to_fraction
+
+    done = sorted(store.nodes(result.run_id, status="done"),
+                  key=lambda n: (n.parent_id is not None, n.evaluated_at or 0.0, n.id))
+    return evals_to_fraction([n.fitness if n.correct else None for n in done], 0.9)
 
 
 def search_unavailable() -> str | None:
@@ -93,6 +121,7 @@ def search_outcome_from_result(result: Any, out_dir: Path) -> SearchOutcome:
         root = result.root
         root_eval = store.evaluation(root.id) if root is not None else None
         best_eval = store.evaluation(best.id) if best is not None else None
+        outcome.evals_to_90 = evals_to_90(result, store) if best is not None else None
     finally:
         store.close()
     if root_eval is not None:
@@ -106,6 +135,7 @@ def search_outcome_from_result(result: Any, out_dir: Path) -> SearchOutcome:
     if best_eval is not None:
         outcome.best_time_s = best_eval.candidate_time_s
         outcome.best_roofline = best_eval.roofline_fraction
+        outcome.best_diagnosis = diagnosis_text(best_eval.profile)
     if best.code:
         path = out_dir / "best.py"
         path.write_text(best.code)
@@ -121,4 +151,4 @@ def _seed_from_evaluation(ev: Any) -> SeedEval:
                     roofline=ev.roofline_fraction if ok else None, time_s=ev.candidate_time_s,
                     baseline_time_s=ev.baseline_time_s,
                     roofline_time_s=(ev.metrics or {}).get("roofline_time_s"),
-                    wall_s=float(ev.duration_s or 0.0))
+                    wall_s=float(ev.duration_s or 0.0), diagnosis=diagnosis_text(ev.profile) if ok else "")

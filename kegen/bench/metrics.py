@@ -42,6 +42,23 @@ def geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(logs) / len(logs)) if logs else None
 
 
+def evals_to_fraction(fitness: Sequence[float | None], fraction: float = 0.9) -> int | None:
+    """How many evaluations after the seed's a search needed before its best so far reached
+    `fraction` of its final best fitness (higher = faster); 0 when the seed already did, None when
+    nothing was correct.
+
+    `fitness` holds one entry per evaluation in the order they finished, the seed's first, None
+    (or <= 0) for one that was not correct."""
+    good = [f for f in fitness if f is not None and f > 0 and math.isfinite(f)]
+    if not good:
+        return None
+    goal = fraction * max(good)
+    for i, f in enumerate(fitness):
+        if f is not None and f > 0 and math.isfinite(f) and f >= goal:
+            return i
+    return None  # unreachable: the maximum itself reaches the goal
+
+
 def fast_p(results: Sequence[Scored], p: float = 1.0) -> float:
     """Share of `results` that are correct with speedup > p (0.0 for an empty list)."""
     if not results:
@@ -68,6 +85,9 @@ class SuiteMetrics:
     compile_compared: int = 0  # problems with a correct kernel and a complete torch.compile time
     fast_1_vs_compile: float | None = None  # fraction of those faster than torch.compile
     geomean_speedup_vs_compile: float | None = None
+    targets_set: int = 0  # problems with a roofline target and a verdict on it
+    targets_met: int = 0
+    median_evals_to_90: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,6 +108,8 @@ def summarize(results: Sequence[Scored]) -> SuiteMetrics:
     for r in results:
         classes.setdefault(r.op_class, []).append(r)
     vs_compile = [v for r in correct if (v := getattr(r, "speedup_vs_compile", None)) is not None]
+    verdicts = [v for r in results if (v := getattr(r, "target_met", None)) is not None]
+    to_90 = sorted(v for r in results if (v := getattr(r, "evals_to_90", None)) is not None)
     by_class = {name: {"problems": len(rs), "correct": sum(r.correct for r in rs),
                        "geomean_speedup": geomean(r.speedup for r in rs if r.correct and r.speedup)}
                 for name, rs in sorted(classes.items())}
@@ -109,4 +131,14 @@ def summarize(results: Sequence[Scored]) -> SuiteMetrics:
         compile_compared=len(vs_compile),
         fast_1_vs_compile=sum(v > 1.0 for v in vs_compile) / len(vs_compile) if vs_compile else None,
         geomean_speedup_vs_compile=geomean(vs_compile),
+        targets_set=len(verdicts),
+        targets_met=sum(verdicts),
+        median_evals_to_90=_median(to_90),
     )
+
+
+def _median(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    mid = len(values) // 2
+    return float(values[mid]) if len(values) % 2 else (values[mid - 1] + values[mid]) / 2

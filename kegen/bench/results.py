@@ -52,6 +52,9 @@ class ProblemResult:
     compile_time_s: float | None = None  # torch.compile on the same target (kegen.inductor.baseline)
     compile_host_ops: str = ""  # ops torch.compile left on the host (its time is then incomplete)
     compile_message: str = ""
+    target_roofline: float | None = None  # the roofline fraction the best kernel should reach
+    evals_to_90: int | None = None  # search evaluations until 90% of the final best speed (seed = 1st)
+    best_diagnosis: str = ""  # the best kernel's profile diagnosis: bottleneck, idle PEs, stalls
 
     @property
     def correct(self) -> bool:
@@ -73,6 +76,28 @@ class ProblemResult:
         if not self.correct or not self.best_time_s or not self.compile_time_s or self.compile_host_ops:
             return None
         return self.compile_time_s / self.best_time_s
+
+    @property
+    def speedup_vs_seed(self) -> float | None:
+        """The seed's time / the best correct kernel's time (1.0 when the seed is the best)."""
+        if not self.seed_correct or not self.correct:
+            return None
+        if self.seed_time_s and self.best_time_s:
+            return self.seed_time_s / self.best_time_s
+        if self.best_speedup is not None and self.seed_speedup:
+            return self.best_speedup / self.seed_speedup
+        return None
+
+    @property
+    def target_met(self) -> bool | None:
+        """Whether the best correct kernel reaches its roofline target (None: no target or no roofline;
+        False: no correct kernel)."""
+        if self.target_roofline is None:
+            return None
+        if not self.correct:
+            return False
+        frac = self.roofline_fraction
+        return None if frac is None else frac >= self.target_roofline
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe(asdict(self))

@@ -69,6 +69,7 @@ class SeedEval:
     baseline_time_s: float | None = None
     roofline_time_s: float | None = None
     wall_s: float = 0.0
+    diagnosis: str = ""  # the profile diagnosis of the seed (one line), when it was profiled
 
 
 @dataclass
@@ -85,6 +86,8 @@ class SearchOutcome:
     best_roofline: float | None = None
     best_path: str = ""
     message: str = ""
+    evals_to_90: int | None = None  # evaluations until 90% of the final best fitness (seed = 1st)
+    best_diagnosis: str = ""  # the best correct kernel's profile diagnosis (one line)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -275,6 +278,7 @@ def _row(problem: SuiteProblem, seed: SeedEval) -> ProblemResult:
         seed_eval_s=round(seed.wall_s, 3), seed_message=seed.message[:500], seed_baseline=seed.baseline,
         best_speedup=seed.speedup if ok else None, best_roofline=seed.roofline if ok else None,
         best_time_s=seed.time_s if ok else None, best_path=str(problem.seed_path) if ok else "",
+        target_roofline=problem.target, best_diagnosis=seed.diagnosis if ok else "",
     )
 
 
@@ -285,6 +289,9 @@ def _apply_search(row: ProblemResult, outcome: SearchOutcome) -> None:
     row.search_message = outcome.message[:500]
     if outcome.state != SEARCH_DONE or not outcome.found_correct:
         return
+    row.evals_to_90 = outcome.evals_to_90
+    if outcome.best_diagnosis:
+        row.best_diagnosis = outcome.best_diagnosis[:500]
     if not row.seed_correct:  # the search repaired a broken seed: no speedup over it to speak of
         row.best_source, row.best_time_s, row.best_path = "search", outcome.best_time_s, outcome.best_path
         row.best_roofline = outcome.best_roofline

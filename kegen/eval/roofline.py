@@ -114,6 +114,18 @@ def tensor_bytes(values: Any) -> int:
     return 0
 
 
+def problem_bytes(model: torch.nn.Module, inputs: list[Any], outputs: Any) -> int:
+    """Minimum DRAM bytes of one forward: Model.roofline_bytes(inputs, outputs) where the problem
+    defines it, else every input read once + every output written once."""
+    own = getattr(model, "roofline_bytes", None)
+    if callable(own):
+        nbytes = own(inputs, outputs)
+        if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
+            raise ValueError(f"Model.roofline_bytes returned {nbytes!r}: it must return a positive int")
+        return nbytes
+    return tensor_bytes(inputs) + tensor_bytes(outputs)
+
+
 def count_flops(model: torch.nn.Module, inputs: list[Any]) -> int:
     """FLOPs of one forward of `model` by FlopCounterMode (0 for ops it does not count)."""
     counter = FlopCounterMode(display=False)
@@ -123,8 +135,12 @@ def count_flops(model: torch.nn.Module, inputs: list[Any]) -> int:
 
 
 def problem_roofline(model: torch.nn.Module, inputs: list[Any], outputs: Any, peak: MachinePeak) -> Roofline:
-    """Roofline of one forward: inputs read once + outputs written once; FLOPs from the reference."""
-    nbytes = tensor_bytes(inputs) + tensor_bytes(outputs)
+    """Roofline of one forward: inputs read once + outputs written once; FLOPs from the reference.
+
+    A reference that reads only part of an input (an embedding bag gathers a few rows of a large
+    table) states its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model.
+    """
+    nbytes = problem_bytes(model, inputs, outputs)
     flops = count_flops(model, inputs)
     dtype = next(
         (x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()), torch.float32

@@ -5,8 +5,10 @@
     for p in suite.problems: p.problem_path, p.seed_path, p.op_class
 
 A suite folder holds `<problem>/problem.py` + `<problem>/seed.py` per problem and, optionally, a
-`suite.toml` that lists the problems (in order) with their `op_class`, `kind` ("op" or "fusion")
-and `dtype`. Without `suite.toml`, every sub-folder that has both files is a problem.
+`suite.toml` that lists the problems (in order) with their `op_class`, `kind` ("op" or "fusion"),
+`dtype` and `target_roofline` (the roofline fraction the best kernel should reach; by op class when
+absent, see `target_roofline_for`). Without `suite.toml`, every sub-folder that has both files is a
+problem.
 """
 
 from __future__ import annotations
@@ -21,6 +23,15 @@ SUITE_FILE = "suite.toml"
 PROBLEM_FILE = "problem.py"
 SEED_FILE = "seed.py"
 KINDS = ("op", "fusion")
+# Roofline targets (issue 18): GEMM-class kernels >= 80% of their roofline, memory-bound ones >= 85%.
+GEMM_CLASSES = ("gemm", "attention", "convolution", "interaction")
+GEMM_TARGET = 0.80
+MEMORY_TARGET = 0.85
+
+
+def target_roofline_for(op_class: str) -> float:
+    """The default roofline target of an op class: GEMM-class 0.80, everything else (memory-bound) 0.85."""
+    return GEMM_TARGET if op_class in GEMM_CLASSES else MEMORY_TARGET
 
 
 class SuiteError(ValueError):
@@ -36,6 +47,14 @@ class SuiteProblem:
     op_class: str = "other"
     kind: str = "op"
     dtype: str = "float32"
+    target_roofline: float | None = None
+
+    @property
+    def target(self) -> float:
+        """The roofline fraction this problem's best kernel should reach (declared, else by op class)."""
+        if self.target_roofline is not None:
+            return self.target_roofline
+        return target_roofline_for(self.op_class)
 
     @property
     def problem_path(self) -> Path:
@@ -127,5 +146,11 @@ def _problem_from_entry(root: Path, entry: dict[str, Any], index: int) -> SuiteP
         raise SuiteError(f"{root / SUITE_FILE}: problem {name!r} has kind {kind!r}; "
                          f"use one of {', '.join(KINDS)}")
     folder = root / str(entry.get("folder", name))
+    target = entry.get("target_roofline")
+    if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)
+                               or not 0 < target <= 1):
+        raise SuiteError(f"{root / SUITE_FILE}: problem {name!r} has target_roofline {target!r}; "
+                         "give a fraction of the roofline in (0, 1], e.g. 0.8")
     return SuiteProblem(name=name, folder=folder, op_class=str(entry.get("op_class", "other")), kind=kind,
-                        dtype=str(entry.get("dtype", "float32")))
+                        dtype=str(entry.get("dtype", "float32")),
+                        target_roofline=float(target) if target is not None else None)

@@ -127,8 +127,9 @@ def check_seed(problem: SuiteProblem, seed: int = 0, sizes_mode: str = "all") ->
 def check_problems(suite_root: Path, names: list[str] | None = None, seed: int = 0, sizes_mode: str = "all",
                    timeout_s: float = 600.0) -> list[InterpreterCheck]:
     """Check the seeds of a suite folder in a child process with TRITON_INTERPRET=1."""
-    cmd = [sys.executable, "-m", "kegen.suites.interpreter", str(suite_root), "--seed", str(seed),
-           "--sizes", sizes_mode, *(names or [])]
+    # problem names right after the suite: argparse takes no positionals after the options
+    cmd = [sys.executable, "-m", "kegen.suites.interpreter", str(suite_root), *(names or []),
+           "--seed", str(seed), "--sizes", sizes_mode]
     env = dict(os.environ, TRITON_INTERPRET="1")
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
