@@ -318,16 +318,24 @@ def build_counters(m: MachineDescription, commands: list[CommandRecord], program
     """Aggregate a schedule into counters (per PE and unit, chip totals, bandwidth, roofline)."""
     pe_ids = sorted({p.pe for p in programs} | {c.pe for c in commands})
     per_pe = _unit_counters(commands, programs, pe_ids)
+    core_time, slots = _core_time(programs, kernel_cycles)
+    return assemble_counters(m, per_pe, kernel_cycles, launch_cycles, sram_cache, core_time, slots)
+
+
+def assemble_counters(m: MachineDescription, per_pe: dict[int, dict[str, UnitCounters]], kernel_cycles: float,
+                      launch_cycles: float, sram_cache: dict[str, Any] | None, core_time: dict[str, float],
+                      core_slots: int) -> Counters:
+    """Counters from per-PE unit counters (chip totals, bandwidth, roofline); `build_counters` makes
+    `per_pe` from records, the native timing replay from its own sums."""
     totals = {n: UnitCounters(n) for n in UNIT_NAMES}
     for units in per_pe.values():
         for n, u in units.items():
             totals[n].add(u)
     seconds = kernel_cycles / m.clock_hz
     pes = {pe: PECounters(pe, *m.pe_coords(pe), units=units) for pe, units in per_pe.items()}
-    core_time, slots = _core_time(programs, kernel_cycles)
     return Counters(
         machine=m.name, clock_hz=m.clock_hz, kernel_cycles=kernel_cycles, launch_cycles=launch_cycles,
         num_pes=m.num_pes, cores_per_pe=m.cores_per_pe, pes=pes, totals=totals,
-        bandwidth=_bandwidth(m, totals, seconds, len(pe_ids)), roofline=_roofline(m, totals, seconds),
-        sram_cache=dict(sram_cache or {}), core_time=core_time, core_slots=slots,
+        bandwidth=_bandwidth(m, totals, seconds, len(per_pe)), roofline=_roofline(m, totals, seconds),
+        sram_cache=dict(sram_cache or {}), core_time=core_time, core_slots=core_slots,
     )

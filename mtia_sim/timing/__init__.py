@@ -30,10 +30,14 @@ only reads `mtia_sim.events` records. The model, with every figure from the mach
 
 from __future__ import annotations
 
+from functools import partial
+
 from mtia_sim.counters import build_counters
 from mtia_sim.events import ProgramTrace
 from mtia_sim.machine import MachineDescription
+from mtia_sim.timing import native
 from mtia_sim.timing.engine import Replay
+from mtia_sim.timing.native import records
 from mtia_sim.timing.result import CommandRecord, ProgramRecord, TimingResult, as_timing_result
 from mtia_sim.timing.sram_cache import SRAM_MODES
 
@@ -45,8 +49,8 @@ LAUNCH_KINDS = ("launch", "replacement", "none")
 
 
 def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_overhead: bool = True,
-             launch: str = "launch", sram_mode: str = "cache", sram_cache_bytes: int | None = None
-             ) -> TimingResult:
+             launch: str = "launch", sram_mode: str = "cache", sram_cache_bytes: int | None = None,
+             use_native: bool = True) -> TimingResult:
     """Replay all programs of one launch (one job) concurrently; cycles, schedule and counters.
 
     Programs on the same (PE, core) run back to back in list order (a job's programs are work items
@@ -55,18 +59,29 @@ def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_
     launch overhead), "replacement" (the job queued right behind another one: job replacement), or
     "none" (also `launch_overhead=False`). `sram_mode` is how the on-chip SRAM serves DRAM
     accesses ("cache", "resident", "off"; see `mtia_sim.timing.sram_cache`), `sram_cache_bytes` the
-    part of the SRAM used as cache (default: all of it).
+    part of the SRAM used as cache (default: all of it). `use_native=False` forces the Python
+    replay (the reference); by default the native one (`mtia_sim.timing.native`, identical results)
+    runs when it is available (see `KEGEN_SIM_NATIVE`).
     """
     if launch not in LAUNCH_KINDS:
         raise ValueError(f"launch must be one of {LAUNCH_KINDS}, got {launch!r}")
-    replay = Replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes)
-    makespan = replay.run()
     if not launch_overhead or not traces or launch == "none":
         overhead = 0.0
     elif launch == "replacement":
         overhead = machine.job_replacement_cycles
     else:
         overhead = machine.launch_overhead_cycles
+    run = native.replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes) \
+        if use_native else None
+    if run is not None:
+        return TimingResult(machine=machine, kernel_cycles=run.makespan, launch_cycles=overhead,
+                            commands=partial(records.command_records, run, traces),
+                            programs=partial(records.program_records, run, traces),
+                            counters=records.counters(machine, run, overhead), events_processed=run.events,
+                            bandwidth_timeline=[tuple(x) for x in run.timeline.tolist()],  # type: ignore[misc]
+                            sram_cache=run.cache)
+    replay = Replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes)
+    makespan = replay.run()
     stats = replay.cache.stats
     counters = build_counters(machine, replay.commands, replay.programs, makespan, overhead, stats.to_dict())
     return TimingResult(machine=machine, kernel_cycles=makespan, launch_cycles=overhead,

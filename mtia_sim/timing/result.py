@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -77,20 +78,54 @@ class ProgramRecord:
         return self.busy_cycles + sum(self.stalls.values())
 
 
-@dataclass
+Records = list[CommandRecord] | Callable[[], list[CommandRecord]]
+
+
+@dataclass(init=False)
 class TimingResult:
-    """Cycles and counters of one launch. Command/program times are cycles from kernel start."""
+    """Cycles and counters of one launch. Command/program times are cycles from kernel start.
+
+    `commands` and `programs` may be given as functions that build the lists: they are then built
+    on first access (the native replay's counters do not need them).
+    """
 
     machine: MachineDescription
     kernel_cycles: float  # makespan of all programs
     launch_cycles: float  # launch overhead (0 with launch_overhead=False)
-    commands: list[CommandRecord]
-    programs: list[ProgramRecord]
     counters: Counters
     events_processed: int = 0  # timing-model events (for measuring the model's own speed)
     bandwidth_timeline: list[tuple[float, float, float]] = field(default_factory=list)
     """(cycle, DRAM bytes/cycle, SRAM bytes/cycle) in flight from that cycle on (step function)."""
     sram_cache: CacheStats | None = None  # what the SRAM cache did
+
+    def __init__(self, machine: MachineDescription, kernel_cycles: float, launch_cycles: float,
+                 commands: Records, programs: list[ProgramRecord] | Callable[[], list[ProgramRecord]],
+                 counters: Counters, events_processed: int = 0,
+                 bandwidth_timeline: list[tuple[float, float, float]] | None = None,
+                 sram_cache: CacheStats | None = None) -> None:
+        self.machine = machine
+        self.kernel_cycles = kernel_cycles
+        self.launch_cycles = launch_cycles
+        self._commands = commands
+        self._programs = programs
+        self.counters = counters
+        self.events_processed = events_processed
+        self.bandwidth_timeline = [] if bandwidth_timeline is None else bandwidth_timeline
+        self.sram_cache = sram_cache
+
+    @property
+    def commands(self) -> list[CommandRecord]:
+        """Every command's schedule, in issue order."""
+        if callable(self._commands):
+            self._commands = self._commands()
+        return self._commands
+
+    @property
+    def programs(self) -> list[ProgramRecord]:
+        """Every program's run, in the order the cores started them."""
+        if callable(self._programs):
+            self._programs = self._programs()
+        return self._programs
 
     @property
     def cycles(self) -> float:

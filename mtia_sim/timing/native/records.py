@@ -1,0 +1,123 @@
+"""Records and counters of a native replay, built from its arrays (records lazily, on first use)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from mtia_sim.counters import (
+    UNIT_NAMES,
+    WAIT_BANDWIDTH,
+    WAIT_DEPENDENCY,
+    WAIT_UNIT,
+    Counters,
+    UnitCounters,
+    assemble_counters,
+)
+from mtia_sim.events import CommandEvent, ProgramTrace
+from mtia_sim.machine import MachineDescription
+from mtia_sim.timing.native import LEVELS, STALL_NAMES, NativeRun
+from mtia_sim.timing.result import CommandRecord, ProgramRecord
+from mtia_sim.timing.sram_cache import Routed
+
+_LEVEL_KEYS = tuple(level.value for level in LEVELS)
+
+
+def command_records(run: NativeRun, traces: list[ProgramTrace]) -> list[CommandRecord]:
+    """One CommandRecord per command, in issue order (as the Python replay lists them)."""
+    events = [e for tr in traces for e in tr.events if type(e) is CommandEvent]
+    out = []
+    for row in run.commands.tolist():
+        routed = None
+        if row[12]:
+            read = {lv: v for lv, v in zip(LEVELS, row[15:19], strict=True) if not math.isnan(v)}
+            written = {lv: v for lv, v in zip(LEVELS, row[19:23], strict=True) if not math.isnan(v)}
+            routed = Routed(read, written, sram_fill=row[13], fill_id=int(row[14]))
+        out.append(CommandRecord(
+            pe=int(row[1]), core=int(row[2]), program=int(row[3]), event=events[int(row[0])], issue=row[4],
+            start=row[5], end=row[6], wait_unit=row[7], wait_dependency=row[8], wait_bandwidth=row[9],
+            ideal_cycles=row[10], slot=int(row[11]), routed=routed))
+    return out
+
+
+def program_records(run: NativeRun, traces: list[ProgramTrace]) -> list[ProgramRecord]:
+    """One ProgramRecord per program, in the order the cores started them."""
+    out = []
+    for row in run.programs.tolist():
+        stalls = {name: v for name, v in zip(STALL_NAMES, row[10:], strict=True) if v > 0}
+        mem = {lv: int(v) for lv, v in (("dram", row[8]), ("sram", row[9])) if v}
+        i = int(row[0])
+        out.append(ProgramRecord(program=i, program_id=traces[i].program_id, pe=int(row[1]), core=int(row[2]),
+                                 start=row[3], end=row[4], instructions=int(row[5]), busy_cycles=row[6],
+                                 stalls=stalls, mem_accesses=int(row[7]), mem_bytes=mem))
+    return out
+
+
+def _bytes(values: list[float], routed: list[float]) -> dict[str, Any]:
+    """Bytes per level (ints unless a cache-routed, float, figure contributed), non-zero only."""
+    return {k: (v if r or not v.is_integer() else int(v))
+            for k, v, r in zip(_LEVEL_KEYS, values, routed, strict=True) if v}
+
+
+def _command_units(run: NativeRun, pe: int) -> dict[str, UnitCounters]:
+    units = {n: UnitCounters(n) for n in UNIT_NAMES}
+    for u, name in enumerate(UNIT_NAMES):
+        row = run.unit_counters[pe, u].tolist()
+        if not row[1]:
+            continue
+        c = units[name]
+        c.busy_cycles, c.ideal_cycles = row[0], row[3]
+        c.commands, c.flops, c.elements = int(row[1]), int(row[2]), int(row[4])
+        c.bytes_read = _bytes(row[5:9], row[16:20])
+        c.bytes_written = _bytes(row[9:13], row[20:24])
+        waits = ((WAIT_UNIT, row[13]), (WAIT_DEPENDENCY, row[14]), (WAIT_BANDWIDTH, row[15]))
+        c.stall_cycles = {k: v for k, v in waits if v}
+    return units
+
+
+def _add_core(core: UnitCounters, rows: np.ndarray) -> None:
+    """The control core's counters from its programs' rows (as counters._unit_counters)."""
+    core.busy_cycles = float(rows[:, 6].sum())
+    core.elements = int(rows[:, 5].sum())
+    core.commands = len(rows)
+    sums = rows[:, 10:].sum(axis=0).tolist()
+    core.stall_cycles = {name: v for name, v in zip(STALL_NAMES, sums, strict=True) if v > 0}
+    for level, col in (("dram", 8), ("sram", 9)):
+        total = int(rows[:, col].sum())
+        if total:
+            core.bytes_read[level] = total
+
+
+def _core_time(progs: np.ndarray, kernel_cycles: float) -> tuple[dict[str, float], int]:
+    """busy, stall:<reason> and idle cycles over all cores that ran programs (as counters._core_time)."""
+    table: dict[str, float] = {}
+    if not len(progs):
+        return table, 0
+    busy = float(progs[:, 6].sum())
+    if busy:
+        table["busy"] = busy
+    for name, v in zip(STALL_NAMES, progs[:, 10:].sum(axis=0).tolist(), strict=True):
+        if v > 0:
+            table[f"stall:{name}"] = v
+    slot = progs[:, 1].astype(np.int64) * (1 << 20) + progs[:, 2].astype(np.int64)
+    order = np.lexsort((progs[:, 4], slot))
+    last = np.r_[slot[order][1:] != slot[order][:-1], True]
+    ends = progs[order][last, 4]
+    idle = float((kernel_cycles - ends).sum())
+    if idle:
+        table["idle"] = idle
+    return table, len(ends)
+
+
+def counters(m: MachineDescription, run: NativeRun, launch_cycles: float) -> Counters:
+    """The launch's counters (what `mtia_sim.counters.build_counters` makes from the records)."""
+    progs = run.programs
+    pe_col = progs[:, 1].astype(np.int64)
+    per_pe = {}
+    for pe in sorted(set(pe_col.tolist())):
+        per_pe[pe] = _command_units(run, pe)
+        _add_core(per_pe[pe]["CORE"], progs[pe_col == pe])
+    core_time, slots = _core_time(progs, run.makespan)
+    return assemble_counters(m, per_pe, run.makespan, launch_cycles, run.cache.to_dict(), core_time, slots)
