@@ -41,6 +41,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", action="append", help="LLM model name (repeat for several: a bandit picks)"
     )
+    llm = parser.add_argument_group("LLM operator (defaults from KEGEN_LLM_* settings; docs/LLM.md)")
+    llm.add_argument(
+        "--llm-context", type=int, help="the served context window in tokens (default: ask the server)"
+    )
+    llm.add_argument("--llm-max-tokens", type=int, help="reply budget in tokens (default 4096)")
+    llm.add_argument(
+        "--llm-timeout", type=float, help="deadline of one proposal in s, retries included (default 120)"
+    )
+    llm.add_argument("--llm-retries", type=int, help="retries of 429/5xx/dropped connections (default 4)")
+    llm.add_argument(
+        "--llm-fallback",
+        type=int,
+        help="unusable replies in a row before the offline operator takes over (default 4; 0: never)",
+    )
+    llm.add_argument(
+        "--llm-parallel", type=int, help="LLM proposals in flight at once (default: one per --jobs slot)"
+    )
     parser.add_argument(
         "--budget", type=int, default=12, help="number of candidates to evaluate (default 12)"
     )
@@ -82,7 +99,15 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
     settings = load_settings()
     op_name = args.operator or ("llm" if settings.llm.base_url else "offline")
     operator = OperatorConfig.from_settings(
-        settings.llm, name=op_name, models=tuple(args.model) if args.model else None
+        settings.llm,
+        name=op_name,
+        models=tuple(args.model) if args.model else None,
+        context_tokens=args.llm_context,
+        max_tokens=args.llm_max_tokens,
+        timeout_s=args.llm_timeout,
+        max_retries=args.llm_retries,
+        fallback_after=args.llm_fallback,
+        parallel=args.llm_parallel,
     )
     time_limit = parse_duration(args.time_limit) if args.time_limit else None
     termination = TerminationConfig(
@@ -119,6 +144,7 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kegen.report.llm import llm_summary
     from kegen.report.text import summary_table
     from kegen.search.loop import run_search
     from kegen.search.operators.drafting import DraftError
@@ -133,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kegen evolve: {exc}", file=sys.stderr)
         return 1
     print(summary_table(store, result.run_id))
+    if (llm := llm_summary(store, result.run_id)) is not None:
+        print("\n" + llm)
     if result.best is None:  # nothing correct: no speedup and no best.py to point at
         verdict = result.root.verdict or "not evaluated"
         print(f"\nno correct candidate: the seed ({verdict}) and every child failed; no best to report")

@@ -7,6 +7,7 @@ import html
 from pathlib import Path
 
 from kegen.report import plots
+from kegen.report.llm import llm_html
 from kegen.report.profiles import best_profile_html
 from kegen.report.text import summary_table, text_report, tree_text
 from kegen.search.store import GraphStore
@@ -21,6 +22,7 @@ overflow:auto;font-size:12px}}img{{max-width:100%}}h2{{border-bottom:1px solid #
 <h2>Search tree</h2><img src="data:image/png;base64,{tree}"><pre>{tree_text}</pre>
 <h2>Best kernel</h2>{roofline}{profile}<pre>{best_code}</pre>
 <h2>All nodes</h2><pre>{table}</pre>
+<h2>LLM calls</h2>{llm}
 <h2>Text summary</h2><pre>{text}</pre>
 </body></html>
 """
@@ -58,6 +60,7 @@ def write_report(store: GraphStore, run_id: str, out_dir: Path) -> Path:
         profile=best_profile_html(store, best[0]) if best else "<p>(no correct candidate)</p>",
         best_code=html.escape(best[0].code or "") if best else "",
         table=html.escape(summary_table(store, run_id, limit=1000)),
+        llm=llm_html(store, run_id),
         text=html.escape(text_report(store, run_id)),
     )
     path = out_dir / "report.html"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kegen.report.llm import llm_nodes_text, llm_summary
 from kegen.report.profiles import best_profile_text
 from kegen.search.store import GraphStore, Node
 
@@ -88,9 +89,7 @@ def text_report(store: GraphStore, run_id: str) -> str:
         f"{sum(1 for n in nodes if not n.evaluated)} pending)",
     ]
     if usage["calls"]:
-        out.append(
-            f"LLM: {int(usage['calls'])} calls, {int(usage['tokens'])} tokens, cost {usage['cost']:.4f}"
-        )
+        out.append(llm_summary(store, run_id) or "")
     if best:
         b = best[0]
         ev = store.evaluation(b.id)
@@ -114,6 +113,9 @@ def text_report(store: GraphStore, run_id: str) -> str:
         "",
         summary_table(store, run_id, limit=40),
     ]
+    if usage["calls"]:
+        out += ["", "LLM calls per node (prompt and reply heads; the HTML report has them whole):"]
+        out.append(llm_nodes_text(store, run_id))
     return "\n".join(out)
 
 

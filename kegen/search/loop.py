@@ -34,6 +34,7 @@ from kegen.search.store import GraphStore, Node, code_hash
 from kegen.search.termination import SearchProgress, Termination
 
 MAX_FAILED_PROPOSALS = 25
+MIN_PROPOSAL_S = 3.0  # no concurrent (LLM) proposal starts with less of the time limit left
 
 
 @dataclass
@@ -273,6 +274,9 @@ class SearchDriver:
         busy = len(self.inflight) + len(self.proposing)
         if self._budget_left() <= busy:
             return False
+        limit = self.config.termination.time_limit_s
+        if self.pool is not None and limit and limit - (time.perf_counter() - self._t0) < MIN_PROPOSAL_S:
+            return False  # a call started now could not finish before the search does
         if self.pool is None:
             return len(self.inflight) < slots
         return len(self.proposing) < self.proposal_slots and busy < slots + self.proposal_slots
@@ -282,7 +286,8 @@ class SearchDriver:
         limit = self.config.termination.time_limit_s
         timeout = max(limit - (time.perf_counter() - t0), 0.0) if limit else None
         futures: list[Future[Any]] = [*self.inflight, *self.proposing]
-        if not futures:
+        if not futures:  # only the time limit is left to wait for
+            time.sleep(min(timeout if timeout is not None else 0.05, 0.05))
             return
         done, _ = wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
         self._accept_proposals(executor, [f for f in done if f in self.proposing])

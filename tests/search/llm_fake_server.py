@@ -2,8 +2,8 @@
 
 Each chat request takes the next step of the script (then `default`):
 
-- `("reply", text)` with options `finish` ("stop"), `usage` (True: a final usage chunk when the
-  client asks for it), `delay` (seconds between streamed chunks);
+- `("reply", text, {options})`: options `finish` ("stop"), `usage` (True: a final usage chunk when
+  the client asks for it), `wait` (seconds before the first chunk), `delay` (seconds between chunks);
 - `("echo",)`: the reply is the request's system and user messages, verbatim;
 - `("length", text)`: `text` then finish reason "length";
 - `("status", code, message)`: an error body with that HTTP status;
@@ -45,6 +45,7 @@ class FakeLLM:
         self.aborted = 0
         self.active = 0
         self.max_active = 0
+        self.spans: list[tuple[float, float]] = []  # (start, end) of each chat request, monotonic
         self._lock = threading.Lock()
         self.srv = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.srv.daemon_threads = True
@@ -94,6 +95,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            t0 = time.monotonic()
             with fake._lock:
                 fake.requests.append(body)
                 fake.active += 1
@@ -106,6 +108,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             finally:
                 with fake._lock:
                     fake.active -= 1
+                    fake.spans.append((t0, time.monotonic()))
 
         def _chat(self, body: dict[str, Any]) -> None:
             text_in = "".join(m["content"] for m in body["messages"])
@@ -139,6 +142,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 text, delay = "thinking " * int(rest[0] / 0.05), 0.05
             else:
                 text = rest[0]
+            time.sleep(opts.get("wait", 0.0))  # reading the prompt
             self._stream(body, text, finish, delay, prompt_tokens, opts.get("usage", True))
 
         def _stream(

@@ -34,7 +34,11 @@ def test_streamed_reply_usage_and_finish_reason() -> None:
     assert r.completion_tokens == 8 and r.prompt_tokens == len("be brief" + "write code " * 30) // 3
     assert not r.tokens_estimated
     req = fake.requests[0]
-    assert req["stream"] is True and req["stream_options"] == {"include_usage": True} and req["max_tokens"] == 100
+    assert (
+        req["stream"] is True
+        and req["stream_options"] == {"include_usage": True}
+        and req["max_tokens"] == 100
+    )
 
 
 def test_reply_without_usage_is_estimated() -> None:

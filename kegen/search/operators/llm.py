@@ -165,7 +165,7 @@ class LLMOperator(Operator):
         template, system, user = render_prompt(ctx, prompt_budget)
         rec = LLMCallRecord(model=model, attempts=0)
         refitted = False
-        result = ChatResult("timeout", error="the proposal's deadline passed before the first call")
+        result = ChatResult("cancelled", error="no time was left in the search for this call")
         for attempt in range(self.config.max_retries + 2):
             if time.monotonic() >= deadline or self.client.cancelled:
                 break
