@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from mtia_sim.isa import Reg
+
 # state words shared with the hook
 S_CODE_BASE, S_CODE_SIZE, S_HOST_PTR, S_COUNT, S_LIMIT, S_STOP_FN, S_STOPPED = range(7)
 STATE_WORDS = 8
@@ -98,18 +100,46 @@ define void @mtia_access_hook(ptr %uc, i32 %type, i64 %addr, i32 %size, i64 %val
   ret void
 }
 
-; MMIO write callback: Unicorn splits a 64-bit store into two 32-bit writes (low half first).
-; Join them and call the Python handler once per register write: handler(offset, value).
-; st: 0 code_base, 1 code_size, 2 host ptr, 3 uc_reg_read, 4 handler, 5 pending low, 6 has low, 7 pc
-define void @mtia_mmio_write(ptr %uc, i64 %offset, i32 %size, i64 %value, ptr %st) {
+; One whole register write: a DOORBELL goes to the fast path first (st[8]: its function or 0, st[9]:
+; its state; it returns non-zero when it handled the command), everything else to Python (st[4]).
+define internal void @mtia_dispatch(ptr %st, i64 %offset, i64 %value) {
 entry:
+  %p_ff = getelementptr i64, ptr %st, i64 8
+  %ffi = load i64, ptr %p_ff
+  %has = icmp ne i64 %ffi, 0
+  %isdb = icmp eq i64 %offset, DOORBELL
+  %try = and i1 %has, %isdb
+  br i1 %try, label %fast, label %slow
+fast:
+  %ff = inttoptr i64 %ffi to ptr
+  %p_fs = getelementptr i64, ptr %st, i64 9
+  %fsi = load i64, ptr %p_fs
+  %fs = inttoptr i64 %fsi to ptr
+  %p_pc = getelementptr i64, ptr %st, i64 7
+  %pc = load i64, ptr %p_pc
+  %r = call i32 %ff(ptr %fs, i64 %value, i64 %pc)
+  %handled = icmp ne i32 %r, 0
+  br i1 %handled, label %ret, label %slow
+slow:
   %p_fn = getelementptr i64, ptr %st, i64 4
   %fni = load i64, ptr %p_fn
   %fn = inttoptr i64 %fni to ptr
+  call void %fn(i64 %offset, i64 %value)
+  br label %ret
+ret:
+  ret void
+}
+
+; MMIO write callback: Unicorn splits a 64-bit store into two 32-bit writes (low half first).
+; Join them and call the Python handler once per register write: handler(offset, value).
+; st: 0 code_base, 1 code_size, 2 host ptr, 3 uc_reg_read, 4 handler, 5 pending low, 6 has low, 7 pc,
+; 8 fast doorbell function, 9 its state
+define void @mtia_mmio_write(ptr %uc, i64 %offset, i32 %size, i64 %value, ptr %st) {
+entry:
   %is4 = icmp eq i32 %size, 4
   br i1 %is4, label %half, label %direct
 direct:
-  call void %fn(i64 %offset, i64 %value)
+  call void @mtia_dispatch(ptr %st, i64 %offset, i64 %value)
   ret void
 half:
   %hibit = and i64 %offset, 4
@@ -127,7 +157,7 @@ join:
   %hv = shl i64 %value, 32
   %full = or i64 %lo, %hv
   %off4 = sub i64 %offset, 4
-  call void %fn(i64 %off4, i64 %full)
+  call void @mtia_dispatch(ptr %st, i64 %off4, i64 %full)
   br label %done
 low:
   %p_rr = getelementptr i64, ptr %st, i64 3
@@ -175,7 +205,7 @@ dec16:
   %csw = icmp eq i32 %cf3, 6
   br i1 %csw, label %narrow, label %stash
 narrow:
-  call void %fn(i64 %offset, i64 %value)
+  call void @mtia_dispatch(ptr %st, i64 %offset, i64 %value)
   br label %done
 stash:
   %p_lo2 = getelementptr i64, ptr %st, i64 5
@@ -198,7 +228,7 @@ def _native_hook() -> tuple[int, int, int, Any, int] | None:
 
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        mod = llvm.parse_assembly(HOOK_IR)
+        mod = llvm.parse_assembly(HOOK_IR.replace("DOORBELL", str(int(Reg.DOORBELL))))
         mod.verify()
         tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
         engine = llvm.create_mcjit_compiler(mod, tm)
@@ -358,7 +388,8 @@ class AccessCounter:
 MMIO_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_uint64)
 MMIO_READ = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
                              ctypes.c_void_p)
-M_PENDING, M_HAS_PENDING, M_PC = 5, 6, 7
+M_PENDING, M_HAS_PENDING, M_PC, M_FAST_FN, M_FAST_STATE = 5, 6, 7, 8, 9
+MMIO_WORDS = 10
 
 
 class NativeMmio:
@@ -374,7 +405,7 @@ class NativeMmio:
 
         self._ucmod = ucmod
         self.write_fn = native[2]
-        self.state = np.zeros(STATE_WORDS, dtype=np.int64)
+        self.state = np.zeros(MMIO_WORDS, dtype=np.int64)
         self.state[0], self.state[1], self.state[2] = code_base, code.size, code.ctypes.data
         self.state[3] = ctypes.cast(ucmod.uclib.uc_reg_read, ctypes.c_void_p).value or 0
         words = _words(self.state)
@@ -392,3 +423,9 @@ class NativeMmio:
 
     def reset(self) -> None:
         self.state[M_HAS_PENDING] = 0
+
+    def set_fast_path(self, function: int, state: np.ndarray | None) -> None:
+        """DOORBELL writes try `function(state, address, pc)` first (see mtia_sim.fastpath); 0: never."""
+        self._fast_state = state  # keep alive
+        self.state[M_FAST_STATE] = 0 if state is None else state.ctypes.data
+        self.state[M_FAST_FN] = function if state is not None else 0

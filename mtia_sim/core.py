@@ -9,6 +9,7 @@ page with Python callbacks: a DOORBELL write decodes the descriptor and executes
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ from unicorn import (
 from unicorn import riscv_const as rv
 
 from mtia_sim import isa
-from mtia_sim.blockcount import AccessCounter, BlockCounter, NativeMmio, _native_hook
+from mtia_sim.blockcount import S_COUNT, AccessCounter, BlockCounter, NativeMmio, _native_hook
 from mtia_sim.errors import (
     CoreTrapError,
     DeviceAssertError,
@@ -39,6 +40,8 @@ from mtia_sim.errors import (
     SimulationError,
 )
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
+from mtia_sim.fastpath import FastDoorbells
+from mtia_sim.fastpath_ir import F_HASH, F_QCOUNT
 from mtia_sim.hostblas import limit_blas_threads
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
@@ -168,6 +171,7 @@ class Core:
                                      (MemLevel.DRAM.value, isa.DRAM_BASE, int(mem.dram_window))],
                                     force_python=python_block_hook)
         self.access.install(uc)
+        self.fast = self._fast_path()
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_fault)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         uc.reg_write(rv.UC_RISCV_REG_MSTATUS, uc.reg_read(rv.UC_RISCV_REG_MSTATUS) | MSTATUS_FS_INITIAL)
@@ -178,6 +182,22 @@ class Core:
         self.image: Image | None = None
         self.run: _Run | None = None
         self.debug_log: list[tuple[tuple[int, int, int], int]] = []
+
+    def _fast_path(self) -> FastDoorbells | None:
+        """The native doorbell fast path (mtia_sim/fastpath.py), unless the host JIT is missing or
+        KEGEN_SIM_FAST_DOORBELL=0."""
+        if self.native_mmio is None or os.environ.get("KEGEN_SIM_FAST_DOORBELL", "1") == "0":
+            return None
+        try:
+            fast = FastDoorbells(self.stack, isa.STACK_BASE, self.counter.state.ctypes.data + 8 * S_COUNT,
+                                 self.access.state, PLAN_CACHE_SIZE)
+        except RuntimeError:
+            return None
+        self.native_mmio.set_fast_path(fast.function, fast.state)
+        self.mem.on_invalidate.append(fast.clear)
+        self._fast_words = fast.words
+        self._core_events: dict[int, CoreEvent] = {}  # instructions -> shared CoreEvent (no accesses)
+        return fast
 
     # -- image and local store ---------------------------------------------------------------
     def load(self, image: Image) -> None:
@@ -225,13 +245,17 @@ class Core:
         self.counter.start(self.max_instructions)
         if self.native_mmio is not None:
             self.native_mmio.reset()
+        if self.fast is not None:
+            self.fast.begin(spec.pe, self.max_commands)
         try:
             if self.fp_quiet:
                 uc.emu_start(self.image.entry, isa.EXIT_ADDR)
             else:
                 with np.errstate(all="ignore"):  # unit math is C-like: no FP warnings
                     uc.emu_start(self.image.entry, isa.EXIT_ADDR)
+            self._drain(run)
         except UcError as exc:
+            self._drain_before_fault(run)
             self._raise_uc_error(run, exc)
         except SimulationError as exc:
             raise exc.locate(self._location(run)) from None
@@ -258,6 +282,56 @@ class Core:
         run.trace.events.append(EndEvent())
         return run.trace
 
+    def _drain(self, run: _Run) -> None:
+        """Trace events of the commands the fast path handled since the last drain, in order (the
+        commands themselves already ran)."""
+        fast = self.fast
+        if fast is None or not self._fast_words[F_QCOUNT]:
+            return
+        rows = fast.take()
+        events = run.trace.events
+        append = events.append
+        shared, templates, core_events = fast.events, fast.templates, self._core_events
+        last_count, last_access = run.last_count, run.last_access
+        for plan, pc, count, a0, a1, a2, a3, _ in rows:
+            if count != last_count:
+                now = [a0, a1, a2, a3]
+                if now == last_access:
+                    n = count - last_count
+                    ev = core_events.get(n)
+                    if ev is None:
+                        ev = core_events[n] = CoreEvent(n)
+                        if len(core_events) > SEEN_CACHE_SIZE:
+                            core_events.clear()
+                    append(ev)
+                else:
+                    append(self._core_event(count - last_count, now, last_access))
+                    last_access = now
+                last_count = count
+            by_pc = shared[plan]
+            cmd = by_pc.get(pc)
+            if cmd is None:
+                cmd = by_pc[pc] = _NEW_EVENT(CommandEvent)
+                cmd.__dict__.update(templates[plan].__dict__)
+                cmd.pc = pc
+            append(cmd)
+        run.last_count, run.last_access = last_count, last_access
+        run.commands += len(rows)
+        fast.set_budget(self.max_commands - run.commands)
+
+    def _drain_before_fault(self, run: _Run) -> None:
+        """Commands issued before a core fault come first: their errors win."""
+        try:
+            self._drain(run)
+        except SimulationError as exc:
+            raise exc.locate(self._location(run)) from None
+
+    def _core_event(self, n: int, now: list[int], last: list[int]) -> CoreEvent:
+        names = self.access.names
+        acc = tuple((names[i], now[2 * i] - last[2 * i], now[2 * i + 1] - last[2 * i + 1])
+                    for i in range(len(names)) if now[2 * i] != last[2 * i])
+        return CoreEvent(n, acc)
+
     def _end_core_event(self, run: _Run) -> None:
         count = self.counter.count
         n = count - run.last_count
@@ -266,10 +340,7 @@ class Core:
             if now == run.last_access:
                 run.trace.events.append(CoreEvent(n))
             else:
-                last, names = run.last_access, self.access.names
-                acc = tuple((names[i], now[2 * i] - last[2 * i], now[2 * i + 1] - last[2 * i + 1])
-                            for i in range(len(names)) if now[2 * i] != last[2 * i])
-                run.trace.events.append(CoreEvent(n, acc))
+                run.trace.events.append(self._core_event(n, now, run.last_access))
                 run.last_access = now
             run.last_count = count
 
@@ -350,6 +421,8 @@ class Core:
         if run is None:
             return
         try:
+            if self.fast is not None and self._fast_words[F_QCOUNT]:
+                self._drain(run)
             if offset == Reg.DOORBELL:
                 self._doorbell(run, value, pc)
             elif offset == Reg.FENCE:
@@ -385,6 +458,9 @@ class Core:
         run.commands += 1
         if run.commands > self.max_commands:
             raise RunawayError(f"program exceeded the command budget of {self.max_commands}")
+        fast = self.fast
+        if fast is not None:
+            fast.set_budget(self.max_commands - run.commands)
         raw = self._descriptor_bytes(run, addr)
         pe = run.spec.pe
         plans = self.mem.plan_cache
@@ -400,6 +476,8 @@ class Core:
                     Location(command=f"{op.name} tag={template.tag}", pc=pc)) from exc
             event = _NEW_EVENT(CommandEvent)
             event.__dict__.update(template.__dict__)
+            if fast is not None and self._fast_words[F_HASH] >= 0:
+                fast.register(raw, pe, redo, template)
         else:
             try:
                 desc = CommandDescriptor.from_bytes(raw)
@@ -417,6 +495,8 @@ class Core:
                     again = replay(desc, self.mem, pe)
                     if again is not None:
                         plans[(raw, pe)] = (again, event)
+                        if fast is not None:
+                            fast.register(raw, pe, again, event)
             elif len(seen) < SEEN_CACHE_SIZE:
                 seen.add((raw, pe))
         event.pc = pc

@@ -5,6 +5,9 @@ per program, what it did in order: instructions retired on the core between comm
 with the facts the timing model needs (never its values), fences, and the end. The timing model
 (`mtia_sim.timing`) replays the programs of all PEs together and owns every cycle and counter, so
 results can never depend on timing parameters.
+
+Events are read-only records: the core hands out one shared object for every replay of the same
+command at the same pc (and one CoreEvent per instruction count), so nothing may mutate them.
 """
 
 from __future__ import annotations

@@ -135,6 +135,7 @@ class MemorySystem:
         # (descriptor bytes, PE) -> (replay closure over views, first CommandEvent), see Core._doorbell
         self.plan_cache: dict[tuple[bytes, int], tuple[Callable[[], None], Any]] = {}
         self.seen_commands: set[tuple[bytes, int]] = set()
+        self.on_invalidate: list[Callable[[], None]] = []  # also dropped with the views (native plans)
 
     def map_host(self, host_addr: int, nbytes: int, keep: Any = None) -> HostMapping:
         """Make the `nbytes` of host memory at `host_addr` DRAM at a new device address (no copy).
@@ -174,6 +175,8 @@ class MemorySystem:
         self.view_cache.clear()
         self.plan_cache.clear()
         self.seen_commands.clear()
+        for drop in self.on_invalidate:
+            drop()
 
     def local(self, pe: int) -> np.ndarray:
         """PE `pe`'s local store (created zeroed on first use)."""

@@ -22,6 +22,7 @@ from mtia_sim.isa import AtomicOp, CommandDescriptor, DType, Flags, Op
 from mtia_sim.memory import MemorySystem
 from mtia_sim.units import dtypes
 from mtia_sim.units.dtypes import FLOATS, convert, immediate, np_dtype
+from mtia_sim.units.native import CopyOp, FillOp, with_ops
 from mtia_sim.units.operand import Tally, check_shape
 
 
@@ -71,20 +72,20 @@ def _unmasked_copy(desc: CommandDescriptor, tally: Tally, shape: tuple[int, ...]
         dst = tally.view("dst", desc.dst, dt, valid, desc.dst_stride, write=True)
     if empty:
         if fill is None:
-            return lambda: None
+            return with_ops(lambda: None)
 
         def fill_only() -> None:
             dst[...] = fill
-        return fill_only
+        return with_ops(fill_only, FillOp(dst, fill))
     src = tally.view("src0", desc.src0, src_dt, valid, desc.src0_stride, write=False)
     body = dst[inner].view(src.dtype)
     if fill is None:
-        return functools.partial(np.copyto, body, src)
+        return with_ops(functools.partial(np.copyto, body, src), CopyOp(body, src))
 
     def fill_and_copy() -> None:
         dst[...] = fill
         body[...] = src
-    return fill_and_copy
+    return with_ops(fill_and_copy, FillOp(dst, fill), CopyOp(body, src))
 
 
 def dma_copy(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:

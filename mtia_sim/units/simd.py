@@ -18,6 +18,7 @@ from mtia_sim.isa import TRANSCENDENTAL, CastMode, CmpOp, CommandDescriptor, DTy
 from mtia_sim.memory import MemorySystem
 from mtia_sim.units import dtypes
 from mtia_sim.units.dtypes import FLOATS, INTS, compute_dtype, convert, immediate
+from mtia_sim.units.native import FillOp, UfuncOp, with_ops
 from mtia_sim.units.operand import Tally, check_shape
 
 Array = np.ndarray
@@ -327,7 +328,7 @@ def replay(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> Callable[[], 
 
         def fill() -> None:
             dst[...] = value
-        return fill
+        return with_ops(fill, FillOp(dst, value))
     if desc.op not in (Op.SIMD_UNARY, Op.SIMD_BINARY) or c.flags & ~_REPLAY_FLAGS or out == DType.I1:
         return None
     ct = compute_dtype(out)
@@ -342,7 +343,7 @@ def replay(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> Callable[[], 
     dst = c.tally.view("dst", desc.dst, out, c.shape, desc.dst_stride, write=True)
     if (isinstance(fn, np.ufunc) and fn.nin == nargs and fn.nout == 1 and dst.flags.c_contiguous
             and fn(*args).dtype == dst.dtype):
-        return functools.partial(fn, *args, out=dst)
+        return with_ops(functools.partial(fn, *args, out=dst), UfuncOp(fn, tuple(args), dst))
 
     def general() -> None:
         dst[...] = convert(fn(*args), out)

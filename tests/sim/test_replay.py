@@ -131,7 +131,7 @@ def test_core_replays_repeated_commands(pe: int) -> None:
     res = sim.launch(img, (pe + 1,), [10])
     np.testing.assert_array_equal(sim.from_device(sim.local_address(pe, 0x400), 64, np.float32), 10 * ones)
     events = [e for e in res.traces[pe].events if hasattr(e, "op")]
-    assert len(events) == 10 and len({id(e) for e in events}) == 10
+    assert len(events) == 10  # repeated commands at one pc may share one (read-only) event object
     assert all(replace(e, pc=0) == replace(events[0], pc=0) for e in events)
     assert len({e.pc for e in events}) == 2  # the first doorbell is before the loop
     assert len([key for key in sim.memory.plan_cache if key[1] == pe]) == 1

@@ -1,0 +1,366 @@
+"""The doorbell fast path: replayed commands run in native code inside the MMIO store.
+
+A command the core has seen twice has a plan (`Core._doorbell`, D8): a closure over its operand
+views and the CommandEvent it produces. When the closure is one of the simple kinds
+(`mtia_sim.units.native`: byte copies, fills, one numpy ufunc over contiguous operands), the plan
+is also registered here: its descriptor bytes and PE as a key in a native hash table, and its ops as
+native records. The next DOORBELL store of the same descriptor on the same PE is then handled by
+`mtia_fast_doorbell` (mtia_sim/fastpath_ir.py) without calling Python: it runs the ops at once
+(doorbells stay synchronous, so the core sees exactly what the Python path would show it) and
+appends a queue row (plan, pc, instruction count, scalar-access totals). Python turns the rows into
+the same trace events later (`Core._drain`), before it handles anything else and when the program
+ends.
+
+Bit-identical by construction: copies and fills move the same bytes as numpy (operands that
+overlap are left to numpy); a ufunc runs numpy's own inner loop for that type, called as numpy's
+trivial-loop path calls it (one call over contiguous, aligned operands), and each loop is checked
+against numpy on NaN payloads, infinities and subnormals before it is used.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from typing import Any
+
+import numpy as np
+
+from mtia_sim.fastpath_ir import (
+    F_ACCESS_PTR,
+    F_BUDGET,
+    F_COUNT_PTR,
+    F_ENABLED,
+    F_HASH,
+    F_KEYS,
+    F_MASK,
+    F_OPS,
+    F_PE,
+    F_QCAP,
+    F_QCOUNT,
+    F_QUEUE,
+    F_STACK_BASE,
+    F_STACK_HOST,
+    F_STACK_SIZE,
+    F_TABLE,
+    K_COPY,
+    K_FILL,
+    K_UFUNC,
+    KEY_WORDS,
+    OP_WORDS,
+    OPS_PER_PLAN,
+    ROW_WORDS,
+    STATE_WORDS,
+    fast_ir,
+)
+from mtia_sim.units.native import CopyOp, FillOp, NativeOp, UfuncOp, ops_of
+
+QUEUE_ROWS = 4096
+ACCESS_WORDS = 4  # the queue row keeps 4 scalar-access counter words (2 ranges: SRAM, DRAM)
+
+
+@functools.cache
+def _engine() -> tuple[int, Any] | None:
+    """(address of mtia_fast_doorbell, engine keeping it alive), or None without a host JIT."""
+    try:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        mod = llvm.parse_assembly(fast_ir())
+        mod.verify()
+        tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        return engine.get_function_address("mtia_fast_doorbell"), engine
+    except Exception:  # pragma: no cover - depends on the host's LLVM build
+        return None
+
+
+# -- numpy inner loops -----------------------------------------------------------------------------
+_LOOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+
+
+def _ufunc_table(fn: np.ufunc) -> tuple[int, int] | None:
+    """(address of the `functions` array, of the `data` array) of a builtin ufunc, read from its
+    PyUFuncObject (PyObject_HEAD, 4 ints, functions, data, ntypes, reserved, name); None when the
+    layout does not check out (ntypes and name must match)."""
+    base = id(fn)
+    try:
+        ntypes = ctypes.c_int.from_address(base + 48).value
+        name = ctypes.c_char_p.from_address(base + 56).value
+    except (ValueError, OSError):  # pragma: no cover
+        return None
+    if ntypes != fn.ntypes or name != fn.__name__.encode():
+        return None
+    functions = ctypes.c_void_p.from_address(base + 32).value
+    data = ctypes.c_void_p.from_address(base + 40).value
+    if not functions:
+        return None
+    return functions, data or 0
+
+
+# ufuncs whose loops never raise (under np.errstate(all="ignore")); np.power is left out: it raises
+# for negative integer exponents, a data-dependent error the command must report
+SAFE_UFUNCS = frozenset({
+    np.add, np.subtract, np.multiply, np.true_divide, np.minimum, np.maximum, np.fmin, np.fmax,
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.negative, np.absolute, np.invert, np.exp, np.exp2,
+    np.log, np.log2, np.sqrt, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh,
+    np.tanh, np.floor, np.ceil, np.rint, np.trunc, np.log1p, np.expm1, np.arctan2,
+})
+
+
+@functools.cache
+def ufunc_loop(fn: np.ufunc, sig: str) -> tuple[int, int] | None:
+    """(inner loop, its data) numpy runs for `fn` with type signature `sig` (e.g. 'ff->f'), if
+    calling it directly gives numpy's bits on test data (NaN payloads, infinities, subnormals,
+    contiguous and broadcast operands); else None."""
+    if fn not in SAFE_UFUNCS:
+        return None
+    table = _ufunc_table(fn)
+    if table is None or sig not in fn.types:
+        return None
+    i = fn.types.index(sig)
+    loop = ctypes.c_void_p.from_address(table[0] + 8 * i).value
+    data = ctypes.c_void_p.from_address(table[1] + 8 * i).value if table[1] else 0
+    if not loop:
+        return None
+    dt = np.dtype(sig[0])
+    if any(np.dtype(c) != dt for c in sig.replace("->", "")):
+        return None
+    rng = np.random.default_rng(7)
+    n = 10007
+    ins = [rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt) for _ in range(fn.nin)]
+    if dt.kind == "f":  # every pair of specials, then random bit patterns (NaN payloads included)
+        sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -2.5, np.finfo(dt).smallest_subnormal], dt)
+        ins[0][:64] = np.tile(sp, 8)
+        if fn.nin == 2:
+            ins[1][:64] = np.repeat(sp, 8)
+    for scalar in (False, True):
+        args = list(ins)
+        if scalar and fn.nin == 2:
+            args[1] = np.asarray(ins[1][3])
+        elif scalar:
+            continue
+        want = np.empty(n, dt)
+        got = np.empty(n, dt)
+        with np.errstate(all="ignore"):
+            try:
+                fn(*args, out=want)
+            except (ValueError, TypeError, ArithmeticError):
+                return None
+            ptrs = (ctypes.c_void_p * 3)(*[a.ctypes.data for a in args], got.ctypes.data)
+            dims = (ctypes.c_int64 * 1)(n)
+            steps = (ctypes.c_int64 * 3)(*[0 if a.ndim == 0 else dt.itemsize for a in args], dt.itemsize)
+            _LOOP(loop)(ctypes.addressof(ptrs), ctypes.addressof(dims), ctypes.addressof(steps), data or None)
+        if want.tobytes() != got.tobytes():
+            return None
+    return loop, data or 0
+
+
+# -- encoding ops ----------------------------------------------------------------------------------
+def _bounds(a: np.ndarray) -> tuple[int, int]:
+    lo = hi = a.ctypes.data
+    for n, s in zip(a.shape, a.strides, strict=True):
+        if n > 1:
+            if s < 0:
+                lo += (n - 1) * s
+            else:
+                hi += (n - 1) * s
+    return lo, hi + a.itemsize
+
+
+def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:
+    alo, ahi = _bounds(a)
+    blo, bhi = _bounds(b)
+    return ahi <= blo or bhi <= alo
+
+
+def _no_self_overlap(a: np.ndarray) -> bool:
+    extent = a.itemsize
+    for n, s in sorted(((n, abs(s)) for n, s in zip(a.shape, a.strides, strict=True) if n > 1),
+                       key=lambda d: d[1]):
+        if s < extent:
+            return False
+        extent = s * (n - 1) + extent
+    return True
+
+
+def _dims(shape: tuple[int, ...], dst: tuple[int, ...], src: tuple[int, ...]) -> list[int] | None:
+    """counts[4] + dst strides[4] + src strides[4] (outer first), contiguous dims merged."""
+    dims = [(n, d, s) for n, d, s in zip(shape, dst, src, strict=True) if n != 1]
+    merged: list[tuple[int, int, int]] = []
+    for n, d, s in reversed(dims):  # inner first
+        if merged and d == merged[-1][1] * merged[-1][0] and s == merged[-1][2] * merged[-1][0]:
+            m = merged.pop()
+            merged.append((m[0] * n, m[1], m[2]))
+        else:
+            merged.append((n, d, s))
+    merged.reverse()
+    if len(merged) > 4:
+        return None
+    merged = [(1, 0, 0)] * (4 - len(merged)) + merged
+    return [m[0] for m in merged] + [m[1] for m in merged] + [m[2] for m in merged]
+
+
+def encode(op: NativeOp) -> list[int] | None:
+    """The native record of one op, or None when it must stay in numpy."""
+    if isinstance(op, CopyOp):
+        dst, src = op.dst, op.src
+        if dst.shape != src.shape or dst.itemsize != src.itemsize or not _no_self_overlap(dst):
+            return None
+        if not _disjoint(dst, src):
+            return None
+        dims = _dims(dst.shape, dst.strides, src.strides)
+        if dims is None:
+            return None
+        return [K_COPY, dst.itemsize, dst.ctypes.data, src.ctypes.data, *dims]
+    if isinstance(op, FillOp):
+        dst, value = op.dst, np.asarray(op.value)
+        if value.size != 1 or value.dtype != dst.dtype or dst.itemsize not in (1, 2, 4, 8):
+            return None
+        dims = _dims(dst.shape, dst.strides, (0,) * dst.ndim)
+        if dims is None:
+            return None
+        bits = int.from_bytes(value.tobytes(), "little")
+        bits = bits - (1 << 64) if bits >> 63 else bits
+        return [K_FILL, dst.itemsize, dst.ctypes.data, bits, *dims]
+    return _encode_ufunc(op)
+
+
+def _encode_ufunc(op: UfuncOp) -> list[int] | None:
+    out, fn, args = op.out, op.fn, op.args
+    if fn.nout != 1 or fn.nin != len(args) or fn.nin > 2:
+        return None
+    if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
+        return None
+    ptrs, steps = [], []
+    for a in args:
+        if not isinstance(a, np.ndarray) or a.dtype != out.dtype or not a.flags.aligned:
+            return None
+        if a.ndim == 0:
+            ptrs.append(a.ctypes.data)
+            steps.append(0)
+            continue
+        if a.shape != out.shape or not a.flags.c_contiguous:
+            return None
+        if a.ctypes.data != out.ctypes.data and not _disjoint(a, out):
+            return None  # partial overlap: numpy copies the input first
+        ptrs.append(a.ctypes.data)
+        steps.append(a.itemsize)
+    ch = out.dtype.char
+    loop = ufunc_loop(fn, ch * fn.nin + "->" + ch)
+    if loop is None:
+        return None
+    ptrs.append(out.ctypes.data)
+    steps.append(out.itemsize)
+    ptrs += [0] * (3 - len(ptrs))
+    steps += [0] * (3 - len(steps))
+    return [K_UFUNC, loop[0], loop[1], out.size, *ptrs, *steps]
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >> 63 else v
+
+
+class FastDoorbells:
+    """Native plan table, op records and event queue of one core (see the module doc)."""
+
+    def __init__(self, stack: np.ndarray, stack_base: int, count_addr: int, access: np.ndarray,
+                 max_plans: int) -> None:
+        native = _engine()
+        if native is None:
+            raise RuntimeError("host JIT unavailable")
+        self.function = native[0]
+        slots = 1 << max(2 * max_plans - 1, 1).bit_length()
+        self.max_plans = max_plans
+        self.state = np.zeros(STATE_WORDS, dtype=np.int64)
+        self.table = np.zeros(2 * slots, dtype=np.int64)  # (hash, plan + 1) per slot; 0 = empty
+        self.keys = np.zeros((max_plans, KEY_WORDS), dtype=np.int64)
+        self.ops = np.zeros((max_plans, OPS_PER_PLAN, OP_WORDS), dtype=np.int64)
+        self.queue = np.zeros((QUEUE_ROWS, ROW_WORDS), dtype=np.int64)
+        if access.size < ACCESS_WORDS:
+            access = np.zeros(ACCESS_WORDS, dtype=np.int64)
+        self._access = access  # keep alive (its address is in the state)
+        s = self.state
+        s[F_ENABLED] = int(access.size == ACCESS_WORDS)
+        s[F_STACK_BASE], s[F_STACK_SIZE], s[F_STACK_HOST] = stack_base, stack.size, stack.ctypes.data
+        s[F_TABLE], s[F_MASK], s[F_KEYS] = self.table.ctypes.data, slots - 1, self.keys.ctypes.data
+        s[F_OPS], s[F_QUEUE], s[F_QCAP] = self.ops.ctypes.data, self.queue.ctypes.data, QUEUE_ROWS
+        s[F_COUNT_PTR], s[F_ACCESS_PTR] = count_addr, access.ctypes.data
+        self.words = (ctypes.c_int64 * STATE_WORDS).from_address(self.state.ctypes.data)
+        self._stack = stack
+        self.templates: list[Any] = []  # plan -> first CommandEvent
+        self.events: list[dict[int, Any]] = []  # plan -> {pc: CommandEvent}
+        self._keep: list[Any] = []  # plan -> the arrays its records point into
+        self.known: dict[tuple[bytes, int], int] = {}  # (descriptor, PE) -> plan, or -1: not native
+        self.handled = 0  # commands the native path ran (drained), for tests and benchmarks
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.words[F_ENABLED])
+
+    @enabled.setter
+    def enabled(self, on: bool) -> None:
+        self.words[F_ENABLED] = int(on)
+
+    def begin(self, pe: int, budget: int) -> None:
+        """Before a program runs on `pe` with `budget` commands left."""
+        w = self.words
+        w[F_PE], w[F_BUDGET], w[F_QCOUNT] = pe, budget, 0
+
+    def set_budget(self, budget: int) -> None:
+        self.words[F_BUDGET] = budget
+
+    @property
+    def pending(self) -> int:
+        return int(self.words[F_QCOUNT])
+
+    def take(self) -> list[list[int]]:
+        """The queued rows (plan, pc, instructions, 4 access words, spare), emptying the queue."""
+        n = self.words[F_QCOUNT]
+        if not n:
+            return []
+        self.words[F_QCOUNT] = 0
+        self.handled += n
+        return self.queue[:n].tolist()  # type: ignore[no-any-return]
+
+    def register(self, raw: bytes, pe: int, redo: Any, template: Any) -> None:
+        """Offer a plan to the native table after its doorbell was handled in Python (the hash the
+        native code computed for that descriptor is still in the state)."""
+        h = int(self.words[F_HASH])
+        key = (raw, pe)
+        if h < 0 or key in self.known:
+            return
+        if len(self.templates) >= self.max_plans:
+            return
+        ops = ops_of(redo)
+        records = None if ops is None else [encode(op) for op in ops]
+        if records is None or len(records) > OPS_PER_PLAN or any(r is None for r in records):
+            self.known[key] = -1
+            return
+        plan = len(self.templates)
+        self.keys[plan, :-1] = np.frombuffer(raw, dtype=np.int64)
+        self.keys[plan, -1] = pe
+        self.ops[plan] = 0
+        for k, rec in enumerate(records):
+            assert rec is not None
+            self.ops[plan, k, :len(rec)] = rec
+        self.templates.append(template)
+        self.events.append({})
+        self._keep.append(ops)
+        self.known[key] = plan
+        mask = len(self.table) // 2 - 1
+        slot = h & mask
+        while self.table[2 * slot + 1]:
+            slot = (slot + 1) & mask
+        self.table[2 * slot] = h
+        self.table[2 * slot + 1] = plan + 1
+
+    def clear(self) -> None:
+        """Forget every plan (the operand views they point into may be gone)."""
+        self.table[:] = 0
+        self.templates.clear()
+        self.events.clear()
+        self._keep.clear()
+        self.known.clear()
+        self.words[F_QCOUNT] = 0
