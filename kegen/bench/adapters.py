@@ -85,16 +85,20 @@ def search_unavailable() -> str | None:
 
 
 def search_problem(problem: SuiteProblem, config: BenchConfig, out_dir: Path,
-                   executor: Any = None) -> SearchOutcome:
+                   executor: Any = None, resume: str | None = None) -> SearchOutcome:
     """Search `problem` from its seed with `config.budget` evaluations; report the best correct kernel.
-    `executor`: a shared `kegen.executor` executor to evaluate on (else the search makes its own)."""
+    `executor`: a shared `kegen.executor` executor to evaluate on (else the search makes its own);
+    `resume`: the id of an earlier run of this problem in `out_dir`'s store to continue."""
     from kegen.search import SearchConfig, run_search
 
     base = SearchConfig.default(problem.problem_path)
+    if config.operator:
+        base = replace(base, operator=replace(base.operator, name=config.operator))
     search_config = replace(
         base,
         seed=problem.seed_path,
         out_dir=out_dir,
+        resume=resume,
         termination=replace(base.termination, max_evaluations=config.budget,
                             time_limit_s=config.search_time_limit_s),
         eval=replace(base.eval, target=config.target, machine=config.machine, jobs=config.jobs,
@@ -114,7 +118,8 @@ def search_outcome_from_result(result: Any, out_dir: Path) -> SearchOutcome:
     from kegen.search.store import GraphStore
 
     outcome = SearchOutcome(state=SEARCH_DONE, evaluations=int(result.evaluations),
-                            time_s=float(result.elapsed_s), message=str(result.stop_reason or ""))
+                            time_s=float(result.elapsed_s), message=str(result.stop_reason or ""),
+                            extra={"run_id": result.run_id, "stop_reason": str(result.stop_reason or "")})
     best = result.best if result.best is not None and result.best.correct else None
     store = GraphStore(result.db)
     try:
@@ -140,7 +145,7 @@ def search_outcome_from_result(result: Any, out_dir: Path) -> SearchOutcome:
         path = out_dir / "best.py"
         path.write_text(best.code)
         outcome.best_path = str(path)
-    outcome.extra = {"best_node": best.id, "best_description": best.description, "run_id": result.run_id}
+    outcome.extra.update(best_node=best.id, best_description=best.description)
     return outcome
 
 

@@ -48,6 +48,7 @@ class BenchConfig:
     executor: str = "local"  # "ray": seeds and searches spread over a Ray cluster (kegen.executor)
     compile_baseline: bool = False  # on mtia: time torch.compile per problem (`kegen bench` turns it on)
     ray_address: str | None = None
+    operator: str = ""  # the search's operator ("offline" | "llm"); "" = from the settings
 
     def __post_init__(self) -> None:
         if self.budget < 0:

@@ -1,0 +1,154 @@
+"""The targets table and the resumable recording (kegen.bench.record), with scripted searches.
+
+Nothing here simulates: the searches are scripted, the store holds only a run record, so what is
+tested is the bench's own logic (targets met/missed, evals to 90%, partial/done, resume, packing).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kegen.bench import adapters
+from kegen.bench.markdown import format_markdown, goals_table
+from kegen.bench.metrics import evals_to_fraction, summarize
+from kegen.bench.record import DONE, PARTIAL, RecordConfig, assemble, load_record, pack, record, unpack
+from kegen.bench.results import BenchReport, ProblemResult
+from kegen.bench.runner import BenchConfig, SearchOutcome, SeedEval
+from kegen.bench.table import format_summary, format_table
+from kegen.search.store import GraphStore
+from kegen.suites import SuiteProblem, find_suite, target_roofline_for
+
+
+def _row(name: str, roof: float | None, target: float | None, seed_t: float = 4e-5, best_t: float = 1e-5,
+         compile_t: float | None = 2e-5, evals: int | None = 3) -> ProblemResult:
+    return ProblemResult(name=name, op_class="gemm", seed_status="ok", seed_correct=True, seed_speedup=1.0,
+                         seed_time_s=seed_t, best_speedup=seed_t / best_t, best_time_s=best_t, best_roofline=roof,
+                         best_source="search", compile_time_s=compile_t, target_roofline=target,
+                         evals_to_90=evals, best_diagnosis="memory-bound: limited by dram (memory)")
+
+
+def test_evals_to_fraction_counts_after_the_seed() -> None:
+    assert evals_to_fraction([1.0, None, 1.5, 3.0, 2.9]) == 3
+    assert evals_to_fraction([1.0, 0.95]) == 0  # the seed itself is within 90% of the best
+    assert evals_to_fraction([None, 0.0, None]) is None
+    assert evals_to_fraction([1.0, 10.0, 9.5], fraction=0.9) == 1
+
+
+def test_target_verdicts_speedups_and_the_table() -> None:
+    rows = [_row("a", 0.85, 0.80), _row("b", 0.5, 0.85), _row("c", None, 0.8),
+            ProblemResult(name="d", seed_status="incorrect", target_roofline=0.8)]
+    assert [r.target_met for r in rows] == [True, False, None, False]
+    assert rows[0].speedup_vs_seed == pytest.approx(4.0) and rows[0].speedup_vs_compile == pytest.approx(2.0)
+    assert rows[3].speedup_vs_seed is None
+    s = summarize(rows)
+    assert (s.targets_set, s.targets_met, s.median_evals_to_90) == (3, 1, 3.0)
+    report = BenchReport(suite="t", target="mtia", machine="mtia-2i", budget=50, jobs=1, started="x",
+                         baseline="seed", problems=rows).finalize()
+    table = format_table(report)
+    header = table.splitlines()[0]
+    for col in ("seed time", "best time", "compile", "x seed", "vs compile", "roofline", "target", "fast_1",
+                "evals->90%"):
+        assert col in header
+    line_a = next(line for line in table.splitlines() if line.startswith("a "))
+    assert ">=80% met" in line_a and "40.0 us" in line_a and "10.0 us" in line_a and "4.00x" in line_a
+    assert ">=85% MISSED" in table and "INCORRECT" in table
+    summary = format_summary(report)
+    assert "roofline targets met on 1/3 problems (>=80%: 1/2, >=85%: 0/1)" in summary
+    assert "median 3 evaluations" in summary
+    goals = goals_table(report)
+    assert "| GEMM-class at >= 80% of roofline | 1/2 | all | missed |" in goals
+    assert "| geomean speedup over the seeds | 4.00x | >= 3x | met |" in goals
+    md = format_markdown(report, "title")
+    assert "**b** (gemm, best from search): 50.0% of its roofline, target >= 85%. memory-bound" in md
+    assert "**d**: no correct kernel" in md and "**a**" not in md.split("## Gaps")[1]
+
+
+def test_suite_targets_by_class_and_declared() -> None:
+    assert target_roofline_for("gemm") == 0.80 and target_roofline_for("jagged") == 0.85
+    default = find_suite("default").select(["gemm", "softmax"]).problems
+    assert [p.target for p in default] == [0.80, 0.85]  # no declaration: by op class
+
+
+def test_evals_to_90_prefers_the_search_count() -> None:
+    result = SimpleNamespace(screening={"evals_to_90": 7}, run_id="r")
+    assert adapters.evals_to_90(result, store=None) == 7
+
+
+class ScriptedSearch:
+    """Stops at a time limit on the first call, spends the budget when resumed; writes a real run
+    record in the problem's store so the recorder can find the run to resume."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str | None]] = []
+
+    def __call__(self, problem: SuiteProblem, config: BenchConfig, out_dir: Path, resume: str | None = None,
+                 **_: Any) -> SearchOutcome:
+        self.calls.append((problem.name, resume))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        run_id = resume
+        if run_id is None:
+            store = GraphStore(out_dir / "search.db")
+            run_id = store.create_run(problem_path=str(problem.problem_path), problem_key="k", target="mtia",
+                                      machine="mtia-2i", seed_hash=None, config={}, out_dir=str(out_dir))
+            store.close()
+        first = resume is None
+        stop = "time limit reached (30 s of 30 s)" if first else "evaluation budget spent (5 evaluations)"
+        seed = SeedEval(status="ok", speedup=1.0, baseline="seed", roofline=0.2, time_s=4e-5,
+                        diagnosis="latency-bound")
+        return SearchOutcome("done", evaluations=2 if first else 5, time_s=10.0, seed=seed, found_correct=True,
+                             gain=2.0 if first else 4.0, best_time_s=2e-5 if first else 1e-5,
+                             best_roofline=0.4 if first else 0.8, evals_to_90=1 if first else 4,
+                             best_diagnosis="dram-bound", extra={"run_id": run_id, "stop_reason": stop})
+
+
+def test_record_writes_partial_results_then_resumes_and_finishes(tmp_path: Path) -> None:
+    search = ScriptedSearch()
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm",), budget=5,
+                       compile_baseline=False, skip_done=True)
+    logs: list[str] = []
+    (first,) = record(cfg, search_problem=search, log=logs.append)
+    assert first.state == PARTIAL and first.row.search_evaluations == 2 and first.run_id
+    on_disk = load_record(cfg.work_dir, "gemm")
+    assert on_disk is not None and on_disk.state == PARTIAL
+    (second,) = record(cfg, search_problem=search, log=logs.append)
+    assert search.calls == [("gemm", None), ("gemm", first.run_id)]
+    assert second.state == DONE and second.commands == 2 and second.row.search_time_s == pytest.approx(20.0)
+    assert second.row.evals_to_90 == 4 and second.row.best_diagnosis == "dram-bound"
+    assert second.row.target_met is True  # 0.8 against gemm's 0.80
+    assert record(cfg, search_problem=search, log=logs.append) == []  # done: skipped
+    assert any("already done, skipped: gemm" in m for m in logs)
+    report = assemble(cfg)
+    assert [p.name for p in report.problems] == ["gemm"]
+    assert any(n.startswith("not recorded yet: ") and "softmax" in n for n in report.notes)
+
+
+def test_recorded_again_without_skip_done_starts_a_new_search(tmp_path: Path) -> None:
+    search = ScriptedSearch()
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm",), budget=5, compile_baseline=False)
+    record(cfg, search_problem=search, log=lambda m: None)
+    record(cfg, search_problem=search, log=lambda m: None)  # resumes the partial one: done
+    record(cfg, search_problem=search, log=lambda m: None)  # done, recorded again from scratch
+    assert [resume is None for _, resume in search.calls] == [True, False, True]
+
+
+def test_deadline_too_short_starts_nothing(tmp_path: Path) -> None:
+    search = ScriptedSearch()
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm",), deadline_s=60, drain_s=120)
+    logs: list[str] = []
+    assert record(cfg, search_problem=search, log=logs.append) == []
+    assert search.calls == [] and "not started" in logs[0]
+
+
+def test_pack_and_unpack_the_work_folder(tmp_path: Path) -> None:
+    work = tmp_path / "w"
+    (work / "gemm").mkdir(parents=True)
+    (work / "gemm" / "result.json").write_text("{}")
+    archive = pack(work, tmp_path / "state.tar.gz")
+    elsewhere = tmp_path / "b" / "w"
+    elsewhere.parent.mkdir()
+    assert unpack(archive, elsewhere) and (elsewhere / "gemm" / "result.json").read_text() == "{}"
+    assert not unpack(archive, elsewhere)  # present already: left alone

@@ -1,0 +1,107 @@
+"""Record the production suite on mtia (issue 18): offline search per problem, targets table, gaps.
+
+Resumable for machines with a per-command time limit: each problem's result is written to
+`<work-dir>/<problem>/result.json` as soon as its search ends (or is cut by the deadline, then
+continued by the next command), and `docs/results/production_mtia.{md,json}` are rewritten from
+every recorded problem at the end of each command.
+
+    # one 10-minute command on a 16-core host (repeat until every problem is done):
+    python tools/record_production.py --jobs 16 --budget 50 --skip-done --deadline 540 \\
+        --archive production_mtia_state.tar.gz
+
+    # locally, two problems with a small budget:
+    python tools/record_production.py --only gemm_fp16_512,rms_norm_fp16 --budget 4 --jobs 2
+
+`--archive PATH` restores the work folder from PATH when it is missing and packs it there at the
+end: on a remote machine that starts bare, carry that one file from one command to the next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from kegen.bench.markdown import format_markdown
+from kegen.bench.record import RecordConfig, assemble, pack, record, unpack
+from kegen.bench.results import write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "docs" / "results"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", default="production")
+    ap.add_argument("--machine", default="mtia-2i")
+    ap.add_argument("--budget", type=int, default=50, help="evaluations per problem (seed included)")
+    ap.add_argument("--jobs", type=int, default=1, help="evaluations at the same time (cores to use)")
+    ap.add_argument("--problems-at-once", type=int, default=1,
+                    help="searches side by side, sharing --jobs (default 1: one problem after another)")
+    ap.add_argument("--only", default="", help="comma-separated problem names (default: the whole suite)")
+    ap.add_argument("--skip-done", action="store_true", help="leave problems recorded as done alone")
+    ap.add_argument("--deadline", type=float, default=None, metavar="S",
+                    help="this command's time: searches stop in time, no problem starts too late")
+    ap.add_argument("--drain", type=float, default=120.0, metavar="S",
+                    help="kept free before the deadline for evaluations in flight (default 120)")
+    ap.add_argument("--eval-timeout", type=float, default=None, metavar="S", help="one evaluation's limit")
+    ap.add_argument("--no-compile-baseline", action="store_true", help="skip torch.compile on mtia")
+    ap.add_argument("--work-dir", type=Path, default=ROOT / "runs" / "production-mtia")
+    ap.add_argument("--archive", type=Path, default=None,
+                    help="a .tar.gz of the work folder: restored from when missing, written at the end")
+    ap.add_argument("--out", type=Path, default=RESULTS / "production_mtia",
+                    help="output path without suffix (.md and .json are written)")
+    ap.add_argument("--assemble-only", action="store_true",
+                    help="only rewrite the .md/.json from the records")
+    args = ap.parse_args(argv)
+
+    started = time.monotonic()
+    if args.archive is not None and unpack(args.archive, args.work_dir):
+        print(f"restored {args.work_dir} from {args.archive}")
+    cfg = RecordConfig(
+        work_dir=args.work_dir, suite=args.suite, machine=args.machine, budget=args.budget,
+        jobs=args.jobs, problems_at_once=args.problems_at_once,
+        only=tuple(n.strip() for n in args.only.split(",") if n.strip()), skip_done=args.skip_done,
+        deadline_s=args.deadline, drain_s=args.drain, eval_timeout_s=args.eval_timeout,
+        compile_baseline=not args.no_compile_baseline,
+    )
+    if not args.assemble_only:
+        record(cfg, log=lambda msg: print(f"[{time.monotonic() - started:6.0f} s] {msg}", flush=True))
+    report = assemble(cfg)
+    command = "python tools/record_production.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    preamble = (
+        f"Recorded with `{command}` (offline operator, budget {cfg.budget} evaluations per problem, "
+        f"machine {cfg.machine}); rows are read from `{_rel(cfg.work_dir)}/<problem>/result.json`. "
+        f"Host: {report.host.get('cores', '?')} cores, Python {report.host.get('python', '?')}. "
+        "Times are simulated "
+        "device times of one forward; x seed = seed time / best time; vs compile = torch.compile's time "
+        "(Inductor's kernels lowered for mtia) / best time; roofline = roofline time / best time; evals->90% "
+        "= evaluations after the seed's until the best so far reached 90% of the final best."
+    )
+    title = f"{cfg.suite} suite on mtia ({cfg.machine}): targets"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    md = args.out.with_suffix(".md")
+    md.write_text(format_markdown(report, title, preamble))
+    js = write_json(report, args.out.with_suffix(".json"))
+    data = json.loads(js.read_text())
+    data["command"] = command
+    js.write_text(json.dumps(data, indent=2) + "\n")
+    if args.archive is not None and args.work_dir.is_dir():
+        pack(args.work_dir, args.archive)
+        print(f"packed {args.work_dir} into {args.archive}")
+    print(md.read_text())
+    print(f"wrote {md} and {js} in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
