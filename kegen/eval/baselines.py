@@ -15,7 +15,7 @@ from kegen.eval import memo, roofline
 from kegen.eval.checker import compare_outputs
 from kegen.eval.config import EvalConfig
 from kegen.eval.errors import CandidateError
-from kegen.eval.inputs import InputFactory, clone_all
+from kegen.eval.inputs import InputFactory, clone_all, default_device
 from kegen.eval.profile import Profile, from_host_timing, from_mtia_launches
 from kegen.eval.runner import call_reference
 
@@ -115,7 +115,7 @@ def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]]) -> fl
     """Trusted code (the reference, torch.compile of it) timed in the evaluator itself."""
 
     def run(x: list[Any]) -> Any:
-        with torch.no_grad():
+        with torch.no_grad(), default_device(ev.device_name):
             return call(x)
 
     if ev.gpu:
@@ -195,7 +195,8 @@ def _measure_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> rooflin
     try:
         inputs = factory.make(ev.seed())
         out = call_reference(ref, clone_all(inputs), ev.gpu)
-        rf = roofline.problem_roofline(ref, inputs, out, peak)
+        with default_device(ev.device_name):
+            rf = roofline.problem_roofline(ref, inputs, out, peak)
     except Exception as exc:
         details["roofline_error"] = f"{type(exc).__name__}: {exc}"
         return None

@@ -96,23 +96,15 @@ class CandidateServer:
 
     def gpu_time(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
         """Time one call per input set with CUDA events (GPU targets: trusted-on-GPU, see THREAT_MODEL)."""
-        import torch
-
+        from kegen.eval.timing_gpu import time_calls
         from kegen.eval.wire import decode_values, encode_values
 
         sets = [decode_values(m, blobs, self.device) for m in job.get("sets") or []]
-        flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
-        samples: list[float] = []
-        all_outs: list[Any] = []
-        for inputs in sets:
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            outs = self.guards.call(self.model, inputs, "candidate forward (timing)", watch_ops=False)
-            end.record()
-            torch.cuda.synchronize()
-            samples.append(start.elapsed_time(end) * 1e-3)
-            all_outs.append(outs)
+        samples, all_outs = time_calls(
+            lambda fwd, inputs: self.guards.call(fwd, inputs, "candidate forward (timing)", watch_ops=False),
+            self.model,
+            sets,
+        )
         metas: list[Any] = []
         out_blobs: list[bytes] = []
         for outs in all_outs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,8 +26,17 @@ class InputFactory:
         self.device = device
 
     def make(self, seed: int, sizes: dict[str, int] | None = None) -> list[Any]:
+        """`get_inputs()` seeded; on a GPU made there (`default_device`: no host generation and
+        copy), or on the host if the problem's code cannot run on the GPU."""
         with _patched_sizes(self.problem, sizes or {}):
             torch.manual_seed(seed)
+            if self.device != "cpu":
+                try:
+                    with default_device(self.device):
+                        raw = self.problem.get_inputs()
+                    return [to_device(x, self.device) for x in raw]
+                except Exception:  # e.g. get_inputs() goes through numpy: make them on the host
+                    torch.manual_seed(seed)
             raw = self.problem.get_inputs()
         return [to_device(x, self.device) for x in raw]
 
@@ -51,6 +61,12 @@ class InputFactory:
                 continue
             auto[name] = max(3, value // 2 + 1) if value > 8 else value - 1
         return [auto][:MAX_AUTO_EDGES] if auto else []
+
+
+def default_device(device: str) -> contextlib.AbstractContextManager[Any]:
+    """Tensors created without a device land on `device`: problems and candidates written for host
+    tensors (the mtia convention, `torch.empty(n)`) run unchanged on a GPU."""
+    return torch.device(device) if device != "cpu" else contextlib.nullcontext()
 
 
 def to_device(x: Any, device: str) -> Any:

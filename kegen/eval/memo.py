@@ -106,6 +106,11 @@ def record_time(key: str, seconds: float) -> None:
         _best[key] = seconds
 
 
+def reset_best() -> None:
+    """Forget the best times (a new search starts its own "best so far")."""
+    _best.clear()
+
+
 def clear() -> None:
     """Forget everything (tests; a long-lived process evaluating a changed machine)."""
     _memo.clear()

@@ -110,7 +110,7 @@ def kernel_table(model: Any, inputs: list[Any]) -> tuple[list[KernelStat], float
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    with torch.no_grad():
+    with torch.no_grad(), torch.device("cuda"):
         for _ in range(2):
             model(*inputs)
         torch.cuda.synchronize()

@@ -20,7 +20,7 @@ from kegen.eval.cheats import (
     install_launch_hooks,
 )
 from kegen.eval.errors import CandidateError
-from kegen.eval.inputs import flatten_outputs
+from kegen.eval.inputs import default_device, flatten_outputs
 from kegen.eval.loader import source_line_of
 
 
@@ -56,7 +56,8 @@ def classify(exc: BaseException, path: Path | None, what: str) -> CandidateError
 def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> torch.nn.Module:
     """`cls(*init_inputs)` with the RNG seeded, so the reference and the candidate get equal weights."""
     torch.manual_seed(seed)
-    model = cls(*init_inputs)
+    with default_device(device):
+        model = cls(*init_inputs)
     if isinstance(model, torch.nn.Module):
         model = model.to(device).eval()
     return model
@@ -153,7 +154,7 @@ class Guards:
         CandidateError."""
         self.in_candidate = True
         try:
-            with torch.no_grad():
+            with torch.no_grad(), default_device("cuda" if self.gpu else "cpu"):
                 if watch_ops:
                     with self.ops():
                         out = model(*inputs)
@@ -188,7 +189,7 @@ class Guards:
 
 
 def call_reference(model: Any, inputs: list[Any], gpu: bool) -> list[torch.Tensor]:
-    with torch.no_grad():
+    with torch.no_grad(), default_device("cuda" if gpu else "cpu"):
         out = flatten_outputs(model(*inputs))
     if gpu:
         torch.cuda.synchronize()

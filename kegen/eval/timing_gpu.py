@@ -25,6 +25,11 @@ HOST_BOUND_S = 0.5e-3  # host time per forward beyond this is not launch overhea
 SPIN_HZ = 2.0e9  # GPU clock assumed for the spin kernel: a slower clock only spins longer
 
 
+def _flush_buffer() -> torch.Tensor:
+    """A buffer larger than any GPU's L2: zeroing it before a call evicts the previous call's data."""
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+
+
 def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], config: EvalConfig) -> Timing:
     """Per-call CUDA-event times, L2 flushed before each call, fresh inputs round-robin.
 
@@ -35,7 +40,7 @@ def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], confi
     `host_inclusive`, and used by the escape check. A forward whose host time exceeds the GPU
     time by more than HOST_BOUND_S is host-bound: then the host-inclusive time is the primary one.
     """
-    flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    flush = _flush_buffer()
     out = call(input_sets[0])
     _synchronize()
     t0 = _perf_counter()
@@ -72,6 +77,33 @@ def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], confi
     if escaped:
         timing.notes.append(escaped)
     return timing
+
+
+def time_calls(
+    guarded: Callable[[Callable[..., Any], list[Any]], Any], model: Callable[..., Any], sets: list[list[Any]]
+) -> tuple[list[float], list[Any]]:
+    """The candidate worker's timed calls: one per input set, L2 flushed before each, CUDA events
+    from after the flush to the moment `model`'s forward returns. `guarded(fwd, inputs)` runs the
+    forward under the worker's guards; the end event is recorded inside it, before the guards'
+    device-wide sync and checks, whose host time would otherwise be added to every sample (tens
+    of microseconds: the size of a whole memory-bound kernel at production shapes)."""
+    flush = _flush_buffer()
+    samples: list[float] = []
+    outs: list[Any] = []
+    for inputs in sets:
+        flush.zero_()  # also gives the host a head start over the GPU to launch the forward
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+
+        def forward(*xs: Any, _end: Any = end) -> Any:
+            out = model(*xs)
+            _end.record()
+            return out
+
+        start.record()
+        outs.append(guarded(forward, inputs))
+        _synchronize()
+        samples.append(start.elapsed_time(end) * 1e-3)
+    return samples, outs
 
 
 def _timed_pass(

@@ -58,7 +58,7 @@ def run_forward_for_ncu(request: dict[str, Any]) -> None:
     torch.manual_seed(config.seed)
     model = build_model(load_candidate(request["candidate"]), factory.init_inputs(), config.seed, "cuda")
     inputs = factory.make(config.seed)
-    with torch.no_grad():
+    with torch.no_grad(), torch.device("cuda"):
         model(*inputs)
         torch.cuda.synchronize()
         torch.cuda.profiler.start()

@@ -1,0 +1,381 @@
+"""Record the `production` suite on an NVIDIA GPU: the seed against torch eager and torch.compile,
+then a short offline search per problem, with the wall time of every evaluation.
+
+On the GPU machine (Python 3.12, torch, Triton, ncu; no bwrap: evaluations run unsandboxed, with
+`details.sandbox_warning`; no internet), from the repository root:
+
+    pip install --no-deps -e . && python tools/record_production_gpu.py --budget 8 --search-time 90
+
+Per problem it (1) evaluates the seed with the full GPU profile (kernel table + ncu) and times
+eager and torch.compile of the reference; (2) re-evaluates the seed `--warm-evals` times the way a
+search does (`gpu_profile="auto"`, baselines from the evaluator's memo): the wall time of an
+evaluation after the first; (3) runs `--budget` evaluations of an offline search (`--jobs 0`: in
+this process, so the evaluator's memo and warm worker serve every candidate), no longer than
+`--search-time` seconds. Results go to `<out>/production_nvidia/<problem>.json` as each phase ends;
+the summary (`<out>/production_nvidia.json` and `.md`) is rebuilt from those files at the end, so
+the tool is resumable: `--skip-done` skips phases already recorded (with at least this budget),
+`--only a,b` runs some problems, and `--deadline` (seconds) starts no new phase after that much
+time, so one command fits a 10-minute limit. `--target cpu|mtia` runs the same logic elsewhere
+(tests; KEGEN_SUITE_SCALE shrinks the problems); results then go to production_<target>_logic.*
+unless `--name` says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PROFILE_METRICS = (
+    "dram_bw_pct",
+    "sm_throughput_pct",
+    "occupancy_pct",
+    "l2_hit_rate_pct",
+    "roofline_fraction",
+)
+
+
+def environment() -> dict[str, Any]:
+    """The software and device of the recording."""
+    import os
+
+    import torch
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "none",
+        "cuda": str(torch.version.cuda),
+        "suite_scale": os.environ.get("KEGEN_SUITE_SCALE", "1"),
+        "recorded_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+    }
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        env["triton"] = "none"
+    return env
+
+
+def seed_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The seed with the full profile, eager and torch.compile; then warm re-evaluations (search mode)."""
+    from kegen.eval import EvalConfig, evaluate
+
+    cfg = EvalConfig(target=args.target, machine=args.machine, timeout_s=args.timeout, gpu_profile="full")
+    t0 = time.monotonic()
+    r = evaluate(problem.problem_path, problem.seed_path, config=cfg)
+    rec: dict[str, Any] = {
+        "status": r.status.value,
+        "message": r.message[:500],
+        "seed_s": r.candidate_time_s,
+        "eager_s": r.times.get("eager"),
+        "compile_s": r.times.get("compile"),
+        "roofline_s": r.roofline_time_s,
+        "compile_error": r.details.get("compile_baseline_error"),
+        "sandbox": r.details.get("sandbox"),
+        "ncu": r.details.get("ncu"),
+        "first_eval_wall_s": time.monotonic() - t0,
+        "phases_s": r.details.get("phases_s"),
+        "profile": _profile_summary(r.profile or {}),
+    }
+    walls = []
+    for _ in range(args.warm_evals):
+        t1 = time.monotonic()
+        search_mode = EvalConfig(
+            target=args.target, machine=args.machine, timeout_s=args.timeout, gpu_profile="auto"
+        )
+        w = evaluate(problem.problem_path, problem.seed_path, config=search_mode)
+        walls.append(time.monotonic() - t1)
+        rec.setdefault("warm_memo", w.details.get("memo"))
+        rec.setdefault("warm_phases_s", w.details.get("phases_s"))
+        rec.setdefault("warm_ncu", w.details.get("ncu"))
+    rec["warm_eval_wall_s"] = walls
+    return rec
+
+
+def _profile_summary(profile: dict[str, Any]) -> dict[str, Any]:
+    metrics = profile.get("metrics") or {}
+    return {
+        "sources": profile.get("sources"),
+        "kernels": [k.get("name") for k in (profile.get("kernels") or [])[:4]],
+        "bottleneck": (profile.get("bottleneck") or {}).get("kind"),
+        **{k: metrics[k] for k in PROFILE_METRICS if k in metrics},
+        "notes": [str(n)[:200] for n in (profile.get("notes") or [])[:3]],
+    }
+
+
+def search_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """`--budget` evaluations of the offline search, in this process; per-evaluation wall times."""
+    from kegen.eval import memo
+    from kegen.search import SearchConfig, run_search
+    from kegen.search.config import (
+        EvalSliceConfig,
+        OperatorConfig,
+        PolicyConfig,
+        StoreConfig,
+        TerminationConfig,
+    )
+    from kegen.search.store import GraphStore
+
+    memo.reset_best()  # the search's own "best so far" decides where ncu runs (gpu_profile="auto")
+    work = Path(args.work)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    config = SearchConfig(
+        problem=problem.problem_path,
+        seed=problem.seed_path,
+        out_dir=work / "runs" / f"{problem.name}-{stamp}",
+        rng_seed=args.rng_seed,
+        policy=PolicyConfig(name=args.policy),
+        operator=OperatorConfig(name="offline"),
+        termination=TerminationConfig(max_evaluations=args.budget, time_limit_s=args.search_time),
+        eval=EvalSliceConfig(target=args.target, machine=args.machine, jobs=0, timeout_s=args.timeout),
+        store=StoreConfig(db=work / "search.db", warm_start=False),
+        progress=False,
+    )
+    store = GraphStore(config.store.db)
+    t0 = time.monotonic()
+    try:
+        res = run_search(config, store)
+        return _search_record(store, res, args, time.monotonic() - t0)
+    finally:
+        store.close()
+
+
+def _search_record(store: Any, res: Any, args: argparse.Namespace, elapsed: float) -> dict[str, Any]:
+    nodes = sorted(store.nodes(res.run_id), key=lambda n: (n.evaluated_at or math.inf, n.id))
+    evaluated = [(n, store.evaluation(n.id)) for n in nodes if n.evaluated]
+    walls = [e.duration_s for n, e in evaluated if e and e.duration_s and not e.metrics.get("duplicate_of")]
+    verdicts: dict[str, int] = {}
+    for n, _ in evaluated:
+        verdicts[n.verdict or "?"] = verdicts.get(n.verdict or "?", 0) + 1
+    best = res.best
+    best_ev = store.evaluation(best.id) if best is not None else None
+    fits = [n.fitness if n.correct else 0.0 for n, _ in evaluated]
+    top = max(fits, default=0.0)
+    to_90 = next((i + 1 for i, f in enumerate(fits) if top > 0 and f >= 0.9 * top), None)
+    return {
+        "budget": args.budget,
+        "time_limit_s": args.search_time,
+        "policy": args.policy,
+        "run_id": res.run_id,
+        "stop_reason": res.stop_reason,
+        "evaluations": res.evaluations,
+        "elapsed_s": elapsed,
+        "verdicts": verdicts,
+        "best_node": best.id if best is not None else None,
+        "best_is_seed": best is not None and best.parent_id is None,
+        "best_description": best.description if best is not None else None,
+        "best_speedup_over_seed": res.best_speedup,
+        "best_s": best_ev.candidate_time_s if best_ev else None,
+        "best_source": best.code if best is not None else None,
+        "evals_to_90pct_of_best": to_90,
+        "eval_wall_s": walls,
+        "eval_wall_median_s": statistics.median(walls) if walls else None,
+        "eval_wall_median_after_first_s": statistics.median(walls[1:]) if len(walls) > 1 else None,
+    }
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def summarize(name: str, rec: dict[str, Any]) -> dict[str, Any]:
+    """One row of the summary table from a problem's record."""
+    seed, search = rec.get("seed") or {}, rec.get("search") or {}
+    best_s = search.get("best_s") or (seed.get("seed_s") if seed.get("status") == "ok" else None)
+    walls = [*(seed.get("warm_eval_wall_s") or []), *(search.get("eval_wall_s") or [])[1:]]
+    return {
+        "problem": name,
+        "status": seed.get("status"),
+        "eager_s": seed.get("eager_s"),
+        "compile_s": seed.get("compile_s"),
+        "seed_s": seed.get("seed_s"),
+        "best_s": best_s,
+        "roofline_s": seed.get("roofline_s"),
+        "seed_over_compile": _ratio(seed.get("compile_s"), seed.get("seed_s")),
+        "best_over_seed": _ratio(seed.get("seed_s"), best_s) if search else None,
+        "best_over_eager": _ratio(seed.get("eager_s"), best_s),
+        "best_over_compile": _ratio(seed.get("compile_s"), best_s),
+        "best_roofline_fraction": _ratio(seed.get("roofline_s"), best_s),
+        "evaluations": search.get("evaluations"),
+        "evals_to_90pct_of_best": search.get("evals_to_90pct_of_best"),
+        "first_eval_wall_s": seed.get("first_eval_wall_s"),
+        "eval_wall_median_s": statistics.median(walls) if walls else None,
+        "compile_error": seed.get("compile_error"),
+        "message": seed.get("message") if seed.get("status") != "ok" else None,
+    }
+
+
+def geomean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+
+
+def write_summary(
+    out: Path, name: str, env: dict[str, Any], per_problem: Path, order: list[str]
+) -> dict[str, Any]:
+    """`<out>/<name>.json` and `.md` from every per-problem record there (this run's or earlier ones')."""
+    recs = {p.stem: json.loads(p.read_text()) for p in sorted(per_problem.glob("*.json"))}
+    names = [n for n in order if n in recs] + sorted(n for n in recs if n not in order)
+    rows = [summarize(n, recs[n]) for n in names]
+    totals = {
+        "problems": len(rows),
+        "ok": sum(1 for r in rows if r["status"] == "ok"),
+        "geomean_seed_over_compile": geomean([r["seed_over_compile"] for r in rows]),
+        "geomean_best_over_seed": geomean([r["best_over_seed"] for r in rows]),
+        "geomean_best_over_compile": geomean([r["best_over_compile"] for r in rows]),
+        "geomean_best_over_eager": geomean([r["best_over_eager"] for r in rows]),
+        "median_eval_wall_s": _median([r["eval_wall_median_s"] for r in rows]),
+        "median_first_eval_wall_s": _median([r["first_eval_wall_s"] for r in rows]),
+    }
+    data = {"environment": env, "totals": totals, "rows": rows, "records": recs}
+    (out / f"{name}.json").write_text(json.dumps(data, indent=1, default=str))
+    (out / f"{name}.md").write_text(markdown(name, env, totals, rows))
+    return data
+
+
+def _median(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _us(s: float | None) -> str:
+    return f"{s * 1e6:.1f}" if s else "-"
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.2f}x" if v else "-"
+
+
+def _sec(v: float | None) -> str:
+    return f"{v:.1f}" if v is not None else "-"
+
+
+def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    lines = [
+        f"# {name}: the production suite on {env.get('device')}",
+        "",
+        f"Recorded by `tools/record_production_gpu.py` ({json.dumps(env)}). Times are medians of CUDA-event",
+        "samples (L2 flushed, fresh verified inputs per call); eager and torch.compile are timed by the",
+        "evaluator; `best` is the offline search's fastest correct candidate (the seed if none beat it).",
+        "Wall = seconds per evaluation after the first (warm seed re-evaluations and search candidates).",
+        "",
+        "| problem | status | eager us | compile us | seed us | best us | seed/compile | best/seed "
+        "| best/compile | roofline | evals | to 90% | 1st eval s | wall/eval s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['problem']} | {r['status']} | {_us(r['eager_s'])} | {_us(r['compile_s'])} "
+            f"| {_us(r['seed_s'])} "
+            f"| {_us(r['best_s'])} | {_x(r['seed_over_compile'])} | {_x(r['best_over_seed'])} "
+            f"| {_x(r['best_over_compile'])} | {_x(r['best_roofline_fraction'])} | {r['evaluations'] or '-'} "
+            f"| {r['evals_to_90pct_of_best'] or '-'} | {_sec(r['first_eval_wall_s'])} "
+            f"| {_sec(r['eval_wall_median_s'])} |"
+        )
+    lines += [
+        "",
+        f"Problems: {totals['problems']} ({totals['ok']} seeds correct). Geomean speedups: seed over compile "
+        f"{_x(totals['geomean_seed_over_compile'])}, best over seed {_x(totals['geomean_best_over_seed'])}, "
+        f"best over torch.compile {_x(totals['geomean_best_over_compile'])} (target >= 1.0x), "
+        f"best over eager {_x(totals['geomean_best_over_eager'])}. Median wall per evaluation after the "
+        f"first: {_sec(totals['median_eval_wall_s'])} s (target <= 10 s); first evaluation of a problem: "
+        f"{_sec(totals['median_first_eval_wall_s'])} s.",
+    ]
+    notes = [
+        f"- {r['problem']}: {r['message'] or r['compile_error']}"
+        for r in rows
+        if r["message"] or r["compile_error"]
+    ]
+    if notes:
+        lines += ["", "Failures and missing baselines:", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def _done(rec: dict[str, Any], phase: str, args: argparse.Namespace) -> bool:
+    if phase == "seed":
+        return bool(rec.get("seed"))
+    search = rec.get("search") or {}
+    return bool(search) and (search.get("budget") or 0) >= args.budget
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--suite", default="production")
+    ap.add_argument("--target", default="nvidia", choices=("nvidia", "amd", "cpu", "mtia"))
+    ap.add_argument("--machine", default="mtia-2i", help="mtia machine (target mtia only)")
+    ap.add_argument("--only", default="", help="comma-separated problem names (default: all)")
+    ap.add_argument("--skip-done", action="store_true", help="skip phases already recorded")
+    ap.add_argument("--budget", type=int, default=8, help="search evaluations per problem (0: no search)")
+    ap.add_argument("--search-time", type=float, default=120.0, help="wall limit of one search (s)")
+    ap.add_argument("--warm-evals", type=int, default=1, help="warm re-evaluations of the seed (search mode)")
+    ap.add_argument("--deadline", type=float, default=None, help="start no new phase after this many s")
+    ap.add_argument("--timeout", type=float, default=300.0, help="wall limit of one evaluation (s)")
+    ap.add_argument("--policy", default="greedy", choices=("uct", "greedy", "evolutionary"))
+    ap.add_argument("--rng-seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "docs" / "results"))
+    ap.add_argument("--name", default=None, help="results name (default production_<target>)")
+    ap.add_argument("--work", default="/tmp/kegen-production-gpu", help="search db and run directories")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from kegen.suites import find_suite
+
+    suite = find_suite(args.suite)
+    problems = suite.select([n for n in args.only.split(",") if n]).problems
+    name = args.name or (
+        "production_nvidia" if args.target == "nvidia" else f"production_{args.target}_logic"
+    )
+    out = Path(args.out)
+    per_problem = out / name
+    per_problem.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    started = time.monotonic()
+    stopped = None
+    for p in problems:
+        path = per_problem / f"{p.name}.json"
+        rec = json.loads(path.read_text()) if path.is_file() else {}
+        for phase in ("seed", "search"):
+            if phase == "search" and (args.budget <= 0 or (rec.get("seed") or {}).get("status") != "ok"):
+                continue
+            if args.skip_done and _done(rec, phase, args):
+                continue
+            if args.deadline is not None and time.monotonic() - started > args.deadline:
+                stopped = f"deadline of {args.deadline:.0f} s reached before {p.name} ({phase})"
+                break
+            t0 = time.monotonic()
+            try:
+                rec[phase] = seed_phase(p, args) if phase == "seed" else search_phase(p, args)
+            except Exception as exc:  # record and go on: the file says what failed
+                rec[phase] = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
+            rec["environment"] = env
+            path.write_text(json.dumps(rec, indent=1, default=str))
+            print(
+                f"{p.name} {phase}: {rec[phase].get('status', 'done')} in {time.monotonic() - t0:.1f} s",
+                flush=True,
+            )
+        if stopped:
+            break
+    data = write_summary(out, name, env, per_problem, [p.name for p in suite.problems])
+    print((out / f"{name}.md").read_text())
+    if stopped:
+        print(f"stopped: {stopped}; run again with --skip-done to continue")
+    print(json.dumps(data["totals"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
