@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from kegen.search.fitness import Outcome
 from kegen.search.operators import ContextBuilder, Operator, Proposal, make_operator
 from kegen.search.operators.context import OperatorContext, ProblemInfo, load_knowledge_base
 from kegen.search.policies import Policy, TreeView, make_policy
+from kegen.search.proposals import ProposalPool
 from kegen.search.screening import Screening, ScreeningConfig
 from kegen.search.store import GraphStore, Node, code_hash
 from kegen.search.termination import SearchProgress, Termination
@@ -85,9 +86,7 @@ class SearchDriver:
         self.progress = SearchProgress()
         self.exhausted: set[int] = set()
         self.inflight: dict[Future[Any], tuple[int, Proposal | None, float]] = {}
-        self.proposing: dict[Future[Proposal], tuple[Any, OperatorContext]] = {}
-        self.pool: ThreadPoolExecutor | None = None
-        self.proposal_slots = 0
+        self.proposing: ProposalPool | None = None  # concurrent operators write children in threads
         self._t0 = time.perf_counter()
         self.bar: Any = None
         self.last_verdict = "-"
@@ -206,7 +205,10 @@ class SearchDriver:
             ExecutorSpec(c.eval.executor, c.eval.jobs, c.eval.ray_address, c.eval.target)
         )
         slots = max(executor.slots, 1)
-        self._start_proposals(slots, t0)
+        limit = c.termination.time_limit_s
+        self.operator.set_deadline(time.monotonic() + limit - (time.perf_counter() - t0) if limit else None)
+        if self.operator.concurrent:
+            self.proposing = ProposalPool(self.operator, c.operator.parallel or slots)
         stop = None
         try:
             self._open_bar()
@@ -226,13 +228,15 @@ class SearchDriver:
                     self._drain(block=False)  # finished evaluations are recorded as they finish
                     continue
                 self._wait_any(executor, t0)
-            self._end_proposals(executor, abandon=not (stop or "").startswith("evaluation budget"))
+            if self.proposing is not None:
+                self._end_proposals(executor, abandon=not (stop or "").startswith("evaluation budget"))
             self._drain(block=True, all_=True)
         except KeyboardInterrupt:
             stop = "interrupted (resume with --resume " + run_id + ")"
             raise
         finally:
-            self._end_proposals(executor, abandon=True, record=False)
+            if self.proposing is not None:
+                self.proposing.close()
             if self.bar is not None:
                 self.bar.close()
             if self.executor is None:  # a shared executor (bench) belongs to its owner
@@ -260,67 +264,42 @@ class SearchDriver:
         return reason
 
     # ---- proposals in flight (operators that write children in threads, e.g. the LLM's) ----------
-    def _start_proposals(self, slots: int, t0: float) -> None:
-        """A pool of proposal threads when the operator allows it (the offline operator runs inline)."""
-        limit = self.config.termination.time_limit_s
-        self.operator.set_deadline(time.monotonic() + limit - (time.perf_counter() - t0) if limit else None)
-        self.proposal_slots = 0
-        if self.operator.concurrent:
-            self.proposal_slots = self.config.operator.parallel or slots
-            self.pool = ThreadPoolExecutor(self.proposal_slots, thread_name_prefix="kegen-propose")
-
     def _room(self, slots: int) -> bool:
         """Whether another child may be started: a free slot and evaluation budget for it."""
-        busy = len(self.inflight) + len(self.proposing)
+        writing = len(self.proposing) if self.proposing is not None else 0
+        busy = len(self.inflight) + writing
         if self._budget_left() <= busy:
             return False
-        limit = self.config.termination.time_limit_s
-        if self.pool is not None and limit and limit - (time.perf_counter() - self._t0) < MIN_PROPOSAL_S:
-            return False  # a call started now could not finish before the search does
-        if self.pool is None:
+        if self.proposing is None:
             return len(self.inflight) < slots
-        return len(self.proposing) < self.proposal_slots and busy < slots + self.proposal_slots
+        limit = self.config.termination.time_limit_s
+        if limit and limit - (time.perf_counter() - self._t0) < MIN_PROPOSAL_S:
+            return False  # a call started now could not finish before the search does
+        return not self.proposing.full and busy < slots + self.proposing.workers
 
     def _wait_any(self, executor: EvalExecutor, t0: float) -> None:
         """Block until an evaluation or a proposal finishes (or the time limit), then record it."""
         limit = self.config.termination.time_limit_s
         timeout = max(limit - (time.perf_counter() - t0), 0.0) if limit else None
-        futures: list[Future[Any]] = [*self.inflight, *self.proposing]
+        futures: list[Future[Any]] = [*self.inflight, *(self.proposing.pending if self.proposing else ())]
         if not futures:  # only the time limit is left to wait for
             time.sleep(min(timeout if timeout is not None else 0.05, 0.05))
             return
         done, _ = wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
-        self._accept_proposals(executor, [f for f in done if f in self.proposing])
+        if self.proposing is not None:
+            for sel, ctx, proposal in self.proposing.collect(done):
+                self._place(executor, sel, ctx, proposal)
         self._drain(block=False)
 
-    def _accept_proposals(self, executor: EvalExecutor, done: list[Future[Proposal]]) -> None:
-        for fut in done:
-            sel, ctx = self.proposing.pop(fut)
-            try:
-                proposal = fut.result()
-            except Exception as exc:  # the operator broke: the child fails, the search goes on
-                proposal = Proposal(None, f"operator failed: {exc}", self.operator.name, error=str(exc))
-            self._place(executor, sel, ctx, proposal)
-
-    def _end_proposals(self, executor: EvalExecutor, abandon: bool, record: bool = True) -> None:
-        """Finish the proposals in flight: evaluate them (`abandon` False) or cancel their calls, whose
-        tokens are still accounted (LLM calls without a node)."""
-        if self.pool is None:
-            return
-        if abandon:
-            self.operator.cancel()
-        if record:
-            while self.proposing:
-                done, _ = wait(list(self.proposing), return_when=FIRST_COMPLETED)
-                if abandon:
-                    for fut in done:
-                        self.proposing.pop(fut)
-                        if not fut.exception():
-                            self._store_calls(None, fut.result())
-                else:
-                    self._accept_proposals(executor, list(done))
-        self.pool.shutdown(wait=not abandon, cancel_futures=True)
-        self.pool = None
+    def _end_proposals(self, executor: EvalExecutor, abandon: bool) -> None:
+        """Evaluate the proposals in flight (`abandon` False), or cancel their calls and account only
+        the tokens they spent (LLM calls without a node)."""
+        assert self.proposing is not None
+        for sel, ctx, proposal in self.proposing.finish(abandon):
+            if abandon:
+                self._store_calls(None, proposal)
+            else:
+                self._place(executor, sel, ctx, proposal)
 
     def _expand(self, executor: EvalExecutor) -> str | None:
         """Select and write one child (in a proposal thread when the operator is concurrent);
@@ -333,8 +312,8 @@ class SearchDriver:
                 return None
             return "search space exhausted: no untried mutation left"
         ctx = self.builder.build(sel, step=self.progress.evaluations)
-        if self.pool is not None:
-            self.proposing[self.pool.submit(self.operator.propose, ctx)] = (sel, ctx)
+        if self.proposing is not None:
+            self.proposing.submit(sel, ctx)
             return None
         self._place(executor, sel, ctx, self.operator.propose(ctx))
         return None
