@@ -10,8 +10,10 @@ from kegen.executor.cli import add_executor_arguments, check_executor_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("suite", help="a suite name (e.g. default) or a folder of "
-                        "<problem>/problem.py + seed.py")
+    parser.add_argument("suite", nargs="?", default=None, help="a suite name (default, production) or a "
+                        "folder of <problem>/problem.py + seed.py")
+    parser.add_argument("--suite", dest="suite_option", default=None, metavar="SUITE",
+                        help="the suite, as an option (same as the positional argument)")
     parser.add_argument("--target", default="mtia", choices=("mtia", "nvidia", "amd", "cpu"),
                         help="where kernels run (default: mtia, the simulator)")
     parser.add_argument("--machine", default=None,
@@ -46,12 +48,22 @@ def run(args: argparse.Namespace) -> int:
 
     out_dir: Path = args.out or default_out_dir()
     previous = load_json(args.compare) if args.compare else None
+    if args.suite and args.suite_option and args.suite != args.suite_option:
+        print(f"kegen bench: two suites given ({args.suite}, --suite {args.suite_option}); give one",
+              file=sys.stderr)
+        return 2
+    suite = args.suite or args.suite_option
+    if not suite:
+        print("kegen bench: give a suite: `kegen bench default`, `kegen bench --suite production` "
+              "or a folder",
+              file=sys.stderr)
+        return 2
     try:
         check_executor_arguments(args)
         machine = select_machine(args.machine) if args.target == "mtia" \
             else args.machine or load_settings().sim.machine
         config = BenchConfig(
-            suite=args.suite, target=args.target, machine=machine,
+            suite=suite, target=args.target, machine=machine,
             budget=args.budget, jobs=args.jobs,
             problems=tuple(p.strip() for p in args.problems.split(",") if p.strip()),
             search=not args.no_search and args.budget > 0, search_time_limit_s=args.search_time_limit,

@@ -152,3 +152,23 @@ def test_pack_and_unpack_the_work_folder(tmp_path: Path) -> None:
     elsewhere.parent.mkdir()
     assert unpack(archive, elsewhere) and (elsewhere / "gemm" / "result.json").read_text() == "{}"
     assert not unpack(archive, elsewhere)  # present already: left alone
+
+
+def test_cli_bench_suite_option_and_report_of_the_results(tmp_path: Path, monkeypatch, capsys) -> None:
+    from kegen import cli
+
+    def fake_eval(problem: SuiteProblem, config: BenchConfig) -> SeedEval:
+        return SeedEval(status="ok", speedup=1.0, baseline="seed", roofline=0.9, time_s=2e-5)
+
+    monkeypatch.setattr(adapters, "evaluate_seed", fake_eval)
+    out = tmp_path / "run"
+    rc = cli.main(["bench", "--suite", "production", "--problems", "gemm_fp16_512,rms_norm_fp16", "--no-search",
+                   "--no-compile-baseline", "--out", str(out), "--no-progress"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert ">=80% met" in printed and ">=85% met" in printed and "20.0 us" in printed
+    assert cli.main(["report", str(out)]) == 0
+    again = capsys.readouterr().out
+    assert "gemm_fp16_512" in again and "roofline targets met on 2/2 problems" in again
+    assert cli.main(["bench", "default", "--suite", "production", "--out", str(out)]) == 2
+    assert "two suites given" in capsys.readouterr().err
