@@ -21,6 +21,7 @@ breaks ties by the earliest node, which is N.
 
 from __future__ import annotations
 
+import secrets
 import threading
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass
@@ -104,6 +105,7 @@ class ScreenRequest:
     config: ScreeningConfig
     known_keys: frozenset[str]
     best_time_s: float | None
+    salt: bytes = b""  # the search's secret for the probe's storage contents
 
 
 def screened_task(request: ScreenRequest, fn: Any, *args: Any) -> dict[str, Any]:
@@ -116,7 +118,7 @@ def screened_task(request: ScreenRequest, fn: Any, *args: Any) -> dict[str, Any]
     _, problem_ref, code, _, _, machine, _ = args
     with tempfile.TemporaryDirectory(prefix="kegen-screen-") as tmp:
         problem = Path(problem_ref.materialize(Path(tmp)))
-        pr = probe(problem, code, machine, request.config.probe_timeout_s)
+        pr = probe(problem, code, machine, request.config.probe_timeout_s, request.salt)
     info: dict[str, Any] = {"probe_s": round(pr.duration_s, 3)}
     if pr.status == "compile_error":
         return _screened("compile_error", pr.message, "rejected", info, source_line=pr.source_line)
@@ -161,6 +163,7 @@ class Screening:
         self.free_cap = int(config.free_per_evaluation * (budget or 0)) + 8
         self.index: dict[str, tuple[int, dict[str, Any]]] = {}  # artifact key -> (node, outcome)
         self.best_time_s: float | None = None
+        self.salt = secrets.token_bytes(16)
         self._lock = threading.Lock()
 
     def submit(self, executor: Any, node_id: int, fn: Any, *args: Any) -> Future[Any]:
@@ -169,7 +172,7 @@ class Screening:
             inner = executor.submit(fn, *args)
         else:
             with self._lock:
-                request = ScreenRequest(self.config, frozenset(self.index), self.best_time_s)
+                request = ScreenRequest(self.config, frozenset(self.index), self.best_time_s, self.salt)
             inner = executor.submit(screened_task, request, fn, *args)
         outer: Future[Any] = Future()
 

@@ -153,18 +153,21 @@ def artifact_key(records: list[dict[str, Any]], outputs: list[Any], metas: list[
     return h.hexdigest()[:32]
 
 
-def probe(problem: Path, code: str, machine: str, timeout_s: float = 120.0) -> ProbeResult:
-    """Compile and call `code` once in a sandboxed worker with a `RecordingDevice`; never raises."""
+def probe(
+    problem: Path, code: str, machine: str, timeout_s: float = 120.0, salt: bytes | None = None
+) -> ProbeResult:
+    """Compile and call `code` once in a sandboxed worker with a `RecordingDevice` (`salt`: the
+    search's secret for the storage contents; keys compare only under the same salt); never raises."""
     t0 = time.monotonic()
     try:
-        res = _probe(problem, code, machine, timeout_s)
+        res = _probe(problem, code, machine, timeout_s, salt)
     except Exception as exc:  # the probe is an optimisation: the candidate is then just evaluated
         res = ProbeResult("failed", f"screening probe failed: {type(exc).__name__}: {str(exc)[:300]}")
     res.duration_s = time.monotonic() - t0
     return res
 
 
-def _probe(problem_path: Path, code: str, machine: str, timeout_s: float) -> ProbeResult:
+def _probe(problem_path: Path, code: str, machine: str, timeout_s: float, salt: bytes | None) -> ProbeResult:
     from kegen.eval import roofline, sandbox
     from kegen.eval.errors import CandidateError, ProblemError
     from kegen.eval.evaluator import private_problem_copy
@@ -192,7 +195,7 @@ def _probe(problem_path: Path, code: str, machine: str, timeout_s: float) -> Pro
         cand = Path(private) / "candidate.py"
         cand.write_text(code)
         env = sandbox.worker_env("mtia", machine)
-        device = RecordingDevice()
+        device = RecordingDevice(salt)
         zygote = sandbox.acquire(env)
         try:
             session = WorkerSession(

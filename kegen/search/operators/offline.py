@@ -1,7 +1,8 @@
 """The offline operator (the default; no network): profile-steered source mutations.
 
 Per step it lists every mutation that applies to the parent (block sizes, launch options,
-knowledge-base recipes) and scores each from the parent's diagnosis (`kegen.profiling.diagnosis`,
+knowledge-base recipes, whole plans sized from the parent's measured grid: `mutations.plans`)
+and scores each from the parent's diagnosis (`kegen.profiling.diagnosis`,
 the same object the prompts render): the weights of the remedy kinds the mutation provides, minus
 those it works against, damped when it changes another kernel than the one the bottleneck was read
 from; plus what each family of mutations has gained so far in this search, and a little noise. It
@@ -21,6 +22,7 @@ from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
+from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
@@ -53,11 +55,12 @@ class OfflineOperator(Operator):
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
+            plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
         except SyntaxError:
             return []
         # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
         knobs = [m for m in knobs if _block_site(m) not in sites]
-        return recipes + knobs + blocks
+        return recipes + knobs + blocks + plans
 
     def score(self, m: Mutation, diag: Diagnosis) -> float:
         s = m.prior + (self.diagnosis_term(m, diag) if self.use_diagnosis else 0.0)
