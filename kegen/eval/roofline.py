@@ -1,6 +1,7 @@
 """The roofline of a problem: its minimum DRAM bytes and FLOPs, over a machine's bandwidth and peak.
 
-Minimum bytes = every input tensor read once + every output written once. FLOPs come from
+Minimum bytes = every input tensor and model parameter/buffer read once + every output written
+once (or the problem's own `Model.roofline_bytes(inputs, outputs)`). FLOPs come from
 torch.utils.flop_counter.FlopCounterMode on the reference (matmul/conv/attention; elementwise ops
 count 0, so such problems are memory-bound). Peaks are optimistic on purpose (the fastest dtype
 path the chip has for the inputs' dtype), so the roofline time is a true lower bound.
@@ -116,14 +117,23 @@ def tensor_bytes(values: Any) -> int:
 
 def problem_bytes(model: torch.nn.Module, inputs: list[Any], outputs: Any) -> int:
     """Minimum DRAM bytes of one forward: Model.roofline_bytes(inputs, outputs) where the problem
-    defines it, else every input read once + every output written once."""
+    defines it, else every input and every parameter/buffer of the model (a linear layer's weight)
+    read once + every output written once."""
     own = getattr(model, "roofline_bytes", None)
     if callable(own):
         nbytes = own(inputs, outputs)
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise ValueError(f"Model.roofline_bytes returned {nbytes!r}: it must return a positive int")
         return nbytes
-    return tensor_bytes(inputs) + tensor_bytes(outputs)
+    return tensor_bytes(inputs) + tensor_bytes(outputs) + model_bytes(model)
+
+
+def model_bytes(model: torch.nn.Module) -> int:
+    """Bytes of the model's parameters and buffers (each tensor once, shared ones too)."""
+    seen: dict[int, int] = {}
+    for t in [*model.parameters(), *model.buffers()]:
+        seen.setdefault(id(t), tensor_bytes(t))
+    return sum(seen.values())
 
 
 def count_flops(model: torch.nn.Module, inputs: list[Any]) -> int:
@@ -135,7 +145,8 @@ def count_flops(model: torch.nn.Module, inputs: list[Any]) -> int:
 
 
 def problem_roofline(model: torch.nn.Module, inputs: list[Any], outputs: Any, peak: MachinePeak) -> Roofline:
-    """Roofline of one forward: inputs read once + outputs written once; FLOPs from the reference.
+    """Roofline of one forward: inputs and parameters read once + outputs written once; FLOPs from
+    the reference.
 
     A reference that reads only part of an input (an embedding bag gathers a few rows of a large
     table) states its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model.

@@ -125,6 +125,12 @@ def test_embedding_roofline_counts_the_rows_gathered_not_the_table(small: None) 
     assert problem_bytes(torch.nn.Identity(), [weight], out) == tensor_bytes([weight]) + tensor_bytes(out)
 
 
+def test_roofline_counts_the_parameters_once() -> None:
+    lin = torch.nn.Linear(8, 4)
+    x, y = torch.zeros(2, 8), torch.zeros(2, 4)
+    assert problem_bytes(lin, [x], y) == (16 + 8 + 32 + 4) * 4  # x, y, weight, bias
+
+
 def test_a_problem_stating_a_bad_minimum_is_refused() -> None:
     class Broken(torch.nn.Module):
         def roofline_bytes(self, inputs: Any, outputs: Any) -> float:
