@@ -7,7 +7,6 @@ ones are never evaluated again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -31,7 +30,8 @@ from kegen.search.operators.context import OperatorContext, ProblemInfo, load_kn
 from kegen.search.policies import Policy, TreeView, make_policy
 from kegen.search.proposals import ProposalPool
 from kegen.search.screening import Screening, ScreeningConfig
-from kegen.search.store import GraphStore, Node, code_hash
+from kegen.search.setup import start_run
+from kegen.search.store import GraphStore, Node
 from kegen.search.termination import SearchProgress, Termination
 
 MAX_FAILED_PROPOSALS = 25
@@ -56,11 +56,6 @@ class SearchResult:
     @property
     def best_speedup(self) -> float:
         return self.best.fitness if self.best else 0.0
-
-
-def problem_key(problem_source: str, target: str, machine: str) -> str:
-    """Same problem text (shapes included: they are the problem's constants), target and machine."""
-    return hashlib.sha256(f"{problem_source}\0{target}\0{machine}".encode()).hexdigest()[:24]
 
 
 class SearchDriver:
@@ -92,102 +87,14 @@ class SearchDriver:
         self.last_verdict = "-"
         self.failed_in_a_row = 0
         self.reference_error: str | None = None
-        self.alt_drafts: list[Any] = []  # drafts other than the root's (children of the root)
-
-    # ---- setup ----------------------------------------------------------------------------------
-    def start(self) -> tuple[str, Path, Path]:
-        """Create or reopen the run; returns (run id, out dir, baseline path)."""
-        c = self.config
-        if c.resume:
-            run = self.store.get_run(c.resume)
-            if Path(run.problem_path) != self.problem_path:
-                raise ValueError(
-                    f"run {run.id} searched {run.problem_path}, not {self.problem_path}; "
-                    "pass that problem file with --resume"
-                )
-            self.store.reopen_run(run.id)
-            out_dir = Path(run.out_dir or Path("kegen-runs") / run.id)
-            out_dir.mkdir(parents=True, exist_ok=True)
-            baseline = out_dir / "seed.py"
-            root = self.store.root(run.id)
-            if root is None or root.code is None:
-                raise RuntimeError(f"run {run.id} has no seed node; it cannot be resumed, start a new run")
-            if not baseline.is_file():
-                baseline.write_text(root.code)
-            return run.id, out_dir, baseline
-        seed_code, description, op_class, summary = self._seed()
-        self.op_class, self.op_summary = op_class, summary
-        key = problem_key(self.source, c.eval.target, c.eval.machine)
-        run_id = self.store.create_run(
-            problem_path=str(self.problem_path),
-            problem_key=key,
-            target=c.eval.target,
-            machine=c.eval.machine,
-            seed_hash=code_hash(seed_code),
-            config=c.to_dict(),
-            out_dir=None,
-        )
-        out_dir = Path(c.out_dir or Path("kegen-runs") / run_id).resolve()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with self.store.transaction() as db:
-            db.execute("UPDATE runs SET out_dir = ? WHERE id = ?", (str(out_dir), run_id))
-        baseline = out_dir / "seed.py"
-        baseline.write_text(seed_code)
-        self.store.add_artifact(run_id, None, "seed", path=str(baseline))
-        root_id = self.store.add_node(
-            run_id,
-            parent_id=None,
-            code=seed_code,
-            operator="seed",
-            description=description,
-            target=c.eval.target,
-        )
-        for draft in self.alt_drafts:
-            if code_hash(draft.source) != code_hash(seed_code):
-                self.store.add_node(
-                    run_id, parent_id=root_id, code=draft.source, operator="draft",
-                    description=draft.description, target=c.eval.target,
-                )  # fmt: skip
-        if c.store.warm_start:
-            for node, past in self.store.best_from_past_runs(key, run_id, c.store.warm_start_nodes):
-                if node.code and node.code_hash != code_hash(seed_code):
-                    self.store.add_node(
-                        run_id,
-                        parent_id=root_id,
-                        code=node.code,
-                        operator="warm_start",
-                        description=f"warm start from run {past.id} node {node.id} "
-                        f"({node.fitness:.3f}x there)",
-                        target=c.eval.target,
-                    )
-        return run_id, out_dir, baseline
-
-    def _seed(self) -> tuple[str, str, str | None, str]:
-        from kegen.search.operators.drafting import analyze, draft_seeds
-
-        if self.config.seed is not None:
-            seed = Path(self.config.seed)
-            if not seed.is_file():
-                raise FileNotFoundError(f"seed candidate {seed} does not exist")
-            try:
-                a = analyze(self.problem_path)
-                op_class, summary = a.op_class, a.summary
-            except Exception:  # analysis is advisory when a seed is given
-                op_class, summary = None, ""
-            return seed.read_text(), f"seed {seed.name}", op_class, summary
-        # the default draft (TorchInductor's) is the root; other drafts become its children
-        drafts, a = draft_seeds(self.problem_path)
-        self.alt_drafts = drafts[1:]
-        description = f"drafted from the reference ({a.summary}); {drafts[0].description}"
-        return drafts[0].source, description, a.op_class, a.summary
 
     # ---- the loop -------------------------------------------------------------------------------
     def run(self) -> SearchResult:
         c = self.config
         t0 = self._t0 = time.perf_counter()
-        run_id, out_dir, baseline = self.start()
-        if not hasattr(self, "op_class"):
-            self.op_class, self.op_summary = _op_class_of(self.problem_path)
+        started = start_run(c, self.store, self.problem_path, self.source)
+        run_id, out_dir, baseline = started.run_id, started.out_dir, started.baseline
+        self.op_class, self.op_summary = started.op_class, started.op_summary
         self.run_id, self.out_dir, self.baseline = run_id, out_dir, baseline
         problem = ProblemInfo(
             path=self.problem_path,
@@ -537,16 +444,6 @@ class SearchDriver:
             top=top,
             screening=screened,
         )
-
-
-def _op_class_of(path: Path) -> tuple[str | None, str]:
-    try:
-        from kegen.search.operators.drafting import analyze
-
-        a = analyze(path)
-        return a.op_class, a.summary
-    except Exception:  # advisory only
-        return None, ""
 
 
 def _rng(seed: int) -> Any:
