@@ -15,9 +15,9 @@ this process, so the evaluator's memo and warm worker serve every candidate), no
 the summary (`<out>/production_nvidia.json` and `.md`) is rebuilt from those files at the end, so
 the tool is resumable: `--skip-done` skips phases already recorded (with at least this budget),
 `--only a,b` runs some problems, and `--deadline` (seconds) starts no new phase after that much
-time, so one command fits a 10-minute limit. `--target cpu|mtia` runs the same logic elsewhere
-(tests; KEGEN_SUITE_SCALE shrinks the problems); results then go to production_<target>_logic.*
-unless `--name` says otherwise.
+time (the first one always runs), so one command fits a 10-minute limit. `--target cpu|mtia`
+runs the same logic elsewhere (tests; KEGEN_SUITE_SCALE shrinks the problems); results then go to
+production_<target>_logic.* unless `--name` says otherwise.
 """
 
 from __future__ import annotations
@@ -258,18 +258,23 @@ def _x(v: float | None) -> str:
     return f"{v:.2f}x" if v else "-"
 
 
+def _pct(v: float | None) -> str:
+    return f"{v * 100:.0f}%" if v else "-"
+
+
 def _sec(v: float | None) -> str:
     return f"{v:.1f}" if v is not None else "-"
 
 
 def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines = [
-        f"# {name}: the production suite on {env.get('device')}",
+        f"# {name}: the production suite on {env.get('device')} (target {env.get('target')})",
         "",
-        f"Recorded by `tools/record_production_gpu.py` ({json.dumps(env)}). Times are medians of CUDA-event",
-        "samples (L2 flushed, fresh verified inputs per call); eager and torch.compile are timed by the",
-        "evaluator; `best` is the offline search's fastest correct candidate (the seed if none beat it).",
-        "Wall = seconds per evaluation after the first (warm seed re-evaluations and search candidates).",
+        f"Recorded by `tools/record_production_gpu.py` ({json.dumps(env)}). On GPUs times are medians of",
+        "CUDA-event samples (L2 flushed, fresh verified inputs per call); eager and torch.compile are timed",
+        "by the evaluator; `best` is the offline search's fastest correct candidate (the seed if none beat",
+        "it); roofline = the problem's roofline time over best's. Wall = seconds per evaluation after the",
+        "first (warm seed re-evaluations and search candidates); 1st eval = the seed's, cold.",
         "",
         "| problem | status | eager us | compile us | seed us | best us | seed/compile | best/seed "
         "| best/compile | roofline | evals | to 90% | 1st eval s | wall/eval s |",
@@ -280,9 +285,9 @@ def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[
             f"| {r['problem']} | {r['status']} | {_us(r['eager_s'])} | {_us(r['compile_s'])} "
             f"| {_us(r['seed_s'])} "
             f"| {_us(r['best_s'])} | {_x(r['seed_over_compile'])} | {_x(r['best_over_seed'])} "
-            f"| {_x(r['best_over_compile'])} | {_x(r['best_roofline_fraction'])} | {r['evaluations'] or '-'} "
-            f"| {r['evals_to_90pct_of_best'] or '-'} | {_sec(r['first_eval_wall_s'])} "
-            f"| {_sec(r['eval_wall_median_s'])} |"
+            f"| {_x(r['best_over_compile'])} | {_pct(r['best_roofline_fraction'])} "
+            f"| {r['evaluations'] or '-'} | {r['evals_to_90pct_of_best'] or '-'} "
+            f"| {_sec(r['first_eval_wall_s'])} | {_sec(r['eval_wall_median_s'])} |"
         )
     lines += [
         "",
@@ -342,9 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     per_problem = out / name
     per_problem.mkdir(parents=True, exist_ok=True)
-    env = environment()
+    env = {**environment(), "target": args.target}
     started = time.monotonic()
     stopped = None
+    ran = 0  # phases run by this command: the first always runs, whatever the deadline
     for p in problems:
         path = per_problem / f"{p.name}.json"
         rec = json.loads(path.read_text()) if path.is_file() else {}
@@ -353,10 +359,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             if args.skip_done and _done(rec, phase, args):
                 continue
-            if args.deadline is not None and time.monotonic() - started > args.deadline:
+            if args.deadline is not None and ran and time.monotonic() - started > args.deadline:
                 stopped = f"deadline of {args.deadline:.0f} s reached before {p.name} ({phase})"
                 break
-            t0 = time.monotonic()
+            t0, ran = time.monotonic(), ran + 1
             try:
                 rec[phase] = seed_phase(p, args) if phase == "seed" else search_phase(p, args)
             except Exception as exc:  # record and go on: the file says what failed

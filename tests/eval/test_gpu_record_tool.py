@@ -1,0 +1,93 @@
+"""tools/record_production_gpu.py without a GPU: resumable phases, the deadline, the summary's
+ratios (the evaluations themselves are faked; the real ones run on the GPU machine)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TOOL = Path(__file__).resolve().parents[2] / "tools" / "record_production_gpu.py"
+
+
+@pytest.fixture(scope="module")
+def tool() -> Any:
+    spec = importlib.util.spec_from_file_location("record_production_gpu", TOOL)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["record_production_gpu"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+SEED = {"status": "ok", "seed_s": 40e-6, "eager_s": 60e-6, "compile_s": 50e-6, "roofline_s": 20e-6,
+        "first_eval_wall_s": 30.0, "warm_eval_wall_s": [6.0]}  # fmt: skip
+SEARCH = {"budget": 4, "evaluations": 4, "best_s": 25e-6, "evals_to_90pct_of_best": 3,
+          "eval_wall_s": [9.0, 5.0, 7.0, 8.0]}  # fmt: skip
+
+
+def test_summary_row_ratios(tool: Any) -> None:
+    row = tool.summarize("gemm", {"seed": SEED, "search": SEARCH})
+    assert row["seed_over_compile"] == pytest.approx(50 / 40)
+    assert row["best_over_seed"] == pytest.approx(40 / 25)
+    assert row["best_over_compile"] == pytest.approx(2.0)
+    assert row["best_over_eager"] == pytest.approx(60 / 25)
+    assert row["best_roofline_fraction"] == pytest.approx(0.8)
+    assert row["eval_wall_median_s"] == pytest.approx(6.5)  # warm seed 6 + candidates after the first 5, 7, 8
+    no_search = tool.summarize("gemm", {"seed": SEED})
+    assert no_search["best_s"] == SEED["seed_s"] and no_search["best_over_seed"] is None
+    broken = tool.summarize("x", {"seed": {"status": "incorrect", "message": "wrong", "seed_s": None}})
+    assert broken["best_s"] is None and broken["message"] == "wrong"
+
+
+def test_geomean_skips_missing_values(tool: Any) -> None:
+    assert tool.geomean([2.0, None, 8.0]) == pytest.approx(4.0)
+    assert tool.geomean([None]) is None
+
+
+def test_resumable_phases_deadline_and_summary(
+    tool: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+
+    def seed_phase(p: Any, args: Any) -> dict[str, Any]:
+        calls.append((p.name, "seed"))
+        return dict(SEED)
+
+    def search_phase(p: Any, args: Any) -> dict[str, Any]:
+        calls.append((p.name, "search"))
+        return {**SEARCH, "budget": args.budget}
+
+    monkeypatch.setattr(tool, "seed_phase", seed_phase)
+    monkeypatch.setattr(tool, "search_phase", search_phase)
+    base = ["--only", "gemm_fp16_512,softmax_fp32", "--out", str(tmp_path), "--budget", "4", "--skip-done"]
+    assert tool.main(base + ["--deadline", "0"]) == 0
+    assert calls == [("gemm_fp16_512", "seed")]  # the deadline stops before the next phase starts
+    assert tool.main(base) == 0
+    assert calls[1:] == [("gemm_fp16_512", "search"), ("softmax_fp32", "seed"), ("softmax_fp32", "search")]
+    n = len(calls)
+    assert tool.main(base) == 0 and len(calls) == n  # everything done
+    assert tool.main([*base[:-2], "8", "--skip-done"]) == 0  # a bigger budget re-runs the searches
+    assert [c for c in calls[n:] if c[1] == "seed"] == [] and len(calls[n:]) == 2
+    data = json.loads((tmp_path / "production_nvidia.json").read_text())
+    assert [r["problem"] for r in data["rows"]] == ["gemm_fp16_512", "softmax_fp32"]  # the suite's order
+    assert data["totals"]["geomean_best_over_compile"] == pytest.approx(2.0)
+    md = (tmp_path / "production_nvidia.md").read_text()
+    assert "| gemm_fp16_512 | ok | 60.0 | 50.0 | 40.0 | 25.0 | 1.25x | 1.60x | 2.00x | 80% |" in md
+    assert (tmp_path / "production_nvidia" / "softmax_fp32.json").is_file()
+
+
+def test_a_failing_phase_is_recorded_and_the_run_goes_on(
+    tool: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def seed_phase(p: Any, args: Any) -> dict[str, Any]:
+        raise RuntimeError("no GPU")
+
+    monkeypatch.setattr(tool, "seed_phase", seed_phase)
+    assert tool.main(["--only", "gemm_fp16_512,softmax_fp32", "--out", str(tmp_path)]) == 0
+    rec = json.loads((tmp_path / "production_nvidia" / "softmax_fp32.json").read_text())
+    assert rec["seed"] == {"status": "error", "message": "RuntimeError: no GPU"} and "search" not in rec
