@@ -78,7 +78,7 @@ def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_
                             commands=partial(records.command_records, run, traces),
                             programs=partial(records.program_records, run, traces),
                             counters=records.counters(machine, run, overhead), events_processed=run.events,
-                            bandwidth_timeline=[tuple(x) for x in run.timeline.tolist()],  # type: ignore[misc]
+                            bandwidth_timeline=partial(records.timeline, run),
                             sram_cache=run.cache)
     replay = Replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes)
     makespan = replay.run()

@@ -79,14 +79,15 @@ class ProgramRecord:
 
 
 Records = list[CommandRecord] | Callable[[], list[CommandRecord]]
+Timeline = list[tuple[float, float, float]]
 
 
 @dataclass(init=False)
 class TimingResult:
     """Cycles and counters of one launch. Command/program times are cycles from kernel start.
 
-    `commands` and `programs` may be given as functions that build the lists: they are then built
-    on first access (the native replay's counters do not need them).
+    `commands`, `programs` and `bandwidth_timeline` may be given as functions that build the lists:
+    they are then built on first access (the native replay's counters do not need them).
     """
 
     machine: MachineDescription
@@ -94,14 +95,12 @@ class TimingResult:
     launch_cycles: float  # launch overhead (0 with launch_overhead=False)
     counters: Counters
     events_processed: int = 0  # timing-model events (for measuring the model's own speed)
-    bandwidth_timeline: list[tuple[float, float, float]] = field(default_factory=list)
-    """(cycle, DRAM bytes/cycle, SRAM bytes/cycle) in flight from that cycle on (step function)."""
     sram_cache: CacheStats | None = None  # what the SRAM cache did
 
     def __init__(self, machine: MachineDescription, kernel_cycles: float, launch_cycles: float,
                  commands: Records, programs: list[ProgramRecord] | Callable[[], list[ProgramRecord]],
                  counters: Counters, events_processed: int = 0,
-                 bandwidth_timeline: list[tuple[float, float, float]] | None = None,
+                 bandwidth_timeline: Timeline | Callable[[], Timeline] | None = None,
                  sram_cache: CacheStats | None = None) -> None:
         self.machine = machine
         self.kernel_cycles = kernel_cycles
@@ -110,7 +109,7 @@ class TimingResult:
         self._programs = programs
         self.counters = counters
         self.events_processed = events_processed
-        self.bandwidth_timeline = [] if bandwidth_timeline is None else bandwidth_timeline
+        self._timeline = [] if bandwidth_timeline is None else bandwidth_timeline
         self.sram_cache = sram_cache
 
     @property
@@ -119,6 +118,13 @@ class TimingResult:
         if callable(self._commands):
             self._commands = self._commands()
         return self._commands
+
+    @property
+    def bandwidth_timeline(self) -> Timeline:
+        """(cycle, DRAM bytes/cycle, SRAM bytes/cycle) in flight from that cycle on (step function)."""
+        if callable(self._timeline):
+            self._timeline = self._timeline()
+        return self._timeline
 
     @property
     def programs(self) -> list[ProgramRecord]:

@@ -58,6 +58,7 @@ class NativeRun:
     commands: np.ndarray  # (commands in issue order, NCOLS_CMD)
     programs: np.ndarray  # (programs in start order, NCOLS_PROG)
     unit_counters: np.ndarray  # (num_pes, 6 units, NCOLS_UNIT)
+    core_counters: np.ndarray  # (num_pes + 1, 5 + NSTALL) then [idle, cores used]
     timeline: np.ndarray  # (samples, 3)
     cache: CacheStats
 
@@ -88,15 +89,16 @@ def replay(machine: MachineDescription, traces: list[ProgramTrace], *, sram_mode
         cmds = np.empty((ncmd, NCOLS_CMD))
         progs = np.empty((nprog, NCOLS_PROG))
         units = np.empty((machine.num_pes, 6, NCOLS_UNIT))
+        cores = np.empty((machine.num_pes + 1) * (5 + NSTALL) + 2)
         timeline = np.empty((ntl, 3))
         for fn, arr in ((lib.kt_commands, cmds), (lib.kt_programs, progs), (lib.kt_unit_counters, units),
-                        (lib.kt_timeline, timeline)):
+                        (lib.kt_core_counters, cores), (lib.kt_timeline, timeline)):
             if arr.size:
                 fn(handle, _pointer(arr))
         stats = CacheStats(sram_mode, capacity, machine.sram_line_bytes, read_hit_bytes=float(info[5]),
                            read_miss_bytes=float(info[6]), write_bytes=float(info[7]), hit_lines=int(info[8]),
                            miss_lines=int(info[9]), evicted_lines=int(info[10]))
-        return NativeRun(float(info[0]), int(info[1]), cmds, progs, units, timeline, stats)
+        return NativeRun(float(info[0]), int(info[1]), cmds, progs, units, cores, timeline, stats)
     finally:
         lib.kt_free(handle)
         lib.kt_trace_free(trace)

@@ -102,6 +102,44 @@ void kt_unit_counters(const Replay *R, double *out) {
     free(covered);
 }
 
+/* per PE: the control core's counters over its programs (in start order, as mtia_sim.counters):
+ * busy, programs, instructions, scalar DRAM bytes, scalar SRAM bytes, stalls x NSTALL; then one
+ * row for all cores: busy, stalls x NSTALL, idle (after each core's last program), cores used */
+void kt_core_counters(const Replay *R, double *out) {
+    size_t w = 5 + NSTALL;
+    memset(out, 0, ((size_t)R->npes * w + w + 2) * sizeof(double));
+    double *all = out + (size_t)R->npes * w;
+    for (int i = 0; i < R->nprogs; i++) {
+        const ProgRec *p = &R->progs[i];
+        double *o = out + (size_t)p->pe * w;
+        o[0] += p->busy; o[1] += 1; o[2] += (double)p->instructions;
+        if (p->mem_bytes[0]) o[3] += p->mem_bytes[0];
+        if (p->mem_bytes[1]) o[4] += p->mem_bytes[1];
+        all[0] += p->busy;
+        for (int s = 0; s < NSTALL; s++) if (p->stalls[s] > 0) { o[5 + s] += p->stalls[s]; all[1 + s] += p->stalls[s]; }
+    }
+    /* idle: per (PE, core), kernel end - its last program's end, summed in first-seen order */
+    size_t nslots = (size_t)R->npes * (size_t)R->P[P_CORES];
+    double *last = malloc((nslots ? nslots : 1) * sizeof(double));
+    int *seen = malloc((size_t)(R->nprogs ? R->nprogs : 1) * sizeof(int));
+    double idle = 0.0;
+    int used = 0;
+    if (last && seen) {
+        for (size_t k = 0; k < nslots; k++) last[k] = -1.0;
+        for (int i = 0; i < R->nprogs; i++) {
+            const ProgRec *p = &R->progs[i];
+            size_t k = (size_t)p->pe * (size_t)R->P[P_CORES] + (size_t)p->core;
+            if (last[k] < 0) { seen[used++] = (int)k; last[k] = 0.0; }
+            if (p->end > last[k]) last[k] = p->end;
+        }
+        for (int i = 0; i < used; i++) idle += R->makespan - last[seen[i]];
+    }
+    free(last);
+    free(seen);
+    all[1 + NSTALL] = idle;
+    all[2 + NSTALL] = used;
+}
+
 void kt_timeline(const Replay *R, double *out) {
     memcpy(out, R->timeline, (size_t)R->ntimeline * 3 * sizeof(double));
 }

@@ -30,6 +30,7 @@ static void ld_drop_zero(LDict *d) {
 }
 
 static i64 floordiv(i64 a, i64 b) {
+    if (a >= 0) return a / b;
     i64 q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
     return q;

@@ -107,7 +107,8 @@ def _declare(lib: ctypes.PyDLL) -> None:
     lib.kt_run.restype = vp
     lib.kt_free.argtypes = [vp]
     lib.kt_free.restype = None
-    for name in ("kt_info", "kt_commands", "kt_programs", "kt_unit_counters", "kt_timeline"):
+    for name in ("kt_info", "kt_commands", "kt_programs", "kt_unit_counters", "kt_core_counters",
+                 "kt_timeline"):
         fn = getattr(lib, name)
         fn.argtypes = [vp, dp]
         fn.restype = None

@@ -18,7 +18,7 @@ from mtia_sim.counters import (
 )
 from mtia_sim.events import CommandEvent, ProgramTrace
 from mtia_sim.machine import MachineDescription
-from mtia_sim.timing.native import LEVELS, STALL_NAMES, NativeRun
+from mtia_sim.timing.native import LEVELS, NSTALL, STALL_NAMES, NativeRun
 from mtia_sim.timing.result import CommandRecord, ProgramRecord
 from mtia_sim.timing.sram_cache import Routed
 
@@ -55,6 +55,11 @@ def program_records(run: NativeRun, traces: list[ProgramTrace]) -> list[ProgramR
     return out
 
 
+def timeline(run: NativeRun) -> list[tuple[float, float, float]]:
+    """The bandwidth timeline as (cycle, DRAM bytes/cycle, SRAM bytes/cycle) samples."""
+    return [(t, d, s) for t, d, s in run.timeline.tolist()]
+
+
 def _bytes(values: list[float], routed: list[float]) -> dict[str, Any]:
     """Bytes per level (ints unless a cache-routed, float, figure contributed), non-zero only."""
     return {k: (v if r or not v.is_integer() else int(v))
@@ -77,47 +82,23 @@ def _command_units(run: NativeRun, pe: int) -> dict[str, UnitCounters]:
     return units
 
 
-def _add_core(core: UnitCounters, rows: np.ndarray) -> None:
-    """The control core's counters from its programs' rows (as counters._unit_counters)."""
-    core.busy_cycles = float(rows[:, 6].sum())
-    core.elements = int(rows[:, 5].sum())
-    core.commands = len(rows)
-    sums = rows[:, 10:].sum(axis=0).tolist()
-    core.stall_cycles = {name: v for name, v in zip(STALL_NAMES, sums, strict=True) if v > 0}
-    for level, col in (("dram", 8), ("sram", 9)):
-        total = int(rows[:, col].sum())
-        if total:
-            core.bytes_read[level] = total
-
-
-def _core_time(progs: np.ndarray, kernel_cycles: float) -> tuple[dict[str, float], int]:
-    """busy, stall:<reason> and idle cycles over all cores that ran programs (as counters._core_time)."""
-    table: dict[str, float] = {}
-    if not len(progs):
-        return table, 0
-    busy = float(progs[:, 6].sum())
-    if busy:
-        table["busy"] = busy
-    for name, v in zip(STALL_NAMES, progs[:, 10:].sum(axis=0).tolist(), strict=True):
-        if v > 0:
-            table[f"stall:{name}"] = v
-    slot = progs[:, 1].astype(np.int64) * (1 << 20) + progs[:, 2].astype(np.int64)
-    order = np.lexsort((progs[:, 4], slot))
-    last = np.r_[slot[order][1:] != slot[order][:-1], True]
-    ends = progs[order][last, 4]
-    idle = float((kernel_cycles - ends).sum())
-    if idle:
-        table["idle"] = idle
-    return table, len(ends)
-
-
 def counters(m: MachineDescription, run: NativeRun, launch_cycles: float) -> Counters:
     """The launch's counters (what `mtia_sim.counters.build_counters` makes from the records)."""
-    progs = run.programs
-    pe_col = progs[:, 1].astype(np.int64)
+    width = 5 + NSTALL
+    per_core = run.core_counters[:m.num_pes * width].reshape(m.num_pes, width)
     per_pe = {}
-    for pe in sorted(set(pe_col.tolist())):
-        per_pe[pe] = _command_units(run, pe)
-        _add_core(per_pe[pe]["CORE"], progs[pe_col == pe])
-    core_time, slots = _core_time(progs, run.makespan)
-    return assemble_counters(m, per_pe, run.makespan, launch_cycles, run.cache.to_dict(), core_time, slots)
+    for pe in np.flatnonzero(per_core[:, 1]).tolist():
+        units = per_pe[pe] = _command_units(run, pe)
+        row = per_core[pe].tolist()
+        core = units["CORE"]
+        core.busy_cycles, core.commands, core.elements = row[0], int(row[1]), int(row[2])
+        core.bytes_read = {lv: int(v) for lv, v in (("dram", row[3]), ("sram", row[4])) if v}
+        core.stall_cycles = {name: v for name, v in zip(STALL_NAMES, row[5:], strict=True) if v > 0}
+    total = run.core_counters[m.num_pes * width:].tolist()
+    core_time = {"busy": total[0]} if total[0] else {}
+    stalls = zip(STALL_NAMES, total[1:1 + NSTALL], strict=True)
+    core_time.update((f"stall:{name}", v) for name, v in stalls if v > 0)
+    if total[1 + NSTALL]:
+        core_time["idle"] = total[1 + NSTALL]
+    return assemble_counters(m, per_pe, run.makespan, launch_cycles, run.cache.to_dict(), core_time,
+                             int(total[2 + NSTALL]))
