@@ -184,6 +184,7 @@ def kernel_pass(ev: Evaluator, factory: InputFactory, session: WorkerSession) ->
         _tables[ev] = f"kernel table not collected: the worker replied {str(reply.get('op'))[:40]!r}"
         return
     _tables[ev] = parse_kernel_reply(reply)
+    ev.mark("kernel_table")
 
 
 def profile_level(ev: Evaluator) -> str:
@@ -196,15 +197,15 @@ def profile_level(ev: Evaluator) -> str:
 def want_ncu(ev: Evaluator, time_s: float) -> tuple[bool, str]:
     """Whether this evaluation runs ncu, and why not. Records `time_s` as the problem's best so far."""
     level = profile_level(ev)
+    key = memo.problem_key(ev, "best-candidate")
+    best = memo.best_time(key)
+    memo.record_time(key, time_s)
     if ev.cfg.target != "nvidia":
         return False, f"ncu is for NVIDIA GPUs (target {ev.cfg.target})"
     if level == "timing":
         return False, "no kernel-level profile (gpu_profile=timing)"
     if level == "full":
         return True, ""
-    key = memo.problem_key(ev, "best-candidate")
-    best = memo.best_time(key)
-    memo.record_time(key, time_s)
     limit = ev.cfg.extra.get("ncu_if_faster_than")
     if isinstance(limit, int | float) and limit > 0:
         if time_s < limit:

@@ -34,6 +34,8 @@ def fake_ev(target: str = "nvidia", mode: str = "eval", sha: str = "p1", **cfg: 
         deadline=time.monotonic() + 60,
         problem_path=Path("problem.py"),
         candidate=Path("candidate.py"),
+        seed=lambda: 1,
+        mark=lambda phase: None,
     )
 
 
@@ -62,6 +64,8 @@ def test_explicit_threshold_from_the_search_wins_over_the_memo() -> None:
 
 
 def test_full_timing_and_non_nvidia_levels() -> None:
+    assert profile_gpu.want_ncu(fake_ev(gpu_profile="full"), 2e-6)[0]  # `kegen eval`: the first one
+    assert not profile_gpu.want_ncu(fake_ev(), 2e-6)[0]  # a search's re-evaluation of it: no ncu
     assert profile_gpu.want_ncu(fake_ev(), 1e-6)[0]
     assert profile_gpu.want_ncu(fake_ev(gpu_profile="full"), 2e-6)[0]  # full: even when slower
     assert profile_gpu.want_ncu(fake_ev(mode="profile"), 3e-6)[0]  # kegen profile
@@ -130,6 +134,40 @@ def test_kernel_pass_does_nothing_off_gpu_or_at_timing_level() -> None:
     for ev in (fake_ev(target="cpu"), fake_ev(gpu_profile="timing"), fake_ev(profile=False)):
         profile_gpu.kernel_pass(ev, None, NoSession())  # type: ignore[arg-type]
         assert ev not in profile_gpu._tables
+
+
+def test_kernel_pass_asks_the_worker_and_keeps_a_failure_as_a_note() -> None:
+    import torch
+
+    from kegen.eval.errors import CandidateError
+
+    class Factory:
+        def make(self, seed: int) -> list[Any]:
+            return [torch.zeros(3)]
+
+    class Session:
+        def __init__(self, reply: Any) -> None:
+            self.reply, self.asked = reply, []
+
+        def request(self, header: dict[str, Any], blobs: list[bytes]) -> Any:
+            self.asked.append(header["op"])
+            if isinstance(self.reply, Exception):
+                raise self.reply
+            return self.reply, []
+
+    ev = fake_ev()
+    session = Session(
+        {"op": "gpu_kernels", "kernels": [["add_kernel", 1, 2e-6]], "jit_names": ["add_kernel"]}
+    )
+    profile_gpu.kernel_pass(ev, Factory(), session)  # type: ignore[arg-type]
+    assert session.asked == ["gpu_profile"]
+    assert profile_gpu._tables[ev][1] == {"add_kernel"}
+    ev = fake_ev()
+    profile_gpu.kernel_pass(ev, Factory(), Session(CandidateError("timeout", "hung")))  # type: ignore[arg-type]
+    assert profile_gpu._tables[ev] == "kernel table not collected: timeout: hung"
+    ev = fake_ev()
+    profile_gpu.kernel_pass(ev, Factory(), Session({"op": "timed"}))  # type: ignore[arg-type]
+    assert "replied 'timed'" in str(profile_gpu._tables[ev])
 
 
 def test_ncu_command_profiles_only_the_candidates_kernels_in_the_profiled_range(tmp_path: Path) -> None:
