@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
-from kegen.bench.markdown import format_markdown
-from kegen.bench.record import RecordConfig, assemble, pack, record, unpack
-from kegen.bench.results import write_json
+# The mtia driver is Triton's active one only where torch sees no GPU: hide the GPUs of a GPU host
+# before torch is imported (`--keep-gpus` leaves them visible).
+if "--keep-gpus" not in sys.argv:
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+
+from kegen.bench.markdown import format_markdown  # noqa: E402
+from kegen.bench.record import RecordConfig, assemble, pack, record, unpack  # noqa: E402
+from kegen.bench.results import write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
@@ -55,7 +61,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="output path without suffix (.md and .json are written)")
     ap.add_argument("--assemble-only", action="store_true",
                     help="only rewrite the .md/.json from the records")
+    ap.add_argument("--keep-gpus", action="store_true", help="leave CUDA devices visible (not for mtia)")
     args = ap.parse_args(argv)
+    if not args.assemble_only:
+        missing = preflight()
+        if missing:
+            print("record_production: the mtia target cannot run here:\n  " + "\n  ".join(missing),
+                  file=sys.stderr)
+            return 2
 
     started = time.monotonic()
     if args.archive is not None and unpack(args.archive, args.work_dir):
@@ -94,6 +107,34 @@ def main(argv: list[str] | None = None) -> int:
     print(md.read_text())
     print(f"wrote {md} and {js} in {time.monotonic() - started:.0f} s")
     return 0
+
+
+def preflight() -> list[str]:
+    """What the mtia target lacks on this host (empty: ready): its Python packages, LLVM's llvm-mc
+    and an active mtia Triton driver. Checked first so a remote command fails in seconds."""
+    import importlib
+
+    problems = []
+    for module, package in (("unicorn", "unicorn==2.1.4"), ("llvmlite", "llvmlite==0.50.0"), ("lark", "lark"),
+                            ("ml_dtypes", "ml_dtypes"), ("elftools", "pyelftools")):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            problems.append(f"python package {package} ({exc}): pip install -e '.[mtia]' or carry its wheel")
+    try:
+        from lowering.codegen.assembler import llvm_mc
+
+        llvm_mc()
+    except Exception as exc:
+        problems.append(f"llvm-mc: {exc}")
+    try:
+        from lowering.backend.driver import MtiaDriver
+
+        if not MtiaDriver.is_active():
+            problems.append("the mtia Triton driver is not active (torch sees a GPU): drop --keep-gpus")
+    except Exception as exc:
+        problems.append(f"the mtia backend does not import: {type(exc).__name__}: {exc}")
+    return problems
 
 
 def _rel(path: Path) -> str:

@@ -34,7 +34,9 @@ from kegen.suites import SuiteProblem, find_suite
 RESULT_FILE = "result.json"
 DONE = "done"
 PARTIAL = "partial"
+FAILED = "failed"  # the evaluator itself failed (not the kernel): recorded again from scratch next time
 TIME_LIMIT_STOP = "time limit"
+INFRA_MARKERS = ("evaluator failed", "infrastructure")
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,8 @@ def record_problem(problem: SuiteProblem, cfg: RecordConfig, time_left_s: float 
     prior = load_record(cfg.work_dir, problem.name)
     # a search not recorded as done (cut at a time limit, or its command killed) is continued; a
     # resumed run that had already spent its budget stops at once with its results
-    resume = None if prior is not None and prior.state == DONE else last_run(cfg.work_dir, problem.name)
+    fresh = prior is not None and prior.state in (DONE, FAILED)
+    resume = None if fresh else last_run(cfg.work_dir, problem.name)
     if resume is None and (cfg.work_dir / problem.name / "search").exists():
         shutil.rmtree(cfg.work_dir / problem.name / "search")  # recorded again: start afresh
     slice_s = None if time_left_s is None else max(30.0, time_left_s - cfg.drain_s)
@@ -188,6 +191,8 @@ def record_problem(problem: SuiteProblem, cfg: RecordConfig, time_left_s: float 
     if prior is not None and resume:  # time spent in earlier commands on the same search
         row.search_time_s = round(row.search_time_s + prior.row.search_time_s, 3)
     state = PARTIAL if partial or row.search_state != SEARCH_DONE else DONE
+    if infra_failure(row):
+        state = FAILED
     if state == DONE and cfg.compile_baseline and cfg.target == "mtia":
         from kegen.bench.compile_baseline import add_compile_baselines
 
@@ -199,6 +204,14 @@ def record_problem(problem: SuiteProblem, cfg: RecordConfig, time_left_s: float 
     save_record(cfg.work_dir, rec)
     log(f"{problem.name}: {state} after {row.search_evaluations} evaluations ({stop or row.search_message})")
     return rec
+
+
+def infra_failure(row: ProblemResult) -> bool:
+    """Whether the seed's evaluation failed in the evaluator rather than in the kernel (a broken
+    install, a crashed device): such a record says nothing about the problem."""
+    message = row.seed_message.lower()
+    status = row.seed_status in ("error", "infra_error")
+    return not row.correct and (status or any(m in message for m in INFRA_MARKERS))
 
 
 def assemble(cfg: RecordConfig) -> BenchReport:
@@ -213,6 +226,10 @@ def assemble(cfg: RecordConfig) -> BenchReport:
         rec = load_record(cfg.work_dir, p.name)
         if rec is None:
             missing.append(p.name)
+            continue
+        if rec.state == FAILED:
+            report.notes.append(f"{p.name}: the evaluator failed ({rec.row.seed_message[:200]}); "
+                                "not a result")
             continue
         if rec.state != DONE:
             report.notes.append(f"{p.name}: partial ({rec.row.search_evaluations} of {cfg.budget} "

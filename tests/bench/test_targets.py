@@ -15,7 +15,17 @@ import pytest
 from kegen.bench import adapters
 from kegen.bench.markdown import format_markdown, goals_table
 from kegen.bench.metrics import evals_to_fraction, summarize
-from kegen.bench.record import DONE, PARTIAL, RecordConfig, assemble, load_record, pack, record, unpack
+from kegen.bench.record import (
+    DONE,
+    FAILED,
+    PARTIAL,
+    RecordConfig,
+    assemble,
+    load_record,
+    pack,
+    record,
+    unpack,
+)
 from kegen.bench.results import BenchReport, ProblemResult
 from kegen.bench.runner import BenchConfig, SearchOutcome, SeedEval
 from kegen.bench.table import format_summary, format_table
@@ -172,3 +182,21 @@ def test_cli_bench_suite_option_and_report_of_the_results(tmp_path: Path, monkey
     assert "gemm_fp16_512" in again and "roofline targets met on 2/2 problems" in again
     assert cli.main(["bench", "default", "--suite", "production", "--out", str(out)]) == 2
     assert "two suites given" in capsys.readouterr().err
+
+
+def test_an_evaluator_failure_is_not_a_result_and_is_recorded_again(tmp_path: Path) -> None:
+    calls: list[str | None] = []
+
+    def broken(problem: SuiteProblem, config: BenchConfig, out_dir: Path, resume: str | None = None,
+               **_: Any) -> SearchOutcome:
+        calls.append(resume)
+        seed = SeedEval(status="runtime_error", message="evaluator failed: ModuleNotFoundError: x")
+        return SearchOutcome("done", evaluations=5, seed=seed, extra={"stop_reason": "evaluation budget spent"})
+
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm",), budget=5,
+                       compile_baseline=False, skip_done=True)
+    (rec,) = record(cfg, search_problem=broken, log=lambda m: None)
+    assert rec.state == FAILED
+    assert len(record(cfg, search_problem=broken, log=lambda m: None)) == 1 and calls == [None, None]
+    report = assemble(cfg)
+    assert report.problems == [] and any("the evaluator failed" in n for n in report.notes)
