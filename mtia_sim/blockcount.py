@@ -21,8 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from mtia_sim.isa import Reg
-
 # state words shared with the hook
 S_CODE_BASE, S_CODE_SIZE, S_HOST_PTR, S_COUNT, S_LIMIT, S_STOP_FN, S_STOPPED = range(7)
 STATE_WORDS = 8
@@ -100,16 +98,14 @@ define void @mtia_access_hook(ptr %uc, i32 %type, i64 %addr, i32 %size, i64 %val
   ret void
 }
 
-; One whole register write: a DOORBELL goes to the fast path first (st[8]: its function or 0, st[9]:
-; its state; it returns non-zero when it handled the command), everything else to Python (st[4]).
+; One whole register write goes to the fast path first (st[8]: its function or 0, st[9]: its state;
+; it returns non-zero when it handled the write), else to Python (st[4]).
 define internal void @mtia_dispatch(ptr %st, i64 %offset, i64 %value) {
 entry:
   %p_ff = getelementptr i64, ptr %st, i64 8
   %ffi = load i64, ptr %p_ff
   %has = icmp ne i64 %ffi, 0
-  %isdb = icmp eq i64 %offset, DOORBELL
-  %try = and i1 %has, %isdb
-  br i1 %try, label %fast, label %slow
+  br i1 %has, label %fast, label %slow
 fast:
   %ff = inttoptr i64 %ffi to ptr
   %p_fs = getelementptr i64, ptr %st, i64 9
@@ -117,7 +113,7 @@ fast:
   %fs = inttoptr i64 %fsi to ptr
   %p_pc = getelementptr i64, ptr %st, i64 7
   %pc = load i64, ptr %p_pc
-  %r = call i32 %ff(ptr %fs, i64 %value, i64 %pc)
+  %r = call i32 %ff(ptr %fs, i64 %offset, i64 %value, i64 %pc)
   %handled = icmp ne i32 %r, 0
   br i1 %handled, label %ret, label %slow
 slow:
@@ -228,7 +224,7 @@ def _native_hook() -> tuple[int, int, int, Any, int] | None:
 
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        mod = llvm.parse_assembly(HOOK_IR.replace("DOORBELL", str(int(Reg.DOORBELL))))
+        mod = llvm.parse_assembly(HOOK_IR)
         mod.verify()
         tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
         engine = llvm.create_mcjit_compiler(mod, tm)
@@ -317,13 +313,14 @@ class BlockCounter:
         return int(self._words[S_COUNT])
 
     def start(self, limit: int) -> None:
-        self.state[S_COUNT] = 0
-        self.state[S_LIMIT] = limit
-        self.state[S_STOPPED] = 0
+        w = self._words
+        w[S_COUNT] = 0
+        w[S_LIMIT] = limit
+        w[S_STOPPED] = 0
 
     @property
     def budget_hit(self) -> bool:
-        return bool(self.state[S_STOPPED])
+        return bool(self._words[S_STOPPED])
 
 
 def count_instructions(code: np.ndarray, offset: int, size: int) -> int:
@@ -408,7 +405,7 @@ class NativeMmio:
         self.state = np.zeros(MMIO_WORDS, dtype=np.int64)
         self.state[0], self.state[1], self.state[2] = code_base, code.size, code.ctypes.data
         self.state[3] = ctypes.cast(ucmod.uclib.uc_reg_read, ctypes.c_void_p).value or 0
-        words = _words(self.state)
+        words = self._words = _words(self.state)
         self._handler = MMIO_HANDLER(lambda off, val: on_write(off, val, words[M_PC]))
         self._reader = MMIO_READ(lambda _uc, off, size, _ud: on_read(off, size))
         self.state[4] = ctypes.cast(self._handler, ctypes.c_void_p).value or 0
@@ -422,10 +419,10 @@ class NativeMmio:
             raise RuntimeError(f"uc_mmio_map failed with status {status}")
 
     def reset(self) -> None:
-        self.state[M_HAS_PENDING] = 0
+        self._words[M_HAS_PENDING] = 0
 
     def set_fast_path(self, function: int, state: np.ndarray | None) -> None:
-        """DOORBELL writes try `function(state, address, pc)` first (see mtia_sim.fastpath); 0: never."""
+        """Register writes try `function(state, offset, value, pc)` first (see mtia_sim.fastpath)."""
         self._fast_state = state  # keep alive
         self.state[M_FAST_STATE] = 0 if state is None else state.ctypes.data
         self.state[M_FAST_FN] = function if state is not None else 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,7 +41,7 @@ from mtia_sim.errors import (
 )
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
 from mtia_sim.fastpath import FastDoorbells
-from mtia_sim.fastpath_ir import F_HASH, F_QCOUNT
+from mtia_sim.fastpath_ir import F_HASH, F_QCOUNT, FENCE_ROW
 from mtia_sim.hostblas import limit_blas_threads
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
@@ -78,7 +78,10 @@ class _RegBatch:
         self._n = n
 
     def write(self, values: tuple[int, ...]) -> None:
-        self._vals[:] = [v & 0xFFFF_FFFF_FFFF_FFFF for v in values]
+        try:
+            self._vals[:] = list(values)
+        except (OverflowError, TypeError):  # negative or > 64-bit values: wrap them
+            self._vals[:] = [v & 0xFFFF_FFFF_FFFF_FFFF for v in values]
         status = self._call(self._uch, self._ids, self._ptrs, self._n)
         if status:
             raise UcError(status)
@@ -114,22 +117,25 @@ class ProgramSpec:
     args: list[int]  # 64-bit argument slots
 
 
-@dataclass
 class _Run:
-    """State of the program being run (read by the MMIO callbacks)."""
+    """State of the program being run (read by the MMIO callbacks); a plain class: one per program."""
 
-    spec: ProgramSpec
-    trace: ProgramTrace
-    args_ptr: int
-    last_count: int = 0
-    last_access: list[int] = field(default_factory=list)  # AccessCounter totals at the last event
-    commands: int = 0
-    exit_status: int | None = None
-    error: BaseException | None = None
-    fault: tuple[int, int, int] | None = None  # (access, address, size)
-    trap: int | None = None
-    pending_low: int | None = None  # low half of a 64-bit MMIO store split by Unicorn
-    debug_log: list[tuple[tuple[int, int, int], int]] = field(default_factory=list)
+    __slots__ = ("spec", "trace", "args_ptr", "last_count", "last_access", "commands", "exit_status", "error",
+                 "fault", "trap", "pending_low", "debug_log")
+
+    def __init__(self, spec: ProgramSpec, trace: ProgramTrace, args_ptr: int, last_access: list[int]) -> None:
+        self.spec = spec
+        self.trace = trace
+        self.args_ptr = args_ptr
+        self.last_count = 0
+        self.last_access = last_access  # AccessCounter totals at the last event
+        self.commands = 0
+        self.exit_status: int | None = None
+        self.error: BaseException | None = None
+        self.fault: tuple[int, int, int] | None = None  # (access, address, size)
+        self.trap: int | None = None
+        self.pending_low: int | None = None  # low half of a 64-bit MMIO store split by Unicorn
+        self.debug_log: list[tuple[tuple[int, int, int], int]] = []
 
 
 class Core:
@@ -179,6 +185,8 @@ class Core:
         self._pc = _RegReader(uc, rv.UC_RISCV_REG_PC)
         self.fp_quiet = False  # the caller already ignores numpy FP errors (Simulator.launch sets it)
         self.mapped_pe: int | None = None
+        self._args: list[int] = []
+        self._args_bytes = np.zeros(0, dtype=np.uint8)
         self.image: Image | None = None
         self.run: _Run | None = None
         self.debug_log: list[tuple[tuple[int, int, int], int]] = []
@@ -219,6 +227,13 @@ class Core:
     def _map_local(self, pe: int) -> None:
         if self.mapped_pe == pe:
             return
+        shared = self.mem.shared_locals
+        if shared is not None:  # one window mapped once: show that PE's pages in it
+            if self.mapped_pe is None:
+                self.uc.mem_map_ptr(isa.LOCAL_BASE, shared.size, UC_PROT_READ | UC_PROT_WRITE, shared.window)
+            shared.show(pe)
+            self.mapped_pe = pe
+            return
         size = self.mem.local_store_bytes
         if self.mapped_pe is not None:
             self.uc.mem_unmap(isa.LOCAL_BASE, size)
@@ -231,16 +246,21 @@ class Core:
         """Run one program to completion and return its trace; raises SimulationError subclasses."""
         if self.image is None:
             raise SimulationError("no image loaded")
-        self._map_local(spec.pe)
+        if self.mapped_pe != spec.pe:
+            self._map_local(spec.pe)
         uc = self.uc
-        nargs = len(spec.args)
-        top = isa.STACK_BASE + isa.STACK_SIZE
-        args_ptr = top - (-(-8 * nargs // 16) * 16 or 16)
+        args = spec.args
+        if args != self._args:  # the argument block, packed once per launch
+            self._args = list(args)
+            self._args_bytes = np.asarray(args, dtype=np.uint64).view(np.uint8)
+        args_bytes = self._args_bytes
+        nargs = len(args)
+        args_ptr = isa.STACK_BASE + isa.STACK_SIZE - (-(-8 * nargs // 16) * 16 or 16)
         if nargs:
             off = args_ptr - isa.STACK_BASE
-            self.stack[off:off + 8 * nargs] = np.asarray(spec.args, dtype=np.uint64).view(np.uint8)
+            self.stack[off:off + 8 * nargs] = args_bytes
         run = self.run = _Run(spec, ProgramTrace(spec.program_id, spec.pe, spec.core), args_ptr,
-                              last_access=self.access.totals())
+                              self.access.totals())
         self._entry_regs.write((args_ptr, *spec.program_id, *spec.num_programs, args_ptr, isa.EXIT_ADDR))
         self.counter.start(self.max_instructions)
         if self.native_mmio is not None:
@@ -293,7 +313,8 @@ class Core:
         append = events.append
         shared, templates, core_events = fast.events, fast.templates, self._core_events
         last_count, last_access = run.last_count, run.last_access
-        for plan, pc, count, a0, a1, a2, a3, _ in rows:
+        fences = 0
+        for plan, pc, count, a0, a1, a2, a3, mask in rows:
             if count != last_count:
                 now = [a0, a1, a2, a3]
                 if now == last_access:
@@ -308,6 +329,10 @@ class Core:
                     append(self._core_event(count - last_count, now, last_access))
                     last_access = now
                 last_count = count
+            if plan == FENCE_ROW:
+                append(FenceEvent(mask & 0xFFFF_FFFF_FFFF_FFFF, pc=pc))
+                fences += 1
+                continue
             by_pc = shared[plan]
             cmd = by_pc.get(pc)
             if cmd is None:
@@ -316,7 +341,7 @@ class Core:
                 cmd.pc = pc
             append(cmd)
         run.last_count, run.last_access = last_count, last_access
-        run.commands += len(rows)
+        run.commands += len(rows) - fences
         fast.set_budget(self.max_commands - run.commands)
 
     def _drain_before_fault(self, run: _Run) -> None:

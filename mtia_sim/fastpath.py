@@ -60,7 +60,7 @@ ACCESS_WORDS = 4  # the queue row keeps 4 scalar-access counter words (2 ranges:
 
 @functools.cache
 def _engine() -> tuple[int, Any] | None:
-    """(address of mtia_fast_doorbell, engine keeping it alive), or None without a host JIT."""
+    """(address of mtia_fast_write, engine keeping it alive), or None without a host JIT."""
     try:
         import llvmlite.binding as llvm
 
@@ -71,7 +71,7 @@ def _engine() -> tuple[int, Any] | None:
         tm = llvm.Target.from_default_triple().create_target_machine(opt=2)
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
-        return engine.get_function_address("mtia_fast_doorbell"), engine
+        return engine.get_function_address("mtia_fast_write"), engine
     except Exception:  # pragma: no cover - depends on the host's LLVM build
         return None
 
@@ -316,7 +316,8 @@ class FastDoorbells:
         return int(self.words[F_QCOUNT])
 
     def take(self) -> list[list[int]]:
-        """The queued rows (plan, pc, instructions, 4 access words, spare), emptying the queue."""
+        """The queued rows (plan or FENCE_ROW, pc, instructions, 4 access words, fence mask), emptying
+        the queue."""
         n = self.words[F_QCOUNT]
         if not n:
             return []

@@ -1,10 +1,12 @@
 """LLVM IR of the doorbell fast path (see `mtia_sim.fastpath`), JIT-compiled for the host.
 
-`mtia_fast_doorbell(state, addr, pc)` runs inside the MMIO store of a DOORBELL write: it hashes the
-descriptor on the stack, looks (descriptor, PE) up in a table of plans Python registered, runs the
-plan's ops (strided byte copies, fills, a numpy ufunc inner loop) and appends a row
-(plan, pc, instructions, scalar-access totals) to a queue Python turns into trace events later.
-It returns 0, touching nothing but the hash word, when Python must handle the doorbell.
+`mtia_fast_write(state, offset, value, pc)` runs inside the MMIO store of a command register. For a
+DOORBELL write (`mtia_fast_doorbell`) it hashes the descriptor on the stack, looks (descriptor, PE)
+up in a table of plans Python registered, runs the plan's ops (strided byte copies, fills, a numpy
+ufunc inner loop) and appends a row (plan, pc, instruction count, scalar-access totals) to a queue
+Python turns into trace events later; it returns 0, touching nothing but the hash word, when Python
+must handle the doorbell. A FENCE write becomes a queue row (plan -1, pc, instructions, access
+totals, mask) the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ STATE_WORDS = 20
 KEY_WORDS = isa.DESC_WORDS + 1  # descriptor words, then the PE
 OPS_PER_PLAN = 2
 OP_WORDS = 16
-ROW_WORDS = 8  # plan, pc, instruction count, 4 access-counter words, spare
+ROW_WORDS = 8  # plan (-1: a fence), pc, instruction count, 4 access-counter words, fence mask
+FENCE_ROW = -1
 K_COPY, K_FILL, K_UFUNC = 1, 2, 3
 HASH_MUL = 0x100000001B3
 HASH_SEED = 0xCBF29CE484222325
@@ -260,7 +263,7 @@ done:
 def _doorbell() -> str:
     w = _word
     return f"""
-define i32 @mtia_fast_doorbell(ptr %st, i64 %addr, i64 %pc) {{
+define internal i32 @mtia_fast_doorbell(ptr %st, i64 %addr, i64 %pc) {{
 entry:
   %hp = getelementptr i64, ptr %st, i64 {F_HASH}
   store i64 -1, ptr %hp
@@ -348,7 +351,19 @@ hit:
   %obase = mul i64 %plan, {OPS_PER_PLAN * OP_WORDS}
   %op = getelementptr i64, ptr %ops, i64 %obase
   call void @run_ops(ptr %op)
-{w("queuei", "%st", F_QUEUE)}{w("cntpi", "%st", F_COUNT_PTR)}{w("accpi", "%st", F_ACCESS_PTR)}\
+  call void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 0)
+  ret i32 1
+miss:
+  ret i32 0
+}}
+"""
+
+
+def _write() -> str:
+    return f"""
+define internal void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 %extra) {{
+entry:
+{_word("queuei", "%st", F_QUEUE)}{_word("cntpi", "%st", F_COUNT_PTR)}{_word("accpi", "%st", F_ACCESS_PTR)}\
   %queue = inttoptr i64 %queuei to ptr
   %rbase = mul i64 %qn, {ROW_WORDS}
   %row = getelementptr i64, ptr %queue, i64 %rbase
@@ -362,9 +377,31 @@ hit:
   %racc = getelementptr i64, ptr %row, i64 3
   %accp = inttoptr i64 %accpi to ptr
   call void @llvm.memcpy.p0.p0.i64(ptr %racc, ptr %accp, i64 32, i1 false)
+  %r7 = getelementptr i64, ptr %row, i64 7
+  store i64 %extra, ptr %r7
   %qn1 = add i64 %qn, 1
   %qnp = getelementptr i64, ptr %st, i64 {F_QCOUNT}
   store i64 %qn1, ptr %qnp
+  ret void
+}}
+
+define i32 @mtia_fast_write(ptr %st, i64 %offset, i64 %value, i64 %pc) {{
+entry:
+  %isdb = icmp eq i64 %offset, {int(isa.Reg.DOORBELL)}
+  br i1 %isdb, label %doorbell, label %other
+doorbell:
+  %r = call i32 @mtia_fast_doorbell(ptr %st, i64 %value, i64 %pc)
+  ret i32 %r
+other:
+  %isfence = icmp eq i64 %offset, {int(isa.Reg.FENCE)}
+{_word("en", "%st", F_ENABLED)}{_word("qn", "%st", F_QCOUNT)}{_word("qcap", "%st", F_QCAP)}\
+  %on = icmp ne i64 %en, 0
+  %room = icmp slt i64 %qn, %qcap
+  %go0 = and i1 %isfence, %on
+  %go = and i1 %go0, %room
+  br i1 %go, label %fence, label %miss
+fence:
+  call void @log_row(ptr %st, i64 %qn, i64 {FENCE_ROW}, i64 %pc, i64 %value)
   ret i32 1
 miss:
   ret i32 0
@@ -375,4 +412,4 @@ miss:
 def fast_ir() -> str:
     """The whole module."""
     return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n" + _typed_loops() + _switch_rows()
-            + _nest() + _ufunc() + _doorbell())
+            + _nest() + _ufunc() + _doorbell() + _write())

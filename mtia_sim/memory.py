@@ -9,6 +9,10 @@ Host memory can also be mapped into the DRAM address space, above the arena, wit
 from __future__ import annotations
 
 import ctypes
+import mmap
+import os
+import sys
+import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -28,6 +32,61 @@ def page_aligned_buffer(nbytes: int) -> np.ndarray:
     raw = np.zeros(nbytes + PAGE, dtype=np.uint8)
     start = (-raw.ctypes.data) % PAGE
     return raw[start:start + nbytes]
+
+
+class SharedLocalStores:
+    """Every PE's local store in one memfd, so a fixed host window can show any PE's store.
+
+    `window` is a host address showing PE `pe`'s pages after `show(pe)` (one mmap call, no copy):
+    the core maps the window at LOCAL_BASE once and switches PEs without remapping its engine
+    (which would flush its translated code). Linux only; `create` returns None elsewhere.
+    """
+
+    MAP_FIXED = 0x10  # Linux
+
+    def __init__(self, fd: int, num_pes: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        self.all = np.frombuffer(mmap.mmap(fd, num_pes * size, mmap.MAP_SHARED,
+                                           mmap.PROT_READ | mmap.PROT_WRITE), dtype=np.uint8)
+        libc = ctypes.CDLL(None, use_errno=True)
+        self._mmap = libc.mmap
+        self._mmap.restype = ctypes.c_void_p
+        self._mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_long]
+        munmap = libc.munmap
+        munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self._prot = mmap.PROT_READ | mmap.PROT_WRITE
+        self.window = self._map(None, 0, 0)
+        self.shown = 0
+        weakref.finalize(self, munmap, self.window, size)
+        weakref.finalize(self, os.close, fd)
+
+    def _map(self, at: int | None, flags: int, pe: int) -> int:
+        addr = self._mmap(at, self.size, self._prot, mmap.MAP_SHARED | flags, self.fd, pe * self.size)
+        if addr is None or addr == ctypes.c_void_p(-1).value or (at is not None and addr != at):
+            raise OSError(ctypes.get_errno(), "mmap of a local store failed")
+        return int(addr)
+
+    def show(self, pe: int) -> None:
+        """Make the window show PE `pe`'s local store."""
+        if pe != self.shown:
+            self._map(self.window, self.MAP_FIXED, pe)
+            self.shown = pe
+
+    @classmethod
+    def create(cls, num_pes: int, size: int) -> SharedLocalStores | None:
+        if sys.platform != "linux" or not hasattr(os, "memfd_create") or size % mmap.PAGESIZE:
+            return None
+        try:
+            fd = os.memfd_create("mtia-local-stores", os.MFD_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            os.ftruncate(fd, num_pes * size)
+            return cls(fd, num_pes, size)
+        except (OSError, ValueError):
+            os.close(fd)
+            return None
 
 
 class Allocator:
@@ -121,6 +180,8 @@ class MemorySystem:
         self.dram = page_aligned_buffer(dram_bytes)
         self.sram = page_aligned_buffer(sram_bytes)
         self._local: list[np.ndarray | None] = [None] * num_pes
+        self.shared_locals = (SharedLocalStores.create(num_pes, self.local_store_bytes)
+                              if os.environ.get("KEGEN_SIM_SHARED_LOCAL", "1") != "0" else None)
         self.dram_alloc = Allocator(isa.DRAM_BASE, dram_bytes, "dram")
         self.sram_alloc = Allocator(isa.SRAM_BASE, sram_bytes, "sram")
         self.dram_limit = dram_bytes
@@ -182,7 +243,9 @@ class MemorySystem:
         """PE `pe`'s local store (created zeroed on first use)."""
         buf = self._local[pe]
         if buf is None:
-            buf = self._local[pe] = page_aligned_buffer(self.local_store_bytes)
+            shared, size = self.shared_locals, self.local_store_bytes
+            buf = page_aligned_buffer(size) if shared is None else shared.all[pe * size:(pe + 1) * size]
+            self._local[pe] = buf
         return buf
 
     def allocator(self, level: str) -> Allocator:

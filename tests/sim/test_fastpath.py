@@ -97,8 +97,10 @@ def _loop_kernel(descs: list[D]) -> bytes:
     k = KernelIR()
     n = k.arg(0)
     k.emit("br label %l", "l:", "%i = phi i64 [0, %entry], [%i1, %l]")
-    for d in descs:
+    for i, d in enumerate(descs):
         k.command(d)
+        if i % 7 == 6:
+            k.fence(int(isa.UnitMask.SIMD) if i % 2 else int(isa.UnitMask.ALL))
     k.emit("%i1 = add i64 %i, 1", f"%c = icmp ult i64 %i1, {n}", "br i1 %c, label %l, label %e", "e:")
     return k.compile()
 
