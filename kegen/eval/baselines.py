@@ -31,7 +31,12 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
     if ev.baseline is not None:
         cfg = ev.cfg
         key = memo.problem_key(
-            ev, "baseline", init, source=_sha256(ev.baseline), tolerances=[cfg.atol, cfg.rtol, cfg.trials]
+            ev,
+            "baseline",
+            init,
+            factory.problem.module,
+            source=_sha256(ev.baseline),
+            tolerances=[cfg.atol, cfg.rtol, cfg.trials],
         )
         cached = memo.get(key)
         try:
@@ -49,7 +54,12 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
         ) as exc:  # a broken baseline must not fail the candidate
             details["baseline_error"] = str(getattr(exc, "message", exc))
     key = memo.problem_key(
-        ev, "reference", init, compile=ev.cfg.compile_baseline, mtia_compile=ev.cfg.mtia_compile_baseline
+        ev,
+        "reference",
+        init,
+        factory.problem.module,
+        compile=ev.cfg.compile_baseline,
+        mtia_compile=ev.cfg.mtia_compile_baseline,
     )
     cached = memo.get(key)
     if cached is not None:
@@ -162,7 +172,7 @@ def _sha256(path: Path) -> str:
 
 def problem_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
     """The problem's roofline on the evaluation's machine (once per problem and process: `memo`)."""
-    key = memo.problem_key(ev, "roofline")
+    key = memo.problem_key(ev, "roofline", module=factory.problem.module)
     rf = memo.get(key)
     if isinstance(rf, roofline.Roofline):
         memo.note(ev, "roofline")

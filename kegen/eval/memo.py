@@ -55,14 +55,28 @@ def environment() -> dict[str, str]:
     return env
 
 
-def problem_key(ev: Evaluator, what: str, init: list[Any] | None = None, **parts: Any) -> str:
-    """Key of a problem-level measurement `what`: the problem's SHA-256 (its text fixes the input
-    shapes and dtypes of `get_inputs`), the init inputs' shapes and dtypes, the target, machine
-    and device, torch/Triton versions, the knobs that change a measurement, and `parts`."""
+def module_constants(module: Any) -> dict[str, Any]:
+    """The problem module's scalar globals (sizes such as M, N, K, and whatever they were computed
+    from: a size read from the environment changes them while the file's text stays the same)."""
+    consts: dict[str, Any] = {}
+    for name, v in sorted(vars(module).items()) if module is not None else ():
+        if not name.startswith("__") and type(v) in (int, float, bool, str):
+            consts[name] = v if not isinstance(v, str) else v[:200]
+    return consts
+
+
+def problem_key(
+    ev: Evaluator, what: str, init: list[Any] | None = None, module: Any = None, **parts: Any
+) -> str:
+    """Key of a problem-level measurement `what`: the problem's SHA-256 and module constants (with
+    the text they fix the shapes and dtypes of `get_inputs`, whose draws may vary: jagged lengths),
+    the init inputs' shapes and dtypes, the target, machine and device, torch/Triton versions, the
+    knobs that change a measurement, and `parts`."""
     cfg = ev.cfg
     data = {
         "what": what,
         "problem": ev.result["details"].get("problem_sha256"),
+        "constants": module_constants(module),
         "init": value_signature(init or []),
         "target": cfg.target,
         "machine": cfg.machine if cfg.target == "mtia" else "",

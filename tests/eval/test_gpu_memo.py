@@ -4,6 +4,7 @@ of one process: reused under the same key, measured again when anything in the k
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -46,8 +47,12 @@ def test_key_covers_problem_inputs_target_machine_and_timing_knobs() -> None:
         memo.problem_key(Ev(timing_runs=5), "reference", init),
         memo.problem_key(Ev(), "roofline", init),
         memo.problem_key(Ev(), "reference", init, source="seed2"),
+        memo.problem_key(Ev(), "reference", init, SimpleNamespace(M=256, _SCALE=0.125)),
     ):
         assert other != base
+    small = memo.problem_key(Ev(), "reference", init, SimpleNamespace(M=256, _SCALE=0.125, fn=len))
+    assert small == memo.problem_key(Ev(), "reference", init, SimpleNamespace(M=256, _SCALE=0.125))
+    assert small != memo.problem_key(Ev(), "reference", init, SimpleNamespace(M=2048, _SCALE=1.0))
 
 
 def test_memo_is_bounded_and_best_time_only_improves() -> None:
