@@ -22,14 +22,15 @@ def measure(problem: SuiteProblem, machine: str, timeout_s: float = TIMEOUT_S) -
     return measure_in_subprocess(problem.problem_path, machine, timeout_s)
 
 
-def add_compile_baselines(rows: list[ProblemResult], problems: list[SuiteProblem], machine: str) -> None:
+def add_compile_baselines(rows: list[ProblemResult], problems: list[SuiteProblem], machine: str,
+                          timeout_s: float = TIMEOUT_S) -> None:
     """Fill each row's compile_* fields (rows and problems in the same order, matched by name)."""
     by_name = {p.name: p for p in problems}
     for row in rows:
         problem = by_name.get(row.name)
         if problem is None:
             continue
-        data = measure(problem, machine)
+        data = measure(problem, machine, timeout_s)
         if "error" in data:
             row.compile_message = str(data["error"])[:300]
             continue

@@ -37,6 +37,7 @@ PARTIAL = "partial"
 FAILED = "failed"  # the evaluator itself failed (not the kernel): recorded again from scratch next time
 TIME_LIMIT_STOP = "time limit"
 INFRA_MARKERS = ("evaluator failed", "infrastructure")
+COMPILE_MIN_S = 45.0  # the least time worth starting a torch.compile baseline in
 
 
 @dataclass(frozen=True)
@@ -194,9 +195,9 @@ def record_problem(problem: SuiteProblem, cfg: RecordConfig, time_left_s: float 
     if infra_failure(row):
         state = FAILED
     if state == DONE and cfg.compile_baseline and cfg.target == "mtia":
-        from kegen.bench.compile_baseline import add_compile_baselines
-
-        add_compile_baselines([row], [problem], cfg.machine)
+        left = None if time_left_s is None else time_left_s - (time.monotonic() - t0)
+        if not _compile_baseline(row, problem, cfg.machine, left):
+            state, stop = PARTIAL, "torch.compile baseline not measured yet (command deadline)"
     rec = ProblemRecord(name=problem.name, state=state, row=row,
                         run_id=str(outcome.extra.get("run_id", "")) if outcome else "", stop_reason=stop,
                         commands=(prior.commands if prior and resume else 0) + 1,
@@ -204,6 +205,21 @@ def record_problem(problem: SuiteProblem, cfg: RecordConfig, time_left_s: float 
     save_record(cfg.work_dir, rec)
     log(f"{problem.name}: {state} after {row.search_evaluations} evaluations ({stop or row.search_message})")
     return rec
+
+
+def _compile_baseline(row: ProblemResult, problem: SuiteProblem, machine: str, left_s: float | None) -> bool:
+    """Measure torch.compile for `row` within `left_s`; False when the deadline left no time for it
+    (or cut it short): the next command measures it."""
+    from kegen.bench.compile_baseline import TIMEOUT_S, add_compile_baselines
+
+    timeout = TIMEOUT_S if left_s is None else min(TIMEOUT_S, left_s - 15)
+    if timeout < COMPILE_MIN_S:
+        return False
+    add_compile_baselines([row], [problem], machine, timeout)
+    cut = timeout < TIMEOUT_S and row.compile_time_s is None and "took over" in row.compile_message
+    if cut:
+        row.compile_message = ""
+    return not cut
 
 
 def infra_failure(row: ProblemResult) -> bool:

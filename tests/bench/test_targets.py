@@ -200,3 +200,34 @@ def test_an_evaluator_failure_is_not_a_result_and_is_recorded_again(tmp_path: Pa
     assert len(record(cfg, search_problem=broken, log=lambda m: None)) == 1 and calls == [None, None]
     report = assemble(cfg)
     assert report.problems == [] and any("the evaluator failed" in n for n in report.notes)
+
+
+def test_a_compile_baseline_cut_by_the_deadline_is_measured_by_the_next_command(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    from kegen.bench import compile_baseline
+
+    timeouts: list[float] = []
+
+    def fake_measure(problem: SuiteProblem, machine: str, timeout_s: float = 600.0) -> dict[str, Any]:
+        timeouts.append(timeout_s)
+        if timeout_s < 600:
+            return {"error": f"torch.compile on {machine} took over {timeout_s:g} s"}
+        return {"seconds": 3e-5, "host_ops": []}
+
+    monkeypatch.setattr(compile_baseline, "measure", fake_measure)
+
+    def spent(problem: SuiteProblem, config: BenchConfig, out_dir: Path, resume: str | None = None,
+              **_: Any) -> SearchOutcome:
+        seed = SeedEval(status="ok", speedup=1.0, baseline="seed", roofline=0.5, time_s=4e-5)
+        return SearchOutcome("done", evaluations=5, seed=seed, found_correct=True, gain=1.0,
+                             extra={"stop_reason": "evaluation budget spent (5 evaluations)"})
+
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm",), budget=5, skip_done=True,
+                       deadline_s=200, drain_s=120)
+    (first,) = record(cfg, search_problem=spent, log=lambda m: None)
+    assert first.state == PARTIAL and "torch.compile baseline not measured yet" in first.stop_reason
+    assert first.row.compile_message == "" and timeouts and timeouts[0] < 200
+    later = RecordConfig(work_dir=cfg.work_dir, suite="default", only=("gemm",), budget=5, skip_done=True)
+    (second,) = record(later, search_problem=spent, log=lambda m: None)
+    assert second.state == DONE and second.row.compile_time_s == pytest.approx(3e-5)
+    assert second.row.speedup_vs_compile == pytest.approx(0.75)
