@@ -164,6 +164,7 @@ class Screening:
         self.index: dict[str, tuple[int, dict[str, Any]]] = {}  # artifact key -> (node, outcome)
         self.best_time_s: float | None = None
         self.salt = secrets.token_bytes(16)
+        self.task: Any = screened_task  # what runs on the executor (tests substitute their own)
         self._lock = threading.Lock()
 
     def submit(self, executor: Any, node_id: int, fn: Any, *args: Any) -> Future[Any]:
@@ -173,7 +174,7 @@ class Screening:
         else:
             with self._lock:
                 request = ScreenRequest(self.config, frozenset(self.index), self.best_time_s, self.salt)
-            inner = executor.submit(screened_task, request, fn, *args)
+            inner = executor.submit(self.task, request, fn, *args)
         outer: Future[Any] = Future()
 
         def resolve(f: Future[Any]) -> None:
