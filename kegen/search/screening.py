@@ -1,4 +1,4 @@
-"""Screening: what a candidate need not be simulated for (docs/DECISIONS.md D14).
+"""Screening: what a candidate need not be simulated for (docs/DECISIONS.md D18).
 
 Before a candidate is simulated, the task that would evaluate it first *probes* it
 (`kegen.search.screening_probe`: compiled and called once in the evaluator's sandbox, every launch
