@@ -172,6 +172,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\nbest speedup found: 1.000x (no child beat the seed)")
     print(f"stopped: {result.stop_reason}")
+    if result.screening:
+        from kegen.search.screening import screening_line
+
+        print(screening_line(result.screening))
     if result.best is not None:
         print(f"best candidate: {result.out_dir / 'best.py'}")
     print(f"run: {result.run_id}  (kegen report {result.out_dir}  |  db {result.db})")

@@ -256,3 +256,15 @@ def evals_to_fraction(store: Any, run_id: str, fraction: float) -> int | None:
         if n.correct and n.fitness >= fraction * best:
             return count
     return count
+
+
+def screening_line(summary: dict[str, Any]) -> str:
+    """One line for `kegen evolve`: what screening spared and evaluations to 90% of the best."""
+    c = summary.get("screening") or {}
+    e90 = summary.get("evals_to_90")
+    return (
+        f"screening: {c.get('simulated', 0)} simulated, {c.get('duplicates', 0)} duplicates, "
+        f"{c.get('rejected', 0)} rejected at compile, {c.get('hopeless', 0)} hopeless (not simulated; "
+        f"probes {c.get('probe_s', 0.0):.0f} s); evaluations to 90% of the best: "
+        f"{'-' if e90 is None else e90}"
+    )

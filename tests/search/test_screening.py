@@ -222,3 +222,13 @@ def test_the_search_summary_reports_screening(tmp_path: Path) -> None:
     assert summary["screening"] == result.screening["screening"]
     assert summary["evals_to_90"] == result.screening["evals_to_90"]
     assert isinstance(summary["evals_to_90"], int) and 0 <= summary["evals_to_90"] <= result.evaluations
+
+
+def test_kegen_evolve_prints_the_screening_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kegen.cli import main
+    from tests.search.search_helpers import fake_evolve_argv
+
+    argv = fake_evolve_argv("vector_add", tmp_path / "db.sqlite", tmp_path / "run", 2, "--no-warm-start")
+    assert main(argv) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("screening:"))
+    assert "3 simulated, 0 duplicates" in line and "evaluations to 90% of the best:" in line
