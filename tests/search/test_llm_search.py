@@ -109,3 +109,10 @@ def test_evolve_llm_flags(tmp_path, monkeypatch) -> None:
     )  # fmt: skip
     args = parser.parse_args(["p.py", "--operator", "llm", "--llm-context", "2048"])
     assert build_config(args).operator.context_tokens == 2048
+
+
+def test_offline_searches_stay_reproducible(tmp_path, store) -> None:
+    """The offline operator writes children inline (no proposal threads): same seed, same tree."""
+    runs = [run_search(_config(tmp_path / str(i), budget=5), store) for i in range(2)]
+    trees = [[(n.parent_id is None, n.description, n.code_hash) for n in store.nodes(r.run_id)] for r in runs]
+    assert trees[0] == trees[1] and len(trees[0]) == 6
