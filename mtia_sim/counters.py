@@ -324,13 +324,15 @@ def build_counters(m: MachineDescription, commands: list[CommandRecord], program
 
 def assemble_counters(m: MachineDescription, per_pe: dict[int, dict[str, UnitCounters]], kernel_cycles: float,
                       launch_cycles: float, sram_cache: dict[str, Any] | None, core_time: dict[str, float],
-                      core_slots: int) -> Counters:
+                      core_slots: int, totals: dict[str, UnitCounters] | None = None) -> Counters:
     """Counters from per-PE unit counters (chip totals, bandwidth, roofline); `build_counters` makes
-    `per_pe` from records, the native timing replay from its own sums."""
-    totals = {n: UnitCounters(n) for n in UNIT_NAMES}
-    for units in per_pe.values():
-        for n, u in units.items():
-            totals[n].add(u)
+    `per_pe` from records, the native timing replay from its own sums (and its `totals`: the sum of
+    `per_pe` over PEs, computed here when not given)."""
+    if totals is None:
+        totals = {n: UnitCounters(n) for n in UNIT_NAMES}
+        for units in per_pe.values():
+            for n, u in units.items():
+                totals[n].add(u)
     seconds = kernel_cycles / m.clock_hz
     pes = {pe: PECounters(pe, *m.pe_coords(pe), units=units) for pe, units in per_pe.items()}
     return Counters(

@@ -10,6 +10,7 @@ the two never give different answers silently. See docs/DECISIONS.md D13.
 from __future__ import annotations
 
 import ctypes
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,9 @@ STALL_NAMES = ("scalar_mem",) + tuple(f"{kind}_{unit}" for kind in ("queue_full"
                                       for unit in ("ANY", "DMA", "DPE", "SIMD", "RED", "MLU"))
 
 
+@functools.lru_cache(maxsize=32)
 def _params(m: MachineDescription, sram_mode: str, capacity_bytes: int) -> np.ndarray:
+    """The machine as the C side reads it (P_* in ktiming.h); read-only, cached per machine."""
     dpe = [m.dpe_flops_per_cycle_for_width(w) if w in m._rates_by_width[0] else 0.0 for w in range(NWIDTH)]
     simd = [m.simd_elements_per_cycle(w) if w in m._rates_by_width[1] else 0.0 for w in range(NWIDTH)]
     fixed = [m.core_cpi, m.command_issue_cycles, m.command_queue_depth, m.dma_max_in_flight,
@@ -42,7 +45,9 @@ def _params(m: MachineDescription, sram_mode: str, capacity_bytes: int) -> np.nd
              m.noc_link_bytes_per_cycle, m.dma_burst_bytes, m.dma_misaligned_penalty, m.pe_rows, m.pe_cols,
              m.num_pes, m.cores_per_pe, m.dpe_tile_m, m.dpe_tile_n, m.dpe_tile_k, SRAM_MODES.index(sram_mode),
              capacity_bytes // m.sram_line_bytes, m.sram_line_bytes, isa.DRAM_BASE // m.sram_line_bytes]
-    return np.array(fixed + dpe + simd, dtype=np.float64)
+    out = np.array(fixed + dpe + simd, dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def _pointer(a: np.ndarray) -> Any:

@@ -30,7 +30,6 @@ static void ld_drop_zero(LDict *d) {
 }
 
 static i64 floordiv(i64 a, i64 b) {
-    if (a >= 0) return a / b;
     i64 q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
     return q;
@@ -39,7 +38,15 @@ static i64 floordiv(i64 a, i64 b) {
 int cache_init(Cache *c, int mode, i64 capacity_lines, i64 line, i64 base_line) {
     memset(c, 0, sizeof *c);
     c->mode = mode; c->capacity = capacity_lines; c->line = line; c->base_line = base_line;
+    c->shift = -1;
+    for (int k = 0; k < 62; k++) if (((i64)1 << k) == line) c->shift = k;
     return 0;
+}
+
+/* floor(a / line): a shift when the line is a power of two (the usual case) */
+static inline i64 line_of(const Cache *c, i64 a) {
+    if (c->shift >= 0) return a >> c->shift;   /* arithmetic shift: floor also below zero */
+    return floordiv(a, c->line);
 }
 
 void cache_free(Cache *c) {
@@ -72,6 +79,16 @@ static int span_rows_lines(Cache *c, const Trace *t, const Span *sp, size_t *n) 
     if (nrows <= 0) return 0;
     i64 per_max = floordiv(line - 1 + sp->row_bytes + line - 1, line) + 1;  /* bound on lines per row */
     if (buf_need(c, *n + (size_t)nrows * (size_t)per_max)) return -1;
+    if (sp->starts_lo < 0 && sp->ndims <= 1) {   /* the usual case: one strided run of rows */
+        i64 stride = sp->ndims ? dims[1] : 0, start = sp->base;
+        i64 *out = c->buf + *n;
+        for (i64 r = 0; r < nrows; r++, start += stride) {
+            i64 first = line_of(c, start), last = line_of(c, start + sp->row_bytes - 1);
+            for (i64 l = first; l <= last; l++) *out++ = l;
+        }
+        *n = (size_t)(out - c->buf);
+        return 0;
+    }
     i64 idx[16] = {0};
     for (i64 r = 0; r < nrows; r++) {
         i64 start;
@@ -84,7 +101,7 @@ static int span_rows_lines(Cache *c, const Trace *t, const Span *sp, size_t *n) 
                 idx[d] = 0;
             }
         }
-        i64 first = floordiv(start, line), last = floordiv(start + sp->row_bytes - 1, line);
+        i64 first = line_of(c, start), last = line_of(c, start + sp->row_bytes - 1);
         for (i64 l = first; l <= last; l++) c->buf[(*n)++] = l;
     }
     return 0;
@@ -102,8 +119,8 @@ static i64 piece_lines(Cache *c, const Trace *t, const CmdStatic *cs, int write)
     if (!nsel) return 0;
     size_t n = 0;
     if (nsel == 1 && sp0->starts_lo < 0 && sp0->ndims == 0) {
-        i64 lo = floordiv(sp0->base, c->line) - c->base_line;
-        i64 hi = floordiv(sp0->base + sp0->row_bytes - 1, c->line) - c->base_line + 1;
+        i64 lo = line_of(c, sp0->base) - c->base_line;
+        i64 hi = line_of(c, sp0->base + sp0->row_bytes - 1) - c->base_line + 1;
         if (hi <= lo || lo < 0) return 0;
         if (buf_need(c, (size_t)(hi - lo))) return -1;
         for (i64 l = lo; l < hi; l++) c->buf[n++] = l;
@@ -201,10 +218,14 @@ static double access(Cache *c, const Trace *t, const CmdStatic *cs, int write, i
     c->clock += 1;
     i64 n_new = 0;
     int32_t *st = c->stamps;
+    int32_t last_wait = 0;
     for (i64 i = 0; i < total; i++) {
         int32_t s = st[c->buf[i]];
         if (s == 0) n_new++;
-        else if (s < 0 && add_wait(r, -(i64)s)) return -1.0;
+        else if (s < 0 && s != last_wait) {   /* runs of lines share one fill */
+            if (add_wait(r, -(i64)s)) return -1.0;
+            last_wait = s;
+        }
     }
     int placed = c->mode == MODE_RESIDENT && c->resident + n_new <= c->capacity;
     i64 value = placed ? c->clock : -fill_id;

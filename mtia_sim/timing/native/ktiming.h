@@ -72,7 +72,7 @@ void trace_free(Trace *t);
 
 /* SRAM cache (cache.c) */
 typedef struct {
-    int mode; i64 capacity, line, base_line;
+    int mode, shift; i64 capacity, line, base_line;
     int32_t *stamps; i64 nstamps;
     i64 clock, resident;
     double read_hit, read_miss, write_bytes;

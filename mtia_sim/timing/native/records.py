@@ -66,34 +66,39 @@ def _bytes(values: list[float], routed: list[float]) -> dict[str, Any]:
             for k, v, r in zip(_LEVEL_KEYS, values, routed, strict=True) if v}
 
 
-def _command_units(run: NativeRun, pe: int) -> dict[str, UnitCounters]:
-    units = {n: UnitCounters(n) for n in UNIT_NAMES}
-    for u, name in enumerate(UNIT_NAMES):
-        row = run.unit_counters[pe, u].tolist()
-        if not row[1]:
-            continue
-        c = units[name]
-        c.busy_cycles, c.ideal_cycles = row[0], row[3]
-        c.commands, c.flops, c.elements = int(row[1]), int(row[2]), int(row[4])
-        c.bytes_read = _bytes(row[5:9], row[16:20])
-        c.bytes_written = _bytes(row[9:13], row[20:24])
-        waits = ((WAIT_UNIT, row[13]), (WAIT_DEPENDENCY, row[14]), (WAIT_BANDWIDTH, row[15]))
-        c.stall_cycles = {k: v for k, v in waits if v}
-    return units
+def _unit(name: str, row: list[float]) -> UnitCounters:
+    """A unit's counters from its row of the native command sums (see api.c kt_unit_counters)."""
+    c = UnitCounters(name, busy_cycles=row[0], commands=int(row[1]), flops=int(row[2]), ideal_cycles=row[3],
+                     elements=int(row[4]), bytes_read=_bytes(row[5:9], row[16:20]),
+                     bytes_written=_bytes(row[9:13], row[20:24]))
+    waits = ((WAIT_UNIT, row[13]), (WAIT_DEPENDENCY, row[14]), (WAIT_BANDWIDTH, row[15]))
+    c.stall_cycles = {k: v for k, v in waits if v}
+    return c
+
+
+def _core(row: list[float]) -> UnitCounters:
+    """The control core's counters from its row of the native program sums (kt_core_counters)."""
+    return UnitCounters("CORE", busy_cycles=row[0], commands=int(row[1]), elements=int(row[2]),
+                        bytes_read={lv: int(v) for lv, v in (("dram", row[3]), ("sram", row[4])) if v},
+                        stall_cycles={name: v for name, v in zip(STALL_NAMES, row[5:], strict=True) if v > 0})
 
 
 def counters(m: MachineDescription, run: NativeRun, launch_cycles: float) -> Counters:
     """The launch's counters (what `mtia_sim.counters.build_counters` makes from the records)."""
     width = 5 + NSTALL
     per_core = run.core_counters[:m.num_pes * width].reshape(m.num_pes, width)
+    used = np.flatnonzero(per_core[:, 1])
+    units = run.unit_counters[used]  # (used PEs, unit, column)
+    rows, cores = units.tolist(), per_core[used].tolist()
     per_pe = {}
-    for pe in np.flatnonzero(per_core[:, 1]).tolist():
-        units = per_pe[pe] = _command_units(run, pe)
-        row = per_core[pe].tolist()
-        core = units["CORE"]
-        core.busy_cycles, core.commands, core.elements = row[0], int(row[1]), int(row[2])
-        core.bytes_read = {lv: int(v) for lv, v in (("dram", row[3]), ("sram", row[4])) if v}
-        core.stall_cycles = {name: v for name, v in zip(STALL_NAMES, row[5:], strict=True) if v > 0}
+    for pe, unit_rows, core_row in zip(used.tolist(), rows, cores, strict=True):
+        per_pe[pe] = {name: _unit(name, r) if r[1] else UnitCounters(name)
+                      for name, r in zip(UNIT_NAMES, unit_rows, strict=True)}
+        per_pe[pe]["CORE"] = _core(core_row)
+    sums = units.sum(axis=0)  # the chip totals, per unit (routed flags: any PE)
+    sums[:, 16:] = units[:, :, 16:].max(axis=0, initial=0.0)
+    totals = {name: _unit(name, r) for name, r in zip(UNIT_NAMES, sums.tolist(), strict=True)}
+    totals["CORE"] = _core(per_core[used].sum(axis=0).tolist())
     total = run.core_counters[m.num_pes * width:].tolist()
     core_time = {"busy": total[0]} if total[0] else {}
     stalls = zip(STALL_NAMES, total[1:1 + NSTALL], strict=True)
@@ -101,4 +106,4 @@ def counters(m: MachineDescription, run: NativeRun, launch_cycles: float) -> Cou
     if total[1 + NSTALL]:
         core_time["idle"] = total[1 + NSTALL]
     return assemble_counters(m, per_pe, run.makespan, launch_cycles, run.cache.to_dict(), core_time,
-                             int(total[2 + NSTALL]))
+                             int(total[2 + NSTALL]), totals=totals)
