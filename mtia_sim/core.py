@@ -197,8 +197,9 @@ class Core:
         if self.native_mmio is None or os.environ.get("KEGEN_SIM_FAST_DOORBELL", "1") == "0":
             return None
         try:
-            fast = FastDoorbells(self.stack, isa.STACK_BASE, self.counter.state.ctypes.data + 8 * S_COUNT,
-                                 self.access.state, PLAN_CACHE_SIZE)
+            count_addr = self.counter.state.ctypes.data + 8 * S_COUNT
+            fast = FastDoorbells(self.mem, self.stack, isa.STACK_BASE, count_addr, self.access.state,
+                                 PLAN_CACHE_SIZE)
         except RuntimeError:
             return None
         self.native_mmio.set_fast_path(fast.function, fast.state)
@@ -314,7 +315,7 @@ class Core:
         shared, templates, core_events = fast.events, fast.templates, self._core_events
         last_count, last_access = run.last_count, run.last_access
         fences = 0
-        for plan, pc, count, a0, a1, a2, a3, mask in rows:
+        for plan, pc, count, a0, a1, a2, a3, mask, d0, d1, d2, d3 in rows:
             if count != last_count:
                 now = [a0, a1, a2, a3]
                 if now == last_access:
@@ -333,6 +334,9 @@ class Core:
                 append(FenceEvent(mask & 0xFFFF_FFFF_FFFF_FFFF, pc=pc))
                 fences += 1
                 continue
+            if d0 or d1 or d2 or d3:
+                append(fast.shifted_event(plan, pc, (d0, d1, d2, d3)))
+                continue
             by_pc = shared[plan]
             cmd = by_pc.get(pc)
             if cmd is None:
@@ -342,6 +346,7 @@ class Core:
             append(cmd)
         run.last_count, run.last_access = last_count, last_access
         run.commands += len(rows) - fences
+        fast.handled += len(rows) - fences
         fast.set_budget(self.max_commands - run.commands)
 
     def _drain_before_fault(self, run: _Run) -> None:
@@ -524,5 +529,10 @@ class Core:
                             fast.register(raw, pe, again, event)
             elif len(seen) < SEEN_CACHE_SIZE:
                 seen.add((raw, pe))
+            if fast is not None and self._fast_words[F_HASH] >= 0 and fast.seen_twice(raw, pe):
+                # the same command at other addresses ran before: a relocatable native plan
+                again = plans[(raw, pe)][0] if (raw, pe) in plans else replay(desc, self.mem, pe)
+                if again is not None:
+                    fast.register(raw, pe, again, event)
         event.pc = pc
         run.trace.events.append(event)

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from mtia_sim.fastpath_ir import (
+    ADDR_FIRST,
+    ADDR_LAST,
     F_ACCESS_PTR,
     F_BUDGET,
     F_COUNT_PTR,
@@ -33,6 +35,7 @@ from mtia_sim.fastpath_ir import (
     F_HASH,
     F_KEYS,
     F_MASK,
+    F_META,
     F_OPS,
     F_PE,
     F_QCAP,
@@ -46,15 +49,20 @@ from mtia_sim.fastpath_ir import (
     K_FILL,
     K_UFUNC,
     KEY_WORDS,
+    META_WORDS,
     OP_WORDS,
     OPS_PER_PLAN,
     ROW_WORDS,
     STATE_WORDS,
     fast_ir,
 )
+from mtia_sim.fastpath_reloc import Relocation, shifted_event
+from mtia_sim.memory import MemorySystem
 from mtia_sim.units.native import CopyOp, FillOp, NativeOp, UfuncOp, ops_of
 
 QUEUE_ROWS = 4096
+PLANS_PER_KEY = 4  # plans per (descriptor without addresses, PE): e.g. a tensor in DRAM and one in SRAM
+EVENT_CACHE = 1 << 16  # shifted events kept per plan
 ACCESS_WORDS = 4  # the queue row keeps 4 scalar-access counter words (2 ranges: SRAM, DRAM)
 
 
@@ -265,8 +273,8 @@ def _signed(v: int) -> int:
 class FastDoorbells:
     """Native plan table, op records and event queue of one core (see the module doc)."""
 
-    def __init__(self, stack: np.ndarray, stack_base: int, count_addr: int, access: np.ndarray,
-                 max_plans: int) -> None:
+    def __init__(self, mem: MemorySystem, stack: np.ndarray, stack_base: int, count_addr: int,
+                 access: np.ndarray, max_plans: int) -> None:
         native = _engine()
         if native is None:
             raise RuntimeError("host JIT unavailable")
@@ -277,6 +285,8 @@ class FastDoorbells:
         self.table = np.zeros(2 * slots, dtype=np.int64)  # (hash, plan + 1) per slot; 0 = empty
         self.keys = np.zeros((max_plans, KEY_WORDS), dtype=np.int64)
         self.ops = np.zeros((max_plans, OPS_PER_PLAN, OP_WORDS), dtype=np.int64)
+        self.meta = np.zeros((max_plans, META_WORDS), dtype=np.int64)  # relocations (fastpath_reloc)
+        self.mem = mem
         self.queue = np.zeros((QUEUE_ROWS, ROW_WORDS), dtype=np.int64)
         if access.size < ACCESS_WORDS:
             access = np.zeros(ACCESS_WORDS, dtype=np.int64)
@@ -287,13 +297,18 @@ class FastDoorbells:
         s[F_TABLE], s[F_MASK], s[F_KEYS] = self.table.ctypes.data, slots - 1, self.keys.ctypes.data
         s[F_OPS], s[F_QUEUE], s[F_QCAP] = self.ops.ctypes.data, self.queue.ctypes.data, QUEUE_ROWS
         s[F_COUNT_PTR], s[F_ACCESS_PTR] = count_addr, access.ctypes.data
+        s[F_META] = self.meta.ctypes.data
         self.words = (ctypes.c_int64 * STATE_WORDS).from_address(self.state.ctypes.data)
         self._stack = stack
         self.templates: list[Any] = []  # plan -> first CommandEvent
         self.events: list[dict[int, Any]] = []  # plan -> {pc: CommandEvent}
+        self.shifted: list[dict[tuple[int, ...], Any]] = []  # plan -> {(pc, deltas): CommandEvent}
+        self.relocs: list[Relocation] = []
+        self.per_key: dict[tuple[bytes, int], int] = {}  # (masked descriptor, PE) -> plans
+        self.seen_masked: set[tuple[bytes, int]] = set()
         self._keep: list[Any] = []  # plan -> the arrays its records point into
         self.known: dict[tuple[bytes, int], int] = {}  # (descriptor, PE) -> plan, or -1: not native
-        self.handled = 0  # commands the native path ran (drained), for tests and benchmarks
+        self.handled = 0  # commands the native path ran (counted when drained), for tests and benchmarks
 
     @property
     def enabled(self) -> bool:
@@ -316,14 +331,28 @@ class FastDoorbells:
         return int(self.words[F_QCOUNT])
 
     def take(self) -> list[list[int]]:
-        """The queued rows (plan or FENCE_ROW, pc, instructions, 4 access words, fence mask), emptying
-        the queue."""
+        """The queued rows (plan or FENCE_ROW, pc, instructions, 4 access words, fence mask, 4 address
+        deltas), emptying the queue."""
         n = self.words[F_QCOUNT]
         if not n:
             return []
         self.words[F_QCOUNT] = 0
-        self.handled += n
         return self.queue[:n].tolist()  # type: ignore[no-any-return]
+
+    @staticmethod
+    def masked(raw: bytes) -> bytes:
+        """The descriptor with its address words zeroed (what native plans are keyed by)."""
+        return raw[:8 * ADDR_FIRST] + bytes(8 * (ADDR_LAST + 1 - ADDR_FIRST)) + raw[8 * (ADDR_LAST + 1):]
+
+    def seen_twice(self, raw: bytes, pe: int) -> bool:
+        """Note a fully executed command; True from the second one that differs at most in its
+        addresses (time to build a relocatable plan)."""
+        key = (self.masked(raw), pe)
+        if key in self.seen_masked:
+            return self.per_key.get(key, 0) < PLANS_PER_KEY and (raw, pe) not in self.known
+        if len(self.seen_masked) < 4 * self.max_plans:
+            self.seen_masked.add(key)
+        return False
 
     def register(self, raw: bytes, pe: int, redo: Any, template: Any) -> None:
         """Offer a plan to the native table after its doorbell was handled in Python (the hash the
@@ -332,16 +361,22 @@ class FastDoorbells:
         key = (raw, pe)
         if h < 0 or key in self.known:
             return
-        if len(self.templates) >= self.max_plans:
+        masked_key = (self.masked(raw), pe)
+        if len(self.templates) >= self.max_plans or self.per_key.get(masked_key, 0) >= PLANS_PER_KEY:
             return
         ops = ops_of(redo)
         records = None if ops is None else [encode(op) for op in ops]
-        if records is None or len(records) > OPS_PER_PLAN or any(r is None for r in records):
+        if ops is None or records is None or len(records) > OPS_PER_PLAN or any(r is None for r in records):
             self.known[key] = -1
             return
+        reloc = Relocation.build(raw, pe, ops, template, self.mem)
         plan = len(self.templates)
-        self.keys[plan, :-1] = np.frombuffer(raw, dtype=np.int64)
+        self.keys[plan, :-1] = np.frombuffer(masked_key[0], dtype=np.int64)
         self.keys[plan, -1] = pe
+        self.meta[plan] = reloc.meta
+        self.relocs.append(reloc)
+        self.shifted.append({})
+        self.per_key[masked_key] = self.per_key.get(masked_key, 0) + 1
         self.ops[plan] = 0
         for k, rec in enumerate(records):
             assert rec is not None
@@ -357,11 +392,26 @@ class FastDoorbells:
         self.table[2 * slot] = h
         self.table[2 * slot + 1] = plan + 1
 
+    def shifted_event(self, plan: int, pc: int, deltas: tuple[int, ...]) -> Any:
+        """The event of `plan` moved by `deltas`, at `pc` (shared by repeats)."""
+        cache = self.shifted[plan]
+        key = (pc, *deltas)
+        ev = cache.get(key)
+        if ev is None:
+            if len(cache) >= EVENT_CACHE:
+                cache.clear()
+            ev = cache[key] = shifted_event(self.templates[plan], self.relocs[plan], pc, deltas)
+        return ev
+
     def clear(self) -> None:
         """Forget every plan (the operand views they point into may be gone)."""
         self.table[:] = 0
         self.templates.clear()
         self.events.clear()
+        self.shifted.clear()
+        self.relocs.clear()
+        self.per_key.clear()
+        self.seen_masked.clear()
         self._keep.clear()
         self.known.clear()
         self.words[F_QCOUNT] = 0

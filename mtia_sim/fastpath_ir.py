@@ -15,12 +15,19 @@ from mtia_sim import isa
 
 # state words
 (F_ENABLED, F_STACK_BASE, F_STACK_SIZE, F_STACK_HOST, F_PE, F_TABLE, F_MASK, F_KEYS, F_OPS, F_QUEUE,
- F_QCOUNT, F_QCAP, F_COUNT_PTR, F_ACCESS_PTR, F_UNUSED, F_HASH, F_BUDGET) = range(17)
+ F_QCOUNT, F_QCAP, F_COUNT_PTR, F_ACCESS_PTR, F_UNUSED, F_HASH, F_BUDGET, F_META) = range(18)
 STATE_WORDS = 20
-KEY_WORDS = isa.DESC_WORDS + 1  # descriptor words, then the PE
+KEY_WORDS = isa.DESC_WORDS + 1  # descriptor words (address words zeroed), then the PE
+ADDR_FIRST, ADDR_LAST = int(isa.Field.DST), int(isa.Field.SRC2)  # the address words: dst, src0..src2
+N_ADDR = ADDR_LAST - ADDR_FIRST + 1
+DELTA_ALIGN = isa.ALIGNMENT  # a relocated operand moves by a multiple of this (keeps `misaligned`)
 OPS_PER_PLAN = 2
 OP_WORDS = 16
-ROW_WORDS = 8  # plan (-1: a fence), pc, instruction count, 4 access-counter words, fence mask
+# per plan: address words at registration, min and max delta, group (first address word in the same
+# memory: same delta required), then per op word the address word whose delta it takes (-1: none)
+M_ADDR0, M_DMIN, M_DMAX, M_GROUP, M_RELOC = 0, N_ADDR, 2 * N_ADDR, 3 * N_ADDR, 4 * N_ADDR
+META_WORDS = M_RELOC + OPS_PER_PLAN * OP_WORDS
+ROW_WORDS = 12  # plan (-1: a fence), pc, instruction count, 4 access-counter words, fence mask, 4 deltas
 FENCE_ROW = -1
 K_COPY, K_FILL, K_UFUNC = 1, 2, 3
 HASH_MUL = 0x100000001B3
@@ -265,6 +272,8 @@ def _doorbell() -> str:
     return f"""
 define internal i32 @mtia_fast_doorbell(ptr %st, i64 %addr, i64 %pc) {{
 entry:
+  %deltas = alloca [{N_ADDR} x i64], align 8
+  %scratch = alloca [{OPS_PER_PLAN * OP_WORDS} x i64], align 8
   %hp = getelementptr i64, ptr %st, i64 {F_HASH}
   store i64 -1, ptr %hp
 {w("en", "%st", F_ENABLED)}  %on = icmp ne i64 %en, 0
@@ -287,7 +296,11 @@ hloop:
   %i = phi i64 [ 0, %hash ], [ %i1, %hloop ]
   %h = phi i64 [ %h0, %hash ], [ %hn, %hloop ]
   %wp = getelementptr i64, ptr %desc, i64 %i
-  %wv = load i64, ptr %wp, align 8
+  %wv0 = load i64, ptr %wp, align 8
+  %ia = icmp uge i64 %i, {ADDR_FIRST}
+  %ib = icmp ule i64 %i, {ADDR_LAST}
+  %iaddr = and i1 %ia, %ib
+  %wv = select i1 %iaddr, i64 0, i64 %wv0
   %hx = xor i64 %h, %wv
   %hm = mul i64 %hx, {HASH_MUL}
   %hs = lshr i64 %hm, 29
@@ -335,13 +348,23 @@ cmpk:
   %kwp = getelementptr i64, ptr %kp, i64 %j
   %kw = load i64, ptr %kwp
   %dwp = getelementptr i64, ptr %desc, i64 %j
-  %dw = load i64, ptr %dwp, align 8
+  %dw0 = load i64, ptr %dwp, align 8
+  %ja = icmp uge i64 %j, {ADDR_FIRST}
+  %jb = icmp ule i64 %j, {ADDR_LAST}
+  %jaddr = and i1 %ja, %jb
+  %dw = select i1 %jaddr, i64 0, i64 %dw0
   %eq = icmp eq i64 %kw, %dw
   br i1 %eq, label %cmpk1, label %next
 cmpk1:
   %j1 = add i64 %j, 1
   %jmore = icmp slt i64 %j1, {isa.DESC_WORDS}
-  br i1 %jmore, label %cmpk, label %hit
+  br i1 %jmore, label %cmpk, label %reloc
+reloc:
+{w("metai", "%st", F_META)}  %metab = inttoptr i64 %metai to ptr
+  %mbase = mul i64 %plan, {META_WORDS}
+  %meta = getelementptr i64, ptr %metab, i64 %mbase
+  %fits = call i1 @relocate(ptr %meta, ptr %desc, ptr %deltas)
+  br i1 %fits, label %hit, label %next
 next:
   %slotp = add i64 %slot, 1
   %slotn = and i64 %slotp, %mask
@@ -350,8 +373,9 @@ hit:
 {w("opsi", "%st", F_OPS)}  %ops = inttoptr i64 %opsi to ptr
   %obase = mul i64 %plan, {OPS_PER_PLAN * OP_WORDS}
   %op = getelementptr i64, ptr %ops, i64 %obase
-  call void @run_ops(ptr %op)
-  call void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 0)
+  call void @reloc_ops(ptr %op, ptr %meta, ptr %deltas, ptr %scratch)
+  call void @run_ops(ptr %scratch)
+  call void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 0, ptr %deltas)
   ret i32 1
 miss:
   ret i32 0
@@ -361,7 +385,7 @@ miss:
 
 def _write() -> str:
     return f"""
-define internal void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 %extra) {{
+define internal void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 %extra, ptr %deltas) {{
 entry:
 {_word("queuei", "%st", F_QUEUE)}{_word("cntpi", "%st", F_COUNT_PTR)}{_word("accpi", "%st", F_ACCESS_PTR)}\
   %queue = inttoptr i64 %queuei to ptr
@@ -379,6 +403,8 @@ entry:
   call void @llvm.memcpy.p0.p0.i64(ptr %racc, ptr %accp, i64 32, i1 false)
   %r7 = getelementptr i64, ptr %row, i64 7
   store i64 %extra, ptr %r7
+  %r8 = getelementptr i64, ptr %row, i64 8
+  call void @llvm.memcpy.p0.p0.i64(ptr %r8, ptr %deltas, i64 {8 * N_ADDR}, i1 false)
   %qn1 = add i64 %qn, 1
   %qnp = getelementptr i64, ptr %st, i64 {F_QCOUNT}
   store i64 %qn1, ptr %qnp
@@ -387,6 +413,8 @@ entry:
 
 define i32 @mtia_fast_write(ptr %st, i64 %offset, i64 %value, i64 %pc) {{
 entry:
+  %zeros = alloca [{N_ADDR} x i64], align 8
+  call void @llvm.memset.p0.i64(ptr %zeros, i8 0, i64 {8 * N_ADDR}, i1 false)
   %isdb = icmp eq i64 %offset, {int(isa.Reg.DOORBELL)}
   br i1 %isdb, label %doorbell, label %other
 doorbell:
@@ -401,7 +429,7 @@ other:
   %go = and i1 %go0, %room
   br i1 %go, label %fence, label %miss
 fence:
-  call void @log_row(ptr %st, i64 %qn, i64 {FENCE_ROW}, i64 %pc, i64 %value)
+  call void @log_row(ptr %st, i64 %qn, i64 {FENCE_ROW}, i64 %pc, i64 %value, ptr %zeros)
   ret i32 1
 miss:
   ret i32 0
@@ -409,7 +437,84 @@ miss:
 """
 
 
+def _relocate() -> str:
+    """Address deltas of a matching descriptor against its plan: each within the plan's bounds, a
+    multiple of DELTA_ALIGN and equal across address words in the same memory; then the plan's op
+    words with those deltas added, in `scratch`."""
+    checks = []
+    for k in range(N_ADDR):
+        checks.append(f"""
+  %a{k}p = getelementptr i64, ptr %desc, i64 {ADDR_FIRST + k}
+  %a{k} = load i64, ptr %a{k}p, align 8
+  %b{k}p = getelementptr i64, ptr %meta, i64 {M_ADDR0 + k}
+  %b{k} = load i64, ptr %b{k}p
+  %d{k} = sub i64 %a{k}, %b{k}
+  %dp{k} = getelementptr i64, ptr %deltas, i64 {k}
+  store i64 %d{k}, ptr %dp{k}
+  %lo{k}p = getelementptr i64, ptr %meta, i64 {M_DMIN + k}
+  %lo{k} = load i64, ptr %lo{k}p
+  %hi{k}p = getelementptr i64, ptr %meta, i64 {M_DMAX + k}
+  %hi{k} = load i64, ptr %hi{k}p
+  %ge{k} = icmp sge i64 %d{k}, %lo{k}
+  %le{k} = icmp sle i64 %d{k}, %hi{k}
+  %al{k}m = and i64 %d{k}, {DELTA_ALIGN - 1}
+  %al{k} = icmp eq i64 %al{k}m, 0
+  %in{k}a = and i1 %ge{k}, %le{k}
+  %in{k} = and i1 %in{k}a, %al{k}""")
+    groups = []
+    for k in range(N_ADDR):
+        groups.append(f"""
+  %g{k}p = getelementptr i64, ptr %meta, i64 {M_GROUP + k}
+  %g{k} = load i64, ptr %g{k}p
+  %gd{k}p = getelementptr i64, ptr %deltas, i64 %g{k}
+  %gd{k} = load i64, ptr %gd{k}p
+  %same{k} = icmp eq i64 %gd{k}, %d{k}""")
+    ok = ["%in0"] + [f"%in{k}" for k in range(1, N_ADDR)] + [f"%same{k}" for k in range(N_ADDR)]
+    ands = []
+    acc = ok[0]
+    for i, v in enumerate(ok[1:]):
+        ands.append(f"  %ok{i} = and i1 {acc}, {v}")
+        acc = f"%ok{i}"
+    words = OPS_PER_PLAN * OP_WORDS
+    return f"""
+define internal i1 @relocate(ptr %meta, ptr %desc, ptr %deltas) {{
+entry:{"".join(checks)}{"".join(groups)}
+{chr(10).join(ands)}
+  ret i1 {acc}
+}}
+
+define internal void @reloc_ops(ptr %ops, ptr %meta, ptr %deltas, ptr %scratch) {{
+entry:
+  br label %loop
+loop:
+  %j = phi i64 [ 0, %entry ], [ %j1, %store ]
+  %wp = getelementptr i64, ptr %ops, i64 %j
+  %w = load i64, ptr %wp
+  %rj = add i64 %j, {M_RELOC}
+  %rp = getelementptr i64, ptr %meta, i64 %rj
+  %r = load i64, ptr %rp
+  %has = icmp sge i64 %r, 0
+  br i1 %has, label %add, label %store
+add:
+  %dp = getelementptr i64, ptr %deltas, i64 %r
+  %d = load i64, ptr %dp
+  %wd = add i64 %w, %d
+  br label %store
+store:
+  %v = phi i64 [ %w, %loop ], [ %wd, %add ]
+  %sp = getelementptr i64, ptr %scratch, i64 %j
+  store i64 %v, ptr %sp
+  %j1 = add i64 %j, 1
+  %more = icmp slt i64 %j1, {words}
+  br i1 %more, label %loop, label %done
+done:
+  ret void
+}}
+"""
+
+
 def fast_ir() -> str:
     """The whole module."""
-    return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n" + _typed_loops() + _switch_rows()
-            + _nest() + _ufunc() + _doorbell() + _write())
+    return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n"
+            "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n" + _typed_loops() + _switch_rows()
+            + _nest() + _ufunc() + _relocate() + _doorbell() + _write())

@@ -1,13 +1,18 @@
 """Benchmark the simulator's host speed; prints one JSON object (medians over repeats).
 
     .venv/bin/python tools/bench_sim_speed.py [--quick] [--repeats N] [--out docs/results/sim_speed.json]
+    .venv/bin/python tools/bench_sim_speed.py --functional-only   # skip the timing model (faster)
 
 - alu_mips: simulated RISC-V instructions per host second (an integer ALU loop, one program)
 - program_us: host microseconds per (empty) program: the fixed cost of a grid point
 - commands: unit commands per host second for a loop ringing the doorbell with a small (256-element)
   SIMD command: `commands_per_s` end to end (functional + timing model), and each part alone
 - stream_b<BLOCK>: a DMA-in / SIMD add / DMA-out streaming kernel (DRAM-bound) over many programs:
-  host seconds per simulated millisecond, end to end and for each part
+  host seconds per simulated millisecond, end to end and for each part. `warm`: the same launch
+  again (its commands were seen twice before, so they replay: the steady state of repeated launches);
+  `cold`: a launch after the replay plans were dropped (every command decoded and executed in full,
+  as in a first launch)
+- native_fraction: the share of the figure's commands the native doorbell fast path ran
 
 Host time is process CPU time (the simulator is single-threaded), so a busy shared machine inflates
 the figures less. The functional part and the timing model (`Simulator._time`) are timed apart in the
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -91,10 +97,21 @@ class TimedLaunch:
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
         """(LaunchResult, functional CPU seconds, timing-model CPU seconds)."""
         self.timing_s = 0.0
+        fast = self.sim.core.fast
+        before = fast.handled if fast is not None else 0
         t = time.process_time()
         res = self.sim.launch(*args, **kwargs)
         total = time.process_time() - t
+        self.native_fraction = ((fast.handled - before) / max(res.commands, 1)) if fast is not None else 0.0
         return res, total - self.timing_s, self.timing_s
+
+
+def _simulated_ms(block: int, grid: tuple[int, int, int], n: int) -> float:
+    """Simulated milliseconds of the stream launch (a separate simulator with the timing model)."""
+    ref = Simulator("mtia-2i", dram_arena_bytes=256 << 20, max_instructions=10**10)
+    img = ref.load_image(stream_kernel(block), entry="kernel")
+    x, y, z = (ref.to_device(np.ones(n, np.float32)) for _ in range(3))
+    return float(ref.launch(img, grid, [x, y, z, n]).seconds) * 1e3
 
 
 def median_of(repeats: int, fn: Callable[[], dict[str, float]]) -> dict[str, float]:
@@ -107,11 +124,16 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smaller problem sizes")
     ap.add_argument("--repeats", type=int, default=5, help="runs per figure (the median is reported)")
     ap.add_argument("--out", type=Path, help="also write the JSON here")
+    ap.add_argument("--functional-only", action="store_true", help="replace the timing model by a no-op")
     args = ap.parse_args()
     scale = 1 if args.quick else 4
     sim = Simulator("mtia-2i", dram_arena_bytes=256 << 20, max_instructions=10**10)
+    if args.functional_only:
+        sim._time = lambda *a, **k: None  # type: ignore[method-assign]
     launch = TimedLaunch(sim)
-    out: dict[str, Any] = {"machine": sim.machine.name, "repeats": args.repeats, "scale": scale}
+    out: dict[str, Any] = {"machine": sim.machine.name, "repeats": args.repeats, "scale": scale,
+                           "load_average_1min_start": round(os.getloadavg()[0], 2),
+                           "fast_path": sim.core.fast is not None, "functional_only": args.functional_only}
 
     img = sim.load_image(alu_kernel(), entry="kernel")
     sim.launch(img, (1,), [1000])  # warm up (translation)
@@ -137,12 +159,15 @@ def main() -> int:
 
     def commands() -> dict[str, float]:
         res, func, timing = launch(img, (1,), [5000 * scale])
-        return {"commands_per_s": res.commands / (func + timing),
-                "commands_per_s_functional": res.commands / func,
-                "commands_per_s_timing": res.commands / timing}
+        fig = {"commands_per_s_functional": res.commands / func, "native_fraction": launch.native_fraction}
+        if not args.functional_only:
+            fig.update(commands_per_s=res.commands / (func + timing),
+                       commands_per_s_timing=res.commands / timing)
+        return fig
 
     out["commands"] = 5000 * scale
-    out.update({k: round(v) for k, v in median_of(args.repeats, commands).items()})
+    figs = median_of(args.repeats, commands)
+    out.update({k: (v if k == "native_fraction" else round(v)) for k, v in figs.items()})
 
     for block in (2048, 8192):
         n = block * 64 * 5 * scale
@@ -150,17 +175,25 @@ def main() -> int:
         sim.reset_memory()
         x, y, z = (sim.to_device(np.ones(n, np.float32)) for _ in range(3))
         grid = (n // block, 1, 1)
-        sim.launch(img, (64,), [x, y, z, n])
+        sim_ms = _simulated_ms(block, grid, n)
 
-        def stream() -> dict[str, float]:
+        def stream(cold: bool, sim_ms: float = sim_ms) -> dict[str, float]:
+            if cold:
+                sim.memory.invalidate_views()  # drop every replay plan: a first launch
             res, func, timing = launch(img, grid, [x, y, z, n])  # noqa: B023 - run right away
-            sim_ms = res.seconds * 1e3
-            return {"simulated_ms": sim_ms, "host_s_per_sim_ms": (func + timing) / sim_ms,
-                    "functional_host_s_per_sim_ms": func / sim_ms,
-                    "timing_host_s_per_sim_ms": timing / sim_ms}
+            fig = {"functional_host_s_per_sim_ms": func / sim_ms, "native_fraction": launch.native_fraction}
+            if not args.functional_only:
+                fig.update(host_s_per_sim_ms=(func + timing) / sim_ms,
+                           timing_host_s_per_sim_ms=timing / sim_ms)
+            return fig
 
-        fig = median_of(args.repeats, stream)
-        out[f"stream_b{block}"] = {"programs": grid[0], "bytes": 3 * 4 * n, **fig}
+        for _ in range(2):  # every command seen twice: plans built
+            launch(img, grid, [x, y, z, n])
+        warm = median_of(args.repeats, lambda: stream(False))
+        cold = median_of(args.repeats, lambda: stream(True))
+        out[f"stream_b{block}"] = {"programs": grid[0], "bytes": 3 * 4 * n, "simulated_ms": round(sim_ms, 5),
+                                   "warm": warm, "cold": cold}
+    out["load_average_1min_end"] = round(os.getloadavg()[0], 2)
     text = json.dumps(out, indent=2)
     print(text)
     if args.out:
