@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+MODULE = "record_production_gpu"  # the search's in-process evaluator is looked up by this name
+DEFAULT_EVALUATOR = "kegen.search.fitness:evaluate_candidate"
 PROFILE_METRICS = (
     "dram_bw_pct",
     "sm_throughput_pct",
@@ -72,7 +74,9 @@ def seed_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
     """The seed with the full profile, eager and torch.compile; then warm re-evaluations (search mode)."""
     from kegen.eval import EvalConfig, evaluate
 
-    cfg = EvalConfig(target=args.target, machine=args.machine, timeout_s=args.timeout, gpu_profile="full")
+    cfg = EvalConfig(
+        target=args.target, machine=args.machine, timeout_s=args.timeout, gpu_profile="full", extra=_ncu(args)
+    )
     t0 = time.monotonic()
     r = evaluate(problem.problem_path, problem.seed_path, config=cfg)
     rec: dict[str, Any] = {
@@ -93,7 +97,11 @@ def seed_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.warm_evals):
         t1 = time.monotonic()
         search_mode = EvalConfig(
-            target=args.target, machine=args.machine, timeout_s=args.timeout, gpu_profile="auto"
+            target=args.target,
+            machine=args.machine,
+            timeout_s=args.timeout,
+            gpu_profile="auto",
+            extra=_ncu(args),
         )
         w = evaluate(problem.problem_path, problem.seed_path, config=search_mode)
         walls.append(time.monotonic() - t1)
@@ -102,6 +110,27 @@ def seed_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
         rec.setdefault("warm_ncu", w.details.get("ncu"))
     rec["warm_eval_wall_s"] = walls
     return rec
+
+
+def _ncu(args: argparse.Namespace) -> dict[str, Any]:
+    """`--ncu none`: no ncu anywhere (an explicit threshold of 0 s: "only if faster than 0 s")."""
+    return {"ncu_if_faster_than": 0.0} if args.ncu == "none" else {}
+
+
+def evaluate_without_ncu(problem: str, code: str, **kw: Any) -> Any:
+    """The search's evaluator (`kegen.search.fitness.evaluate_candidate`'s signature) with no ncu."""
+    from kegen.eval import EvalConfig, evaluate
+    from kegen.search.fitness import outcome_from_result
+
+    cfg = EvalConfig(
+        target=kw["target"],
+        machine=kw["machine"],
+        timeout_s=kw.get("timeout_s") or 300.0,
+        extra={"ncu_if_faster_than": 0.0},
+    )
+    t0 = time.perf_counter()
+    result = evaluate(problem, code, baseline=kw.get("baseline"), config=cfg)
+    return outcome_from_result(result, duration_s=time.perf_counter() - t0)
 
 
 def _profile_summary(profile: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +168,13 @@ def search_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
         policy=PolicyConfig(name=args.policy),
         operator=OperatorConfig(name="offline"),
         termination=TerminationConfig(max_evaluations=args.budget, time_limit_s=args.search_time),
-        eval=EvalSliceConfig(target=args.target, machine=args.machine, jobs=0, timeout_s=args.timeout),
+        eval=EvalSliceConfig(
+            target=args.target,
+            machine=args.machine,
+            jobs=0,
+            timeout_s=args.timeout,
+            evaluator=f"{MODULE}:evaluate_without_ncu" if args.ncu == "none" else DEFAULT_EVALUATOR,
+        ),
         store=StoreConfig(db=work / "search.db", warm_start=False),
         progress=False,
     )
@@ -328,6 +363,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--deadline", type=float, default=None, help="start no new phase after this many s")
     ap.add_argument("--timeout", type=float, default=300.0, help="wall limit of one evaluation (s)")
     ap.add_argument("--policy", default="greedy", choices=("uct", "greedy", "evolutionary"))
+    ap.add_argument(
+        "--ncu",
+        default="auto",
+        choices=("auto", "none"),
+        help="auto: ncu on each seed and where a search's candidate improves; none: never (fastest)",
+    )
+    ap.add_argument(
+        "--order",
+        default="phases",
+        choices=("phases", "problems"),
+        help="phases: every seed first, then the searches (a deadline leaves baselines for all); "
+        "problems: seed and search of one problem, then the next",
+    )
     ap.add_argument("--rng-seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "docs" / "results"))
     ap.add_argument("--name", default=None, help="results name (default production_<target>)")
@@ -348,33 +396,36 @@ def main(argv: list[str] | None = None) -> int:
     per_problem = out / name
     per_problem.mkdir(parents=True, exist_ok=True)
     env = {**environment(), "target": args.target}
+    sys.modules.setdefault(MODULE, sys.modules[__name__])  # for the search's evaluator lookup
     started = time.monotonic()
     stopped = None
     ran = 0  # phases run by this command: the first always runs, whatever the deadline
-    for p in problems:
+    phases = ("seed", "search")
+    if args.order == "phases":
+        plan = [(phase, p) for phase in phases for p in problems]
+    else:
+        plan = [(phase, p) for p in problems for phase in phases]
+    for phase, p in plan:
         path = per_problem / f"{p.name}.json"
         rec = json.loads(path.read_text()) if path.is_file() else {}
-        for phase in ("seed", "search"):
-            if phase == "search" and (args.budget <= 0 or (rec.get("seed") or {}).get("status") != "ok"):
-                continue
-            if args.skip_done and _done(rec, phase, args):
-                continue
-            if args.deadline is not None and ran and time.monotonic() - started > args.deadline:
-                stopped = f"deadline of {args.deadline:.0f} s reached before {p.name} ({phase})"
-                break
-            t0, ran = time.monotonic(), ran + 1
-            try:
-                rec[phase] = seed_phase(p, args) if phase == "seed" else search_phase(p, args)
-            except Exception as exc:  # record and go on: the file says what failed
-                rec[phase] = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
-            rec["environment"] = env
-            path.write_text(json.dumps(rec, indent=1, default=str))
-            print(
-                f"{p.name} {phase}: {rec[phase].get('status', 'done')} in {time.monotonic() - t0:.1f} s",
-                flush=True,
-            )
-        if stopped:
+        if phase == "search" and (args.budget <= 0 or (rec.get("seed") or {}).get("status") != "ok"):
+            continue
+        if args.skip_done and _done(rec, phase, args):
+            continue
+        if args.deadline is not None and ran and time.monotonic() - started > args.deadline:
+            stopped = f"deadline of {args.deadline:.0f} s reached before {p.name} ({phase})"
             break
+        t0, ran = time.monotonic(), ran + 1
+        try:
+            rec[phase] = seed_phase(p, args) if phase == "seed" else search_phase(p, args)
+        except Exception as exc:  # record and go on: the file says what failed
+            rec[phase] = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
+        rec["environment"] = env
+        path.write_text(json.dumps(rec, indent=1, default=str))
+        print(
+            f"{p.name} {phase}: {rec[phase].get('status', 'done')} in {time.monotonic() - t0:.1f} s",
+            flush=True,
+        )
     data = write_summary(out, name, env, per_problem, [p.name for p in suite.problems])
     print((out / f"{name}.md").read_text())
     if stopped:

@@ -207,7 +207,7 @@ def want_ncu(ev: Evaluator, time_s: float) -> tuple[bool, str]:
     if level == "full":
         return True, ""
     limit = ev.cfg.extra.get("ncu_if_faster_than")
-    if isinstance(limit, int | float) and limit > 0:
+    if isinstance(limit, int | float) and not isinstance(limit, bool) and limit >= 0:  # 0: never
         if time_s < limit:
             return True, ""
         return False, (
@@ -283,6 +283,7 @@ def ncu_command(ncu: str, jit_names: set[str], request: Path, result: Path) -> l
     """ncu over one plain forward of the candidate (`python -m kegen.eval.worker`): only the
     candidate's Triton kernels, only inside cudaProfilerStart/Stop (its second forward)."""
     cmd = [ncu, "--csv", "--page", "raw", "--target-processes", "all", "--profile-from-start", "off"]
+    cmd += ["--clock-control", "none"]  # the clocks the timed runs had, not locked base clocks
     cmd += ["--metrics", ",".join(NCU_METRICS)]
     names = sorted(n for n in jit_names if _IDENT.match(n))
     if names:

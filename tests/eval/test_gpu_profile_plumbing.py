@@ -61,6 +61,7 @@ def test_explicit_threshold_from_the_search_wins_over_the_memo() -> None:
     run, why = profile_gpu.want_ncu(ev, 60e-6)
     assert not run and "not faster than 50.00 us" in why
     assert profile_gpu.want_ncu(fake_ev(extra={"ncu_if_faster_than": 50e-6}), 40e-6)[0]
+    assert not profile_gpu.want_ncu(fake_ev(sha="new", extra={"ncu_if_faster_than": 0}), 1e-9)[0]  # never
 
 
 def test_full_timing_and_non_nvidia_levels() -> None:

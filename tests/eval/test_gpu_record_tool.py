@@ -68,7 +68,8 @@ def test_resumable_phases_deadline_and_summary(
     assert tool.main(base + ["--deadline", "0"]) == 0
     assert calls == [("gemm_fp16_512", "seed")]  # the deadline stops before the next phase starts
     assert tool.main(base) == 0
-    assert calls[1:] == [("gemm_fp16_512", "search"), ("softmax_fp32", "seed"), ("softmax_fp32", "search")]
+    # every seed first (a deadline leaves baselines for all problems), then the searches
+    assert calls[1:] == [("softmax_fp32", "seed"), ("gemm_fp16_512", "search"), ("softmax_fp32", "search")]
     n = len(calls)
     assert tool.main(base) == 0 and len(calls) == n  # everything done
     assert tool.main([*base[:-2], "8", "--skip-done"]) == 0  # a bigger budget re-runs the searches
@@ -91,3 +92,20 @@ def test_a_failing_phase_is_recorded_and_the_run_goes_on(
     assert tool.main(["--only", "gemm_fp16_512,softmax_fp32", "--out", str(tmp_path)]) == 0
     rec = json.loads((tmp_path / "production_nvidia" / "softmax_fp32.json").read_text())
     assert rec["seed"] == {"status": "error", "message": "RuntimeError: no GPU"} and "search" not in rec
+
+
+def test_problem_major_order_and_no_ncu_option(
+    tool: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(tool, "seed_phase", lambda p, a: calls.append((p.name, "seed")) or dict(SEED))
+    monkeypatch.setattr(tool, "search_phase", lambda p, a: calls.append((p.name, "search")) or dict(SEARCH))
+    args = ["--only", "gemm_fp16_512,softmax_fp32", "--out", str(tmp_path), "--order", "problems"]
+    assert tool.main(args) == 0
+    assert calls == [("gemm_fp16_512", "seed"), ("gemm_fp16_512", "search"), ("softmax_fp32", "seed"),
+                     ("softmax_fp32", "search")]  # fmt: skip
+    assert tool._ncu(tool.parse_args(["--ncu", "none"])) == {"ncu_if_faster_than": 0.0}
+    assert tool._ncu(tool.parse_args([])) == {}
+    from kegen.search.fitness import load_evaluator
+
+    assert load_evaluator(f"{tool.MODULE}:evaluate_without_ncu") is tool.evaluate_without_ncu
