@@ -174,11 +174,14 @@ def kernel_pass(ev: Evaluator, factory: InputFactory, session: WorkerSession) ->
     from kegen.eval.errors import CandidateError
     from kegen.eval.wire import encode_values
 
-    metas, blobs = encode_values(factory.make(ev.seed()))
     try:
+        metas, blobs = encode_values(factory.make(ev.seed()))
         reply, _ = session.request({"op": "gpu_profile", "inputs": metas}, blobs)
     except CandidateError as exc:
         _tables[ev] = f"kernel table not collected: {exc.status}: {exc.message[:300]}"
+        return
+    except Exception as exc:  # the profile is optional: never the verdict's business
+        _tables[ev] = f"kernel table not collected: {type(exc).__name__}: {str(exc)[:300]}"
         return
     if reply.get("op") != "gpu_kernels":
         _tables[ev] = f"kernel table not collected: the worker replied {str(reply.get('op'))[:40]!r}"
@@ -269,7 +272,10 @@ def _add_ncu(prof: Profile, ev: Evaluator, jit_names: set[str]) -> None:
         return
     t0 = time.monotonic()
     timeout = max(NCU_MIN_TIMEOUT_S, min(NCU_TIMEOUT_S, ev.deadline - t0))
-    rows, err = run_ncu(ncu, ev.problem_path, ev.candidate, ev.cfg, jit_names, timeout)
+    try:
+        rows, err = run_ncu(ncu, ev.problem_path, ev.candidate, ev.cfg, jit_names, timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        rows, err = [], f"{type(exc).__name__}: {exc}"
     ev.result["details"]["ncu_wall_s"] = round(time.monotonic() - t0, 3)
     if err:
         prof.notes.append(f"ncu did not work here: {err}")
