@@ -379,6 +379,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rng-seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "docs" / "results"))
     ap.add_argument("--name", default=None, help="results name (default production_<target>)")
+    ap.add_argument("--summary-only", action="store_true", help="only rebuild the summary from the records")
     ap.add_argument("--work", default="/tmp/kegen-production-gpu", help="search db and run directories")
     return ap.parse_args(argv)
 
@@ -405,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = [(phase, p) for phase in phases for p in problems]
     else:
         plan = [(phase, p) for p in problems for phase in phases]
-    for phase, p in plan:
+    for phase, p in plan if not args.summary_only else []:
         path = per_problem / f"{p.name}.json"
         rec = json.loads(path.read_text()) if path.is_file() else {}
         if phase == "search" and (args.budget <= 0 or (rec.get("seed") or {}).get("status") != "ok"):

@@ -305,6 +305,7 @@ def run_ncu(
 
     with tempfile.TemporaryDirectory(prefix="kegen-ncu-") as tmp:
         env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # kegen as this process finds it
         wenv = sandbox.worker_env(config.target, config.machine)
         key = compile_cache.cache_key(candidate, wenv["KEGEN_TARGET"], wenv["KEGEN_MACHINE"])
         if compile_cache.seed_job(key, Path(tmp)):  # the worker's kernels: no second compile

@@ -80,6 +80,10 @@ def test_resumable_phases_deadline_and_summary(
     md = (tmp_path / "production_nvidia.md").read_text()
     assert "| gemm_fp16_512 | ok | 60.0 | 50.0 | 40.0 | 25.0 | 1.25x | 1.60x | 2.00x | 80% |" in md
     assert (tmp_path / "production_nvidia" / "softmax_fp32.json").is_file()
+    (tmp_path / "production_nvidia.md").unlink()
+    n = len(calls)
+    assert tool.main(["--out", str(tmp_path), "--summary-only"]) == 0 and len(calls) == n
+    assert "| softmax_fp32 | ok |" in (tmp_path / "production_nvidia.md").read_text()
 
 
 def test_a_failing_phase_is_recorded_and_the_run_goes_on(
