@@ -68,6 +68,7 @@ def test_parent_code_copied_unchanged_is_an_echo(ctx) -> None:
             "no_code",
         ),
         (("reply", "I would use a bigger block."), "no_code", "no_code"),
+        (("reply", "Here:\n```python\nimport torch\n", {"finish": None}), "truncated", "no_code"),
         (("reply", "```python\ndef broken(:\n```"), "malformed", "invalid_code"),
         (("reply", ""), "empty", "no_code"),
         (("status", 500, "boom"), "http_error", "no_code"),
@@ -78,7 +79,7 @@ def test_reply_kinds_are_recorded(ctx, step, kind, verdict) -> None:
         p = _op(fake.url, max_retries=0).propose(ctx)
     call = p.llm_calls[0]
     assert p.code is None and p.verdict == verdict and call.reply_kind == kind and p.error
-    if kind == "truncated":
+    if step[0] == "length":
         assert call.finish_reason == "length" and "token limit (512 tokens)" in p.error
 
 

@@ -70,6 +70,12 @@ def read_reply(result: ChatResult, prompt: str, parent_code: str, max_tokens: in
             error=f"the reply was cut at the token limit ({max_tokens} tokens) before its code was complete"
             + (f" ({got.error})" if got.error else ""),
         )
+    if result.finish_reason is None and text.count("```") % 2 == 1:  # e.g. a server that interrupts
+        return Reading(
+            "truncated",
+            form=got.kind,
+            error="the stream ended inside an open code block, without a finish reason (interrupted?)",
+        )
     if got.verdict == "invalid_code":
         return Reading("malformed", form=got.kind, error=got.error)
     if _mostly_copied(text, prompt):
