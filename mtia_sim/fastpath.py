@@ -28,6 +28,7 @@ import numpy as np
 from mtia_sim.fastpath_ir import (
     ADDR_FIRST,
     ADDR_LAST,
+    ANY_PE,
     F_ACCESS_PTR,
     F_BUDGET,
     F_COUNT_PTR,
@@ -304,8 +305,8 @@ class FastDoorbells:
         self.events: list[dict[int, Any]] = []  # plan -> {pc: CommandEvent}
         self.shifted: list[dict[tuple[int, ...], Any]] = []  # plan -> {(pc, deltas): CommandEvent}
         self.relocs: list[Relocation] = []
-        self.per_key: dict[tuple[bytes, int], int] = {}  # (masked descriptor, PE) -> plans
-        self.seen_masked: set[tuple[bytes, int]] = set()
+        self.per_key: dict[tuple[bytes, int], int] = {}  # (masked descriptor, PE or ANY_PE) -> plans
+        self.seen_masked: set[bytes] = set()
         self._keep: list[Any] = []  # plan -> the arrays its records point into
         self.known: dict[tuple[bytes, int], int] = {}  # (descriptor, PE) -> plan, or -1: not native
         self.handled = 0  # commands the native path ran (counted when drained), for tests and benchmarks
@@ -345,11 +346,11 @@ class FastDoorbells:
         return raw[:8 * ADDR_FIRST] + bytes(8 * (ADDR_LAST + 1 - ADDR_FIRST)) + raw[8 * (ADDR_LAST + 1):]
 
     def seen_twice(self, raw: bytes, pe: int) -> bool:
-        """Note a fully executed command; True from the second one that differs at most in its
-        addresses (time to build a relocatable plan)."""
-        key = (self.masked(raw), pe)
+        """Note a fully executed command; True from the second one (on any PE) that differs at most
+        in its addresses (time to build a relocatable plan)."""
+        key = self.masked(raw)
         if key in self.seen_masked:
-            return self.per_key.get(key, 0) < PLANS_PER_KEY and (raw, pe) not in self.known
+            return (raw, pe) not in self.known
         if len(self.seen_masked) < 4 * self.max_plans:
             self.seen_masked.add(key)
         return False
@@ -361,8 +362,8 @@ class FastDoorbells:
         key = (raw, pe)
         if h < 0 or key in self.known:
             return
-        masked_key = (self.masked(raw), pe)
-        if len(self.templates) >= self.max_plans or self.per_key.get(masked_key, 0) >= PLANS_PER_KEY:
+        masked = self.masked(raw)
+        if len(self.templates) >= self.max_plans or self.per_key.get((masked, pe), 0) >= PLANS_PER_KEY:
             return
         ops = ops_of(redo)
         records = None if ops is None else [encode(op) for op in ops]
@@ -370,13 +371,16 @@ class FastDoorbells:
             self.known[key] = -1
             return
         reloc = Relocation.build(raw, pe, ops, template, self.mem)
+        key_pe = ANY_PE if reloc.any_pe else pe
+        if self.per_key.get((masked, key_pe), 0) >= PLANS_PER_KEY:
+            return
         plan = len(self.templates)
-        self.keys[plan, :-1] = np.frombuffer(masked_key[0], dtype=np.int64)
-        self.keys[plan, -1] = pe
+        self.keys[plan, :-1] = np.frombuffer(masked, dtype=np.int64)
+        self.keys[plan, -1] = key_pe
         self.meta[plan] = reloc.meta
         self.relocs.append(reloc)
         self.shifted.append({})
-        self.per_key[masked_key] = self.per_key.get(masked_key, 0) + 1
+        self.per_key[(masked, key_pe)] = self.per_key.get((masked, key_pe), 0) + 1
         self.ops[plan] = 0
         for k, rec in enumerate(records):
             assert rec is not None

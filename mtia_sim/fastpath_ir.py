@@ -24,15 +24,18 @@ DELTA_ALIGN = isa.ALIGNMENT  # a relocated operand moves by a multiple of this (
 OPS_PER_PLAN = 2
 OP_WORDS = 16
 # per plan: address words at registration, min and max delta, group (first address word in the same
-# memory: same delta required), then per op word the address word whose delta it takes (-1: none)
-M_ADDR0, M_DMIN, M_DMAX, M_GROUP, M_RELOC = 0, N_ADDR, 2 * N_ADDR, 3 * N_ADDR, 4 * N_ADDR
+# memory: same delta required), local flags (the word addresses LOCAL_BASE: its host pointer also
+# moves by (PE - plan's PE) * local-store stride), the plan's PE, that stride, then per op word the
+# address word whose delta it takes (-1: none)
+M_ADDR0, M_DMIN, M_DMAX, M_GROUP, M_LOCAL = 0, N_ADDR, 2 * N_ADDR, 3 * N_ADDR, 4 * N_ADDR
+M_PE0, M_LSTRIDE, M_RELOC = 5 * N_ADDR, 5 * N_ADDR + 1, 5 * N_ADDR + 2
 META_WORDS = M_RELOC + OPS_PER_PLAN * OP_WORDS
+ANY_PE = -1  # key PE word of a plan that serves every PE
 ROW_WORDS = 12  # plan (-1: a fence), pc, instruction count, 4 access-counter words, fence mask, 4 deltas
 FENCE_ROW = -1
 K_COPY, K_FILL, K_UFUNC = 1, 2, 3
 HASH_MUL = 0x100000001B3
 HASH_SEED = 0xCBF29CE484222325
-PE_MUL = 0x9E3779B97F4A7C15
 
 
 def _signed(v: int) -> int:
@@ -273,6 +276,7 @@ def _doorbell() -> str:
 define internal i32 @mtia_fast_doorbell(ptr %st, i64 %addr, i64 %pc) {{
 entry:
   %deltas = alloca [{N_ADDR} x i64], align 8
+  %pdeltas = alloca [{N_ADDR} x i64], align 8
   %scratch = alloca [{OPS_PER_PLAN * OP_WORDS} x i64], align 8
   %hp = getelementptr i64, ptr %st, i64 {F_HASH}
   store i64 -1, ptr %hp
@@ -289,12 +293,10 @@ range:
 hash:
 {w("shost", "%st", F_STACK_HOST)}{w("pe", "%st", F_PE)}  %hostp = inttoptr i64 %shost to ptr
   %desc = getelementptr i8, ptr %hostp, i64 %off
-  %pem = mul i64 %pe, {_signed(PE_MUL)}
-  %h0 = xor i64 %pem, {_signed(HASH_SEED)}
   br label %hloop
 hloop:
   %i = phi i64 [ 0, %hash ], [ %i1, %hloop ]
-  %h = phi i64 [ %h0, %hash ], [ %hn, %hloop ]
+  %h = phi i64 [ {_signed(HASH_SEED)}, %hash ], [ %hn, %hloop ]
   %wp = getelementptr i64, ptr %desc, i64 %i
   %wv0 = load i64, ptr %wp, align 8
   %ia = icmp uge i64 %i, {ADDR_FIRST}
@@ -341,7 +343,9 @@ cmpk0:
   %kp = getelementptr i64, ptr %keys, i64 %kbase
   %kpep = getelementptr i64, ptr %kp, i64 {isa.DESC_WORDS}
   %kpe = load i64, ptr %kpep
-  %pesame = icmp eq i64 %kpe, %pe
+  %pesame0 = icmp eq i64 %kpe, %pe
+  %anype = icmp eq i64 %kpe, {ANY_PE}
+  %pesame = or i1 %pesame0, %anype
   br i1 %pesame, label %cmpk, label %next
 cmpk:
   %j = phi i64 [ 0, %cmpk0 ], [ %j1, %cmpk1 ]
@@ -363,7 +367,7 @@ reloc:
 {w("metai", "%st", F_META)}  %metab = inttoptr i64 %metai to ptr
   %mbase = mul i64 %plan, {META_WORDS}
   %meta = getelementptr i64, ptr %metab, i64 %mbase
-  %fits = call i1 @relocate(ptr %meta, ptr %desc, ptr %deltas)
+  %fits = call i1 @relocate(ptr %meta, ptr %desc, ptr %deltas, ptr %pdeltas, i64 %pe)
   br i1 %fits, label %hit, label %next
 next:
   %slotp = add i64 %slot, 1
@@ -373,7 +377,7 @@ hit:
 {w("opsi", "%st", F_OPS)}  %ops = inttoptr i64 %opsi to ptr
   %obase = mul i64 %plan, {OPS_PER_PLAN * OP_WORDS}
   %op = getelementptr i64, ptr %ops, i64 %obase
-  call void @reloc_ops(ptr %op, ptr %meta, ptr %deltas, ptr %scratch)
+  call void @reloc_ops(ptr %op, ptr %meta, ptr %pdeltas, ptr %scratch)
   call void @run_ops(ptr %scratch)
   call void @log_row(ptr %st, i64 %qn, i64 %plan, i64 %pc, i64 0, ptr %deltas)
   ret i32 1
@@ -439,8 +443,9 @@ miss:
 
 def _relocate() -> str:
     """Address deltas of a matching descriptor against its plan: each within the plan's bounds, a
-    multiple of DELTA_ALIGN and equal across address words in the same memory; then the plan's op
-    words with those deltas added, in `scratch`."""
+    multiple of DELTA_ALIGN and equal across address words in the same memory, and the host pointer
+    deltas (plus the local-store move to this PE); then the plan's op words with those added, in
+    `scratch`."""
     checks = []
     for k in range(N_ADDR):
         checks.append(f"""
@@ -460,7 +465,13 @@ def _relocate() -> str:
   %al{k}m = and i64 %d{k}, {DELTA_ALIGN - 1}
   %al{k} = icmp eq i64 %al{k}m, 0
   %in{k}a = and i1 %ge{k}, %le{k}
-  %in{k} = and i1 %in{k}a, %al{k}""")
+  %in{k} = and i1 %in{k}a, %al{k}
+  %lf{k}p = getelementptr i64, ptr %meta, i64 {M_LOCAL + k}
+  %lf{k} = load i64, ptr %lf{k}p
+  %lm{k} = mul i64 %lf{k}, %pemove
+  %pd{k} = add i64 %d{k}, %lm{k}
+  %pdp{k} = getelementptr i64, ptr %pdeltas, i64 {k}
+  store i64 %pd{k}, ptr %pdp{k}""")
     groups = []
     for k in range(N_ADDR):
         groups.append(f"""
@@ -477,8 +488,14 @@ def _relocate() -> str:
         acc = f"%ok{i}"
     words = OPS_PER_PLAN * OP_WORDS
     return f"""
-define internal i1 @relocate(ptr %meta, ptr %desc, ptr %deltas) {{
-entry:{"".join(checks)}{"".join(groups)}
+define internal i1 @relocate(ptr %meta, ptr %desc, ptr %deltas, ptr %pdeltas, i64 %pe) {{
+entry:
+  %pe0p = getelementptr i64, ptr %meta, i64 {M_PE0}
+  %pe0 = load i64, ptr %pe0p
+  %strp = getelementptr i64, ptr %meta, i64 {M_LSTRIDE}
+  %stride = load i64, ptr %strp
+  %dpe = sub i64 %pe, %pe0
+  %pemove = mul i64 %dpe, %stride{"".join(checks)}{"".join(groups)}
 {chr(10).join(ands)}
   ret i1 {acc}
 }}

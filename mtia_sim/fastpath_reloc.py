@@ -10,6 +10,10 @@ The native code checks those bounds (fastpath_ir `relocate`), adds the deltas to
 pointers and logs them; `shifted_event` moves the event's DRAM/SRAM spans and local-store ranges
 by the same deltas. Commands whose event cannot be attributed to address words get no relocation
 (delta 0 only: exact repeats).
+
+With the local stores in one shared mapping (`memory.SharedLocalStores`), a plan whose local
+operands are all addressed through LOCAL_BASE serves every PE (`any_pe`): their host pointers also
+move by (PE - registering PE) * local-store size, and the event is the same on every PE.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from mtia_sim.fastpath_ir import (
     M_DMAX,
     M_DMIN,
     M_GROUP,
+    M_LOCAL,
+    M_LSTRIDE,
+    M_PE0,
     M_RELOC,
     META_WORDS,
     N_ADDR,
@@ -74,9 +81,11 @@ class Relocation:
     """The relocation record (META_WORDS words) of one plan and which address word each part of its
     event follows."""
 
-    def __init__(self, meta: np.ndarray, spans: list[int], reads: list[int], writes: list[int]) -> None:
+    def __init__(self, meta: np.ndarray, spans: list[int], reads: list[int], writes: list[int],
+                 any_pe: bool = False) -> None:
         self.meta = meta
         self.spans, self.reads, self.writes = spans, reads, writes
+        self.any_pe = any_pe
 
     @classmethod
     def exact(cls, addrs: list[int]) -> Relocation:
@@ -135,7 +144,18 @@ class Relocation:
         writes = [owner("local", r.start, True) for r in template.writes]
         if any(k is None for k in spans + reads + writes):
             return exact
-        return cls(meta, spans, reads, writes)  # type: ignore[arg-type]
+        shared = mem.shared_locals
+        any_pe = shared is not None and template.remote_pe is None
+        for k in ext:
+            r = fields[k][1]
+            if r.level.value in ("local", "remote_local"):
+                any_pe = any_pe and r.base == isa.LOCAL_BASE
+                meta[M_LOCAL + k] = 1
+        if any_pe and shared is not None:
+            meta[M_PE0], meta[M_LSTRIDE] = pe, shared.size
+        else:
+            meta[M_LOCAL:M_LOCAL + N_ADDR] = 0
+        return cls(meta, spans, reads, writes, any_pe)  # type: ignore[arg-type]
 
 
 def shifted_event(template: CommandEvent, reloc: Relocation, pc: int,
