@@ -9,9 +9,10 @@ Workloads: hand-built traces (a random mix, an all-PE DRAM stream, all-PE GEMM t
 of real Triton kernels lowered by kegen (a 1024^3 fp16 GEMM, a 48 MiB vector add), recorded once
 through the functional simulator and then only replayed. For each, the median CPU time of `--repeat`
 replays (CPU time is robust to a busy host) of `simulate()` with the native replay (counters
-included, records not built) and with the Python one, the native run split into its parts (trace
-conversion + replay in C; counters; building every CommandRecord/ProgramRecord, which only happens
-when someone reads them), commands per CPU second and the ratios. It checks that both replays give
+included; and "cycles only", what timing a call needs: the counters are built on first access) and
+with the Python one, the native run split into its parts (trace conversion + replay in C; counters;
+building every CommandRecord/ProgramRecord, which only happens when someone reads them), commands
+per CPU second and the ratios. It checks that both replays give
 the same cycles. The machine load (`os.getloadavg`) is recorded next to the figures.
 """
 
@@ -73,9 +74,11 @@ def _measure(m: MachineDescription, name: str, traces: list[ProgramTrace], repea
         raise RuntimeError(f"{name}: the native replay refused the workload (or is unavailable)")
     row: dict[str, Any] = {"workload": name, "programs": len(traces), "commands": commands,
                            "events": nat.events_processed}
-    t_native = _cpu(lambda: simulate(m, traces), repeat)
+    t_native = _cpu(lambda: simulate(m, traces).counters, repeat)
+    t_cycles = _cpu(lambda: simulate(m, traces).cycles, repeat)
     row["native"] = {
         "cpu_s": round(t_native, 4), "commands_per_cpu_s": round(commands / t_native),
+        "cycles_only_cpu_s": round(t_cycles, 4), "cycles_only_commands_per_cpu_s": round(commands / t_cycles),
         "replay_cpu_s": round(_cpu(lambda: native.replay(m, traces), repeat), 4),
         "counters_cpu_s": round(_cpu(lambda: records.counters(m, run, 0.0), repeat), 4),
         "records_cpu_s": round(_cpu(lambda: (records.command_records(run, traces),

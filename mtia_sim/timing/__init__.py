@@ -77,7 +77,8 @@ def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_
         return TimingResult(machine=machine, kernel_cycles=run.makespan, launch_cycles=overhead,
                             commands=partial(records.command_records, run, traces),
                             programs=partial(records.program_records, run, traces),
-                            counters=records.counters(machine, run, overhead), events_processed=run.events,
+                            counters=partial(records.counters, machine, run, overhead),
+                            events_processed=run.events,
                             bandwidth_timeline=partial(records.timeline, run),
                             sram_cache=run.cache)
     replay = Replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes)

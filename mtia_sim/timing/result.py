@@ -86,20 +86,19 @@ Timeline = list[tuple[float, float, float]]
 class TimingResult:
     """Cycles and counters of one launch. Command/program times are cycles from kernel start.
 
-    `commands`, `programs` and `bandwidth_timeline` may be given as functions that build the lists:
-    they are then built on first access (the native replay's counters do not need them).
+    `commands`, `programs`, `counters` and `bandwidth_timeline` may be given as functions that build
+    them: they are then built on first access (timing a call needs only the cycles).
     """
 
     machine: MachineDescription
     kernel_cycles: float  # makespan of all programs
     launch_cycles: float  # launch overhead (0 with launch_overhead=False)
-    counters: Counters
     events_processed: int = 0  # timing-model events (for measuring the model's own speed)
     sram_cache: CacheStats | None = None  # what the SRAM cache did
 
     def __init__(self, machine: MachineDescription, kernel_cycles: float, launch_cycles: float,
                  commands: Records, programs: list[ProgramRecord] | Callable[[], list[ProgramRecord]],
-                 counters: Counters, events_processed: int = 0,
+                 counters: Counters | Callable[[], Counters], events_processed: int = 0,
                  bandwidth_timeline: Timeline | Callable[[], Timeline] | None = None,
                  sram_cache: CacheStats | None = None) -> None:
         self.machine = machine
@@ -107,7 +106,7 @@ class TimingResult:
         self.launch_cycles = launch_cycles
         self._commands = commands
         self._programs = programs
-        self.counters = counters
+        self._counters = counters
         self.events_processed = events_processed
         self._timeline = [] if bandwidth_timeline is None else bandwidth_timeline
         self.sram_cache = sram_cache
@@ -118,6 +117,13 @@ class TimingResult:
         if callable(self._commands):
             self._commands = self._commands()
         return self._commands
+
+    @property
+    def counters(self) -> Counters:
+        """Per-PE, per-unit and chip-wide counters (mtia_sim.counters)."""
+        if callable(self._counters):
+            self._counters = self._counters()
+        return self._counters
 
     @property
     def bandwidth_timeline(self) -> Timeline:
