@@ -9,7 +9,8 @@ problem's name:
   program: grid axis blocks doubled (halved) one at a time while the launch keeps >= PEs programs
   (reaches < PEs), from the profile's programs and PEs of that kernel's launch.
 - `plan`: for a dot kernel, `fill` capped at 256 (and at 128), its reduction block at 64,
-  multi-buffering (`num_stages=2`) and the operands kept resident in SRAM; for other kernels,
+  multi-buffering (`num_stages=2`) and the operands kept resident in SRAM (or, a second variant,
+  in DRAM behind the SRAM cache); for other kernels,
   `fill` plus multi-buffering, so blocks fill all PEs and stream while the next block loads.
 
 A plan that does not fit the local store is rejected by screening at compile time, at no
@@ -26,6 +27,7 @@ from kegen.search.operators.mutations.knobs import MAX_BLOCK, find_knobs, set_kn
 
 DOT_TILE_CAPS = (256, 128)
 DOT_K_BLOCK = 64
+DOT_SRAM_MODES = ("resident", "cache")  # operands kept in SRAM, or DRAM behind the SRAM cache
 MIN_DOT_BLOCK = 32
 
 
@@ -109,11 +111,19 @@ def plan_mutations(source: str, profile: Any) -> list[Mutation]:
             if dot:
                 k_sites = [s for s in sites if s.axis is None and s.value != DOT_K_BLOCK]
                 plan_changes = changes + [(s, DOT_K_BLOCK) for s in k_sites]
-                options: dict[str, Any] = {"num_stages": 2, "sram_mode": "resident"}
+                for sram in DOT_SRAM_MODES:
+                    options: dict[str, Any] = {"num_stages": 2, "sram_mode": sram}
+                    muts.append(_plan_mutation(kernel, plan_changes, options, dot, cap))
             else:
-                plan_changes, options = changes, {"num_stages": 2}
-            muts.append(_plan_mutation(kernel, plan_changes, options, dot, cap))
-    return [m for m in muts if _applies(m, source)]
+                muts.append(_plan_mutation(kernel, changes, {"num_stages": 2}, dot, cap))
+    out: list[Mutation] = []
+    seen: set[str] = set()
+    for m in muts:  # one move per distinct result (caps that are not reached give the same plan)
+        result = _result(m, source)
+        if result is not None and result not in seen:
+            seen.add(result)
+            out.append(m)
+    return out
 
 
 def _describe(changes: list[tuple[BlockSite, int]]) -> str:
@@ -150,15 +160,16 @@ def _plan_mutation(
         description=f"{kind} for {kernel}: {blocks}; {opts}",
         apply=_plan(changes, kernel, options),
         helps=("memory", "latency", "compute"),
-        prior=1.8 if dot else 1.4,
+        prior=(1.8 if options.get("sram_mode") == "resident" else 1.7) if dot else 1.4,
         remedies=("fewer_bytes", "overlap", "bigger_commands") if dot else ("overlap", "bigger_commands"),
         costs=(),
         kernel=kernel,
     )
 
 
-def _applies(m: Mutation, source: str) -> bool:
+def _result(m: Mutation, source: str) -> str | None:
     try:
-        return m.apply(source) != source
+        out = m.apply(source)
     except (MutationError, SyntaxError, ValueError, KeyError):
-        return False
+        return None
+    return out if out != source else None
