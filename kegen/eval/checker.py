@@ -63,45 +63,87 @@ def _compare_tensor(r: torch.Tensor, c: torch.Tensor, config: EvalConfig, label:
             idx,
         )
     atol, rtol = config.tolerances(str(r.dtype).removeprefix("torch."))
-    r64, c64 = r.detach().double().cpu(), c.detach().double().cpu()
-    r_nan, c_nan = torch.isnan(r64), torch.isnan(c64)
-    r_inf, c_inf = torch.isinf(r64), torch.isinf(c64)
-    special_mismatch = (
-        (r_nan != c_nan) | (r_inf != c_inf) | (r_inf & c_inf & (torch.sign(r64) != torch.sign(c64)))
-    )
-    if bool(special_mismatch.any()):
-        flat = int(special_mismatch.flatten().nonzero()[0])
-        idx = _unravel(flat, r.shape)
-        return Comparison(
-            False,
-            f"{label}: NaN/Inf disagree at index {tuple(idx)}: candidate "
-            f"{c64.flatten()[flat].item()}, reference {r64.flatten()[flat].item()}",
-            float("inf"),
-            float("inf"),
-            idx,
-        )
-    finite = torch.isfinite(r64)
-    diff = torch.where(finite, (c64 - r64).abs(), torch.zeros_like(r64))
-    excess = torch.where(finite, diff - (atol + rtol * r64.abs()), torch.full_like(r64, -math.inf))
-    flat_excess = int(excess.flatten().argmax())
-    flat_abs = int(diff.flatten().argmax())
-    max_abs = float(diff.flatten()[flat_abs])
-    rel = torch.where(finite, diff / r64.abs().clamp_min(atol if atol > 0 else 1e-12), torch.zeros_like(r64))
-    max_rel = float(rel.max())
-    ok = float(excess.flatten()[flat_excess]) <= 0
-    worst_flat = flat_abs if ok else flat_excess
+    rf, cf = r.detach().cpu().reshape(-1), c.detach().cpu().reshape(-1)
+    scan = _FloatScan()
+    for lo in range(0, rf.numel(), CHUNK):  # in chunks: no float64 temporaries of the outputs' size
+        flat = scan.add(lo, rf[lo : lo + CHUNK], cf[lo : lo + CHUNK], atol, rtol)
+        if flat is not None:
+            idx = _unravel(flat, r.shape)
+            return Comparison(
+                False,
+                f"{label}: NaN/Inf disagree at index {tuple(idx)}: candidate "
+                f"{cf[flat].double().item()}, reference {rf[flat].double().item()}",
+                float("inf"),
+                float("inf"),
+                idx,
+            )
+    ok = scan.max_excess <= 0
+    worst_flat = scan.abs_at if ok else scan.excess_at
     idx = _unravel(worst_flat, r.shape)
     msg = (
         ""
         if ok
         else (
-            f"{label} differs at index {tuple(idx)}: candidate {c64.flatten()[worst_flat].item():.6g}, "
+            f"{label} differs at index {tuple(idx)}: candidate {cf[worst_flat].double().item():.6g}, "
             "reference "
-            f"{r64.flatten()[worst_flat].item():.6g} (atol {atol:g}, rtol {rtol:g}); "
-            f"{int((excess > 0).sum())} of {r.numel()} elements out of tolerance"
+            f"{rf[worst_flat].double().item():.6g} (atol {atol:g}, rtol {rtol:g}); "
+            f"{scan.out_of_tolerance} of {r.numel()} elements out of tolerance"
         )
     )
-    return Comparison(ok, msg, max_abs, max_rel, idx)
+    return Comparison(ok, msg, scan.max_abs, scan.max_rel, idx)
+
+
+CHUNK = 1 << 20  # elements compared at a time
+
+
+class _FloatScan:
+    """Running worst errors over chunks of a float comparison (first index wins ties, as argmax)."""
+
+    def __init__(self) -> None:
+        self.max_excess, self.excess_at = -math.inf, 0
+        self.max_abs, self.abs_at = -math.inf, 0
+        self.max_rel = -math.inf
+        self.out_of_tolerance = 0
+
+    def add(self, lo: int, r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> int | None:
+        """Fold in elements [lo, lo + len) (any float dtype: isfinite does not depend on the width;
+        the arithmetic is float64); the flat index of the first NaN/Inf disagreement, if any."""
+        if bool(torch.isfinite(r).all()) and bool(torch.isfinite(c).all()):
+            scratch = (r.to(torch.float64, copy=True), c.to(torch.float64, copy=True))
+            self._add_finite(lo, *scratch, atol, rtol)  # the common case: fewer passes
+            return None
+        r64, c64 = r.double(), c.double()
+        r_nan, c_nan = torch.isnan(r64), torch.isnan(c64)
+        r_inf, c_inf = torch.isinf(r64), torch.isinf(c64)
+        special = (r_nan != c_nan) | (r_inf != c_inf) | (r_inf & c_inf & (torch.sign(r64) != torch.sign(c64)))
+        if bool(special.any()):
+            return lo + int(special.nonzero()[0])
+        finite = torch.isfinite(r64)
+        diff = torch.where(finite, (c64 - r64).abs(), torch.zeros_like(r64))
+        excess = torch.where(finite, diff - (atol + rtol * r64.abs()), torch.full_like(r64, -math.inf))
+        rel = torch.where(
+            finite, diff / r64.abs().clamp_min(atol if atol > 0 else 1e-12), torch.zeros_like(r64)
+        )
+        self._fold(lo, diff, excess, rel)
+        return None
+
+    def _add_finite(self, lo: int, r64: torch.Tensor, c64: torch.Tensor, atol: float, rtol: float) -> None:
+        """Everything finite: the same quantities as `add`, computed in place (r64, c64 are scratch)."""
+        diff = c64.sub_(r64).abs_()
+        mag = r64.abs_()
+        excess = diff - (mag * rtol).add_(atol)  # same operations, same order as `add`
+        rel = diff / mag.clamp_min_(atol if atol > 0 else 1e-12)
+        self._fold(lo, diff, excess, rel)
+
+    def _fold(self, lo: int, diff: torch.Tensor, excess: torch.Tensor, rel: torch.Tensor) -> None:
+        at = int(excess.argmax())
+        if float(excess[at]) > self.max_excess:
+            self.max_excess, self.excess_at = float(excess[at]), lo + at
+        at = int(diff.argmax())
+        if float(diff[at]) > self.max_abs:
+            self.max_abs, self.abs_at = float(diff[at]), lo + at
+        self.max_rel = max(self.max_rel, float(rel.max()))
+        self.out_of_tolerance += int((excess > 0).sum())
 
 
 def _unravel(flat: int, shape: torch.Size) -> list[int]:

@@ -90,7 +90,9 @@ class CandidateServer:
         t0 = time.perf_counter()
         outs = self.guards.call(self.model, inputs, "candidate forward")
         elapsed = time.perf_counter() - t0
-        diag = cheats.check_mutation(pristine, inputs, set()) if pristine is not None else None
+        diag = None
+        if pristine is not None and not _bitwise_unchanged(pristine, inputs):
+            diag = cheats.check_mutation(pristine, inputs, set())
         metas, out_blobs = encode_values(list(outs))
         send_frame(self.sock, {"op": "result", "outputs": metas, "diag": diag, "host_s": elapsed}, out_blobs)
 
@@ -171,6 +173,28 @@ class CandidateServer:
                     send_frame(self.sock, _failed(exc))
                 except OSError:
                     return
+
+
+def _bitwise_unchanged(pristine: list[Any], after: list[Any]) -> bool:
+    """Every input tensor holds exactly its bytes from before the call (the common case, checked
+    without the temporaries of `cheats.check_mutation`, which decides otherwise)."""
+    import torch
+
+    for p, a in zip(pristine, after, strict=True):
+        if not isinstance(p, torch.Tensor):
+            continue
+        if (
+            not isinstance(a, torch.Tensor)
+            or p.shape != a.shape
+            or p.dtype != a.dtype
+            or a.device != p.device
+        ):
+            return False
+        if p.numel() and not torch.equal(
+            p.detach().reshape(-1).view(torch.uint8), a.detach().contiguous().reshape(-1).view(torch.uint8)
+        ):
+            return False
+    return True
 
 
 def _private_cache(seed: Any) -> str:

@@ -14,10 +14,12 @@ every launch received and returned, so the evaluator can tell:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the simulator (kegen[mtia]) is imported only when a device is made
+    import numpy as np
+
     from lowering.backend.launch import LaunchRecord
 
 MAX_PROGRAMS = 1 << 22  # grid points per launch
@@ -52,8 +54,8 @@ class LaunchLog:
     blocked: bool
     sram_mode: str
     keys: list[int]
-    pre: list[bytes]
-    post: list[bytes]
+    pre: list[np.ndarray]  # uint8, the evaluator's own copies (never written after the launch)
+    post: list[np.ndarray]
     dtypes: list[str | None]  # element dtype of each storage (from the pointer argument's type)
 
 
@@ -72,6 +74,26 @@ class CallRecord:
     @property
     def seconds(self) -> float:
         return sum(float(log.record.result.seconds) for log in self.logs)
+
+    def drop_bytes(self) -> None:
+        """Forget the storages' bytes (after the call's checks): keeps launches, time and errors."""
+        for log in self.logs:
+            log.pre, log.post = [], []
+
+
+@dataclass
+class DeviceStats:
+    """What the device did for the evaluator (cumulative; `delta` gives one evaluation's share)."""
+
+    launches: int = 0  # launch requests served
+    replays: int = 0  # provenance replays (a recorded launch run again with poisoned bytes)
+    bytes_in: int = 0  # storage bytes received with launch requests
+    bytes_out: int = 0  # storage bytes sent back (changed storages only)
+    serve_s: float = 0.0  # wall seconds serving launch requests (copies, simulation, compares)
+    replay_s: float = 0.0  # wall seconds of provenance replays
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 
 class DeviceRequestError(ValueError):
@@ -125,6 +147,11 @@ class MtiaDevice:
         self.session = SimulatorSession(machine)
         self.call: CallRecord | None = None
         self.outside_calls = 0  # launches requested while no call was in progress (init, warm-up)
+        self.stats = DeviceStats()
+
+    def snapshot(self) -> dict[str, Any]:
+        """The device's and its simulator's counters now (subtract two snapshots for a span)."""
+        return {**self.stats.to_dict(), "simulator": self.session.stats.to_dict()}
 
     def begin_call(self) -> None:
         self.call = CallRecord()
@@ -133,7 +160,9 @@ class MtiaDevice:
         call, self.call = self.call or CallRecord(), None
         return call
 
-    def handle(self, header: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str, Any], list[bytes]]:
+    def handle(
+        self, header: dict[str, Any], blobs: list[bytearray]
+    ) -> tuple[dict[str, Any], list[np.ndarray]]:
         """Serve one `launch` request; errors become an `error` reply (and are recorded)."""
         t0 = time.monotonic()
         try:
@@ -144,10 +173,14 @@ class MtiaDevice:
                 self.call.errors.append(msg)
             return {"op": "error", "error": f"mtia device: {msg}"}, []
         finally:
+            spent = time.monotonic() - t0
+            self.stats.serve_s += spent
             if self.call is not None:
-                self.call.host_s += time.monotonic() - t0
+                self.call.host_s += spent
 
-    def _launch(self, header: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str, Any], list[bytes]]:
+    def _launch(
+        self, header: dict[str, Any], blobs: list[bytearray]
+    ) -> tuple[dict[str, Any], list[np.ndarray]]:
         name = header.get("name")
         if not isinstance(name, str) or not blobs:
             raise DeviceRequestError("a launch needs the kernel's name and its ELF image")
@@ -161,14 +194,17 @@ class MtiaDevice:
         slots = parse_slots(header.get("slots"), len(keys))
         if len(slots) != len(arg_types):
             raise DeviceRequestError("one slot per argument type is needed")
-        elf, pre = bytes(blobs[0]), [bytes(b) for b in blobs[1:]]
+        from lowering.backend.launch import as_u8, same_bytes
+
+        elf, pre = bytes(blobs[0]), [as_u8(b) for b in blobs[1:]]  # received buffers: ours alone
+        self.stats.launches += 1
+        self.stats.bytes_in += sum(p.size for p in pre)
         dual, blocked = bool(header.get("dual_core")), bool(header.get("blocked"))
         sram_mode = str(header.get("sram_mode", "cache"))
         g3 = (grid[0], grid[1], grid[2])
         result, post = self.session.run(
             elf, name, g3, slots, pre, arg_types, dual_core=dual, blocked=blocked, sram_mode=sram_mode
         )
-        post = [bytes(p) for p in post]
         from lowering.backend.launch import LaunchRecord
 
         log = LaunchLog(
@@ -188,7 +224,8 @@ class MtiaDevice:
             self.call.logs.append(log)
         else:
             self.outside_calls += 1
-        changed = [a != b for a, b in zip(pre, post, strict=True)]
+        changed = [not same_bytes(a, b) for a, b in zip(pre, post, strict=True)]
+        self.stats.bytes_out += sum(p.size for p, c in zip(post, changed, strict=True) if c)
         reply = {
             "op": "launched",
             "changed": changed,
@@ -197,8 +234,17 @@ class MtiaDevice:
         }
         return reply, [p for p, c in zip(post, changed, strict=True) if c]
 
-    def replay(self, log: LaunchLog, pre: list[bytes]) -> list[bytes]:
-        """Run a recorded launch again on other storage contents; return the contents afterwards."""
+    def replay(self, log: LaunchLog, pre: list[np.ndarray], only: int | None = None) -> list[Any]:
+        """Run a recorded launch again on other storage contents; return the contents afterwards
+        (with `only`, just that storage's: the others are None)."""
+        t0 = time.monotonic()
+        self.stats.replays += 1
+        try:
+            return self._replay(log, pre, only)
+        finally:
+            self.stats.replay_s += time.monotonic() - t0
+
+    def _replay(self, log: LaunchLog, pre: list[np.ndarray], only: int | None) -> list[Any]:
         _, post = self.session.run(
             log.elf,
             log.record.kernel,
@@ -209,8 +255,9 @@ class MtiaDevice:
             dual_core=log.dual_core,
             blocked=log.blocked,
             sram_mode=log.sram_mode,
+            read_back=None if only is None else (only,),
         )
-        return [bytes(p) for p in post]
+        return post
 
 
 def _source_tags(raw: Any, limit: int = 1 << 16) -> tuple[str, ...]:

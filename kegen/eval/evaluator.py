@@ -23,7 +23,8 @@ from typing import Any
 import torch
 
 from kegen.eval import cheats, provenance, roofline, sandbox
-from kegen.eval.checker import Comparison, compare_outputs, same_values
+from kegen.eval.breakdown import Breakdown, call_kind
+from kegen.eval.checker import Comparison, compare_outputs
 from kegen.eval.config import DEFAULT_TOLERANCES, EvalConfig
 from kegen.eval.device_pool import device_for
 from kegen.eval.errors import CandidateError, ProblemError, TargetUnavailable
@@ -33,6 +34,7 @@ from kegen.eval.precision import PRECISION_OFFSET, offset_inputs
 from kegen.eval.runner import build_model, call_reference
 from kegen.eval.session import CallResult, WorkerSession
 from kegen.eval.timing import TimingStats
+from kegen.eval.wire import outputs_digest, tensor_u8
 
 GPU_TARGETS = ("nvidia", "amd")
 MTIA_METHOD = (
@@ -63,11 +65,12 @@ class Evaluator:
         self.deadline = time.monotonic() + config.timeout_s
         self._t0 = time.monotonic()
         self.seeds: list[int] = []
-        self.history: list[tuple[list[torch.Tensor], list[torch.Tensor]]] = []
-        self.known: dict[int, bytes] = {}
+        self.history: list[tuple[str, str]] = []  # digests of recent (reference, candidate) outputs
+        self.known: dict[int, Any] = {}  # storage -> its bytes as the device last left them
         self.allowed: list[torch.Tensor] = []
         self._last_inputs: list[Any] = []
         self._verified_calls: list[CallResult] = []  # correct random-trial calls (mtia: timed too)
+        self.breakdown = Breakdown(None)  # where the time went (details.breakdown)
         self.result: dict[str, Any] = {
             "status": "ok",
             "message": "",
@@ -117,10 +120,12 @@ class Evaluator:
         if self.result["status"] != "ok":
             self.result["fitness"] = 0.0
         self.result["seeds"] = list(self.seeds)
+        details["breakdown"] = self.breakdown.to_dict()
         return self.result
 
     def _run(self, problem: Problem) -> None:
         self._check_target()
+        self.breakdown = Breakdown(device_for(self.cfg.machine) if self.cfg.target == "mtia" else None)
         factory = InputFactory(problem, self.device_name)
         init_seed = self.seed()
         init = self._init_inputs(factory, init_seed)
@@ -230,28 +235,39 @@ class Evaluator:
     ) -> tuple[CallResult, Comparison]:
         """Call the candidate on `inputs` (`what` is for the evaluator's eyes only), run the reference
         on a copy, and check everything."""
-        mtia = self.cfg.target == "mtia"
-        input_blobs = [_bytes(x) for x in inputs if isinstance(x, torch.Tensor)] if mtia else []
-        ref_out = call_reference(ref, clone_all(inputs), self.gpu)
-        res = session.call(inputs)
+        mtia, spend = self.cfg.target == "mtia", self.breakdown.spend
+        self.breakdown.calls[call_kind(what)] += 1
+        input_blobs = [tensor_u8(x) for x in inputs if isinstance(x, torch.Tensor)] if mtia else []
+        with spend("reference"):
+            ref_out = call_reference(ref, clone_all(inputs), self.gpu)
+        with spend("worker_calls"):
+            res = session.call(inputs)
         if res.diag and self.cfg.check_cheats:
             raise CandidateError("cheat_detected", res.diag)
-        cmp = compare_outputs(ref_out, res.outputs, config or self.cfg)
+        with spend("compare"):
+            cmp = compare_outputs(ref_out, res.outputs, config or self.cfg)
+            digests = (outputs_digest(ref_out), outputs_digest(res.outputs))
         if self.cfg.check_cheats:
-            msg = cheats.check_cached(self.history, _cpu(ref_out), _cpu(res.outputs), same_values)
+            msg = cheats.check_cached(
+                [([a], [b]) for a, b in self.history], [digests[0]], [digests[1]], _same
+            )
             if msg:
                 raise CandidateError("cheat_detected", msg)
             if cmp.ok:
-                self._provenance(res, input_blobs)
-                msg = cheats.check_precision(ref_out, res.outputs)
+                with spend("provenance"):
+                    self._provenance(res, input_blobs)
+                with spend("precision_check"):
+                    msg = cheats.check_precision(ref_out, res.outputs)
                 if msg:
                     raise CandidateError("cheat_detected", msg)
         if record:
-            self.history.append((_cpu(ref_out), _cpu(res.outputs)))
+            self.history.append(digests)
             self.history = self.history[-8:]
+        if res.record is not None:
+            res.record.drop_bytes()  # checked: the storages' bytes are not needed any more
         return res, cmp
 
-    def _provenance(self, res: CallResult, input_blobs: list[bytes]) -> None:
+    def _provenance(self, res: CallResult, input_blobs: list[Any]) -> None:
         if res.record is None or self.device_name != "cpu" or self.cfg.target != "mtia":
             return
         device = device_for(self.cfg.machine)
@@ -273,7 +289,7 @@ class Evaluator:
             self._last_inputs = inputs
             res, cmp = self.verified_call(session, ref, inputs, f"candidate forward (trial {t + 1})")
             if cmp.ok:
-                self._verified_calls.append(res)
+                self._verified_calls.append(replace(res, outputs=[]))  # time and launches suffice
             records.append(
                 {"trial": t + 1, "kind": "random", "ok": cmp.ok, "max_abs_error": cmp.max_abs_error}
             )
@@ -491,17 +507,8 @@ def strict_tolerances(cfg: EvalConfig, dtype: str) -> EvalConfig:
     )
 
 
-def _bytes(t: torch.Tensor) -> bytes:
-    c = t.detach().contiguous().cpu()
-    return (
-        c.view(torch.uint8).numpy().tobytes()
-        if c.numel() and c.dim()
-        else c.reshape(-1).view(torch.uint8).numpy().tobytes()
-    )
-
-
-def _cpu(outs: list[torch.Tensor]) -> list[torch.Tensor]:
-    return [o.detach().cpu() for o in outs]
+def _same(a: list[str], b: list[str]) -> bool:
+    return a == b
 
 
 def remove_tree(path: Path) -> None:

@@ -20,31 +20,50 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from kegen.eval.device import CallRecord, LaunchLog, MtiaDevice
 from kegen.eval.wire import DTYPES
+from lowering.backend.launch import Buffer, as_u8, same_bytes
 
 _UINT = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+_NP_UINT = {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}
 MIN_COPIED = 16  # outputs smaller than this are not judged by the copy check
 COPIED_FRACTION = 0.5
 
 
-def _elements(buf: bytes, itemsize: int) -> torch.Tensor:
-    n = len(buf) // itemsize
+def _elements(buf: Buffer, itemsize: int) -> torch.Tensor:
+    """The buffer's whole elements as integers of `itemsize` bytes (a view: never written here)."""
+    raw = as_u8(buf)
+    n = raw.size // itemsize
     if n == 0:
         return torch.empty(0, dtype=_UINT[itemsize])
-    return torch.frombuffer(bytearray(buf[: n * itemsize]), dtype=_UINT[itemsize])
+    if not raw.flags.writeable:  # torch tensors over read-only memory are not allowed
+        raw = raw.copy()
+    return torch.from_numpy(raw[: n * itemsize].view(_NP_UINT[itemsize]))
 
 
-def _view_index(offset: int, strides: list[int], shape: list[int]) -> torch.Tensor:
+def _view_index(offset: int, strides: list[int], shape: list[int]) -> torch.Tensor | slice:
+    """Storage element indices of a strided view, or a slice when the view is one contiguous run."""
+    if _contiguous(strides, shape):
+        return slice(offset, offset + int(np.prod(shape, dtype=np.int64)))
     idx = torch.full((), offset, dtype=torch.int64)
     for size, stride in zip(shape, strides, strict=True):
         idx = idx.unsqueeze(-1) + torch.arange(size, dtype=torch.int64) * stride
     return idx.reshape(-1)
 
 
-def _values(buf: bytes, dtype_name: str | None) -> torch.Tensor | None:
+def _contiguous(strides: list[int], shape: list[int]) -> bool:
+    expect = 1
+    for size, stride in reversed(list(zip(shape, strides, strict=True))):
+        if size != 1 and stride != expect:
+            return False
+        expect *= size
+    return True
+
+
+def _values(buf: Buffer, dtype_name: str | None) -> torch.Tensor | None:
     dtype = DTYPES.get(dtype_name or "")
     if dtype is None or not (dtype.is_floating_point):
         return None
@@ -92,12 +111,13 @@ def _resolve_by_replay(
     for log, j in reversed(logs):
         if left.numel() == 0:
             break
-        pre = _elements(log.pre[j], itemsize).clone()
-        pre[left] = ~pre[left]
+        raw = as_u8(log.pre[j]).copy()
+        pre = torch.from_numpy(raw[: raw.size // itemsize * itemsize].view(_NP_UINT[itemsize]))
+        pre[left] = ~pre[left]  # poisons `raw` (pre is a view of it)
         poisoned = list(log.pre)
-        poisoned[j] = pre.numpy().tobytes() + log.pre[j][pre.numel() * itemsize :]
+        poisoned[j] = raw
         try:
-            after = _elements(device.replay(log, poisoned)[j], itemsize)
+            after = _elements(device.replay(log, poisoned, only=j)[j], itemsize)
         except Exception:  # a kernel that fails on poisoned data did not just store to it
             continue
         left = left[after[left] == pre[left]]
@@ -133,9 +153,7 @@ def _check_one(
             idx = _view_index(int(meta["offset"]), list(meta["strides"]), list(meta["shape"]))
         except (KeyError, TypeError, ValueError, RuntimeError):
             idx = torch.empty(0, dtype=torch.int64)
-        if idx.numel() == returned.numel() and (
-            idx.numel() == 0 or 0 <= int(idx.min()) <= int(idx.max()) < final.numel()
-        ):
+        if _index_fits(idx, returned.numel(), final.numel()):
             if not torch.equal(final[idx], returned):
                 bad = int((final[idx] != returned).sum())
                 return (
@@ -143,7 +161,10 @@ def _check_one(
                     "that buffer on the device (the host changed the output after the kernels ran)"
                 )
             written = _written_mask(logs, itemsize, final.numel())
-            ambiguous = torch.unique(idx[~written[idx]])
+            if isinstance(idx, slice):
+                ambiguous = (~written[idx]).nonzero().reshape(-1) + int(idx.start)
+            else:
+                ambiguous = torch.unique(idx[~written[idx]])
             if ambiguous.numel():
                 ambiguous = _resolve_by_replay(device, logs, itemsize, ambiguous)
             if ambiguous.numel():
@@ -170,6 +191,13 @@ def _check_one(
     return None
 
 
+def _index_fits(idx: torch.Tensor | slice, count: int, size: int) -> bool:
+    """Whether `idx` names `count` elements, all inside a storage of `size` elements."""
+    if isinstance(idx, slice):
+        return idx.stop - idx.start == count and 0 <= idx.start and idx.stop <= size
+    return idx.numel() == count and (idx.numel() == 0 or 0 <= int(idx.min()) <= int(idx.max()) < size)
+
+
 def _int_output_copied(call: CallRecord, values: torch.Tensor) -> bool:
     pool: list[torch.Tensor] = []
     for log in call.logs:
@@ -182,9 +210,9 @@ def _int_output_copied(call: CallRecord, values: torch.Tensor) -> bool:
 
 def check_host_data(
     call: CallRecord,
-    known: dict[int, bytes],
+    known: dict[int, Buffer],
     allowed: list[torch.Tensor],
-    input_blobs: list[bytes],
+    input_blobs: list[Buffer],
     outs: list[torch.Tensor],
 ) -> str | None:
     """None unless the outputs copy values the host computed during the call (see the module doc).
@@ -193,30 +221,29 @@ def check_host_data(
     the host may legitimately hold (the call's inputs, the model's tensors after construction).
     """
     host_values: list[torch.Tensor] = []
-    inputs = set(input_blobs)
     for n, log in enumerate(call.logs):
         written_before: list[torch.Tensor] | None = None
         for key, pre, post, dt in zip(log.keys, log.pre, log.post, log.dtypes, strict=True):
             prior = known.get(key)
             known[key] = post
-            if pre == prior or pre in inputs:
+            if (prior is not None and same_bytes(pre, prior)) or any(same_bytes(pre, b) for b in input_blobs):
                 continue
             before, after = _values(pre, dt), _values(post, dt)
             if before is None or after is None or before.numel() != after.numel():
                 continue
             bits = _UINT[before.element_size()]
             mask = before.view(bits) == after.view(bits)  # left unchanged by the kernel
-            if prior is not None and len(prior) == len(pre):
+            if prior is not None and as_u8(prior).size == as_u8(pre).size:
                 old = _values(prior, dt)
                 assert old is not None
                 mask &= old.view(bits) != before.view(bits)  # and new since the device last saw it
             fresh = before[mask]
+            fresh = fresh[torch.isfinite(fresh.double()) & (fresh != 0) & (fresh.abs() != 1)]  # fills pass
             if fresh.numel() == 0:
                 continue
             if written_before is None:
                 written_before = kernel_written_values(call, n)
             fresh = fresh[~_isin(fresh, allowed + written_before)]
-            fresh = fresh[torch.isfinite(fresh.double()) & (fresh != 0) & (fresh.abs() != 1)]
             if fresh.numel():
                 host_values.append(fresh)
     if not host_values:
@@ -238,7 +265,7 @@ def check_host_data(
     return None
 
 
-def prune_known(known: dict[int, bytes], call: CallRecord) -> None:
+def prune_known(known: dict[int, Buffer], call: CallRecord) -> None:
     """Forget storages the last call did not use (the host may have freed them)."""
     used = {k for log in call.logs for k in log.keys}
     for k in [k for k in known if k not in used]:

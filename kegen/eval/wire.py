@@ -8,6 +8,7 @@ but never trusts) plus its values as one contiguous byte string. The receiver re
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Any
 
@@ -35,10 +36,11 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def encode_values(values: list[Any]) -> tuple[list[dict[str, Any]], list[bytes]]:
-    """Encode a list of tensors and JSON scalars; tensors go as bytes (moved to the CPU)."""
+def encode_values(values: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Encode a list of tensors and JSON scalars; tensors go as their bytes (moved to the CPU; a
+    contiguous CPU tensor's bytes are a view of its memory, valid while it is unchanged)."""
     metas: list[dict[str, Any]] = []
-    blobs: list[bytes] = []
+    blobs: list[Any] = []
     for v in values:
         if isinstance(v, torch.Tensor):
             meta, blob = encode_tensor(v)
@@ -54,7 +56,7 @@ def encode_values(values: list[Any]) -> tuple[list[dict[str, Any]], list[bytes]]
     return metas, blobs
 
 
-def encode_tensor(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:
+def encode_tensor(t: torch.Tensor) -> tuple[dict[str, Any], Any]:
     """(description, contiguous bytes) of one tensor; the description records where it lived."""
     name = dtype_name(t.dtype)
     if name not in DTYPES:
@@ -76,7 +78,7 @@ def encode_tensor(t: torch.Tensor) -> tuple[dict[str, Any], bytes]:
         "offset": offset,
         "strides": strides,
     }
-    data = cpu.view(torch.uint8).numpy().tobytes() if cpu.numel() and cpu.dim() else _scalar_bytes(cpu)
+    data = cpu.view(torch.uint8).numpy().reshape(-1) if cpu.numel() and cpu.dim() else _scalar_bytes(cpu)
     return meta, data
 
 
@@ -89,6 +91,7 @@ def decode_values(metas: list[Any], blobs: list[bytearray], device: str = "cpu")
     if not isinstance(metas, list):
         raise WireError("values must be a list")
     out: list[Any] = []
+    used: set[int] = set()
     for meta in metas:
         if not isinstance(meta, dict):
             raise WireError("a value description must be an object")
@@ -98,12 +101,15 @@ def decode_values(metas: list[Any], blobs: list[bytearray], device: str = "cpu")
         index = meta.get("blob")
         if not isinstance(index, int) or not 0 <= index < len(blobs):
             raise WireError("a tensor description names a missing blob")
-        out.append(decode_tensor(meta, blobs[index], device))
+        blob = blobs[index]
+        out.append(decode_tensor(meta, blob if index not in used else bytes(blob), device))
+        used.add(index)  # a blob named twice: the second tensor gets its own copy (no aliasing)
     return out
 
 
-def decode_tensor(meta: dict[str, Any], blob: bytes | bytearray, device: str = "cpu") -> torch.Tensor:
-    """A plain tensor from its description and bytes (checked: dtype, shape, byte count)."""
+def decode_tensor(meta: dict[str, Any], blob: Any, device: str = "cpu") -> torch.Tensor:
+    """A plain tensor from its description and bytes (checked: dtype, shape, byte count); a received
+    bytearray becomes the tensor's memory (the caller hands it over), anything else is copied."""
     dtype = DTYPES.get(str(meta.get("dtype")))
     shape = meta.get("shape")
     if dtype is None:
@@ -116,13 +122,28 @@ def decode_tensor(meta: dict[str, Any], blob: bytes | bytearray, device: str = "
         raise WireError(f"bad shape {shape!r}")
     numel = math.prod(shape)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    if len(blob) != numel * itemsize:
+    nbytes = memoryview(blob).nbytes
+    if nbytes != numel * itemsize:
         raise WireError(
-            f"tensor of shape {shape} and dtype {meta['dtype']} needs {numel * itemsize} bytes, "
-            f"got {len(blob)}"
+            f"tensor of shape {shape} and dtype {meta['dtype']} needs {numel * itemsize} bytes, got {nbytes}"
         )
     if numel == 0:
         t = torch.empty(shape, dtype=dtype)
     else:
-        t = torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(dtype).reshape(shape)
+        own = blob if isinstance(blob, bytearray) else bytearray(blob)
+        t = torch.frombuffer(own, dtype=torch.uint8).view(dtype).reshape(shape)
     return t.to(device) if device != "cpu" else t
+
+
+def tensor_u8(t: torch.Tensor) -> Any:
+    """The tensor's bytes as a uint8 numpy array (a view when it is contiguous on the CPU)."""
+    return t.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy()
+
+
+def outputs_digest(outs: list[torch.Tensor]) -> str:
+    """A digest of outputs' dtypes, shapes and bytes: equal digests = bitwise identical outputs."""
+    h = hashlib.blake2b(digest_size=32)
+    for o in outs:
+        h.update(f"{o.dtype}{tuple(o.shape)};".encode())
+        h.update(memoryview(tensor_u8(o)))
+    return h.hexdigest()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lowering.backend.device_wire import recv_frame, send_frame
-from lowering.backend.launch import pack_launch, write_back
+from lowering.backend.launch import PackedLaunch, pack_launch, write_back
 
 ENV_FD = "KEGEN_MTIA_DEVICE_FD"
 
@@ -59,7 +59,7 @@ class RemoteDevice:
         sram_mode: str = "cache",
         tags: tuple[str, ...] = (),
     ) -> RemoteResult:
-        packed = pack_launch(args, arg_types)
+        packed = pack_launch(args, arg_types, copy=False)  # views of the storages: sent, not copied
         header = {
             "op": "launch",
             "name": fn.name,
@@ -74,18 +74,32 @@ class RemoteDevice:
         }
         with self.lock:
             send_frame(self.sock, header, [fn.elf, *packed.data])
-            reply, blobs = recv_frame(self.sock)
+            reply, blobs = recv_frame(self.sock, into=lambda head, i, n: _storage_for(packed, head, i, n))
         if reply.get("op") != "launched":
             raise DeviceError(str(reply.get("error") or f"unexpected reply from the mtia device: {reply}"))
         changed = reply.get("changed") or []
         if len(changed) != len(packed.keys):
             raise DeviceError("the mtia device answered for a different number of storages")
-        after: list[bytes | bytearray | None] = []
+        after: list[Any] = []
         it = iter(blobs)
-        for flag in changed:
-            after.append(next(it) if flag else None)
+        for flag, view in zip(changed, packed.data, strict=True):
+            blob = next(it) if flag else None
+            # a blob received straight into its storage is there already
+            after.append(None if blob is not None and blob is view else blob)
         write_back(packed, after)
         return RemoteResult(float(reply.get("cycles", 0.0)), float(reply.get("seconds", 0.0)))
+
+
+def _storage_for(packed: PackedLaunch, header: dict[str, Any], i: int, nbytes: int) -> memoryview | None:
+    """Where reply blob `i` goes: the memory of the i-th changed storage, when the sizes agree."""
+    changed = header.get("changed")
+    if header.get("op") != "launched" or not isinstance(changed, list) or len(changed) != len(packed.data):
+        return None
+    owners = [j for j, flag in enumerate(changed) if flag]
+    if i >= len(owners):
+        return None
+    view = packed.data[owners[i]]
+    return view if isinstance(view, memoryview) and view.nbytes == nbytes else None
 
 
 _device: RemoteDevice | None = None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 MAGIC = b"KG"
@@ -46,18 +46,29 @@ def send_frame(
 
 def _recv_exact(sock: socket.socket, n: int) -> bytearray:
     buf = bytearray(n)
-    view = memoryview(buf)
-    got = 0
+    _recv_into(sock, memoryview(buf))
+    return buf
+
+
+def _recv_into(sock: socket.socket, view: memoryview) -> None:
+    got, n = 0, view.nbytes
     while got < n:
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
             raise WireError("the peer closed the connection")
         got += k
-    return buf
 
 
-def recv_frame(sock: socket.socket, *, max_total: int = 1 << 40) -> tuple[dict[str, Any], list[bytearray]]:
-    """Receive one frame; raise WireError if it is malformed or larger than `max_total` bytes."""
+def recv_frame(
+    sock: socket.socket,
+    *,
+    max_total: int = 1 << 40,
+    into: Callable[[dict[str, Any], int, int], memoryview | None] | None = None,
+) -> tuple[dict[str, Any], list[Any]]:
+    """Receive one frame; raise WireError if it is malformed or larger than `max_total` bytes.
+
+    Blobs arrive as bytearrays, or straight into the memory `into(header, i, nbytes)` names for
+    blob i (a writable byte view of exactly `nbytes`; None: a new bytearray)."""
     magic, count, head_len = _PREFIX.unpack(bytes(_recv_exact(sock, _PREFIX.size)))
     if magic != MAGIC or count > MAX_BLOBS or head_len > MAX_HEADER:
         raise WireError("malformed frame header from the peer")
@@ -68,11 +79,16 @@ def recv_frame(sock: socket.socket, *, max_total: int = 1 << 40) -> tuple[dict[s
     if not isinstance(header, dict):
         raise WireError("the peer's frame header is not a JSON object")
     total = head_len
-    blobs: list[bytearray] = []
+    blobs: list[Any] = []
     for _ in range(count):
         (n,) = _BLOB_LEN.unpack(bytes(_recv_exact(sock, _BLOB_LEN.size)))
         total += n
         if total > max_total:
             raise WireError(f"the peer sent more than {max_total} bytes in one frame")
-        blobs.append(_recv_exact(sock, n))
+        dest = into(header, len(blobs), n) if into is not None else None
+        if dest is not None and dest.nbytes == n:
+            _recv_into(sock, dest)
+            blobs.append(dest)
+        else:
+            blobs.append(_recv_exact(sock, n))
     return header, blobs

@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
+
+import numpy as np
 
 from mtia_sim import isa
+
+Buffer: TypeAlias = bytes | bytearray | memoryview | np.ndarray
+_EMPTY = np.zeros(0, dtype=np.uint8)
 
 
 @dataclass
@@ -38,7 +44,7 @@ class PackedLaunch:
 
     slots: list[tuple[Any, ...]] = field(default_factory=list)
     keys: list[int] = field(default_factory=list)
-    data: list[bytes] = field(default_factory=list)
+    data: list[bytes | memoryview] = field(default_factory=list)
 
 
 def _storage_span(t: Any) -> tuple[int, int]:
@@ -54,8 +60,34 @@ def scalar_slot(value: Any, ty: str) -> int:
     return int(value) & 0xFFFF_FFFF_FFFF_FFFF
 
 
-def pack_launch(args: list[Any], arg_types: list[str]) -> PackedLaunch:
-    """Plain data of one launch: storages' bytes (read from host memory) and the argument plan."""
+def as_u8(blob: Buffer) -> np.ndarray:
+    """`blob`'s bytes as a flat uint8 array (no copy)."""
+    if isinstance(blob, np.ndarray):
+        return blob.reshape(-1).view(np.uint8)
+    return np.frombuffer(blob, dtype=np.uint8) if len(blob) else _EMPTY
+
+
+def same_bytes(a: Buffer, b: Buffer, chunk: int = 1 << 22) -> bool:
+    """Whether two buffers hold the same bytes (in chunks: no temporary as large as the buffers)."""
+    x, y = as_u8(a), as_u8(b)
+    if x.size != y.size:
+        return False
+    for i in range(0, x.size, chunk):
+        if not np.array_equal(x[i : i + chunk], y[i : i + chunk]):
+            return False
+    return True
+
+
+def _host_view(host: int, nbytes: int) -> memoryview:
+    """A writable view of `nbytes` of this process's memory at `host` (no copy)."""
+    return memoryview((ctypes.c_char * nbytes).from_address(host)).cast("B")
+
+
+def pack_launch(args: list[Any], arg_types: list[str], *, copy: bool = True) -> PackedLaunch:
+    """Plain data of one launch: storages' bytes (read from host memory) and the argument plan.
+
+    `copy=False` gives views of the storages' memory instead of copies (the caller sends or uses
+    them before the tensors can change or be freed: the launcher, within one launch)."""
     packed = PackedLaunch()
     index: dict[int, int] = {}
     for value, ty in zip(args, arg_types, strict=True):
@@ -73,31 +105,45 @@ def pack_launch(args: list[Any], arg_types: list[str]) -> PackedLaunch:
         if host not in index:
             index[host] = len(packed.keys)
             packed.keys.append(host)
-            packed.data.append(ctypes.string_at(host, nbytes) if nbytes else b"")
+            if not nbytes:
+                packed.data.append(b"")
+            else:
+                packed.data.append(ctypes.string_at(host, nbytes) if copy else _host_view(host, nbytes))
         packed.slots.append(("ptr", index[host], int(value.data_ptr()) - host))
     return packed
 
 
-def write_back(packed: PackedLaunch, after: list[bytes | bytearray | None]) -> None:
+def write_back(packed: PackedLaunch, after: Sequence[Buffer | None]) -> None:
     """Copy each storage's bytes after the launch back to host memory (None: unchanged)."""
     for host, before, data in zip(packed.keys, packed.data, after, strict=True):
         if data is None:
             continue
-        if len(data) != len(before):
-            raise ValueError(f"device returned {len(data)} bytes for a storage of {len(before)}")
-        if data:
-            ctypes.memmove(host, bytes(data), len(data))
+        src = as_u8(data)
+        if src.size != len(before):
+            raise ValueError(f"device returned {src.size} bytes for a storage of {len(before)}")
+        if src.size:
+            np.frombuffer(_host_view(host, src.size), dtype=np.uint8)[:] = src
 
 
 class SimulatorSession:
-    """One simulator per machine; images cached by ELF bytes."""
+    """One simulator per machine; images cached by ELF bytes; simulated time memoised by trace.
+
+    `run` copies each storage into the simulator's DRAM arena (a storage that does not fit there is
+    mapped with `Simulator.map_host` instead), launches, and returns every storage's bytes afterwards.
+    `stats` accumulates what the launches cost on the host (see `SessionStats`).
+    """
 
     def __init__(self, machine: str) -> None:
-        from mtia_sim.simulator import Simulator
+        from lowering.backend.timing_memo import memo_simulator
 
         self.machine = machine
-        self.sim = Simulator(machine=machine)
+        self.sim = memo_simulator(machine)
         self._images: dict[bytes, Any] = {}
+
+    @property
+    def stats(self) -> Any:
+        """Host seconds and counts of this session's launches (`timing_memo.SessionStats`)."""
+        return self.sim.memo_stats
 
     def image(self, elf: bytes, name: str) -> Any:
         img = self._images.get(elf)
@@ -112,45 +158,69 @@ class SimulatorSession:
         name: str,
         grid: tuple[int, int, int],
         slots: list[tuple[Any, ...]],
-        data: Sequence[bytes | bytearray],
+        data: Sequence[Buffer],
         arg_types: list[str],
         *,
         dual_core: bool = False,
         blocked: bool = False,
         sram_mode: str = "cache",
-    ) -> tuple[Any, list[bytes]]:
-        """Upload `data`, launch, and return (LaunchResult, every storage's bytes afterwards)."""
+        read_back: Collection[int] | None = None,
+    ) -> tuple[Any, list[Any]]:
+        """Upload `data`, launch, and return (LaunchResult, every storage's bytes afterwards).
+
+        The returned arrays are fresh copies (uint8) the caller owns; `data` is never written.
+        `read_back`: the storages to return (the others are None); default all."""
         image = self.image(elf, name)
         self.sim.reset_memory()
-        bases = []
-        for blob in data:
-            dev = self.sim.alloc(max(len(blob), isa.ALIGNMENT), align=isa.ALIGNMENT)
-            if blob:
-                self.sim.write(dev, bytes(blob))
-            bases.append(dev)
-        words: list[int] = []
-        for slot in slots:
-            if slot[0] == "ptr":
-                words.append(bases[int(slot[1])] + int(slot[2]))
-            elif slot[0] == "null":
-                words.append(0)
-            else:
-                words.append(int(slot[1]) & 0xFFFF_FFFF_FFFF_FFFF)
-        if len(words) != len(arg_types):
-            raise ValueError(f"{len(words)} argument slots for {len(arg_types)} argument types")
-        from lowering.passes.pe_mapping import PEMapping
+        bases: list[int] = []
+        mapped: list[tuple[int, np.ndarray]] = []  # storages too big for the arena: (device, buffer)
+        try:
+            for blob in data:
+                src = as_u8(blob)
+                bases.append(self._place(src, mapped))
+            words = _argument_words(slots, bases, arg_types)
+            from lowering.passes.pe_mapping import PEMapping
 
-        plan = PEMapping("blocked" if blocked else "round_robin", dual_core).plan(
-            grid, self.sim.num_pes, self.sim.cores_per_pe
-        )
-        words += list(plan.extra_slots)
-        result = self.sim.launch(
-            image, plan.grid, words, arg_types=None, dual_core=dual_core, sram_mode=sram_mode
-        )
-        after = [
-            self.sim.read(dev, len(blob)) if blob else b"" for dev, blob in zip(bases, data, strict=True)
-        ]
+            plan = PEMapping("blocked" if blocked else "round_robin", dual_core).plan(
+                grid, self.sim.num_pes, self.sim.cores_per_pe
+            )
+            words += list(plan.extra_slots)
+            stats = self.sim.memo_stats
+            before, t0 = stats.timing_s + stats.digest_s, time.perf_counter()
+            result = self.sim.launch(
+                image, plan.grid, words, arg_types=None, dual_core=dual_core, sram_mode=sram_mode
+            )
+            stats.functional_s += time.perf_counter() - t0 - (stats.timing_s + stats.digest_s - before)
+            after = [
+                self._read_back(dev, as_u8(b).size, mapped) if read_back is None or i in read_back else None
+                for i, (dev, b) in enumerate(zip(bases, data, strict=True))
+            ]
+        finally:
+            for dev, _ in mapped:
+                self.sim.unmap_host(dev)
         return result, after
+
+    def _place(self, src: np.ndarray, mapped: list[tuple[int, np.ndarray]]) -> int:
+        """Device address of a copy of `src`: in the DRAM arena, else a mapped page-aligned buffer."""
+        try:
+            dev = self.sim.alloc(max(src.size, isa.ALIGNMENT), align=isa.ALIGNMENT)
+        except MemoryError:
+            from mtia_sim.memory import page_aligned_buffer
+
+            buf = page_aligned_buffer(max(src.size, 1))
+            buf[: src.size] = src
+            dev = self.sim.map_host(buf)
+            mapped.append((dev, buf))
+            return dev
+        if src.size:
+            self.sim.memory.view(dev, src.size)[:] = src
+        return dev
+
+    def _read_back(self, dev: int, nbytes: int, mapped: list[tuple[int, np.ndarray]]) -> np.ndarray:
+        for mdev, buf in mapped:
+            if mdev == dev:
+                return buf[:nbytes]  # the mapped buffer itself: unmapped right after, never reused
+        return self.sim.memory.view(dev, nbytes).copy() if nbytes else _EMPTY.copy()
 
     def launch(
         self,
@@ -164,7 +234,7 @@ class SimulatorSession:
         sram_mode: str = "cache",
     ) -> Any:
         """Copy tensor storages in, launch, copy them back; return the LaunchResult."""
-        packed = pack_launch(args, arg_types)
+        packed = pack_launch(args, arg_types, copy=False)
         result, after = self.run(
             fn.elf,
             fn.name,
@@ -178,3 +248,18 @@ class SimulatorSession:
         )
         write_back(packed, list(after))
         return result
+
+
+def _argument_words(slots: list[tuple[Any, ...]], bases: list[int], arg_types: list[str]) -> list[int]:
+    """The launch's 64-bit argument words: pointers rebased onto the device copies."""
+    words: list[int] = []
+    for slot in slots:
+        if slot[0] == "ptr":
+            words.append(bases[int(slot[1])] + int(slot[2]))
+        elif slot[0] == "null":
+            words.append(0)
+        else:
+            words.append(int(slot[1]) & 0xFFFF_FFFF_FFFF_FFFF)
+    if len(words) != len(arg_types):
+        raise ValueError(f"{len(words)} argument slots for {len(arg_types)} argument types")
+    return words

@@ -125,7 +125,7 @@ class _Device:
     def __init__(self, stores: torch.Tensor | None) -> None:
         self.stores = stores
 
-    def replay(self, log: LaunchLog, pre: list[bytes]) -> list[bytes]:
+    def replay(self, log: LaunchLog, pre: list[Any], only: int | None = None) -> list[Any]:
         return [_b(self.stores) if self.stores is not None else pre[0], *pre[1:]]
 
 

@@ -1,0 +1,180 @@
+"""What makes `kegen eval` fast at large sizes without changing any answer: the timing memo keyed on
+the full trace, chunked comparisons equal to the whole-tensor ones, zero-copy wire and launcher
+paths, the arena overflow through `map_host`, and the evaluation's breakdown."""
+
+from __future__ import annotations
+
+import math
+import socket
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import triton
+
+from kegen.eval import cheats, checker
+from kegen.eval.breakdown import call_kind
+from kegen.eval.config import EvalConfig
+from kegen.eval.wire import decode_values, encode_values, outputs_digest
+from lowering.backend import driver, timing_memo
+from lowering.backend.device_client import _storage_for
+from lowering.backend.device_wire import recv_frame, send_frame
+from lowering.backend.launch import PackedLaunch, same_bytes
+from lowering.corpus.elementwise import vector_add as add_kernel
+
+
+def _launch_add(n: int, block: int = 1024) -> tuple[torch.Tensor, Any]:
+    x, y = torch.randn(n), torch.randn(n)
+    z = torch.empty(n)
+    add_kernel[(triton.cdiv(n, block),)](x, y, z, n, BLOCK=block)
+    torch.testing.assert_close(z, x + y)
+    return z, driver.last_launch()
+
+
+@pytest.fixture
+def fresh_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KEGEN_MACHINE", "mtia-2i")
+    monkeypatch.setattr(driver, "_session", None)
+
+
+def test_timing_memo_hits_identical_launches_and_equals_a_fresh_replay(
+    fresh_session: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(timing_memo, "WORTH", 0.0)  # digest whenever a launch was seen before
+    _, first = _launch_add(4096)
+    _, second = _launch_add(4096)  # same kernel, grid and addresses: digested, not yet known
+    _, third = _launch_add(4096)  # now known: the memo answers
+    stats = driver._session.stats  # type: ignore[union-attr]
+    assert (stats.memo_misses, stats.memo_hits) == (1, 1)
+    assert third.timing is second.timing
+    from mtia_sim.timing import simulate
+
+    fresh = simulate(driver._session.sim.machine, third.traces)  # type: ignore[union-attr]
+    assert fresh.cycles == third.cycles == first.cycles
+    assert fresh.counters == third.counters
+    _, other = _launch_add(8192)  # a different trace never hits
+    assert driver._session.stats.memo_hits == 1  # type: ignore[union-attr]
+    assert other.cycles != third.cycles
+
+
+def test_trace_digest_is_canonical_and_complete() -> None:
+    from mtia_sim.events import AddrRange, CommandEvent, EndEvent, ProgramTrace
+    from mtia_sim.isa import Op, Unit
+
+    def trace(shared: bool, elements: int = 64) -> list[ProgramTrace]:
+        r = AddrRange(0, 256)
+        ev = CommandEvent(
+            Op.DMA_COPY, Unit.DMA, 0, elements, reads=[r], writes=[r if shared else AddrRange(0, 256)]
+        )
+        return [ProgramTrace((0, 0, 0), 0, 0, [ev, EndEvent()])]
+
+    assert timing_memo.trace_digest(trace(True), "cache") == timing_memo.trace_digest(trace(False), "cache")
+    assert timing_memo.trace_digest(trace(True), "cache") != timing_memo.trace_digest(
+        trace(True, 65), "cache"
+    )
+    assert timing_memo.trace_digest(trace(True), "cache") != timing_memo.trace_digest(trace(True), "off")
+
+
+def test_storages_beyond_the_dram_arena_are_mapped(
+    fresh_session: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KEGEN_SIM_DRAM_ARENA_BYTES", str(1 << 16))  # 64 KiB: the tensors need 96 KiB
+    z, res = _launch_add(8192)
+    assert res.cycles > 0 and not driver._session.sim.memory.host_maps  # type: ignore[union-attr]
+
+
+def _old_compare(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> tuple[Any, ...]:
+    """The whole-tensor comparison the chunked one replaced (reference for the test)."""
+    r64, c64 = r.double().reshape(-1), c.double().reshape(-1)
+    special = (torch.isnan(r64) != torch.isnan(c64)) | (torch.isinf(r64) != torch.isinf(c64))
+    special |= torch.isinf(r64) & torch.isinf(c64) & (torch.sign(r64) != torch.sign(c64))
+    if bool(special.any()):
+        return (False, int(special.nonzero()[0]))
+    finite = torch.isfinite(r64)
+    diff = torch.where(finite, (c64 - r64).abs(), torch.zeros_like(r64))
+    excess = torch.where(finite, diff - (atol + rtol * r64.abs()), torch.full_like(r64, -math.inf))
+    rel = torch.where(finite, diff / r64.abs().clamp_min(atol), torch.zeros_like(r64))
+    ok = float(excess.max()) <= 0
+    worst = int(diff.argmax()) if ok else int(excess.argmax())
+    return (ok, worst, float(diff.max()), float(rel.max()), int((excess > 0).sum()))
+
+
+@pytest.mark.parametrize("case", ["ok", "off", "nan", "ties", "inf"])
+def test_chunked_comparison_equals_the_whole_tensor_one(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checker, "CHUNK", 7)  # many chunk boundaries
+    g = torch.Generator().manual_seed(3)
+    r = torch.randn(5, 11, generator=g)
+    c = r + 1e-6 * torch.randn(5, 11, generator=g)
+    if case == "off":
+        c[1, 3] += 0.5
+        c[4, 10] -= 0.25
+    elif case == "nan":
+        c[3, 2] = float("nan")
+    elif case == "ties":
+        c = r.clone()
+        c[0, 8] += 0.125
+        c[2, 1] += 0.125
+        c[4, 4] += 0.125
+    elif case == "inf":
+        r[2, 2] = c[2, 2] = float("inf")
+    cfg = EvalConfig()
+    got = checker.compare_outputs([r], [c], cfg)
+    old = _old_compare(r, c, 1e-4, 1e-4)
+    flat = got.worst_index[0] * 11 + got.worst_index[1]  # type: ignore[index]
+    if case == "nan":
+        assert not got.ok and flat == old[1] and "NaN/Inf" in got.message
+        return
+    assert (got.ok, flat, got.max_abs_error, got.max_rel_error) == old[:4]
+    if not got.ok:
+        assert f"{old[4]} of 55 elements out of tolerance" in got.message
+
+
+def test_chunked_precision_check_flags_half_precision_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cheats, "_CHUNK", 50)
+    ref = torch.randn(1000)
+    assert cheats.check_precision([ref], [ref.clone()]) is None
+    low = ref.half().float()
+    msg = cheats.check_precision([ref], [low])
+    assert msg and "float16" in msg
+    assert cheats.check_precision([low], [low.clone()]) is None  # the reference is low precision too
+
+
+def test_wire_hands_over_received_bytes_but_never_aliases_two_values() -> None:
+    metas, blobs = encode_values([torch.arange(4.0)])
+    received = [bytearray(memoryview(blobs[0]).cast("B"))]
+    twice = decode_values([metas[0], metas[0]], received)
+    twice[0][0] = 42.0
+    assert float(twice[1][0]) == 0.0 and float(twice[0][0]) == 42.0
+    assert outputs_digest([torch.ones(3)]) != outputs_digest([torch.ones(3).double()])
+    assert outputs_digest([torch.ones(3)]) == outputs_digest([torch.ones(3)])
+
+
+def test_device_replies_land_in_the_changed_storages() -> None:
+    a_mem, b_mem = bytearray(8), bytearray(4)
+    packed = PackedLaunch(keys=[1, 2], data=[memoryview(a_mem), memoryview(b_mem)])
+    s1, s2 = socket.socketpair()
+    with s1, s2:
+        send_frame(s1, {"op": "launched", "changed": [False, True]}, [b"wxyz"])
+        head, blobs = recv_frame(s2, into=lambda h, i, n: _storage_for(packed, h, i, n))
+        assert blobs[0] is packed.data[1] and bytes(b_mem) == b"wxyz" and bytes(a_mem) == bytes(8)
+        send_frame(s1, {"op": "launched", "changed": [False, True]}, [b"too long"])  # wrong size: a copy
+        _, blobs = recv_frame(s2, into=lambda h, i, n: _storage_for(packed, h, i, n))
+        assert isinstance(blobs[0], bytearray) and bytes(b_mem) == b"wxyz"
+
+
+def test_same_bytes_and_call_kinds() -> None:
+    a = np.arange(100, dtype=np.uint8)
+    assert same_bytes(a, bytes(a)) and not same_bytes(a, a[:-1])
+    b = a.copy()
+    b[-1] ^= 1
+    assert not same_bytes(a, b, chunk=16)
+    assert [
+        call_kind(w) for w in ("candidate forward (trial 2)", "precision trial", "candidate forward (timed)")
+    ] == [
+        "trial",
+        "precision",
+        "timed",
+    ]
+    assert replace(EvalConfig(), trials=2).trials == 2
