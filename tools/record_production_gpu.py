@@ -2,16 +2,22 @@
 then a short offline search per problem, with the wall time of every evaluation.
 
 On the GPU machine (Python 3.12, torch, Triton, ncu; no bwrap: evaluations run unsandboxed, with
-`details.sandbox_warning`; no internet), from the repository root:
+`details.sandbox_warning`; no internet; 10 minutes a command), from the repository root:
 
-    pip install --no-deps -e . && python tools/record_production_gpu.py --budget 8 --search-time 90
+    pip install -q --no-deps --no-build-isolation -e . ; export PYTHONPATH=$PWD
+    timeout 570 python3 tools/record_production_gpu.py --budget 6 --search-time 60 --deadline 420 \
+        --skip-done --work /tmp/kpg 2>&1 | tee $OUT/record.log | tail -40
+    tar czf $OUT/production_nvidia.tgz docs/results/production_nvidia*
 
-Per problem it (1) evaluates the seed with the full GPU profile (kernel table + ncu) and times
-eager and torch.compile of the reference; (2) re-evaluates the seed `--warm-evals` times the way a
-search does (`gpu_profile="auto"`, baselines from the evaluator's memo): the wall time of an
-evaluation after the first; (3) runs `--budget` evaluations of an offline search (`--jobs 0`: in
-this process, so the evaluator's memo and warm worker serve every candidate), no longer than
-`--search-time` seconds. Results go to `<out>/production_nvidia/<problem>.json` as each phase ends;
+then unpack the archive into the checkout (`tar xzf production_nvidia.tgz`) so that the next
+command, with the same arguments, carries the records and continues where this one stopped.
+
+Per problem it (1) evaluates the seed (kernel table; ncu when no search follows, else the
+search's root evaluation runs it) and times eager and torch.compile of the reference; (2)
+re-evaluates the seed `--warm-evals` times the way a search does (`gpu_profile="auto"`, baselines
+from the evaluator's memo): the wall time of an evaluation after the first; (3) runs `--budget`
+evaluations of an offline search (`--jobs 0`: in this process, so the evaluator's memo and warm
+worker serve every candidate), no longer than `--search-time` seconds. Results go to `<out>/production_nvidia/<problem>.json` as each phase ends;
 the summary (`<out>/production_nvidia.json` and `.md`) is rebuilt from those files at the end, so
 the tool is resumable: `--skip-done` skips phases already recorded (with at least this budget),
 `--only a,b` runs some problems, and `--deadline` (seconds) starts no new phase after that much
@@ -71,11 +77,17 @@ def environment() -> dict[str, Any]:
 
 
 def seed_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """The seed with the full profile, eager and torch.compile; then warm re-evaluations (search mode)."""
+    """The seed (kernel table; ncu here only when no search follows: the search's root evaluation
+    profiles the seed), eager and torch.compile; then warm re-evaluations in search mode."""
     from kegen.eval import EvalConfig, evaluate
 
+    ncu_here = args.ncu == "auto" and args.budget <= 0
     cfg = EvalConfig(
-        target=args.target, machine=args.machine, timeout_s=args.timeout, gpu_profile="full", extra=_ncu(args)
+        target=args.target,
+        machine=args.machine,
+        timeout_s=args.timeout,
+        gpu_profile="full" if ncu_here else "auto",
+        extra={} if ncu_here else {"ncu_if_faster_than": 0.0},
     )
     t0 = time.monotonic()
     r = evaluate(problem.problem_path, problem.seed_path, config=cfg)
@@ -138,7 +150,10 @@ def _profile_summary(profile: dict[str, Any]) -> dict[str, Any]:
     return {
         "sources": profile.get("sources"),
         "kernels": [k.get("name") for k in (profile.get("kernels") or [])[:4]],
-        "bottleneck": (profile.get("bottleneck") or {}).get("kind"),
+        "bottleneck": ":".join(
+            str((profile.get("bottleneck") or {}).get(k) or "") for k in ("kind", "name", "category")
+        ).strip(":")
+        or None,
         **{k: metrics[k] for k in PROFILE_METRICS if k in metrics},
         "notes": [str(n)[:200] for n in (profile.get("notes") or [])[:3]],
     }
@@ -196,6 +211,7 @@ def _search_record(store: Any, res: Any, args: argparse.Namespace, elapsed: floa
         verdicts[n.verdict or "?"] = verdicts.get(n.verdict or "?", 0) + 1
     best = res.best
     best_ev = store.evaluation(best.id) if best is not None else None
+    root_ev = store.evaluation(res.root.id)
     fits = [n.fitness if n.correct else 0.0 for n, _ in evaluated]
     top = max(fits, default=0.0)
     to_90 = next((i + 1 for i, f in enumerate(fits) if top > 0 and f >= 0.9 * top), None)
@@ -214,6 +230,8 @@ def _search_record(store: Any, res: Any, args: argparse.Namespace, elapsed: floa
         "best_speedup_over_seed": res.best_speedup,
         "best_s": best_ev.candidate_time_s if best_ev else None,
         "best_source": best.code if best is not None else None,
+        "root_profile": _profile_summary(root_ev.profile if root_ev else {}),
+        "best_profile": _profile_summary(best_ev.profile if best_ev else {}),
         "evals_to_90pct_of_best": to_90,
         "eval_wall_s": walls,
         "eval_wall_median_s": statistics.median(walls) if walls else None,
