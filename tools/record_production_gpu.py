@@ -17,12 +17,14 @@ search's root evaluation runs it) and times eager and torch.compile of the refer
 re-evaluates the seed `--warm-evals` times the way a search does (`gpu_profile="auto"`, baselines
 from the evaluator's memo): the wall time of an evaluation after the first; (3) runs `--budget`
 evaluations of an offline search (`--jobs 0`: in this process, so the evaluator's memo and warm
-worker serve every candidate), no longer than `--search-time` seconds. Results go to `<out>/production_nvidia/<problem>.json` as each phase ends;
-the summary (`<out>/production_nvidia.json` and `.md`) is rebuilt from those files at the end, so
-the tool is resumable: `--skip-done` skips phases already recorded (with at least this budget),
-`--only a,b` runs some problems, and `--deadline` (seconds) starts no new phase after that much
-time (the first one always runs), so one command fits a 10-minute limit. `--target cpu|mtia`
-runs the same logic elsewhere (tests; KEGEN_SUITE_SCALE shrinks the problems); results then go to
+worker serve every candidate), no longer than `--search-time` seconds.
+
+Results go to `<out>/production_nvidia/<problem>.json` as each phase ends; the summary
+(`<out>/production_nvidia.json` and `.md`) is rebuilt from those files at the end, so the tool is
+resumable: `--skip-done` skips phases already recorded (with at least this budget), `--only a,b`
+runs some problems, and `--deadline` (seconds) starts no new phase after that much time (the first
+one always runs), so one command fits a 10-minute limit. `--target cpu|mtia` runs the same logic
+elsewhere (tests; KEGEN_SUITE_SCALE shrinks the problems); results then go to
 production_<target>_logic.* unless `--name` says otherwise.
 """
 
