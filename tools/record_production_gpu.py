@@ -282,6 +282,9 @@ def write_summary(
 ) -> dict[str, Any]:
     """`<out>/<name>.json` and `.md` from every per-problem record there (this run's or earlier ones')."""
     recs = {p.stem: json.loads(p.read_text()) for p in sorted(per_problem.glob("*.json"))}
+    recorded = [r["environment"] for r in recs.values() if isinstance(r.get("environment"), dict)]
+    if recorded:  # the machine the records were taken on (--summary-only runs anywhere)
+        env = max(recorded, key=lambda e: str(e.get("recorded_utc", "")))
     names = [n for n in order if n in recs] + sorted(n for n in recs if n not in order)
     rows = [summarize(n, recs[n]) for n in names]
     totals = {

@@ -84,6 +84,11 @@ def test_resumable_phases_deadline_and_summary(
     n = len(calls)
     assert tool.main(["--out", str(tmp_path), "--summary-only"]) == 0 and len(calls) == n
     assert "| softmax_fp32 | ok |" in (tmp_path / "production_nvidia.md").read_text()
+    rec = json.loads((tmp_path / "production_nvidia" / "softmax_fp32.json").read_text())
+    rec["environment"] = {"device": "NVIDIA H200", "recorded_utc": "2999-01-01 00:00:00"}
+    (tmp_path / "production_nvidia" / "softmax_fp32.json").write_text(json.dumps(rec))
+    assert tool.main(["--out", str(tmp_path), "--summary-only"]) == 0
+    assert "on NVIDIA H200" in (tmp_path / "production_nvidia.md").read_text()  # not this machine
 
 
 def test_a_failing_phase_is_recorded_and_the_run_goes_on(
