@@ -67,10 +67,14 @@ def _extent(a: np.ndarray) -> tuple[int, int]:
 
 
 def _device_bounds(mem: MemorySystem, r: Region) -> tuple[int, int]:
-    """Device addresses [lo, hi) of the memory `r` is in."""
+    """Device addresses [lo, hi) of the memory `r` is in (as `MemorySystem.resolve` bounds it)."""
     if r.level.value in ("local", "remote_local"):
         return r.base, r.base + mem.local_limit
-    return r.base, r.base + int(r.buffer.size)
+    if r.buffer is mem.dram:
+        return r.base, r.base + mem.dram_limit
+    if r.buffer is mem.sram:
+        return r.base, r.base + mem.sram_limit
+    return r.base, r.base + int(r.buffer.size)  # a host mapping: exactly its bytes
 
 
 def _host_range(r: Region) -> tuple[int, int]:

@@ -97,7 +97,7 @@ class TimedLaunch:
     def __call__(self, *args: Any, **kwargs: Any) -> tuple[Any, float, float]:
         """(LaunchResult, functional CPU seconds, timing-model CPU seconds)."""
         self.timing_s = 0.0
-        fast = self.sim.core.fast
+        fast = getattr(self.sim.core, "fast", None)  # None on trees before the fast path
         before = fast.handled if fast is not None else 0
         t = time.process_time()
         res = self.sim.launch(*args, **kwargs)
@@ -133,7 +133,8 @@ def main() -> int:
     launch = TimedLaunch(sim)
     out: dict[str, Any] = {"machine": sim.machine.name, "repeats": args.repeats, "scale": scale,
                            "load_average_1min_start": round(os.getloadavg()[0], 2),
-                           "fast_path": sim.core.fast is not None, "functional_only": args.functional_only}
+                           "fast_path": getattr(sim.core, "fast", None) is not None,
+                           "functional_only": args.functional_only}
 
     img = sim.load_image(alu_kernel(), entry="kernel")
     sim.launch(img, (1,), [1000])  # warm up (translation)

@@ -299,3 +299,22 @@ def test_streaming_grid_runs_natively_from_its_first_launch() -> None:
                     sim.core.fast.handled / res.commands))
     assert out[0][:2] == out[1][:2]
     assert out[1][2] > 0.8
+
+
+def test_a_relocated_command_is_bounded_like_the_python_path() -> None:
+    """A DMA walking off the end of the DRAM arena faults at the same command on both paths."""
+    out = []
+    for fast in (False, True):
+        sim = Simulator("mtia-2i", dram_arena_bytes=1 << 20)
+        assert sim.core.fast is not None
+        sim.core.fast.enabled = fast
+        top = isa.DRAM_BASE + sim.memory.dram_limit - 4 * 256  # three blocks below the arena's end
+        desc = D(Op.DMA_COPY, dtype_out=DType.F32, dst=L, src0=top, shape=D.dims([256]), dst_stride=ONE,
+                 src0_stride=ONE)
+        img = sim.load_image(_moving_kernel([(desc, {"src0": -1024})]), entry="kernel")
+        img2 = sim.load_image(_moving_kernel([(desc, {"src0": 1024})]), entry="kernel")
+        sim.launch(img, (1,), [3])  # downwards: fine, builds the plan
+        with pytest.raises(SimulationError) as info:
+            sim.launch(img2, (1,), [3])
+        out.append((type(info.value).__name__, info.value.location.pc is not None))
+    assert out[0] == out[1]
