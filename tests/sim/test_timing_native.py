@@ -220,3 +220,27 @@ def test_without_compiler_warns_once_and_uses_python(monkeypatch: pytest.MonkeyP
     loader._load.cache_clear()
     assert sum("native timing replay unavailable" in str(w.message) for w in seen) == 1
     assert r1.cycles == r2.cycles == simulate(m, traces, use_native=False).cycles
+
+
+def test_odd_spans_are_refused_or_equal() -> None:
+    """Spans the port does not take go to Python; strided views of starts are taken as they are."""
+    import numpy as np
+    m = load_machine("mtia-2i")
+    base = isa.DRAM_BASE
+
+    def launch(span: MemSpan) -> list[ProgramTrace]:
+        ev = dma(4096, local_addr=0)
+        ev.spans = [span]
+        return [program(0, [ev, dma(1024, mem_addr=base)])]
+
+    reversed_view = np.arange(0, 64 * 256, 256, dtype=np.int64)[::-1] + base  # a negative-stride view
+    compare(m, launch(MemSpan(MemLevel.DRAM, False, 0, 64, starts=reversed_view)))
+    compare(m, launch(MemSpan(MemLevel.DRAM, False, 0, 64, starts=(np.arange(128, dtype=np.int64) * 64 + base)[::2])))
+    refused = [MemSpan(MemLevel.DRAM, False, base, 64, (-2, -3), (128, 4096)),  # negative counts
+               MemSpan(MemLevel.DRAM, False, base, 0),  # empty rows
+               MemSpan(MemLevel.DRAM, False, 0, 64, starts=[base, base + 4096]),  # a list, not an array
+               MemSpan(MemLevel.DRAM, False, 0, 64, starts=np.array([4096], dtype=np.int32))]
+    for span in refused:
+        traces = launch(span)
+        assert native.replay(m, traces) is None
+        assert_same(simulate(m, traces, use_native=False), simulate(m, traces))

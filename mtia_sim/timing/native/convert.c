@@ -166,6 +166,7 @@ static int get_spans(const Spec *spc, Trace *t, PyObject *o, CmdStatic *cs) {
         if (get_int_tuple(s, s_counts, counts, 16, &nc) || get_int_tuple(s, s_strides, strides, 16, &ns))
             goto fail;
         if (nc != ns) FAIL("span counts and strides differ in length");
+        for (int d = 0; d < nc; d++) if (counts[d] < 0) FAIL("span with a negative count");
         sp->ndims = nc;
         sp->dims_lo = (i64)(t->dims.n / 2);
         if (vec_reserve(&t->dims, t->dims.n + 2 * (size_t)nc)) goto fail;
@@ -178,21 +179,23 @@ static int get_spans(const Spec *spc, Trace *t, PyObject *o, CmdStatic *cs) {
         if (!st) goto fail;
         if (st != Py_None) {
             Py_buffer b;
-            if (PyObject_GetBuffer(st, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT)) {
+            if (PyObject_GetBuffer(st, &b, PyBUF_STRIDES | PyBUF_FORMAT)) {
+                PyErr_Clear();
                 Py_DECREF(st);
                 FAIL("span starts is not an int64 array");
             }
             const char *f = b.format ? b.format : "B";
             if (*f == '<' || *f == '=' || *f == '@') f++;
-            if (b.itemsize != 8 || (strcmp(f, "q") && strcmp(f, "l"))) {
+            if (b.itemsize != 8 || b.ndim != 1 || (strcmp(f, "q") && strcmp(f, "l"))) {
                 PyBuffer_Release(&b); Py_DECREF(st);
-                FAIL("span starts is not an int64 array");
+                FAIL("span starts is not a one-dimensional int64 array");
             }
-            i64 cnt = (i64)(b.len / 8);
+            i64 cnt = (i64)b.shape[0];
             sp->starts_lo = (i64)t->starts.n;
             sp->nstarts = cnt;
             if (vec_reserve(&t->starts, t->starts.n + (size_t)cnt)) { PyBuffer_Release(&b); Py_DECREF(st); goto fail; }
-            memcpy((i64 *)t->starts.p + t->starts.n, b.buf, (size_t)cnt * 8);
+            for (i64 k = 0; k < cnt; k++)   /* any stride (a reversed or sliced view) */
+                memcpy((i64 *)t->starts.p + t->starts.n + k, (const char *)b.buf + k * b.strides[0], 8);
             t->starts.n += (size_t)cnt;
             PyBuffer_Release(&b);
         }
