@@ -121,7 +121,7 @@ def problem_bytes(model: torch.nn.Module, inputs: list[Any], outputs: Any) -> in
     read once + every output written once."""
     own = getattr(model, "roofline_bytes", None)
     if callable(own):
-        nbytes = own(inputs, outputs)
+        nbytes = own(list(inputs), list(outputs) if isinstance(outputs, list | tuple) else [outputs])
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise ValueError(f"Model.roofline_bytes returned {nbytes!r}: it must return a positive int")
         return nbytes
@@ -149,7 +149,8 @@ def problem_roofline(model: torch.nn.Module, inputs: list[Any], outputs: Any, pe
     the reference.
 
     A reference that reads only part of an input (an embedding bag gathers a few rows of a large
-    table) states its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model.
+    table) states its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model
+    (both lists of the forward's tensors).
     """
     nbytes = problem_bytes(model, inputs, outputs)
     flops = count_flops(model, inputs)

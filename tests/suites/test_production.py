@@ -121,6 +121,7 @@ def test_embedding_roofline_counts_the_rows_gathered_not_the_table(small: None) 
     rows = int(torch.unique(indices).numel())
     expected = rows * weight.shape[1] * 2 + indices.numel() * 8 + offsets.numel() * 8 + out.numel() * 2
     assert problem_bytes(model, [weight, indices, offsets], out) == expected
+    assert problem_bytes(model, [weight, indices, offsets], [out]) == expected  # outputs as a list too
     assert expected < tensor_bytes([weight, indices, offsets]) + tensor_bytes(out)
     assert problem_bytes(torch.nn.Identity(), [weight], out) == tensor_bytes([weight]) + tensor_bytes(out)
 

@@ -43,11 +43,12 @@ class Model(nn.Module):
         return pooled.to(weight.dtype)
 
     def roofline_bytes(self, inputs, outputs):
-        """Fewest DRAM bytes: each distinct row gathered once, the indices, offsets and output."""
+        """Fewest DRAM bytes: each distinct row gathered once, the indices, offsets and output.
+        (kegen's roofline calls this with the lists of input and output tensors.)"""
         weight, indices, offsets = inputs
         rows = int(torch.unique(indices).numel())
-        return (rows * weight.shape[1] * weight.element_size() + indices.numel() * indices.element_size()
-                + offsets.numel() * offsets.element_size() + outputs.numel() * outputs.element_size())
+        gathered = rows * weight.shape[1] * weight.element_size()
+        return gathered + sum(t.numel() * t.element_size() for t in [indices, offsets, *outputs])
 
 
 def get_inputs():
