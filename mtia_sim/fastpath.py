@@ -351,7 +351,7 @@ class FastDoorbells:
         key = self.masked(raw)
         if key in self.seen_masked:
             return (raw, pe) not in self.known
-        if len(self.seen_masked) < 4 * self.max_plans:
+        if len(self.seen_masked) < self.max_plans:
             self.seen_masked.add(key)
         return False
 
