@@ -4,9 +4,10 @@ The C sources are compiled with the system C compiler (`$CC`, else `cc`) into a 
 per-user cache directory keyed by a hash of the sources, the compiler and the Python headers
 (`$KEGEN_CACHE_DIR/mtia_sim-native/<hash>/`, else `$KEGEN_HOME/cache/...`, else
 `~/.kegen/cache/...`; a temporary directory when that is not writable), as Triton builds its driver
-stubs, and loaded with ctypes (`PyDLL`: the trace converter reads the `mtia_sim.events` records
-through the Python C API, with the GIL held). `KEGEN_SIM_NATIVE=0` turns the native replay off;
-without a compiler or Python headers it is off too, with one warning per process.
+stubs, and loaded with ctypes (the trace converter reads the `mtia_sim.events` records through the
+Python C API with the GIL held; the replay itself runs with the GIL released). `KEGEN_SIM_NATIVE=0`
+turns the native replay off; without a compiler or Python headers it is off too, with one warning
+per process.
 """
 
 from __future__ import annotations
@@ -95,36 +96,49 @@ def library_path() -> Path:
     raise NativeUnavailable("no writable cache directory for the native timing replay")
 
 
-def _declare(lib: ctypes.PyDLL) -> None:
-    vp, dp, ip = ctypes.c_void_p, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
-    lib.kt_convert.argtypes = [ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_int]
-    lib.kt_convert.restype = vp
-    lib.kt_error.argtypes = []
-    lib.kt_error.restype = ctypes.c_char_p
-    lib.kt_trace_free.argtypes = [vp]
-    lib.kt_trace_free.restype = None
-    lib.kt_run.argtypes = [vp, dp, ip]
-    lib.kt_run.restype = vp
-    lib.kt_free.argtypes = [vp]
-    lib.kt_free.restype = None
-    for name in ("kt_info", "kt_commands", "kt_programs", "kt_unit_counters", "kt_core_counters",
-                 "kt_timeline"):
-        fn = getattr(lib, name)
-        fn.argtypes = [vp, dp]
-        fn.restype = None
+class NativeLib:
+    """The library's entry points: the converter through `PyDLL` (it reads Python objects, GIL held),
+    the replay and its getters through `CDLL` (plain C: the GIL is released while they run)."""
+
+    def __init__(self, path: Path) -> None:
+        vp, dp, ip = ctypes.c_void_p, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)
+        py, c = ctypes.PyDLL(str(path)), ctypes.CDLL(str(path))
+        self.kt_convert = py.kt_convert
+        self.kt_convert.argtypes = [ctypes.py_object, ctypes.py_object, ctypes.c_int, ctypes.c_int]
+        self.kt_convert.restype = vp
+        self.kt_error = py.kt_error
+        self.kt_error.argtypes = []
+        self.kt_error.restype = ctypes.c_char_p
+        self.kt_trace_free = c.kt_trace_free
+        self.kt_trace_free.argtypes = [vp]
+        self.kt_trace_free.restype = None
+        self.kt_run = c.kt_run
+        self.kt_run.argtypes = [vp, dp, ip]
+        self.kt_run.restype = vp
+        self.kt_free = c.kt_free
+        self.kt_free.argtypes = [vp]
+        self.kt_free.restype = None
+        self.kt_info = c.kt_info
+        self.kt_commands = c.kt_commands
+        self.kt_programs = c.kt_programs
+        self.kt_unit_counters = c.kt_unit_counters
+        self.kt_core_counters = c.kt_core_counters
+        self.kt_timeline = c.kt_timeline
+        for fn in (self.kt_info, self.kt_commands, self.kt_programs, self.kt_unit_counters,
+                   self.kt_core_counters, self.kt_timeline):
+            fn.argtypes = [vp, dp]
+            fn.restype = None
 
 
 @functools.cache
-def _load() -> ctypes.PyDLL:
-    lib = ctypes.PyDLL(str(library_path()))
-    _declare(lib)
-    return lib
+def _load() -> NativeLib:
+    return NativeLib(library_path())
 
 
 _warned = False
 
 
-def load() -> ctypes.PyDLL | None:
+def load() -> NativeLib | None:
     """The native library, or None (disabled, or it cannot be built here: warns once per process)."""
     global _warned
     if not enabled():
