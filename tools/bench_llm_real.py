@@ -127,6 +127,11 @@ def collect(db: Path, run_id: str, wall_s: float, args: argparse.Namespace, extr
             "fallback": stats["fallback"],
         },
         "run_id": run_id,
+        "load_average": extra["load_average"],
+        "server_saw_disconnects": extra["disconnects"],
+        "reply_tokens_per_s": round(
+            stats["completion_tokens"] / max(sum(float(c["latency_s"]) for c in calls), 1e-9), 2
+        ),
     }
 
 
@@ -160,6 +165,11 @@ def write_results(res: dict, out: Path, log_tail: str) -> None:
         f"| call latency | median {llm['latency_median_s']} s, p90 {llm['latency_p90_s']} s, "
         f"max {llm['latency_max_s']} s |",
         f"| fallback | {llm['fallback'] or 'none'} |",
+        f"| reply tokens per second of call time | {res['reply_tokens_per_s']} |",
+        f"| abandoned streams the server saw end | {res['server_saw_disconnects']} "
+        "(llama-cpp-python's \"Disconnected from client\") |",
+        f"| machine load average (start, end) | {res['load_average'][0]}, {res['load_average'][1]} "
+        f"on {os.cpu_count()} cores |",
         "",
         "One run; the figures are what this run measured, not medians over runs. The search's own",
         "summary (last lines of `kegen evolve`):",
@@ -215,16 +225,19 @@ def main(argv: list[str] | None = None) -> int:
             "--db", str(work / "search.db"),
             "--out", str(work / "run"), "--no-warm-start", "--no-progress",
         ]  # fmt: skip
-        t0 = time.monotonic()
+        t0, load0 = time.monotonic(), os.getloadavg()[0]
         proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
-        wall = time.monotonic() - t0
+        wall, load1 = time.monotonic() - t0, os.getloadavg()[0]
         print(proc.stdout[-4000:], proc.stderr[-2000:], sep="\n", flush=True)
         if proc.returncode != 0:
             print(f"kegen evolve failed ({proc.returncode}); server log: {work}/server.log", file=sys.stderr)
             return 1
         run_id = json.loads((work / "run" / "run.json").read_text())["run_id"]
+        server_log.flush()
+        disconnects = (work / "server.log").read_text(errors="replace").count("Disconnected from client")
         res = collect(work / "search.db", run_id, wall, args, {
             "model": gguf.name, "server": "llama_cpp.server " + _version(), "server_start_s": started,
+            "load_average": [round(load0, 1), round(load1, 1)], "disconnects": disconnects,
         })  # fmt: skip
         tail = proc.stdout.strip().splitlines()
         cut = next((i for i, line in enumerate(tail) if line.startswith("LLM:")), max(len(tail) - 12, 0))
