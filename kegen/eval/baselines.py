@@ -39,8 +39,14 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
             tolerances=[cfg.atol, cfg.rtol, cfg.trials],
         )
         cached = memo.get(key)
+        own = ev.result.get("candidate_time_s")
         try:
-            if cached is None:
+            if cached is None and own and _sha256(ev.baseline) == _sha256(ev.candidate):
+                # the baseline is this very source (a search's root): its time was just measured
+                cached = float(own)
+                details["baseline_is_candidate"] = True
+                memo.put(key, cached)
+            elif cached is None:
                 cached = _time_candidate_baseline(ev, factory, ref, init, init_seed)
                 memo.put(key, cached)  # a failure is not kept: it may be the machine's (load, a timeout)
             else:

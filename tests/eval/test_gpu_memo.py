@@ -72,6 +72,8 @@ def test_baselines_are_measured_once_per_problem(tmp_path: Path) -> None:
     second = evaluate(problem("vector_add"), candidate("vector_add_ok"), baseline=seed, config=cfg)
     assert first.ok and second.ok, (first.message, second.message)
     assert "memo" not in first.details
+    assert first.details["baseline_is_candidate"]  # a search's root: its own time, no second worker
+    assert first.times["baseline"] == first.times["candidate"] and first.speedup == 1.0
     assert set(second.details["memo"]) == {"baseline", "eager/compile"}
     assert second.times["eager"] == first.times["eager"]
     assert second.times["baseline"] == first.times["baseline"]
@@ -80,6 +82,14 @@ def test_baselines_are_measured_once_per_problem(tmp_path: Path) -> None:
     edited.write_text(problem("vector_add").read_text() + "\n# edited\n")
     third = evaluate(edited, candidate("vector_add_ok"), baseline=seed, config=cfg)
     assert third.ok and "memo" not in third.details  # another problem text: measured again
+
+
+def test_another_baseline_source_is_measured_in_its_own_worker() -> None:
+    cfg = quick("cpu")
+    seed = candidate("vector_add_launcher")
+    r = evaluate(problem("vector_add"), candidate("vector_add_ok"), baseline=seed, config=cfg)
+    assert r.ok and "baseline_is_candidate" not in r.details
+    assert r.times["baseline"] != r.times["candidate"]
 
 
 def test_a_failing_baseline_is_not_kept() -> None:
