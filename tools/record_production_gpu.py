@@ -367,8 +367,8 @@ def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[
 
 
 def _done(rec: dict[str, Any], phase: str, args: argparse.Namespace) -> bool:
-    if phase == "seed":
-        return bool(rec.get("seed"))
+    if phase == "seed":  # a seed the tool failed on (not the candidate's verdict) is tried again
+        return bool(rec.get("seed")) and rec["seed"].get("status") != "error"
     search = rec.get("search") or {}
     return bool(search) and (search.get("budget") or 0) >= args.budget
 

@@ -101,6 +101,11 @@ def test_a_failing_phase_is_recorded_and_the_run_goes_on(
     assert tool.main(["--only", "gemm_fp16_512,softmax_fp32", "--out", str(tmp_path)]) == 0
     rec = json.loads((tmp_path / "production_nvidia" / "softmax_fp32.json").read_text())
     assert rec["seed"] == {"status": "error", "message": "RuntimeError: no GPU"} and "search" not in rec
+    calls: list[str] = []
+    monkeypatch.setattr(tool, "seed_phase", lambda p, a: calls.append(p.name) or dict(SEED))
+    monkeypatch.setattr(tool, "search_phase", lambda p, a: dict(SEARCH))
+    assert tool.main(["--only", "softmax_fp32", "--out", str(tmp_path), "--skip-done"]) == 0
+    assert calls == ["softmax_fp32"]  # a phase the tool failed on is not "done"
 
 
 def test_problem_major_order_and_no_ncu_option(
