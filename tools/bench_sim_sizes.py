@@ -8,9 +8,13 @@ For each problem (written to a temporary folder in KernelBench format with a pla
   seconds per simulated ms, peak resident memory and peak address space of the process;
 - `eval`: `kegen eval PROBLEM SEED --json` at default settings (timeout, memory limit): wall seconds,
   CPU seconds of it and its workers (less sensitive to a shared machine's load), status and
-  simulated time, i.e. what a user gets.
-Prints one JSON object. Targets (issue 13): both evaluations pass at default settings, each <= 60 s on
-a 2-core machine.
+  simulated time, i.e. what a user gets; with where the time went: the phases (`phases_s`) and
+  `details.breakdown` (calls by kind, the evaluator's own seconds per step, the device's launches,
+  provenance replays, bytes moved, functional/timing/digest seconds and timing memo hits).
+Prints one JSON object (with the load average before and after each run). Targets (issue 13): both
+evaluations pass at default settings, each <= 60 s on a 2-core machine. Without bubblewrap (e.g. a
+GPU host) the evaluations run unsandboxed with a warning, as `kegen eval` does; to emulate a 2-core
+machine on a bigger one: `taskset -c 0,1 python tools/bench_sim_sizes.py`.
 """
 
 from __future__ import annotations
@@ -204,7 +208,18 @@ def run_eval(folder: Path) -> dict[str, Any]:
         return {"wall_s": wall, "cpu_s": cpu, "status": f"no JSON (exit {proc.returncode})",
                 "stderr_tail": proc.stderr[-800:]}
     keep = {k: result.get(k) for k in ("status", "message", "candidate_time_s", "fitness", "machine")}
-    return {"wall_s": wall, "cpu_s": cpu, **{k: v for k, v in keep.items() if v is not None}}
+    details = result.get("details") or {}
+    extra = {k: details.get(k) for k in ("sandbox", "sandbox_warning", "phases_s", "breakdown")}
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        **{k: v for k, v in keep.items() if v is not None},
+        **{k: v for k, v in extra.items() if v is not None},
+    }
+
+
+def _loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def main() -> int:
@@ -217,7 +232,7 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(args.child)))
         return 0
-    report: dict[str, Any] = {"cpus": os.cpu_count()}
+    report: dict[str, Any] = {"cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0))}
     with tempfile.TemporaryDirectory(prefix="kegen-sizes-") as tmp:
         for name in args.only or sorted(PROBLEMS):
             folder = Path(tmp) / name
@@ -227,13 +242,14 @@ def main() -> int:
             (folder / "seed.py").write_text(seed)
             proc = subprocess.run([sys.executable, __file__, "--child", str(folder)], capture_output=True,
                                   text=True, cwd=ROOT)
-            entry: dict[str, Any] = {}
+            entry: dict[str, Any] = {"load_before": _loadavg()}
             try:
                 entry["direct"] = json.loads(proc.stdout.strip().splitlines()[-1])
             except (json.JSONDecodeError, IndexError):
                 entry["direct"] = {"error": f"exit {proc.returncode}", "stderr_tail": proc.stderr[-800:]}
             if not args.no_eval:
                 entry["eval"] = run_eval(folder)
+            entry["load_after"] = _loadavg()
             report[name] = entry
             print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
     text = json.dumps(report, indent=2)

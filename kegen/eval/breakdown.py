@@ -31,6 +31,12 @@ class Breakdown:
         finally:
             self.spent[step] += time.perf_counter() - t0
 
+    def candidate_s(self) -> float:
+        """Seconds so far that the candidate is charged for: its worker's calls (the device serving
+        its launches included) and the device's provenance replays of its kernels."""
+        replays = self.device.stats.replay_s if self.device is not None else 0.0
+        return self.spent["worker_calls"] + replays
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "calls": dict(self.calls),

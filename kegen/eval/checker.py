@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -144,6 +146,18 @@ class _FloatScan:
             self.max_abs, self.abs_at = float(diff[at]), lo + at
         self.max_rel = max(self.max_rel, float(rel.max()))
         self.out_of_tolerance += int((excess > 0).sum())
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block with one intra-op torch thread: the checks' many small (chunked) operations gain
+    nothing from a second thread, and its spin-waits cost a loaded machine several times the CPU."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _unravel(flat: int, shape: torch.Size) -> list[int]:

@@ -24,7 +24,7 @@ import torch
 
 from kegen.eval import cheats, provenance, roofline, sandbox
 from kegen.eval.breakdown import Breakdown, call_kind
-from kegen.eval.checker import Comparison, compare_outputs
+from kegen.eval.checker import Comparison, compare_outputs, one_thread
 from kegen.eval.config import DEFAULT_TOLERANCES, EvalConfig
 from kegen.eval.device_pool import device_for
 from kegen.eval.errors import CandidateError, ProblemError, TargetUnavailable
@@ -71,6 +71,7 @@ class Evaluator:
         self._last_inputs: list[Any] = []
         self._verified_calls: list[CallResult] = []  # correct random-trial calls (mtia: timed too)
         self.breakdown = Breakdown(None)  # where the time went (details.breakdown)
+        self._credited = 0.0  # seconds of the evaluator's own work given back to the deadline
         self.result: dict[str, Any] = {
             "status": "ok",
             "message": "",
@@ -204,6 +205,8 @@ class Evaluator:
         return model
 
     def _open(self, source: Path) -> WorkerSession:
+        if source == self.candidate:  # the candidate's clock starts with its worker
+            self.deadline = max(self.deadline, time.monotonic() + self.cfg.timeout_s)
         env = sandbox.worker_env(self.cfg.target, self.cfg.machine)
         zygote = sandbox.acquire(env, fresh=self.cfg.fresh_process)
         self._zygote = zygote
@@ -237,14 +240,17 @@ class Evaluator:
         on a copy, and check everything."""
         mtia, spend = self.cfg.target == "mtia", self.breakdown.spend
         self.breakdown.calls[call_kind(what)] += 1
+        started, spent_before = time.perf_counter(), self.breakdown.candidate_s()
         input_blobs = [tensor_u8(x) for x in inputs if isinstance(x, torch.Tensor)] if mtia else []
         with spend("reference"):
             ref_out = call_reference(ref, clone_all(inputs), self.gpu)
+        self._credit(session, time.perf_counter() - started)  # before the worker's clock runs
+        started = time.perf_counter()
         with spend("worker_calls"):
             res = session.call(inputs)
         if res.diag and self.cfg.check_cheats:
             raise CandidateError("cheat_detected", res.diag)
-        with spend("compare"):
+        with spend("compare"), one_thread():
             cmp = compare_outputs(ref_out, res.outputs, config or self.cfg)
             digests = (outputs_digest(ref_out), outputs_digest(res.outputs))
         if self.cfg.check_cheats:
@@ -254,9 +260,9 @@ class Evaluator:
             if msg:
                 raise CandidateError("cheat_detected", msg)
             if cmp.ok:
-                with spend("provenance"):
+                with spend("provenance"), one_thread():
                     self._provenance(res, input_blobs)
-                with spend("precision_check"):
+                with spend("precision_check"), one_thread():
                     msg = cheats.check_precision(ref_out, res.outputs)
                 if msg:
                     raise CandidateError("cheat_detected", msg)
@@ -265,7 +271,18 @@ class Evaluator:
             self.history = self.history[-8:]
         if res.record is not None:
             res.record.drop_bytes()  # checked: the storages' bytes are not needed any more
+        own = time.perf_counter() - started - (self.breakdown.candidate_s() - spent_before)
+        self._credit(session, own)
         return res, cmp
+
+    def _credit(self, session: WorkerSession, seconds: float) -> None:
+        """Give the candidate's deadline back the evaluator's own work in a call (reference,
+        comparisons, checks; not the worker's time nor the device's replays of its kernels), at
+        most `timeout_s` in all: the timeout measures the candidate, not the evaluator's load."""
+        amount = min(max(seconds, 0.0), self.cfg.timeout_s - self._credited)
+        self._credited += amount
+        self.deadline += amount
+        session.deadline += amount
 
     def _provenance(self, res: CallResult, input_blobs: list[Any]) -> None:
         if res.record is None or self.device_name != "cpu" or self.cfg.target != "mtia":
@@ -337,35 +354,9 @@ class Evaluator:
             )
 
     def _edge_trials(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
-        """--edge-shapes: odd sizes; the answer is details.generalises (yes/no), not the status."""
-        outcomes: list[dict[str, Any]] = []
-        for sizes in factory.edge_sizes():
-            seed = self.seed()
-            try:
-                call_reference(ref, factory.make(seed, sizes), self.gpu)
-            except Exception as exc:
-                outcomes.append(
-                    {"sizes": sizes, "skipped": f"the reference fails there ({type(exc).__name__})"}
-                )
-                continue
-            self._last_inputs = inputs = factory.make(seed, sizes)
-            try:
-                _, cmp = self.verified_call(
-                    session, ref, inputs, f"candidate forward (sizes {sizes})", record=False
-                )
-                outcomes.append({"sizes": sizes, "ok": cmp.ok, "message": cmp.message})
-            except CandidateError as exc:
-                if exc.status == "cheat_detected":
-                    raise
-                outcomes.append({"sizes": sizes, "ok": False, "message": f"{exc.status}: {exc.message}"})
-                session.worker.returncode()
-                if exc.status in ("timeout",) or session.worker.returncode() is not None:
-                    break
-        tried = [o for o in outcomes if "ok" in o]
-        self.result["details"]["edge_trials"] = outcomes
-        self.result["details"]["generalises"] = (
-            ("yes" if all(o["ok"] for o in tried) else "no") if tried else "untested"
-        )
+        from kegen.eval.edge_trials import edge_trials
+
+        edge_trials(self, factory, ref, session)
 
     def _record_errors(self, records: list[dict[str, Any]], worst: Comparison) -> None:
         self.result.update(

@@ -72,6 +72,8 @@ def same_bytes(a: Buffer, b: Buffer, chunk: int = 1 << 22) -> bool:
     x, y = as_u8(a), as_u8(b)
     if x.size != y.size:
         return False
+    if x.size == 0 or x.ctypes.data == y.ctypes.data:
+        return True
     for i in range(0, x.size, chunk):
         if not np.array_equal(x[i : i + chunk], y[i : i + chunk]):
             return False
@@ -121,7 +123,7 @@ def write_back(packed: PackedLaunch, after: Sequence[Buffer | None]) -> None:
         src = as_u8(data)
         if src.size != len(before):
             raise ValueError(f"device returned {src.size} bytes for a storage of {len(before)}")
-        if src.size:
+        if src.size and src.ctypes.data != host:  # unchanged storages come back as themselves
             np.frombuffer(_host_view(host, src.size), dtype=np.uint8)[:] = src
 
 
@@ -168,7 +170,8 @@ class SimulatorSession:
     ) -> tuple[Any, list[Any]]:
         """Upload `data`, launch, and return (LaunchResult, every storage's bytes afterwards).
 
-        The returned arrays are fresh copies (uint8) the caller owns; `data` is never written.
+        A storage the launch changed comes back as a fresh uint8 copy, one it left unchanged as
+        `data`'s own buffer (as uint8); `data` is never written.
         `read_back`: the storages to return (the others are None); default all."""
         image = self.image(elf, name)
         self.sim.reset_memory()
@@ -192,7 +195,7 @@ class SimulatorSession:
             )
             stats.functional_s += time.perf_counter() - t0 - (stats.timing_s + stats.digest_s - before)
             after = [
-                self._read_back(dev, as_u8(b).size, mapped) if read_back is None or i in read_back else None
+                self._read_back(dev, as_u8(b), mapped) if read_back is None or i in read_back else None
                 for i, (dev, b) in enumerate(zip(bases, data, strict=True))
             ]
         finally:
@@ -216,11 +219,16 @@ class SimulatorSession:
             self.sim.memory.view(dev, src.size)[:] = src
         return dev
 
-    def _read_back(self, dev: int, nbytes: int, mapped: list[tuple[int, np.ndarray]]) -> np.ndarray:
+    def _read_back(self, dev: int, before: np.ndarray, mapped: list[tuple[int, np.ndarray]]) -> np.ndarray:
+        """A storage's bytes after the launch: `before` itself when the launch left them unchanged,
+        else a fresh copy."""
         for mdev, buf in mapped:
             if mdev == dev:
-                return buf[:nbytes]  # the mapped buffer itself: unmapped right after, never reused
-        return self.sim.memory.view(dev, nbytes).copy() if nbytes else _EMPTY.copy()
+                return buf[: before.size]  # the mapped buffer itself: unmapped right after, never reused
+        if not before.size:
+            return _EMPTY.copy()
+        view = self.sim.memory.view(dev, before.size)
+        return before if same_bytes(view, before) else view.copy()
 
     def launch(
         self,
