@@ -207,7 +207,6 @@ def test_switch_off_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_without_compiler_warns_once_and_uses_python(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setattr(loader, "_warned", False)
-    monkeypatch.setattr(loader._load, "__wrapped__", None, raising=False)
     loader._load.cache_clear()
     monkeypatch.setenv("CC", "no-such-compiler-kegen")
     monkeypatch.setenv("KEGEN_CACHE_DIR", str(tmp_path))
