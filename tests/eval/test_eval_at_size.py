@@ -101,7 +101,7 @@ def _old_compare(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> 
     return (ok, worst, float(diff.max()), float(rel.max()), int((excess > 0).sum()))
 
 
-@pytest.mark.parametrize("case", ["ok", "off", "nan", "ties", "inf"])
+@pytest.mark.parametrize("case", ["ok", "off", "nan", "ties", "inf", "equal"])
 def test_chunked_comparison_equals_the_whole_tensor_one(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checker, "CHUNK", 7)  # many chunk boundaries
     g = torch.Generator().manual_seed(3)
@@ -119,6 +119,9 @@ def test_chunked_comparison_equals_the_whole_tensor_one(case: str, monkeypatch: 
         c[4, 4] += 0.125
     elif case == "inf":
         r[2, 2] = c[2, 2] = float("inf")
+    elif case == "equal":
+        r[1, 1] = float("nan")
+        c = r.clone()
     cfg = EvalConfig()
     got = checker.compare_outputs([r], [c], cfg)
     old = _old_compare(r, c, 1e-4, 1e-4)
