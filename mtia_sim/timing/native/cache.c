@@ -69,8 +69,9 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Lines of one span appended to c->buf at *n (absolute line numbers). */
-static int span_rows_lines(Cache *c, const Trace *t, const Span *sp, size_t *n) {
+/* Lines of one span appended to c->buf at *n (relative to DRAM's first line); clears *sorted when
+ * they do not keep c->buf strictly increasing. */
+static int span_rows_lines(Cache *c, const Trace *t, const Span *sp, size_t *n, int *sorted) {
     i64 line = c->line;
     i64 nrows = 1;
     const i64 *dims = sp->ndims ? &VAT(t->dims, i64, 2 * sp->dims_lo) : NULL;
@@ -80,11 +81,14 @@ static int span_rows_lines(Cache *c, const Trace *t, const Span *sp, size_t *n) 
     i64 per_max = floordiv(line - 1 + sp->row_bytes + line - 1, line) + 1;  /* bound on lines per row */
     if (buf_need(c, *n + (size_t)nrows * (size_t)per_max)) return -1;
     if (sp->starts_lo < 0 && sp->ndims <= 1) {   /* the usual case: one strided run of rows */
-        i64 stride = sp->ndims ? dims[1] : 0, start = sp->base;
+        i64 stride = sp->ndims ? dims[1] : 0, start = sp->base, base = c->base_line;
         i64 *out = c->buf + *n;
+        i64 prev = *n ? out[-1] : INT64_MIN;
         for (i64 r = 0; r < nrows; r++, start += stride) {
-            i64 first = line_of(c, start), last = line_of(c, start + sp->row_bytes - 1);
+            i64 first = line_of(c, start) - base, last = line_of(c, start + sp->row_bytes - 1) - base;
+            if (first <= prev) *sorted = 0;
             for (i64 l = first; l <= last; l++) *out++ = l;
+            prev = last;
         }
         *n = (size_t)(out - c->buf);
         return 0;
@@ -101,7 +105,8 @@ static int span_rows_lines(Cache *c, const Trace *t, const Span *sp, size_t *n) 
                 idx[d] = 0;
             }
         }
-        i64 first = line_of(c, start), last = line_of(c, start + sp->row_bytes - 1);
+        i64 first = line_of(c, start) - c->base_line, last = line_of(c, start + sp->row_bytes - 1) - c->base_line;
+        if (*n && first <= c->buf[*n - 1]) *sorted = 0;
         for (i64 l = first; l <= last; l++) c->buf[(*n)++] = l;
     }
     return 0;
@@ -126,14 +131,12 @@ static i64 piece_lines(Cache *c, const Trace *t, const CmdStatic *cs, int write)
         for (i64 l = lo; l < hi; l++) c->buf[n++] = l;
         return (i64)n;
     }
+    int sorted = 1;
     for (int i = 0; i < cs->nspans; i++) {
         const Span *sp = &VAT(t->spans, Span, cs->span_lo + i);
-        if (sp->level == LV_DRAM && sp->write == write && span_rows_lines(c, t, sp, &n)) return -1;
+        if (sp->level == LV_DRAM && sp->write == write && span_rows_lines(c, t, sp, &n, &sorted)) return -1;
     }
     if (!n) return 0;
-    int sorted = 1;
-    for (size_t i = 1; i < n; i++)
-        if (c->buf[i] <= c->buf[i - 1]) { sorted = 0; break; }
     if (!sorted) {
         qsort(c->buf, n, sizeof(i64), cmp_i64);
         size_t j = 1;
@@ -141,7 +144,6 @@ static i64 piece_lines(Cache *c, const Trace *t, const CmdStatic *cs, int write)
             if (c->buf[i] != c->buf[j - 1]) c->buf[j++] = c->buf[i];
         n = j;
     }
-    for (size_t i = 0; i < n; i++) c->buf[i] -= c->base_line;
     if (c->buf[0] < 0) return 0;
     return (i64)n;
 }
