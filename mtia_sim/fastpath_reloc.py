@@ -120,8 +120,9 @@ class Relocation:
                     return exact  # an operand that is not at an address word (a copy?): exact only
                 meta[M_RELOC + i * OP_WORDS + word] = ks[0]
                 lo, hi = _extent(arr)
-                e = ext.setdefault(ks[0], [lo, hi])
-                e[0], e[1] = min(e[0], lo), max(e[1], hi)
+                for k in ks:  # every address word at this operand (dst == src0 in place) moves with it
+                    e = ext.setdefault(k, [lo, hi])
+                    e[0], e[1] = min(e[0], lo), max(e[1], hi)
         for k, (lo, hi) in ext.items():
             rlo, rhi = _device_bounds(mem, fields[k][1])
             meta[M_DMIN + k] = rlo - (addrs[k] + lo)

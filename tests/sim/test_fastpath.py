@@ -59,8 +59,10 @@ def _random_descriptor(rng: np.random.Generator, dram: int) -> D:
         if rng.integers(3) == 0:
             imm = encode_immediate(1.5 if is_float else int(rng.integers(-3, 4)))
             flags = Flags.SRC1_IMM | (Flags.NONE if is_float else Flags.IMM_IS_INT)
-            return D(Op.SIMD_BINARY, subop=op, dtype_out=dt, dst=local(), src0=local(), imm1=imm, flags=flags,
-                     shape=shape, dst_stride=_strides(rng, dims, False), src0_stride=_strides(rng, dims, True))
+            dst = local()
+            src0, st = (dst, strides_of(dims)) if rng.integers(2) else (local(), _strides(rng, dims, True))
+            return D(Op.SIMD_BINARY, subop=op, dtype_out=dt, dst=dst, src0=src0, imm1=imm, flags=flags,
+                     shape=shape, dst_stride=strides_of(dims), src0_stride=st)
         return D(Op.SIMD_BINARY, subop=op, dtype_out=dt, dst=local(), src0=local(), src1=local(), shape=shape,
                  dst_stride=_strides(rng, dims, False), src0_stride=_strides(rng, dims, True),
                  src1_stride=_strides(rng, dims, True))
@@ -220,11 +222,12 @@ def _moving(rng: np.random.Generator, desc: D, iterations: int) -> tuple[D, dict
     if every iteration's descriptor is legal."""
     local_step = int(rng.choice([0, 32, 64, 128, 40]))
     dram_step = int(rng.choice([32, 256, 1024, 48]))
+    apart = rng.integers(3) == 0  # local operands moving apart (never accepted by one plan)
     steps = {}
     for f in ADDR_FIELDS:
         a = getattr(desc, f)
         if L <= a < L + LOCAL_BYTES:
-            steps[f] = local_step
+            steps[f] = int(rng.choice([0, 32, 64])) if apart else local_step
         elif a >= isa.DRAM_BASE:
             steps[f] = dram_step
     moved = [D.from_bytes(desc.to_bytes()) for _ in range(iterations)]
@@ -317,4 +320,25 @@ def test_a_relocated_command_is_bounded_like_the_python_path() -> None:
         with pytest.raises(SimulationError) as info:
             sim.launch(img2, (1,), [3])
         out.append((type(info.value).__name__, info.value.location.pc is not None))
+    assert out[0] == out[1]
+
+
+def test_an_in_place_plan_does_not_serve_an_out_of_place_command() -> None:
+    """dst == src0 when the plan was built: a later command with only dst moved reads src0 where it
+    is, not at dst (both address words are tied to the one operand)."""
+    add = D(Op.SIMD_BINARY, subop=SimdOp.ADD, dtype_out=DType.F32, dst=L + 0x400, src0=L + 0x400,
+            imm1=encode_immediate(1.5), flags=Flags.SRC1_IMM, shape=D.dims([64]), dst_stride=ONE,
+            src0_stride=ONE)
+    out = []
+    for fast in (False, True):
+        sim = Simulator("mtia-2i", dram_arena_bytes=1 << 20)
+        assert sim.core.fast is not None
+        sim.core.fast.enabled = fast
+        rng = np.random.default_rng(0)
+        sim.memory.local(0)[:0x1000] = rng.integers(0, 256, 0x1000, dtype=np.uint8)
+        in_place = _moving_kernel([(add, {})])
+        moved = _moving_kernel([(add, {"dst": 0x400})])  # dst walks away from src0
+        sim.launch(sim.load_image(in_place, entry="kernel"), (1,), [3])
+        sim.launch(sim.load_image(moved, entry="kernel"), (1,), [3])
+        out.append(sim.memory.local(0)[:0x1000].tobytes())
     assert out[0] == out[1]
