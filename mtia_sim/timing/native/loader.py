@@ -23,7 +23,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-SOURCES = ("vec.c", "cache.c", "costs.c", "fluid.c", "replay.c", "convert.c", "api.c")
+SOURCES = ("vec.c", "cache.c", "costs.c", "fluid.c", "replay.c", "setup.c", "convert.c", "api.c")
 HEADERS = ("ktiming.h", "replay.h")
 FLAGS = ("-O2", "-shared", "-fPIC", "-std=c11", "-fno-strict-aliasing", "-ffp-contract=off")
 _HERE = Path(__file__).resolve().parent

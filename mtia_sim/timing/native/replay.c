@@ -25,7 +25,7 @@ static int before(const HeapItem *a, const HeapItem *b) {
     return a->seq < b->seq;
 }
 
-static void push(Replay *R, double time, int prio, int kind, int obj, i64 version) {
+void kt_push(Replay *R, double time, int prio, int kind, int obj, i64 version) {
     if (R->status) return;
     if (R->nheap == R->capheap) {
         i64 cap = R->capheap ? 2 * R->capheap : 256;
@@ -62,7 +62,7 @@ static HeapItem pop(Replay *R) {
 }
 
 /* ---- cores -------------------------------------------------------------------------------- */
-static void next_program(Replay *R, Core *c, double start) {
+void kt_next_program(Replay *R, Core *c, double start) {
     if (c->next >= c->programs.n) { c->prog = -1; return; }
     int i = c->programs.p[c->next++];
     const ProgStatic *ps = &VAT(R->t->progs, ProgStatic, i);
@@ -192,7 +192,7 @@ static void scalar_access(Replay *R, Core *c) {
     }
     Scalar *s = &R->scalars[R->nscalars];
     s->core = (int)(c - R->cores); s->level = level; s->traffic = traffic;
-    push(R, R->now + (double)count * latency, COMPLETE, 3, R->nscalars++, 0);
+    kt_push(R, R->now + (double)count * latency, COMPLETE, 3, R->nscalars++, 0);
 }
 
 static void run_core(Replay *R, Core *c) {
@@ -216,7 +216,7 @@ static void run_core(Replay *R, Core *c) {
             if (nm) { c->mem_next = VAT(t->ev_mem, i64, c->ev); c->mem_left = nm; }
             c->ev++;
             if (c->mem_left) {
-                if (c->time > now) { push(R, c->time, CORE, 0, ci, 0); return; }
+                if (c->time > now) { kt_push(R, c->time, CORE, 0, ci, 0); return; }
                 scalar_access(R, c);
                 return;
             }
@@ -229,7 +229,7 @@ static void run_core(Replay *R, Core *c) {
         }
         if (c->time > now) {
             if (R->fluid_dirty || (R->nheap && R->heap[0].time <= c->time)) {
-                push(R, c->time, CORE, 0, ci, 0);
+                kt_push(R, c->time, CORE, 0, ci, 0);
                 return;
             }
             R->now = now = c->time;
@@ -259,7 +259,7 @@ static void run_core(Replay *R, Core *c) {
         /* the end (or a trace without EndEvent) */
         if (wait_for(R, c, 0x3e, B_END)) return;
         pr->end = now;
-        next_program(R, c, now);
+        kt_next_program(R, c, now);
     }
 }
 
@@ -296,7 +296,7 @@ static void try_start(Replay *R, int pe, int unit) {
             }
         }
         double fixed = cost_fixed(R->P, pe, cs, head->routed_flag ? &head->routed : NULL);
-        push(R, R->now + fixed, COMPLETE, 1, id, 0);
+        kt_push(R, R->now + fixed, COMPLETE, 1, id, 0);
         started = 1;
     }
     if (started && uq->blocked.n) {
@@ -305,7 +305,7 @@ static void try_start(Replay *R, int pe, int unit) {
         int *copy = malloc((size_t)n * sizeof(int));
         OOM(!copy);
         memcpy(copy, uq->blocked.p, (size_t)n * sizeof(int));
-        for (int i = 0; i < n; i++) push(R, R->now, CORE, 0, copy[i], 0);
+        for (int i = 0; i < n; i++) kt_push(R, R->now, CORE, 0, copy[i], 0);
         free(copy);
     }
 }
@@ -327,7 +327,7 @@ static void fixed_done(Replay *R, int id) {
     if (fluid_is_private(R, tid)) {
         Transfer *t = &R->tr[tid];
         t->rate = alone;
-        push(R, R->now + t->remaining / t->rate, COMPLETE, 2, -1, R->epoch);
+        kt_push(R, R->now + t->remaining / t->rate, COMPLETE, 2, -1, R->epoch);
     } else {
         R->fluid_dirty = 1;
     }
@@ -335,7 +335,7 @@ static void fixed_done(Replay *R, int id) {
 
 static void scalar_latency_done(Replay *R, int sid) {
     Scalar *s = &R->scalars[sid];
-    if (s->traffic <= 0) { push(R, R->now, CORE, 0, s->core, 0); return; }
+    if (s->traffic <= 0) { kt_push(R, R->now, CORE, 0, s->core, 0); return; }
     Demand d;
     d.n = 1;
     d.key[0] = s->level == 0 ? RES_DRAM : RES_SRAM;
@@ -372,7 +372,7 @@ static void transfers_done(Replay *R) {
         Transfer *t = &R->tr[fin[i]];
         int kind = t->owner_kind, owner = t->owner;
         if (iv_push(&R->free_tr, fin[i])) { R->status = -1; break; }
-        if (kind == 1) { push(R, R->now, CORE, 0, owner, 0); continue; }
+        if (kind == 1) { kt_push(R, R->now, CORE, 0, owner, 0); continue; }
         Cmd *cmd = &R->cmds[owner];
         double bw = (R->now - cmd->transfer_start) - cmd->transfer_alone;
         cmd->wait_bw = bw > 0.0 ? bw : 0.0;
@@ -382,7 +382,7 @@ static void transfers_done(Replay *R) {
     if (!priv) R->fluid_dirty = 1;
     else if (!R->fluid_dirty) {
         double f = fluid_next_finish(R);
-        if (f < INFINITY) push(R, R->now + f, COMPLETE, 2, -1, R->epoch);
+        if (f < INFINITY) kt_push(R, R->now + f, COMPLETE, 2, -1, R->epoch);
     }
 }
 
@@ -406,7 +406,7 @@ static void rebalance(Replay *R) {
         R->timeline[3 * n] = R->now; R->timeline[3 * n + 1] = R->dram_rate; R->timeline[3 * n + 2] = R->sram_rate;
         R->ntimeline++;
     }
-    if (finish < INFINITY) push(R, R->now + finish, COMPLETE, 2, -1, R->epoch);
+    if (finish < INFINITY) kt_push(R, R->now + finish, COMPLETE, 2, -1, R->epoch);
 }
 
 static void complete(Replay *R, int id) {
@@ -449,7 +449,7 @@ static void complete(Replay *R, int id) {
         core->waiting--;
         if (!core->waiting && core->blocked) {
             core->wake_unit = cs->unit;
-            push(R, R->now, CORE, 0, cmd->waiters.p[i], 0);
+            kt_push(R, R->now, CORE, 0, cmd->waiters.p[i], 0);
         }
     }
     iv_free(&cmd->waiters);
@@ -463,86 +463,7 @@ static void complete(Replay *R, int id) {
     iv_free(&deps);
 }
 
-/* ---- set-up and the main loop ------------------------------------------------------------- */
-static int cmp_core(const void *a, const void *b) {
-    const int *x = a, *y = b;
-    return x[0] != y[0] ? (x[0] > y[0]) - (x[0] < y[0]) : (x[1] > y[1]) - (x[1] < y[1]);
-}
-
-static int place(Replay *R) {
-    const Trace *t = R->t;
-    int np = (int)t->progs.n;
-    int *keys = malloc((size_t)(np ? np : 1) * 3 * sizeof(int));
-    if (!keys) return -1;
-    for (int i = 0; i < np; i++) {
-        const ProgStatic *ps = &VAT(t->progs, ProgStatic, i);
-        keys[3 * i] = ps->pe; keys[3 * i + 1] = ps->core; keys[3 * i + 2] = i;
-    }
-    /* stable: sort (pe, core, index) triples */
-    qsort(keys, (size_t)np, 3 * sizeof(int), cmp_core);
-    for (int i = 1; i < np; i++) {   /* qsort is not stable: restore list order within a core */
-        int j = i;
-        while (j > 0 && keys[3 * j - 3] == keys[3 * j] && keys[3 * j - 2] == keys[3 * j + 1]
-               && keys[3 * j - 1] > keys[3 * j + 2]) {
-            for (int k = 0; k < 3; k++) { int x = keys[3 * j + k]; keys[3 * j + k] = keys[3 * j - 3 + k]; keys[3 * j - 3 + k] = x; }
-            j--;
-        }
-    }
-    R->cores = calloc((size_t)(np ? np : 1), sizeof(Core));
-    if (!R->cores) { free(keys); return -1; }
-    for (int i = 0; i < np; i++) {
-        if (i == 0 || keys[3 * i] != keys[3 * i - 3] || keys[3 * i + 1] != keys[3 * i - 2]) {
-            Core *c = &R->cores[R->ncores++];
-            c->pe = keys[3 * i]; c->core = keys[3 * i + 1]; c->prog = -1; c->wake_unit = -1;
-        }
-        if (iv_push(&R->cores[R->ncores - 1].programs, keys[3 * i + 2])) { free(keys); return -1; }
-    }
-    free(keys);
-    for (int i = 0; i < R->ncores; i++) {
-        Core *c = &R->cores[i];
-        next_program(R, c, 0.0);
-        push(R, 0.0, CORE, 0, i, 0);
-    }
-    return R->status;
-}
-
-int kt_replay_init(Replay *R, const Trace *t, const double *params) {
-    memset(R, 0, sizeof *R);
-    R->t = t;
-    memcpy(R->P, params, sizeof R->P);
-    R->npes = (int)params[P_NPES];
-    R->fluid_clock = -1.0;
-    cache_init(&R->cache, (int)params[P_MODE], (i64)params[P_CAP_LINES], (i64)params[P_LINE],
-               (i64)params[P_DRAM_BASE_LINE]);
-    R->ncmds = (i64)t->cmds.n;
-    R->cmds = calloc((size_t)(R->ncmds ? R->ncmds : 1), sizeof(Cmd));
-    R->progs = calloc(t->progs.n ? t->progs.n : 1, sizeof(ProgRec));
-    R->pes = calloc((size_t)R->npes, sizeof(PE));
-    R->nres = 2 + 2 * R->npes;
-    R->users = calloc((size_t)R->nres, sizeof(int));
-    R->slot_of = malloc((size_t)R->nres * sizeof(int));
-    R->rem = malloc((size_t)R->nres * sizeof(double));
-    R->load = malloc((size_t)R->nres * sizeof(double));
-    R->cnt = malloc((size_t)R->nres * sizeof(int));
-    R->head = malloc((size_t)R->nres * sizeof(int));
-    R->tail = malloc((size_t)R->nres * sizeof(int));
-    R->slot_res = malloc((size_t)R->nres * sizeof(int));
-    if (!R->cmds || !R->progs || !R->pes || !R->users || !R->slot_of || !R->rem || !R->load || !R->cnt
-            || !R->head || !R->tail || !R->slot_res)
-        return -1;
-    for (int i = 0; i < R->nres; i++) R->slot_of[i] = -1;
-    int slots = (int)params[P_DMA_SLOTS];
-    for (int p = 0; p < R->npes; p++)
-        for (int u = 1; u < NUNIT; u++) {
-            UnitQ *uq = &R->pes[p].units[u];
-            uq->nslots = u == U_DMA ? slots : 1;
-            uq->running = malloc((size_t)uq->nslots * sizeof(int));
-            if (!uq->running) return -1;
-            for (int s = 0; s < uq->nslots; s++) uq->running[s] = -1;
-        }
-    return place(R);
-}
-
+/* ---- the main loop ---------------------------------------------------------------------- */
 int kt_replay_run(Replay *R) {
     while (R->nheap && !R->status) {
         if (R->fluid_dirty && R->heap[0].time > R->now + SAME_TIME) { rebalance(R); continue; }
@@ -559,30 +480,4 @@ int kt_replay_run(Replay *R) {
     for (int i = 0; i < R->ncores; i++) if (R->cores[i].prog >= 0) return R->status = 1;
     R->makespan = R->now;
     return 0;
-}
-
-void kt_replay_free(Replay *R) {
-    for (i64 i = 0; i < R->ncmds; i++) {
-        Cmd *c = &R->cmds[i];
-        iv_free(&c->dependents); iv_free(&c->waiters); iv_free(&c->merged);
-        free(c->routed.fill_lines); free(c->routed.waits);
-    }
-    free(R->cmds);
-    if (R->pes) for (int p = 0; p < R->npes; p++)
-        for (int u = 1; u < NUNIT; u++) {
-            UnitQ *uq = &R->pes[p].units[u];
-            free(uq->running); iv_free(&uq->q); iv_free(&uq->blocked);
-            if (u == 1) iv_free(&R->pes[p].outstanding);
-        }
-    free(R->pes);
-    for (int i = 0; i < R->ncores; i++) {
-        iv_free(&R->cores[i].programs);
-        for (int u = 0; u < NUNIT; u++) iv_free(&R->cores[i].issued[u]);
-    }
-    free(R->cores); free(R->progs); free(R->heap); free(R->tr);
-    iv_free(&R->free_tr); iv_free(&R->active); iv_free(&R->order); iv_free(&R->fillers);
-    free(R->users); free(R->scalars); free(R->timeline);
-    free(R->slot_of); free(R->rem); free(R->load); free(R->cnt); free(R->head); free(R->tail); free(R->slot_res);
-    free(R->enext); free(R->et); free(R->ew); free(R->pending);
-    cache_free(&R->cache);
 }

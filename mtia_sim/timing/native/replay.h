@@ -97,6 +97,8 @@ typedef struct Replay {
 } Replay;
 
 int iv_push(IVec *v, int x);
+void kt_push(Replay *R, double time, int prio, int kind, int obj, i64 version);
+void kt_next_program(Replay *R, Core *c, double start);
 void iv_free(IVec *v);
 
 #endif
