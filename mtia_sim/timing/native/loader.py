@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import warnings
@@ -25,7 +26,9 @@ from pathlib import Path
 
 SOURCES = ("vec.c", "cache.c", "costs.c", "fluid.c", "replay.c", "setup.c", "convert.c", "api.c")
 HEADERS = ("ktiming.h", "replay.h")
-FLAGS = ("-O2", "-shared", "-fPIC", "-std=c11", "-fno-strict-aliasing", "-ffp-contract=off")
+# Python's own symbols come from the running interpreter (as for extension modules)
+FLAGS = ("-O2", "-shared", "-fPIC", "-std=c11", "-fno-strict-aliasing", "-ffp-contract=off") + (
+    ("-undefined", "dynamic_lookup") if sys.platform == "darwin" else ())
 _HERE = Path(__file__).resolve().parent
 
 
