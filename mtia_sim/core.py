@@ -41,7 +41,7 @@ from mtia_sim.errors import (
 )
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
 from mtia_sim.fastpath import FastDoorbells
-from mtia_sim.fastpath_ir import F_HASH, F_QCOUNT, FENCE_ROW
+from mtia_sim.fastpath_ir import F_HASH, F_QCOUNT
 from mtia_sim.hostblas import limit_blas_threads
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
@@ -205,7 +205,6 @@ class Core:
         self.native_mmio.set_fast_path(fast.function, fast.state)
         self.mem.on_invalidate.append(fast.clear)
         self._fast_words = fast.words
-        self._core_events: dict[int, CoreEvent] = {}  # instructions -> shared CoreEvent (no accesses)
         return fast
 
     # -- image and local store ---------------------------------------------------------------
@@ -307,47 +306,11 @@ class Core:
         """Trace events of the commands the fast path handled since the last drain, in order (the
         commands themselves already ran)."""
         fast = self.fast
-        if fast is None or not self._fast_words[F_QCOUNT]:
-            return
-        rows = fast.take()
-        events = run.trace.events
-        append = events.append
-        shared, templates, core_events = fast.events, fast.templates, self._core_events
-        last_count, last_access = run.last_count, run.last_access
-        fences = 0
-        for plan, pc, count, a0, a1, a2, a3, mask, d0, d1, d2, d3 in rows:
-            if count != last_count:
-                now = [a0, a1, a2, a3]
-                if now == last_access:
-                    n = count - last_count
-                    ev = core_events.get(n)
-                    if ev is None:
-                        ev = core_events[n] = CoreEvent(n)
-                        if len(core_events) > SEEN_CACHE_SIZE:
-                            core_events.clear()
-                    append(ev)
-                else:
-                    append(self._core_event(count - last_count, now, last_access))
-                    last_access = now
-                last_count = count
-            if plan == FENCE_ROW:
-                append(FenceEvent(mask & 0xFFFF_FFFF_FFFF_FFFF, pc=pc))
-                fences += 1
-                continue
-            if d0 or d1 or d2 or d3:
-                append(fast.shifted_event(plan, pc, (d0, d1, d2, d3)))
-                continue
-            by_pc = shared[plan]
-            cmd = by_pc.get(pc)
-            if cmd is None:
-                cmd = by_pc[pc] = _NEW_EVENT(CommandEvent)
-                cmd.__dict__.update(templates[plan].__dict__)
-                cmd.pc = pc
-            append(cmd)
-        run.last_count, run.last_access = last_count, last_access
-        run.commands += len(rows) - fences
-        fast.handled += len(rows) - fences
-        fast.set_budget(self.max_commands - run.commands)
+        if fast is not None and self._fast_words[F_QCOUNT]:
+            run.last_count, run.last_access, n = fast.drain(run.trace.events, run.last_count, run.last_access,
+                                                            self._core_event)
+            run.commands += n
+            fast.set_budget(self.max_commands - run.commands)
 
     def _drain_before_fault(self, run: _Run) -> None:
         """Commands issued before a core fault come first: their errors win."""

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from mtia_sim.events import CommandEvent, CoreEvent, FenceEvent
 from mtia_sim.fastpath_ir import (
     ADDR_FIRST,
     ADDR_LAST,
@@ -46,6 +48,7 @@ from mtia_sim.fastpath_ir import (
     F_STACK_HOST,
     F_STACK_SIZE,
     F_TABLE,
+    FENCE_ROW,
     K_COPY,
     K_FILL,
     K_UFUNC,
@@ -63,7 +66,8 @@ from mtia_sim.units.native import CopyOp, FillOp, NativeOp, UfuncOp, ops_of
 
 QUEUE_ROWS = 4096
 PLANS_PER_KEY = 4  # plans per (descriptor without addresses, PE): e.g. a tensor in DRAM and one in SRAM
-EVENT_CACHE = 1 << 16  # shifted events kept per plan
+EVENT_CACHE = 1 << 16  # shifted events kept per plan, shared CoreEvents
+_NEW = object.__new__
 ACCESS_WORDS = 4  # the queue row keeps 4 scalar-access counter words (2 ranges: SRAM, DRAM)
 
 
@@ -310,6 +314,7 @@ class FastDoorbells:
         self._keep: list[Any] = []  # plan -> the arrays its records point into
         self.known: dict[tuple[bytes, int], int] = {}  # (descriptor, PE) -> plan, or -1: not native
         self.handled = 0  # commands the native path ran (counted when drained), for tests and benchmarks
+        self._core_events: dict[int, CoreEvent] = {}  # instructions -> shared CoreEvent (no accesses)
 
     @property
     def enabled(self) -> bool:
@@ -395,6 +400,47 @@ class FastDoorbells:
             slot = (slot + 1) & mask
         self.table[2 * slot] = h
         self.table[2 * slot + 1] = plan + 1
+
+    def drain(self, events: list[Any], last_count: int, last_access: list[int],
+              core_event: Callable[[int, list[int], list[int]], CoreEvent]) -> tuple[int, list[int], int]:
+        """Append the queued rows' trace events to `events` as the Python path would have: the
+        control-core segment before each command or fence (`core_event(n, totals, last totals)` when
+        it made scalar accesses), then the command or fence. Returns the new (instruction count,
+        access totals) of the last event and the number of commands."""
+        rows = self.take()
+        append = events.append
+        shared, templates, core_events = self.events, self.templates, self._core_events
+        fences = 0
+        for plan, pc, count, a0, a1, a2, a3, mask, d0, d1, d2, d3 in rows:
+            if count != last_count:
+                now = [a0, a1, a2, a3]
+                if now == last_access:
+                    n = count - last_count
+                    ev = core_events.get(n)
+                    if ev is None:
+                        if len(core_events) >= EVENT_CACHE:
+                            core_events.clear()
+                        ev = core_events[n] = CoreEvent(n)
+                    append(ev)
+                else:
+                    append(core_event(count - last_count, now, last_access))
+                    last_access = now
+                last_count = count
+            if plan == FENCE_ROW:
+                append(FenceEvent(mask & 0xFFFF_FFFF_FFFF_FFFF, pc=pc))
+                fences += 1
+            elif d0 or d1 or d2 or d3:
+                append(self.shifted_event(plan, pc, (d0, d1, d2, d3)))
+            else:
+                by_pc = shared[plan]
+                cmd = by_pc.get(pc)
+                if cmd is None:
+                    cmd = by_pc[pc] = _NEW(CommandEvent)
+                    cmd.__dict__.update(templates[plan].__dict__)
+                    cmd.pc = pc
+                append(cmd)
+        self.handled += len(rows) - fences
+        return last_count, last_access, len(rows) - fences
 
     def shifted_event(self, plan: int, pc: int, deltas: tuple[int, ...]) -> Any:
         """The event of `plan` moved by `deltas`, at `pc` (shared by repeats)."""
