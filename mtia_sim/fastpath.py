@@ -66,7 +66,7 @@ from mtia_sim.units.native import CopyOp, FillOp, NativeOp, UfuncOp, ops_of
 
 QUEUE_ROWS = 4096
 PLANS_PER_KEY = 4  # plans per (descriptor without addresses, PE): e.g. a tensor in DRAM and one in SRAM
-EVENT_CACHE = 1 << 16  # shifted events kept per plan, shared CoreEvents
+EVENT_CACHE = 1 << 16  # moved events kept (all plans together), shared CoreEvents
 _NEW = object.__new__
 ACCESS_WORDS = 4  # the queue row keeps 4 scalar-access counter words (2 ranges: SRAM, DRAM)
 
@@ -315,6 +315,7 @@ class FastDoorbells:
         self.known: dict[tuple[bytes, int], int] = {}  # (descriptor, PE) -> plan, or -1: not native
         self.handled = 0  # commands the native path ran (counted when drained), for tests and benchmarks
         self._core_events: dict[int, CoreEvent] = {}  # instructions -> shared CoreEvent (no accesses)
+        self._shifted_count = 0
 
     @property
     def enabled(self) -> bool:
@@ -373,6 +374,8 @@ class FastDoorbells:
         ops = ops_of(redo)
         records = None if ops is None else [encode(op) for op in ops]
         if ops is None or records is None or len(records) > OPS_PER_PLAN or any(r is None for r in records):
+            if len(self.known) >= 2 * self.max_plans:  # bounded: forget the refusals
+                self.known = {k: v for k, v in self.known.items() if v >= 0}
             self.known[key] = -1
             return
         reloc = Relocation.build(raw, pe, ops, template, self.mem)
@@ -448,8 +451,11 @@ class FastDoorbells:
         key = (pc, *deltas)
         ev = cache.get(key)
         if ev is None:
-            if len(cache) >= EVENT_CACHE:
-                cache.clear()
+            self._shifted_count += 1
+            if self._shifted_count > EVENT_CACHE:  # bound the memory of all plans' caches together
+                for c in self.shifted:
+                    c.clear()
+                self._shifted_count = 1
             ev = cache[key] = shifted_event(self.templates[plan], self.relocs[plan], pc, deltas)
         return ev
 
@@ -459,6 +465,7 @@ class FastDoorbells:
         self.templates.clear()
         self.events.clear()
         self.shifted.clear()
+        self._shifted_count = 0
         self.relocs.clear()
         self.per_key.clear()
         self.seen_masked.clear()
