@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import pytest
+
 from kegen.commands.evolve import add_arguments, build_config
 from kegen.report import write_report
 from kegen.report.llm import llm_stats, llm_summary
@@ -116,3 +118,16 @@ def test_offline_searches_stay_reproducible(tmp_path, store) -> None:
     runs = [run_search(_config(tmp_path / str(i), budget=5), store) for i in range(2)]
     trees = [[(n.parent_id is None, n.description, n.code_hash) for n in store.nodes(r.run_id)] for r in runs]
     assert trees[0] == trees[1] and len(trees[0]) == 6
+
+
+@pytest.mark.slow
+def test_evaluations_are_recorded_while_a_proposal_is_still_in_flight(tmp_path, store) -> None:
+    """An evaluation in a worker process is recorded as it finishes, not when the next proposal ends."""
+    script = [("reply", _good(256)), ("reply", _good(512), {"wait": 8.0})]
+    with FakeLLM(script) as fake:
+        r = run_search(_config(tmp_path, budget=2, jobs=2, operator=_llm(fake.url, parallel=2)), store)
+    first = store.nodes(r.run_id)[1]
+    slow_end = max(e for _, e in fake.spans)
+    assert first.verdict == "ok" and first.evaluated_at is not None
+    # evaluated_at is wall-clock time; the spans are monotonic: compare through the run's own clock
+    assert time.time() - first.evaluated_at > time.monotonic() - slow_end + 1.0
