@@ -154,3 +154,19 @@ def test_unreachable_endpoint_falls_back_at_once(ctx) -> None:
     first, second = op.propose(ctx), op.propose(ctx)
     assert first.meta["reply_kind"] == "unreachable" and "unreachable" in first.meta["llm_fallback"]
     assert second.operator == "offline"
+
+
+def test_a_codeless_reply_made_of_prompt_lines_is_an_echo() -> None:
+    from kegen.search.operators.llm_client import ChatResult
+    from kegen.search.operators.llm_replies import read_reply
+
+    system = read_template("system.md")
+    copied = "\n".join(line for line in system.splitlines() if "```" not in line and "<<<" not in line)
+    echo = read_reply(ChatResult("ok", text=copied, finish_reason="stop"), system, SEED, 100)
+    own = read_reply(
+        ChatResult("ok", text="I think a bigger block would help here.", finish_reason="stop"),
+        system,
+        SEED,
+        100,
+    )
+    assert (echo.kind, echo.verdict) == ("echo", "no_code") and own.kind == "no_code"
