@@ -13,8 +13,10 @@ For each problem (written to a temporary folder in KernelBench format with a pla
   provenance replays, bytes moved, functional/timing/digest seconds and timing memo hits).
 Prints one JSON object (with the load average before and after each run). Targets (issue 13): both
 evaluations pass at default settings, each <= 60 s on a 2-core machine. Without bubblewrap (e.g. a
-GPU host) the evaluations run unsandboxed with a warning, as `kegen eval` does; to emulate a 2-core
-machine on a bigger one: `taskset -c 0,1 python tools/bench_sim_sizes.py`.
+GPU host) the evaluations run unsandboxed with a warning, as `kegen eval` does, and GPUs are hidden
+from the runs (the mtia driver steps aside where torch sees one); to emulate a 2-core machine on a
+bigger one:
+`taskset -c 0,1 python tools/bench_sim_sizes.py`.
 """
 
 from __future__ import annotations
@@ -198,7 +200,7 @@ def run_eval(folder: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "kegen.cli", "eval", str(folder / "problem.py"), str(folder / "seed.py"),
            "--json"]
     t, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env())
     wall = round(time.perf_counter() - t, 1)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1)
@@ -216,6 +218,12 @@ def run_eval(folder: Path) -> dict[str, Any]:
         **{k: v for k, v in keep.items() if v is not None},
         **{k: v for k, v in extra.items() if v is not None},
     }
+
+
+def _env() -> dict[str, str]:
+    """The environment of the runs: GPUs hidden, so that the mtia driver is Triton's active one on a
+    GPU host too (it steps aside where torch sees a GPU)."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
 
 
 def _loadavg() -> list[float]:
@@ -241,7 +249,7 @@ def main() -> int:
             (folder / "problem.py").write_text(problem)
             (folder / "seed.py").write_text(seed)
             proc = subprocess.run([sys.executable, __file__, "--child", str(folder)], capture_output=True,
-                                  text=True, cwd=ROOT)
+                                  text=True, cwd=ROOT, env=_env())
             entry: dict[str, Any] = {"load_before": _loadavg()}
             try:
                 entry["direct"] = json.loads(proc.stdout.strip().splitlines()[-1])

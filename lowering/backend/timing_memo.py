@@ -12,7 +12,9 @@ returns the answer the timing model would have computed. Two launches that diffe
 
 Digesting costs ~10 us per event: cheaper than the Python replay but not always than the native
 one, so a launch is digested only when an earlier launch of the same kernel, grid and sram_mode
-took longer to time than its digest is expected to take (`SessionStats` says what happened).
+took longer to time than its digest is expected to take; that earlier launch (kept with its
+result) is digested then too, so the second identical launch already hits (`SessionStats` says
+what happened).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 MEMO_ENTRIES = 16  # timing results kept per simulator (a result holds its command records)
+PENDING_ENTRIES = 4  # first sightings kept undigested until their launch is seen again
 DIGEST_S_PER_EVENT = 12e-6  # first guess of the digest's cost; learnt from the digests made
 WORTH = 2.0  # digest when the last timing of that launch took WORTH x the expected digest time
 
@@ -76,12 +79,14 @@ def memo_simulator(machine: str) -> Any:
 
     cls = _classes.get(Simulator)
     if cls is None:
-        cls = _classes[Simulator] = type("MemoSimulator", (Simulator,), {"_time": _memo_time})
+        methods = {"_time": _memo_time, "_remember": _remember}
+        cls = _classes[Simulator] = type("MemoSimulator", (Simulator,), methods)
     sim = cls(machine=machine)
     sim._base_time = Simulator._time
     sim.memo_stats = SessionStats()
     sim._memo = OrderedDict()
     sim._memo_cost = {}  # (image id, grid, sram_mode) -> seconds its last timing took
+    sim._undigested = OrderedDict()  # launch key -> (traces, result) of its first sighting
     sim._digest_rate = DIGEST_S_PER_EVENT
     return sim
 
@@ -95,11 +100,10 @@ def _memo_time(self: Any, traces: list[Any], sram_mode: str = "cache") -> Any:
     last = self._memo_cost.get(launch_key)
     digest = None
     if last is not None and last > WORTH * self._digest_rate * events:
-        t0 = time.perf_counter()
-        digest = trace_digest(traces, sram_mode)
-        spent = time.perf_counter() - t0
-        stats.digest_s += spent
-        self._digest_rate = spent / max(events, 1)
+        pending = self._undigested.pop(launch_key, None)
+        if pending is not None:  # the launch first seen: digested now that it proved worth it
+            self._remember(_digest(self, pending[0], sram_mode), pending[1])
+        digest = _digest(self, traces, sram_mode)
         hit = self._memo.get(digest)
         if hit is not None:
             self._memo.move_to_end(digest)
@@ -111,8 +115,26 @@ def _memo_time(self: Any, traces: list[Any], sram_mode: str = "cache") -> Any:
     spent = time.perf_counter() - t0
     stats.timing_s += spent
     self._memo_cost[launch_key] = spent
-    if digest is not None and result is not None:
-        self._memo[digest] = result
-        while len(self._memo) > MEMO_ENTRIES:
-            self._memo.popitem(last=False)
+    if result is not None and digest is not None:
+        self._remember(digest, result)
+    elif result is not None and last is None:  # kept (not digested) until this launch is seen again
+        self._undigested[launch_key] = (traces, result)
+        while len(self._undigested) > PENDING_ENTRIES:
+            self._undigested.popitem(last=False)
     return result
+
+
+def _digest(self: Any, traces: list[Any], sram_mode: str) -> str:
+    t0 = time.perf_counter()
+    digest = trace_digest(traces, sram_mode)
+    spent = time.perf_counter() - t0
+    self.memo_stats.digest_s += spent
+    self._digest_rate = spent / max(_events(traces), 1)
+    return digest
+
+
+def _remember(self: Any, digest: str, result: Any) -> None:
+    self._memo[digest] = result
+    self._memo.move_to_end(digest)
+    while len(self._memo) > MEMO_ENTRIES:
+        self._memo.popitem(last=False)
