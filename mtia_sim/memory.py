@@ -8,6 +8,7 @@ Host memory can also be mapped into the DRAM address space, above the arena, wit
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import os
@@ -40,13 +41,16 @@ class SharedLocalStores:
     `window` is a host address showing PE `pe`'s pages after `show(pe)` (one mmap call, no copy):
     the core maps the window at LOCAL_BASE once and switches PEs without remapping its engine
     (which would flush its translated code). Linux only; `create` returns None elsewhere.
+    A forked child gets its own copy at the same addresses (`privatize`, run at fork): shared pages
+    would otherwise be written by parent and child alike.
     """
 
     MAP_FIXED = 0x10  # Linux
 
     def __init__(self, fd: int, num_pes: int, size: int) -> None:
-        self.fd, self.size = fd, size
-        self.all = np.frombuffer(mmap.mmap(fd, num_pes * size, mmap.MAP_SHARED,
+        self.fd, self.size, self.total = fd, size, num_pes * size
+        self._fds = [fd]  # closed when this object goes
+        self.all = np.frombuffer(mmap.mmap(fd, self.total, mmap.MAP_SHARED,
                                            mmap.PROT_READ | mmap.PROT_WRITE), dtype=np.uint8)
         libc = ctypes.CDLL(None, use_errno=True)
         self._mmap = libc.mmap
@@ -59,13 +63,32 @@ class SharedLocalStores:
         self.window = self._map(None, 0, 0)
         self.shown = 0
         weakref.finalize(self, munmap, self.window, size)
-        weakref.finalize(self, os.close, fd)
+        weakref.finalize(self, _close_all, self._fds)
+        _LIVE.add(self)
 
-    def _map(self, at: int | None, flags: int, pe: int) -> int:
-        addr = self._mmap(at, self.size, self._prot, mmap.MAP_SHARED | flags, self.fd, pe * self.size)
+    def _map(self, at: int | None, flags: int, pe: int, length: int | None = None) -> int:
+        length = self.size if length is None else length
+        addr = self._mmap(at, length, self._prot, mmap.MAP_SHARED | flags, self.fd, pe * self.size)
         if addr is None or addr == ctypes.c_void_p(-1).value or (at is not None and addr != at):
             raise OSError(ctypes.get_errno(), "mmap of a local store failed")
         return int(addr)
+
+    def privatize(self) -> None:
+        """Move the stores to a new memfd of this process, same contents, same host addresses."""
+        fd = os.memfd_create("mtia-local-stores", os.MFD_CLOEXEC)
+        os.ftruncate(fd, self.total)
+        with mmap.mmap(fd, self.total, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as tmp:
+            copy = np.frombuffer(tmp, dtype=np.uint8)
+            step = 1 << 20
+            for i in range(0, self.total, step):  # untouched (zero) blocks stay holes
+                block = self.all[i:i + step]
+                if block.any():
+                    copy[i:i + step] = block
+            del copy
+        self.fd = fd
+        self._fds.append(fd)
+        self._map(int(self.all.ctypes.data), self.MAP_FIXED, 0, self.total)
+        self._map(self.window, self.MAP_FIXED, self.shown)
 
     def show(self, pe: int) -> None:
         """Make the window show PE `pe`'s local store."""
@@ -87,6 +110,24 @@ class SharedLocalStores:
         except (OSError, ValueError):
             os.close(fd)
             return None
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+_LIVE: weakref.WeakSet[SharedLocalStores] = weakref.WeakSet()
+
+
+def _privatize_after_fork() -> None:
+    for stores in list(_LIVE):
+        stores.privatize()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_privatize_after_fork)
 
 
 class Allocator:

@@ -41,3 +41,27 @@ def test_each_program_sees_its_own_pe_s_local_store(shared: str, monkeypatch: py
     assert got == want
     for pe in range(pes):
         assert sim.from_device(sim.local_address(pe, 0), 1, np.int64)[0] == pe + pes + 1000
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork and memfd")
+def test_a_forked_child_has_its_own_local_stores() -> None:
+    """The shared mapping is copied at fork: the child's writes never reach the parent."""
+    import os
+
+    sim = Simulator("mtia-2i", dram_arena_bytes=1 << 20)
+    img = sim.load_image(_peek_kernel(), entry="kernel")
+    sim.write(sim.local_address(3, 0), np.array([77], np.int64))
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: run on PE 3, report what it saw, then overwrite
+        try:
+            res = sim.launch(img, (4,), [])
+            os.write(w, str(res.debug_log[3][1]).encode())
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    os.close(w)
+    assert os.read(r, 64) == b"77"  # the child saw the parent's data
+    assert sim.from_device(sim.local_address(3, 0), 1, np.int64)[0] == 77  # and did not change it
+    res = sim.launch(img, (4,), [])
+    assert res.debug_log[3][1] == 77
