@@ -5,15 +5,19 @@ Resumable for machines with a per-command time limit: each problem's result is w
 continued by the next command), and `docs/results/production_mtia.{md,json}` are rewritten from
 every recorded problem at the end of each command.
 
-    # one 10-minute command on a 16-core host (repeat until every problem is done):
-    python tools/record_production.py --jobs 16 --budget 50 --skip-done --deadline 540 \\
-        --archive production_mtia_state.tar.gz
-
     # locally, two problems with a small budget:
     python tools/record_production.py --only gemm_fp16_512,rms_norm_fp16 --budget 4 --jobs 2
 
-`--archive PATH` restores the work folder from PATH when it is missing and packs it there at the
-end: on a remote machine that starts bare, carry that one file from one command to the next.
+    # one 10-minute command on a 16-core host; repeat until the Markdown's notes list no problem:
+    python tools/record_production.py --jobs 16 --budget 50 --skip-done --deadline 540 \
+        --archive production_mtia_state.tar.gz
+
+The mtia target needs its extras (`pip install -e '.[mtia]'`: unicorn, llvmlite, lark, ml_dtypes,
+pyelftools) and LLVM's `llvm-mc` (or `$KEGEN_LLVM_MC`); the tool checks both first and exits 2 in
+seconds, naming what is missing. On a GPU host it hides the GPUs (CUDA_VISIBLE_DEVICES="") so that
+the mtia driver is Triton's active one. `--archive PATH` restores the work folder from PATH when
+it is missing and packs it there at the end: on a machine that starts bare, carry that one file
+from one command to the next (it holds the search stores, so partial searches resume).
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="production")
     ap.add_argument("--machine", default="mtia-2i")
-    ap.add_argument("--budget", type=int, default=50, help="evaluations per problem (seed included)")
+    ap.add_argument("--budget", type=int, default=50,
+                    help="search evaluations per problem (after the seed's)")
     ap.add_argument("--jobs", type=int, default=1, help="evaluations at the same time (cores to use)")
     ap.add_argument("--problems-at-once", type=int, default=1,
                     help="searches side by side, sharing --jobs (default 1: one problem after another)")
@@ -62,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--assemble-only", action="store_true",
                     help="only rewrite the .md/.json from the records")
     ap.add_argument("--keep-gpus", action="store_true", help="leave CUDA devices visible (not for mtia)")
+    ap.add_argument("--note", default="", help="a paragraph put at the top of the Markdown record")
     args = ap.parse_args(argv)
     if not args.assemble_only:
         missing = preflight()
@@ -83,16 +89,21 @@ def main(argv: list[str] | None = None) -> int:
     if not args.assemble_only:
         record(cfg, log=lambda msg: print(f"[{time.monotonic() - started:6.0f} s] {msg}", flush=True))
     report = assemble(cfg)
-    command = "python tools/record_production.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    given = argv if argv is not None else sys.argv[1:]
+    command = "python tools/record_production.py " + " ".join(
+        a for i, a in enumerate(given) if a != "--note" and (i == 0 or given[i - 1] != "--note"))
     preamble = (
-        f"Recorded with `{command}` (offline operator, budget {cfg.budget} evaluations per problem, "
-        f"machine {cfg.machine}); rows are read from `{_rel(cfg.work_dir)}/<problem>/result.json`. "
+        f"Rewritten by `{command}` from the per-problem records in `{_rel(cfg.work_dir)}/<problem>/"
+        f"result.json` (offline operator, budget {cfg.budget} search evaluations per problem after the "
+        f"seed's, machine {cfg.machine}). "
         f"Host: {report.host.get('cores', '?')} cores, Python {report.host.get('python', '?')}. "
         "Times are simulated "
         "device times of one forward; x seed = seed time / best time; vs compile = torch.compile's time "
         "(Inductor's kernels lowered for mtia) / best time; roofline = roofline time / best time; evals->90% "
         "= evaluations after the seed's until the best so far reached 90% of the final best."
     )
+    if args.note:
+        preamble = args.note.strip() + "\n\n" + preamble
     title = f"{cfg.suite} suite on mtia ({cfg.machine}): targets"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     md = args.out.with_suffix(".md")
