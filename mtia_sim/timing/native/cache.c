@@ -50,8 +50,8 @@ static inline i64 line_of(const Cache *c, i64 a) {
 }
 
 void cache_free(Cache *c) {
-    free(c->stamps); free(c->buf); free(c->sel);
-    c->stamps = NULL; c->buf = NULL; c->sel = NULL;
+    free(c->stamps); free(c->buf); free(c->hist);
+    c->stamps = NULL; c->buf = NULL; c->hist = NULL;
 }
 
 static int buf_need(Cache *c, size_t n) {
@@ -158,44 +158,45 @@ static int grow_stamps(Cache *c, i64 top) {
     return 0;
 }
 
-static i64 kth_smallest(i64 *a, i64 n, i64 k) {   /* quickselect; a is reordered */
-    i64 lo = 0, hi = n - 1;
-    while (lo < hi) {
-        i64 pivot = a[lo + (hi - lo) / 2];
-        i64 i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] < pivot) i++;
-            while (a[j] > pivot) j--;
-            if (i <= j) { i64 tmp = a[i]; a[i] = a[j]; a[j] = tmp; i++; j--; }
-        }
-        if (k <= j) hi = j;
-        else if (k >= i) lo = i;
-        else return a[k];
-    }
-    return a[k];
+/* Lines per positive stamp (clock value), so that eviction finds the LRU threshold without
+ * sorting: the k-th smallest stamp is where the running count reaches k. */
+static int hist_need(Cache *c, i64 clock) {
+    if (clock < c->nhist) return 0;
+    i64 size = c->nhist ? c->nhist : 1024;
+    while (size <= clock) size *= 2;
+    i64 *p = realloc(c->hist, (size_t)size * sizeof(i64));
+    if (!p) return -1;
+    memset(p + c->nhist, 0, (size_t)(size - c->nhist) * sizeof(i64));
+    c->hist = p; c->nhist = size;
+    return 0;
 }
 
-static int evict(Cache *c) {
+/* SramCache._evict: drop the least recently used lines until 7/8 of the capacity is in use (lines
+ * in flight are never evicted); the threshold is the (drop)-th smallest positive stamp, as
+ * np.partition finds it, and every line at or below it goes. */
+static void evict(Cache *c) {
     i64 keep = c->capacity - c->capacity / 8;
-    i64 npos = 0;
-    for (i64 i = 0; i < c->nstamps; i++) npos += c->stamps[i] > 0;
-    i64 drop = npos - keep;
-    if (drop <= 0) return 0;
-    if ((size_t)npos > c->selcap) {
-        i64 *p = realloc(c->sel, (size_t)npos * sizeof(i64));
-        if (!p) return -1;
-        c->sel = p; c->selcap = (size_t)npos;
+    i64 drop = c->npos - keep;
+    if (drop <= 0) return;
+    i64 threshold = 0;
+    if (keep > 0) {
+        i64 seen = 0;
+        for (threshold = 1; threshold <= c->clock; threshold++) {
+            seen += c->hist[threshold];
+            if (seen >= drop) break;
+        }
+    } else {
+        for (threshold = c->clock; threshold > 0 && !c->hist[threshold]; threshold--) {}
     }
-    i64 m = 0, mx = 0;
-    for (i64 i = 0; i < c->nstamps; i++)
-        if (c->stamps[i] > 0) { c->sel[m++] = c->stamps[i]; if (c->stamps[i] > mx) mx = c->stamps[i]; }
-    i64 threshold = keep > 0 ? kth_smallest(c->sel, m, drop - 1) : mx;
     i64 evicted = 0;
-    for (i64 i = 0; i < c->nstamps; i++)
-        if (c->stamps[i] > 0 && c->stamps[i] <= threshold) { c->stamps[i] = 0; evicted++; }
+    int32_t *st = c->stamps;
+    for (i64 i = 0; i < c->nstamps; i++) {
+        int32_t s = st[i];
+        if (s > 0 && s <= threshold) { c->hist[s]--; st[i] = 0; evicted++; }
+    }
+    c->npos -= evicted;
     c->resident -= evicted;
     c->evicted += evicted;
-    return 0;
 }
 
 static int add_wait(Routed *r, i64 fid) {
@@ -216,7 +217,7 @@ static double access(Cache *c, const Trace *t, const CmdStatic *cs, int write, i
     i64 total = piece_lines(c, t, cs, write);
     if (total < 0) return -1.0;
     if (total == 0) return 0.0;
-    if (grow_stamps(c, c->buf[total - 1] + 1)) return -1.0;
+    if (grow_stamps(c, c->buf[total - 1] + 1) || hist_need(c, c->clock + 1)) return -1.0;
     c->clock += 1;
     i64 n_new = 0;
     int32_t *st = c->stamps;
@@ -237,19 +238,23 @@ static double access(Cache *c, const Trace *t, const CmdStatic *cs, int write, i
         if (!p) return -1.0;
         r->fill_lines = p;
     }
+    i64 now_used = 0;
     for (i64 i = 0; i < total; i++) {
         i64 l = c->buf[i];
-        if (st[l] > 0) st[l] = (int32_t)c->clock;
+        if (st[l] > 0) { c->hist[st[l]]--; st[l] = (int32_t)c->clock; now_used++; }
         else if (st[l] == 0) {
             st[l] = (int32_t)value;
             if (missed) r->fill_lines[r->nfill++] = l;
+            else now_used++;   /* placed at once (resident mode) */
         }
     }
+    c->hist[c->clock] += now_used;
+    if (value > 0) c->npos += n_new;
     c->resident += n_new;
     if (missed) r->fill_id = fill_id;
     c->hit_lines += total - missed;
     c->miss_lines += missed;
-    if (c->resident > c->capacity && evict(c)) return -1.0;
+    if (c->resident > c->capacity) evict(c);
     return (double)(total - missed) / (double)total;
 }
 
@@ -287,11 +292,16 @@ int cache_route(Cache *c, const Trace *t, const CmdStatic *cs, i64 fill_id, Rout
     return 1;
 }
 
-void cache_fill(Cache *c, Routed *r) {
+int cache_fill(Cache *c, Routed *r) {
+    if (hist_need(c, c->clock + 1)) return -1;
     c->clock += 1;
+    i64 filled = 0;
     for (i64 i = 0; i < r->nfill; i++)
-        if (c->stamps[r->fill_lines[i]] == -r->fill_id) c->stamps[r->fill_lines[i]] = (int32_t)c->clock;
+        if (c->stamps[r->fill_lines[i]] == -r->fill_id) { c->stamps[r->fill_lines[i]] = (int32_t)c->clock; filled++; }
+    c->hist[c->clock] += filled;
+    c->npos += filled;
     free(r->fill_lines);
     r->fill_lines = NULL;
     r->nfill = 0;
+    return 0;
 }

@@ -78,7 +78,8 @@ typedef struct {
     double read_hit, read_miss, write_bytes;
     i64 hit_lines, miss_lines, evicted;
     i64 *buf; size_t bufcap;   /* scratch for lines */
-    i64 *sel; size_t selcap;   /* scratch for eviction */
+    i64 *hist; i64 nhist;      /* lines per positive stamp (LRU threshold without sorting) */
+    i64 npos;                  /* lines with a positive stamp (resident, not in flight) */
 } Cache;
 
 typedef struct {   /* a command's bytes after the cache (Routed) */
@@ -93,7 +94,7 @@ int cache_init(Cache *c, int mode, i64 capacity_lines, i64 line, i64 base_line);
 void cache_free(Cache *c);
 /* returns 1 routed, 0 not routed (None), -1 out of memory */
 int cache_route(Cache *c, const Trace *t, const CmdStatic *cs, i64 fill_id, Routed *r);
-void cache_fill(Cache *c, Routed *r);
+int cache_fill(Cache *c, Routed *r);   /* -1: out of memory */
 
 void ld_set(LDict *d, int key, double v);
 double ld_get(const LDict *d, int key);

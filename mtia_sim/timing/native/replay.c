@@ -429,7 +429,7 @@ static void complete(Replay *R, int id) {
     cmd->done = 1;
     if (r && r->nfill) {
         R->fillers.p[r->fill_id - 1] = -1;
-        cache_fill(&R->cache, r);
+        OOM(cache_fill(&R->cache, r));
     }
     if (cmd->merged.n) {
         IVec merged = cmd->merged;
