@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mtia_sim import isa
-from mtia_sim.events import AddrRange, CommandEvent, MemSpan
+from mtia_sim.events import AddrRange, CommandEvent
 from mtia_sim.fastpath_ir import (
     ADDR_FIRST,
     M_ADDR0,
@@ -163,14 +163,23 @@ class Relocation:
         return cls(meta, spans, reads, writes, any_pe)  # type: ignore[arg-type]
 
 
+def _moved(obj: Any, field: str, delta: int) -> Any:
+    """A copy of the frozen record `obj` (a MemSpan) with `field` moved by `delta`, built through its
+    __dict__ (a frozen dataclass' __init__ sets each of its 7 fields through object.__setattr__)."""
+    out = _NEW(type(obj))
+    d = out.__dict__
+    d.update(obj.__dict__)
+    d[field] += delta
+    return out
+
+
 def shifted_event(template: CommandEvent, reloc: Relocation, pc: int,
                   deltas: tuple[int, ...]) -> CommandEvent:
     """The event of the plan's command moved by `deltas` (one per address word), at `pc`."""
     ev: Any = _NEW(CommandEvent)
     ev.__dict__.update(template.__dict__)
     ev.pc = pc
-    ev.spans = [s if not deltas[k] else MemSpan(s.level, s.write, s.base + deltas[k], s.row_bytes, s.counts,
-                                                s.strides, s.starts)
+    ev.spans = [s if not deltas[k] else _moved(s, "base", deltas[k])
                 for s, k in zip(template.spans, reloc.spans, strict=True)]
     ev.reads = [r if not deltas[k] else AddrRange(r.start + deltas[k], r.end + deltas[k])
                 for r, k in zip(template.reads, reloc.reads, strict=True)]
