@@ -87,7 +87,7 @@ class SearchOutcome:
     best_roofline: float | None = None
     best_path: str = ""
     message: str = ""
-    evals_to_90: int | None = None  # evaluations until 90% of the final best fitness (seed = 1st)
+    evals_to_90: int | None = None  # evaluations after the seed's until 90% of the final best fitness
     best_diagnosis: str = ""  # the best correct kernel's profile diagnosis (one line)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -291,8 +291,8 @@ def _apply_search(row: ProblemResult, outcome: SearchOutcome) -> None:
     if outcome.state != SEARCH_DONE or not outcome.found_correct:
         return
     row.evals_to_90 = outcome.evals_to_90
-    if outcome.best_diagnosis:
-        row.best_diagnosis = outcome.best_diagnosis[:500]
+    if outcome.best_diagnosis and (not row.seed_correct or (outcome.gain or 0.0) > 1.0):
+        row.best_diagnosis = outcome.best_diagnosis[:500]  # the search's kernel is the best one
     if not row.seed_correct:  # the search repaired a broken seed: no speedup over it to speak of
         row.best_source, row.best_time_s, row.best_path = "search", outcome.best_time_s, outcome.best_path
         row.best_roofline = outcome.best_roofline
