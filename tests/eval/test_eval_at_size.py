@@ -14,7 +14,7 @@ import pytest
 import torch
 import triton
 
-from kegen.eval import cheats, checker
+from kegen.eval import cheats, checker, precision
 from kegen.eval.breakdown import call_kind
 from kegen.eval.config import EvalConfig
 from kegen.eval.wire import decode_values, encode_values, outputs_digest
@@ -136,7 +136,7 @@ def test_chunked_comparison_equals_the_whole_tensor_one(case: str, monkeypatch: 
 
 
 def test_chunked_precision_check_flags_half_precision_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cheats, "_CHUNK", 50)
+    monkeypatch.setattr(precision, "_CHUNK", 50)
     ref = torch.randn(1000)
     assert cheats.check_precision([ref], [ref.clone()]) is None
     low = ref.half().float()
