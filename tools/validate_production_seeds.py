@@ -57,8 +57,7 @@ def markdown(rows: list[dict[str, Any]], command: str, note: str = "") -> str:
     lines = ["# Production suite seeds on mtia-2i: correctness at full size", "",
              f"`{command}`: `kegen eval PROBLEM SEED --target mtia` per problem (random trials + the "
              "precision trial, every call checked against the PyTorch reference at the problem's own "
-             "shapes). Wall times are from a 2-core host shared with other work (load 8-14), not the "
-             "simulator's speed.", "",
+             "shapes). Wall times depend on the host and its load, not only on the simulator.", "",
              "| problem | status | seed time (simulated) | roofline fraction | bound | max abs error "
              "| trials | wall s |",
              "|---|---|---|---|---|---|---|---|"]
@@ -95,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [row(p.name, json.loads(f.read_text())) for p in find_suite(args.suite).problems
             if (f := args.dir / f"{p.name}.json").is_file() and f.stat().st_size]
     given = argv if argv is not None else sys.argv[1:]
-    command = "python tools/validate_production_seeds.py " + " ".join(a for a in given if "\n" not in a)
+    command = "python tools/validate_production_seeds.py " + " ".join(
+        a for i, a in enumerate(given) if a != "--note" and (i == 0 or given[i - 1] != "--note"))
     args.out.with_suffix(".json").write_text(json.dumps({"command": command, "seeds": rows}, indent=2) + "\n")
     args.out.with_suffix(".md").write_text(markdown(rows, command, args.note))
     print(markdown(rows, command, args.note))
