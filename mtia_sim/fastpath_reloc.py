@@ -177,12 +177,16 @@ def shifted_event(template: CommandEvent, reloc: Relocation, pc: int,
                   deltas: tuple[int, ...]) -> CommandEvent:
     """The event of the plan's command moved by `deltas` (one per address word), at `pc`."""
     ev: Any = _NEW(CommandEvent)
-    ev.__dict__.update(template.__dict__)
-    ev.pc = pc
-    ev.spans = [s if not deltas[k] else _moved(s, "base", deltas[k])
-                for s, k in zip(template.spans, reloc.spans, strict=True)]
-    ev.reads = [r if not deltas[k] else AddrRange(r.start + deltas[k], r.end + deltas[k])
-                for r, k in zip(template.reads, reloc.reads, strict=True)]
-    ev.writes = [r if not deltas[k] else AddrRange(r.start + deltas[k], r.end + deltas[k])
-                 for r, k in zip(template.writes, reloc.writes, strict=True)]
+    d = ev.__dict__
+    d.update(template.__dict__)  # lists no delta touches stay shared with the template (read-only)
+    d["pc"] = pc
+    if any(deltas[k] for k in reloc.spans):
+        d["spans"] = [s if not deltas[k] else _moved(s, "base", deltas[k])
+                      for s, k in zip(template.spans, reloc.spans, strict=True)]
+    if any(deltas[k] for k in reloc.reads):
+        d["reads"] = [r if not deltas[k] else AddrRange(r.start + deltas[k], r.end + deltas[k])
+                      for r, k in zip(template.reads, reloc.reads, strict=True)]
+    if any(deltas[k] for k in reloc.writes):
+        d["writes"] = [r if not deltas[k] else AddrRange(r.start + deltas[k], r.end + deltas[k])
+                       for r, k in zip(template.writes, reloc.writes, strict=True)]
     return ev  # type: ignore[no-any-return]
