@@ -28,10 +28,9 @@ class WireError(RuntimeError):
     """The peer sent a malformed frame, too much data, or closed the connection."""
 
 
-def send_frame(
-    sock: socket.socket, header: dict[str, Any], blobs: Sequence[bytes | bytearray | memoryview] = ()
-) -> None:
-    """Send one frame (header JSON + blobs)."""
+def send_frame(sock: socket.socket, header: dict[str, Any], blobs: Sequence[Any] = ()) -> None:
+    """Send one frame (header JSON + blobs: bytes, bytearrays, memoryviews or contiguous numpy
+    arrays, sent from their memory without a copy)."""
     head = json.dumps(header, separators=(",", ":"), allow_nan=True).encode()
     if len(blobs) > MAX_BLOBS:
         raise WireError(f"too many blobs in one frame ({len(blobs)} > {MAX_BLOBS})")
