@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -165,16 +166,30 @@ def _bits_equal(r: torch.Tensor, c: torch.Tensor) -> bool:
     )
 
 
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_before = 0
+
+
 @contextmanager
 def one_thread() -> Iterator[None]:
     """Run the block with one intra-op torch thread: the checks' many small (chunked) operations gain
-    nothing from a second thread, and its spin-waits cost a loaded machine several times the CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    nothing from a second thread, and its spin-waits cost a loaded machine several times the CPU.
+    Nested and concurrent blocks (evaluations on several threads) restore the count once, at the end
+    of the last one."""
+    global _threads_users, _threads_before
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_before = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _threads_users += 1
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_before)
 
 
 def _unravel(flat: int, shape: torch.Size) -> list[int]:

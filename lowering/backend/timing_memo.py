@@ -27,7 +27,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-MEMO_ENTRIES = 16  # timing results kept per simulator (a result holds its command records)
+MEMO_ENTRIES = 8  # timing results kept per simulator (a result holds its command records)
 PENDING_ENTRIES = 4  # first sightings kept undigested until their launch is seen again
 DIGEST_S_PER_EVENT = 12e-6  # first guess of the digest's cost; learnt from the digests made
 WORTH = 2.0  # digest when the last timing of that launch took WORTH x the expected digest time

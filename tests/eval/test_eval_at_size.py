@@ -182,3 +182,12 @@ def test_same_bytes_and_call_kinds() -> None:
         "timed",
     ]
     assert replace(EvalConfig(), trials=2).trials == 2
+
+
+def test_one_thread_restores_the_thread_count_once_after_nested_blocks() -> None:
+    before = torch.get_num_threads()
+    with checker.one_thread():
+        with checker.one_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
