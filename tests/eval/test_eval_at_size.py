@@ -191,3 +191,16 @@ def test_one_thread_restores_the_thread_count_once_after_nested_blocks() -> None
             assert torch.get_num_threads() == 1
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_the_evaluators_own_work_is_given_back_to_the_deadline_at_most_timeout_s(tmp_path: Any) -> None:
+    from types import SimpleNamespace
+
+    from kegen.eval.evaluator import Evaluator
+
+    ev = Evaluator(tmp_path / "p.py", tmp_path / "c.py", None, EvalConfig(timeout_s=10.0), "eval")
+    session: Any = SimpleNamespace(deadline=100.0)
+    start = ev.deadline
+    for seconds in (4.0, -1.0, 5.0, 3.0):
+        ev._credit(session, seconds)
+    assert session.deadline == 110.0 and ev.deadline == start + 10.0
