@@ -166,6 +166,7 @@ def _bits_equal(r: torch.Tensor, c: torch.Tensor) -> bool:
     )
 
 
+FEW_THREADS = 2  # one_thread() acts only where torch runs this many intra-op threads or fewer
 _threads_lock = threading.Lock()
 _threads_users = 0
 _threads_before = 0
@@ -173,15 +174,16 @@ _threads_before = 0
 
 @contextmanager
 def one_thread() -> Iterator[None]:
-    """Run the block with one intra-op torch thread: the checks' many small (chunked) operations gain
-    nothing from a second thread, and its spin-waits cost a loaded machine several times the CPU.
-    Nested and concurrent blocks (evaluations on several threads) restore the count once, at the end
-    of the last one."""
+    """Run the block with one intra-op torch thread where torch has only two (a 2-core machine): the
+    checks' chunked operations gain at most 2x from the second thread, and its spin-waits cost a
+    loaded machine several times the CPU. With more threads (a big host) nothing changes. Nested and
+    concurrent blocks (evaluations on several threads) restore the count once, after the last one."""
     global _threads_users, _threads_before
     with _threads_lock:
         if _threads_users == 0:
             _threads_before = torch.get_num_threads()
-            torch.set_num_threads(1)
+            if _threads_before <= FEW_THREADS:
+                torch.set_num_threads(1)
         _threads_users += 1
     try:
         yield
