@@ -1,8 +1,10 @@
 """The Triton driver of target `mtia`: runs `kernel[grid](cpu_tensors...)` on the simulator.
 
 Active only on a machine without a CUDA or ROCm GPU. The launcher copies the CPU tensors'
-storages into simulator DRAM, launches the linked image over the grid, and copies every
-pointer argument's storage back.
+storages into simulator DRAM (straight from the tensors' memory; a storage too big for the DRAM
+arena is mapped with `Simulator.map_host` instead), launches the linked image over the grid, and
+copies back the storages the launch changed. The simulated time of a launch whose trace equals an
+earlier one's comes from a memo (`lowering.backend.timing_memo`).
 
 Public API for callers that read simulated time (the evaluation team):
 
