@@ -49,6 +49,7 @@ def run_one(path: Path, budget: int, screening: bool, jobs: int, db: Path, rng_s
         trace.append(
             {
                 "node": n.id,
+                "parent": n.parent_id,
                 "verdict": n.verdict,
                 "fitness": round(n.fitness, 4),
                 "roofline": ev.roofline_fraction if ev else None,
