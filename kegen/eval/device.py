@@ -244,6 +244,46 @@ class MtiaDevice:
         finally:
             self.stats.replay_s += time.monotonic() - t0
 
+    def replay_poisoned(
+        self, log: LaunchLog, j: int, positions: np.ndarray, poison: np.ndarray
+    ) -> np.ndarray:
+        """Run a recorded launch again with the elements at `positions` of storage `j` (elements of
+        `poison`'s dtype) set to `poison`; return those elements afterwards. Poisons and reads the
+        device's own copy in place: no copy of the storages."""
+        itemsize = poison.dtype.itemsize
+        got: list[np.ndarray] = []
+
+        def elements(views: list[np.ndarray]) -> np.ndarray:
+            view = views[j]
+            return view[: view.size // itemsize * itemsize].view(poison.dtype)
+
+        def edit(views: list[np.ndarray]) -> None:
+            elements(views)[positions] = poison
+
+        def peek(views: list[np.ndarray]) -> None:
+            got.append(elements(views)[positions].copy())
+
+        t0 = time.monotonic()
+        self.stats.replays += 1
+        try:
+            self.session.run(
+                log.elf,
+                log.record.kernel,
+                log.record.grid,
+                log.slots,
+                list(log.pre),
+                log.arg_types,
+                dual_core=log.dual_core,
+                blocked=log.blocked,
+                sram_mode=log.sram_mode,
+                read_back=(),
+                edit=edit,
+                peek=peek,
+            )
+        finally:
+            self.stats.replay_s += time.monotonic() - t0
+        return got[0]
+
     def _replay(self, log: LaunchLog, pre: list[np.ndarray], only: int | None) -> list[Any]:
         _, post = self.session.run(
             log.elf,

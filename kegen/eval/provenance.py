@@ -111,16 +111,12 @@ def _resolve_by_replay(
     for log, j in reversed(logs):
         if left.numel() == 0:
             break
-        raw = as_u8(log.pre[j]).copy()
-        pre = torch.from_numpy(raw[: raw.size // itemsize * itemsize].view(_NP_UINT[itemsize]))
-        pre[left] = ~pre[left]  # poisons `raw` (pre is a view of it)
-        poisoned = list(log.pre)
-        poisoned[j] = raw
-        try:
-            after = _elements(device.replay(log, poisoned, only=j)[j], itemsize)
+        poison = ~_elements(log.pre[j], itemsize)[left]
+        try:  # the device poisons and reads its own copy (no copy of the storage)
+            after = device.replay_poisoned(log, j, left.numpy(), poison.numpy())
         except Exception:  # a kernel that fails on poisoned data did not just store to it
             continue
-        left = left[after[left] == pre[left]]
+        left = left[torch.from_numpy(np.asarray(after)) == poison]
     return left
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -167,12 +167,16 @@ class SimulatorSession:
         blocked: bool = False,
         sram_mode: str = "cache",
         read_back: Collection[int] | None = None,
+        edit: Callable[[list[np.ndarray]], None] | None = None,
+        peek: Callable[[list[np.ndarray]], None] | None = None,
     ) -> tuple[Any, list[Any]]:
         """Upload `data`, launch, and return (LaunchResult, every storage's bytes afterwards).
 
         A storage the launch changed comes back as a fresh uint8 copy, one it left unchanged as
         `data`'s own buffer (as uint8); `data` is never written.
-        `read_back`: the storages to return (the others are None); default all."""
+        `read_back`: the storages to return (the others are None); default all. `edit` / `peek`
+        get the device copies of the storages (writable uint8 views) right before / after the
+        launch: to change a few bytes or read a few back without copying whole storages."""
         image = self.image(elf, name)
         self.sim.reset_memory()
         bases: list[int] = []
@@ -181,6 +185,8 @@ class SimulatorSession:
             for blob in data:
                 src = as_u8(blob)
                 bases.append(self._place(src, mapped))
+            if edit is not None:
+                edit(self._device_views(bases, data, mapped))
             words = _argument_words(slots, bases, arg_types)
             from lowering.passes.pe_mapping import PEMapping
 
@@ -194,6 +200,8 @@ class SimulatorSession:
                 image, plan.grid, words, arg_types=None, dual_core=dual_core, sram_mode=sram_mode
             )
             stats.functional_s += time.perf_counter() - t0 - (stats.timing_s + stats.digest_s - before)
+            if peek is not None:
+                peek(self._device_views(bases, data, mapped))
             after = [
                 self._read_back(dev, as_u8(b), mapped) if read_back is None or i in read_back else None
                 for i, (dev, b) in enumerate(zip(bases, data, strict=True))
@@ -218,6 +226,17 @@ class SimulatorSession:
         if src.size:
             self.sim.memory.view(dev, src.size)[:] = src
         return dev
+
+    def _device_views(
+        self, bases: list[int], data: Sequence[Buffer], mapped: list[tuple[int, np.ndarray]]
+    ) -> list[np.ndarray]:
+        """Writable uint8 views of the storages' device copies (valid until the next `run`)."""
+        where = dict(mapped)
+        views = []
+        for dev, blob in zip(bases, data, strict=True):
+            n = as_u8(blob).size
+            views.append(where[dev][:n] if dev in where else self.sim.memory.view(dev, n) if n else _EMPTY)
+        return views
 
     def _read_back(self, dev: int, before: np.ndarray, mapped: list[tuple[int, np.ndarray]]) -> np.ndarray:
         """A storage's bytes after the launch: `before` itself when the launch left them unchanged,

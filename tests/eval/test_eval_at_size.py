@@ -207,3 +207,32 @@ def test_the_evaluators_own_work_is_given_back_to_the_deadline_at_most_timeout_s
     for seconds in (4.0, -1.0, 5.0, 3.0):
         ev._credit(session, seconds)
     assert session.deadline == 110.0 and ev.deadline == start + 10.0
+
+
+def test_poisoned_replay_on_the_device_tells_stored_from_untouched_elements(fresh_session: None) -> None:
+    from kegen.eval.device import MtiaDevice
+
+    n = 2048
+    x, y, z = torch.randn(n), torch.randn(n), torch.zeros(n)
+    compiled = add_kernel[(2,)](x, y, z, n, BLOCK=1024)
+    fn, arg_types = compiled.function, list(compiled.metadata.mtia_arg_types)
+    dev = MtiaDevice("mtia-2i")
+    dev.begin_call()
+    header = {
+        "op": "launch",
+        "name": fn.name,
+        "grid": [2, 1, 1],
+        "arg_types": arg_types,
+        "slots": [["ptr", 0, 0], ["ptr", 1, 0], ["ptr", 2, 0], ["scalar", n]],
+        "keys": [1, 2, 3],
+    }
+    blobs = [bytearray(fn.elf)] + [bytearray(t.numpy().tobytes()) for t in (x, y, torch.zeros(n))]
+    reply, _ = dev.handle(header, blobs)
+    assert reply["op"] == "launched" and reply["changed"] == [False, False, True]
+    log = dev.end_call().logs[0]
+    positions = np.array([0, 5, n - 1])
+    poison = np.full(3, 0x7F7F7F7F, dtype=np.int32)
+    stored = dev.replay_poisoned(log, 2, positions, poison)  # z: the kernel stores x + y there
+    assert np.array_equal(stored.view(np.float32), (x + y).numpy()[positions])
+    untouched = dev.replay_poisoned(log, 0, positions, poison)  # x: only read
+    assert np.array_equal(untouched, poison) and dev.stats.replays == 2

@@ -128,6 +128,14 @@ class _Device:
     def replay(self, log: LaunchLog, pre: list[Any], only: int | None = None) -> list[Any]:
         return [_b(self.stores) if self.stores is not None else pre[0], *pre[1:]]
 
+    def replay_poisoned(self, log: LaunchLog, j: int, positions: Any, poison: Any) -> Any:
+        import numpy as np
+
+        pre = np.frombuffer(bytes(log.pre[j]), dtype=poison.dtype).copy()
+        pre[positions] = poison
+        after = self.replay(log, [pre.tobytes() if i == j else p for i, p in enumerate(log.pre)])[j]
+        return np.frombuffer(bytes(after), dtype=poison.dtype)[positions]
+
 
 def _meta(key: int, n: int) -> dict[str, Any]:
     return {"key": key, "offset": 0, "strides": [1], "shape": [n]}
