@@ -231,3 +231,15 @@ def test_a_compile_baseline_cut_by_the_deadline_is_measured_by_the_next_command(
     (second,) = record(later, search_problem=spent, log=lambda m: None)
     assert second.state == DONE and second.row.compile_time_s == pytest.approx(3e-5)
     assert second.row.speedup_vs_compile == pytest.approx(0.75)
+
+
+def test_compile_baseline_checks_half_precision_outputs_with_evals_tolerance() -> None:
+    import torch
+
+    from kegen.inductor.baseline import _max_error
+
+    ref = torch.full((4,), 32.0, dtype=torch.bfloat16)
+    one_ulp = ref + 0.25  # bf16 spacing at 32: within kegen eval's 1e-2 relative tolerance
+    assert _max_error(one_ulp, ref) == pytest.approx(0.25)
+    with pytest.raises(RuntimeError, match="disagrees"):
+        _max_error(torch.ones(4) + 0.01, torch.ones(4))  # float32 keeps 1e-3
