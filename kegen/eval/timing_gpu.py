@@ -18,6 +18,7 @@ from kegen.eval.timing import Timing, TimingStats
 _perf_counter = time.perf_counter
 _Event = torch.cuda.Event
 _synchronize = torch.cuda.synchronize
+_sleep = torch.cuda._sleep
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 MAX_REPS = 1000
 MIN_REPS = 10
@@ -83,26 +84,52 @@ def time_calls(
     guarded: Callable[[Callable[..., Any], list[Any]], Any], model: Callable[..., Any], sets: list[list[Any]]
 ) -> tuple[list[float], list[Any]]:
     """The candidate worker's timed calls: one per input set, L2 flushed before each, CUDA events
-    from after the flush to the moment `model`'s forward returns. `guarded(fwd, inputs)` runs the
-    forward under the worker's guards; the end event is recorded inside it, before the guards'
-    device-wide sync and checks, whose host time would otherwise be added to every sample (tens
-    of microseconds: the size of a whole memory-bound kernel at production shapes)."""
+    from after the flush to the moment `model`'s forward returns, by the same rules as `measure`
+    (which times the eager and torch.compile baselines), so the speedups compare like with like:
+
+    - the end event is recorded inside `guarded(fwd, inputs)` as the forward returns, before the
+      guards' device-wide sync and checks (their host time is not the candidate's);
+    - a spin kernel queued before the start event hides the host's launch overhead (the guards'
+      set-up and Python dispatch): without it every sample carried ~0.1-0.3 ms of idle GPU on an
+      H200 while the baselines' did not. The spin is sized from an untimed warm call's host time;
+    - a forward that is host-bound (host time to return beyond the GPU time by more than
+      HOST_BOUND_S) is charged its host time, as `measure` does: hiding it would reward host work.
+    """
     flush = _flush_buffer()
+    returned: list[float] = []
+
+    def forward(*xs: Any, _end: Any = None) -> Any:
+        out = model(*xs)
+        returned.append(_perf_counter())
+        if _end is not None:
+            _end.record()
+        return out
+
+    host_s = 0.0
+    if sets:  # untimed warm call: how long the host takes to launch a guarded forward
+        flush.zero_()
+        _synchronize()
+        h0 = _perf_counter()
+        guarded(forward, sets[0])
+        host_s = max(0.0, returned[-1] - h0)
+        _synchronize()
+    spin_cycles = int(min(2 * host_s + 50e-6, 0.05) * SPIN_HZ)
     samples: list[float] = []
+    hosts: list[float] = []
     outs: list[Any] = []
     for inputs in sets:
-        flush.zero_()  # also gives the host a head start over the GPU to launch the forward
+        flush.zero_()
+        if spin_cycles:
+            _sleep(spin_cycles)
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-
-        def forward(*xs: Any, _end: Any = end) -> Any:
-            out = model(*xs)
-            _end.record()
-            return out
-
         start.record()
-        outs.append(guarded(forward, inputs))
+        h0 = _perf_counter()
+        outs.append(guarded(lambda *xs, _e=end: forward(*xs, _end=_e), inputs))
+        hosts.append(max(0.0, returned[-1] - h0))
         _synchronize()
         samples.append(start.elapsed_time(end) * 1e-3)
+    if samples and statistics.median(hosts) - statistics.median(samples) > HOST_BOUND_S:
+        samples = [max(s, h) for s, h in zip(samples, hosts, strict=True)]  # host-bound: host time counts
     return samples, outs
 
 

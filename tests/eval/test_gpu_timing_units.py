@@ -35,11 +35,16 @@ class FakeFlush:
         FakeEvent.log.append("flush")
 
 
-def test_timed_calls_end_when_forward_returns_not_after_the_guards(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     FakeEvent.log, FakeEvent.clock = [], 0.0
     monkeypatch.setattr(timing_gpu, "_Event", FakeEvent)
     monkeypatch.setattr(timing_gpu, "_synchronize", lambda: FakeEvent.log.append("sync"))
     monkeypatch.setattr(timing_gpu, "_flush_buffer", FakeFlush)
+    monkeypatch.setattr(timing_gpu, "_sleep", lambda cycles: FakeEvent.log.append(f"spin {cycles}"))
+
+
+def test_timed_calls_end_when_forward_returns_not_after_the_guards(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_cuda(monkeypatch)
 
     def model(x: int) -> int:
         FakeEvent.log.append("forward")
@@ -54,7 +59,29 @@ def test_timed_calls_end_when_forward_returns_not_after_the_guards(monkeypatch: 
     samples, outs = timing_gpu.time_calls(guarded, model, [[1], [2]])
     assert outs == [2, 4]
     assert samples == pytest.approx([1.0, 1.0])  # start -> end only
-    assert FakeEvent.log[:6] == ["flush", "event", "forward", "event", "guard checks", "sync"]
+    # an untimed warm call sizes the spin; then flush, spin (hides the host's launch overhead, as
+    # the baselines' timing does), start, forward, end, and only then the guards' checks
+    assert FakeEvent.log[:4] == ["flush", "sync", "forward", "guard checks"]
+    timed = FakeEvent.log[5:]
+    assert timed[0] == "flush" and timed[1].startswith("spin ") and int(timed[1].split()[1]) > 0
+    assert timed[2:7] == ["event", "forward", "event", "guard checks", "sync"]
+
+
+def test_host_bound_forward_is_charged_its_host_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_cuda(monkeypatch)
+    clock = [0.0]
+    monkeypatch.setattr(timing_gpu, "_perf_counter", lambda: clock[0])
+
+    def model(x: int) -> int:
+        clock[0] += 5e-3  # 5 ms of host work per forward, far beyond its GPU time (1 us here)
+        return x
+
+    def guarded(fwd: Any, inputs: list[Any]) -> Any:
+        return fwd(*inputs)
+
+    monkeypatch.setattr(FakeEvent, "elapsed_time", lambda self, other: 1e-3)  # 1 us on the GPU
+    samples, _ = timing_gpu.time_calls(guarded, model, [[1], [2], [3]])
+    assert samples == pytest.approx([5e-3] * 3)
 
 
 PROBLEM_SRC = """
