@@ -32,12 +32,13 @@ class Model(nn.Module):
     def forward(self, values, offsets):
         lengths = offsets[1:] - offsets[:-1]
         num = lengths.numel()
-        segment = torch.repeat_interleave(torch.arange(num), lengths)
+        segment = torch.repeat_interleave(torch.arange(num, device=values.device), lengths)
         index = segment[:, None].expand(-1, values.shape[1])
-        seg_max = torch.full((num, values.shape[1]), float("-inf"), dtype=values.dtype)
+        seg_max = torch.full((num, values.shape[1]), float("-inf"), dtype=values.dtype, device=values.device)
         seg_max = seg_max.scatter_reduce(0, index, values, reduce="amax", include_self=True)
         e = torch.exp(values - seg_max[segment])
-        denom = torch.zeros(num, values.shape[1], dtype=values.dtype).index_add_(0, segment, e)
+        denom = torch.zeros(num, values.shape[1], dtype=values.dtype, device=values.device)
+        denom = denom.index_add_(0, segment, e)
         return e / denom[segment]
 
 

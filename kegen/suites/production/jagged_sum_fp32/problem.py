@@ -31,8 +31,8 @@ class Model(nn.Module):
 
     def forward(self, values, offsets):
         lengths = offsets[1:] - offsets[:-1]
-        segment = torch.repeat_interleave(torch.arange(lengths.numel()), lengths)
-        out = torch.zeros(lengths.numel(), values.shape[1], dtype=torch.float32)
+        segment = torch.repeat_interleave(torch.arange(lengths.numel(), device=values.device), lengths)
+        out = torch.zeros(lengths.numel(), values.shape[1], dtype=torch.float32, device=values.device)
         return out.index_add_(0, segment, values.float()).to(values.dtype)
 
 

@@ -33,9 +33,9 @@ class Model(nn.Module):
     def forward(self, values, offsets):
         lengths = offsets[1:] - offsets[:-1]
         num = lengths.numel()
-        segment = torch.repeat_interleave(torch.arange(num), lengths)
-        position = torch.arange(values.shape[0]) - offsets[:-1][segment]
-        out = torch.zeros(num, self.max_len, values.shape[1], dtype=values.dtype)
+        segment = torch.repeat_interleave(torch.arange(num, device=values.device), lengths)
+        position = torch.arange(values.shape[0], device=values.device) - offsets[:-1][segment]
+        out = torch.zeros(num, self.max_len, values.shape[1], dtype=values.dtype, device=values.device)
         out[segment, position] = values
         return out
 
