@@ -28,7 +28,7 @@ def _time(seconds: float | None) -> str:
     """Simulated seconds in the unit that suits them (us below 1 ms, else ms)."""
     if seconds is None:
         return "-"
-    return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 
 def _target(p: ProblemResult) -> str:
