@@ -23,7 +23,8 @@ only reads `mtia_sim.events` records. The model, with every figure from the mach
   transfer has its NoC link; transfers in flight share them max-min fairly, re-solved whenever one
   starts or ends.
 - SRAM (`sram_cache.py`): a memory-side LRU cache in front of DRAM (default), the scratchpad holding
-  the launch's tensors ("resident"), or unused ("off").
+  the launch's tensors ("resident": placement charged at DRAM bandwidth in the launch), or unused
+  ("off").
 - Not modelled (docs/MACHINE.md): local-store port contention between DMA and compute units, DRAM
   channel/bank effects, NoC link contention between transfers, cross-PE dependencies.
 """
@@ -39,13 +40,20 @@ from mtia_sim.timing import native
 from mtia_sim.timing.engine import Replay
 from mtia_sim.timing.native import records
 from mtia_sim.timing.result import CommandRecord, ProgramRecord, TimingResult, as_timing_result
-from mtia_sim.timing.sram_cache import SRAM_MODES
+from mtia_sim.timing.sram_cache import SRAM_MODES, CacheStats
 
 __all__ = ["LAUNCH_KINDS", "SRAM_MODES", "CommandRecord", "ProgramRecord", "TimingResult", "as_timing_result",
            "simulate"]
 
 
 LAUNCH_KINDS = ("launch", "replacement", "none")
+
+
+def placement_cycles(machine: MachineDescription, stats: CacheStats) -> float:
+    """Cycles to place a resident launch's tensors: lines read were copied in from DRAM before
+    it, lines written are written back after it, at DRAM bandwidth (0 unless sram_mode is
+    "resident"). Without it, `resident` would be a free resource a search could climb."""
+    return stats.placement_bytes / machine.dram_bytes_per_cycle if stats.placement_bytes else 0.0
 
 
 def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_overhead: bool = True,
@@ -74,6 +82,7 @@ def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_
     run = native.replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes) \
         if use_native else None
     if run is not None:
+        overhead += placement_cycles(machine, run.cache)
         return TimingResult(machine=machine, kernel_cycles=run.makespan, launch_cycles=overhead,
                             commands=partial(records.command_records, run, traces),
                             programs=partial(records.program_records, run, traces),
@@ -84,6 +93,7 @@ def simulate(machine: MachineDescription, traces: list[ProgramTrace], *, launch_
     replay = Replay(machine, traces, sram_mode=sram_mode, sram_cache_bytes=sram_cache_bytes)
     makespan = replay.run()
     stats = replay.cache.stats
+    overhead += placement_cycles(machine, stats)
     counters = build_counters(machine, replay.commands, replay.programs, makespan, overhead, stats.to_dict())
     return TimingResult(machine=machine, kernel_cycles=makespan, launch_cycles=overhead,
                         commands=replay.commands, programs=replay.programs, counters=counters,

@@ -13,6 +13,10 @@ bandwidth and latency. The model is a line-granular LRU cache over device addres
 - `mode="resident"`: the launch's tensors were placed in the SRAM scratchpad before it started (the
   ISCA'25 GEMM figure, "operands resident on chip"): every DRAM access is served by the SRAM while the
   launch's footprint fits `capacity`; beyond that, accesses to lines that no longer fit go to DRAM.
+  The placement is not free: the lines placed by reads were copied in from DRAM before the launch and
+  those placed by writes are written back after it (`CacheStats.placement_bytes`); `simulate` charges
+  them at DRAM bandwidth as part of the launch (`launch_cycles`), so a kernel never gets its operands
+  on chip for nothing (the kernel's own cycles, as the published figure, exclude it).
 - `mode="off"`: the SRAM is not used as a cache (every DRAM access goes to DRAM).
 
 `capacity` defaults to the whole SRAM (`sram_bytes`); a smaller value models an SRAM partitioned
@@ -49,6 +53,14 @@ class CacheStats:
     hit_lines: int = 0
     miss_lines: int = 0
     evicted_lines: int = 0
+    placed_read_lines: int = 0  # resident mode: lines placed in the SRAM by a read (copied in from DRAM)
+    placed_write_lines: int = 0  # resident mode: lines placed by a write (written back to DRAM after)
+
+    @property
+    def placement_bytes(self) -> float:
+        """Resident mode: bytes the placement moves between DRAM and SRAM around the launch (inputs
+        copied in before it, outputs written back after it); 0 in the other modes."""
+        return float((self.placed_read_lines + self.placed_write_lines) * self.line_bytes)
 
     @property
     def hit_rate(self) -> float | None:
@@ -59,7 +71,9 @@ class CacheStats:
         return {"mode": self.mode, "capacity_bytes": self.capacity_bytes, "line_bytes": self.line_bytes,
                 "read_hit_bytes": self.read_hit_bytes, "read_miss_bytes": self.read_miss_bytes,
                 "write_bytes": self.write_bytes, "hit_lines": self.hit_lines, "miss_lines": self.miss_lines,
-                "evicted_lines": self.evicted_lines, "hit_rate": self.hit_rate}
+                "evicted_lines": self.evicted_lines, "hit_rate": self.hit_rate,
+                "placed_read_lines": self.placed_read_lines, "placed_write_lines": self.placed_write_lines,
+                "placement_bytes": self.placement_bytes}
 
 
 @dataclass
@@ -126,6 +140,7 @@ class SramCache:
         self._stamps = np.zeros(0, dtype=np.int32)  # per DRAM line: last use (> 0), -fill id, 0 absent
         self._clock = 0
         self._resident = 0
+        self._placed = 0  # lines the last `_access` placed at once (resident mode)
 
     def route(self, ev: CommandEvent, fill_id: int) -> Routed | None:
         """Split a command's DRAM bytes into SRAM hits and DRAM misses; None when nothing changes.
@@ -144,6 +159,7 @@ class SramCache:
         if dram_r:
             spans = [s for s in ev.spans if not s.write and s.level == MemLevel.DRAM]
             hit_b = dram_r * self._access(spans, fill_id, routed)
+            st.placed_read_lines += self._placed
             read[MemLevel.DRAM] = dram_r - hit_b
             read[MemLevel.SRAM] = read.get(MemLevel.SRAM, 0.0) + hit_b
             st.read_hit_bytes += hit_b
@@ -152,6 +168,7 @@ class SramCache:
         if dram_w:
             spans = [s for s in ev.spans if s.write and s.level == MemLevel.DRAM]
             kept = dram_w * self._access(spans, fill_id, routed)
+            st.placed_write_lines += self._placed
             st.write_bytes += dram_w
             if self.mode == "resident":  # the tensor lives in the SRAM: no DRAM write while it fits
                 written[MemLevel.DRAM] = dram_w - kept
@@ -203,6 +220,7 @@ class SramCache:
         """Look the spans' lines up; returns the fraction served by the SRAM (hits, and misses merged
         with a fill in flight, which `routed.waits` records). Hits become most recently used; missed
         lines are claimed for this command's fill (resident mode: placed at once while they fit)."""
+        self._placed = 0
         if not spans:
             return 0.0
         piece = self._piece(spans)
@@ -220,6 +238,7 @@ class SramCache:
             routed.waits.update((-np.unique(stamps[pending])).tolist())
         placed = self.mode == "resident" and self._resident + n_new <= self.capacity
         value = self._clock if placed else -fill_id
+        self._placed = n_new if placed else 0
         if isinstance(piece, slice):  # stamps is a view: write through it
             stamps[present] = self._clock
             stamps[absent] = value

@@ -174,3 +174,22 @@ def test_cache_state_is_per_launch():
 def test_cache_rejects_bad_configuration():
     with pytest.raises(ValueError, match="capacity >= 0"):
         SramCache("cache", -1, 128)
+
+
+@pytest.mark.parametrize("use_native", [True, False])
+def test_resident_placement_is_charged_at_dram_bandwidth(use_native: bool) -> None:
+    """Resident mode is not a free resource: the lines a launch reads were copied in from DRAM
+    before it and the lines it writes are written back after it; both are charged in the launch."""
+    n = 32 * KB
+    evs = [dma(n, mem_addr=BASE), fence(), dma(n, src=MemLevel.LOCAL, dst=MemLevel.DRAM, mem_addr=BASE + (1 << 20))]
+    resident = _run([program(0, evs)], sram_mode="resident", use_native=use_native)
+    cache = _run([program(0, evs)], use_native=use_native)
+    stats = resident.sram_cache
+    assert stats is not None and stats.placement_bytes == 2 * n
+    assert (stats.placed_read_lines, stats.placed_write_lines) == (n // 128, n // 128)
+    m = resident.machine
+    placement = 2 * n / m.dram_bytes_per_cycle
+    assert resident.launch_cycles == pytest.approx(cache.launch_cycles + placement)
+    # what the launch moves to or from DRAM takes at least DRAM time, resident or not
+    assert resident.cycles >= 2 * n / m.dram_bytes_per_cycle
+    assert cache.sram_cache is not None and cache.sram_cache.placement_bytes == 0

@@ -88,7 +88,7 @@ def replay(machine: MachineDescription, traces: list[ProgramTrace], *, sram_mode
     try:
         if status.value != 0:
             return None  # deadlock or out of memory: the Python replay reports it
-        info = np.zeros(11)
+        info = np.zeros(13)
         lib.kt_info(handle, _pointer(info))
         ncmd, nprog, ntl = int(info[2]), int(info[3]), int(info[4])
         cmds = np.empty((ncmd, NCOLS_CMD))
@@ -102,7 +102,8 @@ def replay(machine: MachineDescription, traces: list[ProgramTrace], *, sram_mode
                 fn(handle, _pointer(arr))
         stats = CacheStats(sram_mode, capacity, machine.sram_line_bytes, read_hit_bytes=float(info[5]),
                            read_miss_bytes=float(info[6]), write_bytes=float(info[7]), hit_lines=int(info[8]),
-                           miss_lines=int(info[9]), evicted_lines=int(info[10]))
+                           miss_lines=int(info[9]), evicted_lines=int(info[10]),
+                           placed_read_lines=int(info[11]), placed_write_lines=int(info[12]))
         return NativeRun(float(info[0]), int(info[1]), cmds, progs, units, cores, timeline, stats)
     finally:
         lib.kt_free(handle)

@@ -25,12 +25,14 @@ Replay *kt_run(const Trace *t, const double *params, int *status) {
 void kt_free(Replay *R) { if (R) { kt_replay_free(R); free(R); } }
 
 /* makespan, events, commands issued, programs, timeline samples, then the cache's stats: clock-free
- * read_hit_bytes, read_miss_bytes, write_bytes, hit_lines, miss_lines, evicted_lines */
+ * read_hit_bytes, read_miss_bytes, write_bytes, hit_lines, miss_lines, evicted_lines, placed lines by
+ * reads, placed lines by writes */
 void kt_info(const Replay *R, double *out) {
     out[0] = R->makespan; out[1] = (double)R->events; out[2] = (double)R->order.n; out[3] = (double)R->nprogs;
     out[4] = (double)R->ntimeline;
     out[5] = R->cache.read_hit; out[6] = R->cache.read_miss; out[7] = R->cache.write_bytes;
     out[8] = (double)R->cache.hit_lines; out[9] = (double)R->cache.miss_lines; out[10] = (double)R->cache.evicted;
+    out[11] = (double)R->cache.placed_r; out[12] = (double)R->cache.placed_w;
 }
 
 /* one row per command in issue order: trace command index, pe, core, program (trace index), issue,

@@ -232,6 +232,7 @@ static double access(Cache *c, const Trace *t, const CmdStatic *cs, int write, i
     }
     int placed = c->mode == MODE_RESIDENT && c->resident + n_new <= c->capacity;
     i64 value = placed ? c->clock : -fill_id;
+    if (placed) { if (write) c->placed_w += n_new; else c->placed_r += n_new; }
     i64 missed = value < 0 ? n_new : 0;
     if (missed) {
         i64 *p = realloc(r->fill_lines, (size_t)(r->nfill + missed) * sizeof(i64));

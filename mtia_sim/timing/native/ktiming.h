@@ -77,6 +77,7 @@ typedef struct {
     i64 clock, resident;
     double read_hit, read_miss, write_bytes;
     i64 hit_lines, miss_lines, evicted;
+    i64 placed_r, placed_w;    /* resident mode: lines placed by reads / by writes */
     i64 *buf; size_t bufcap;   /* scratch for lines */
     i64 *hist; i64 nhist;      /* lines per positive stamp (LRU threshold without sorting) */
     i64 npos;                  /* lines with a positive stamp (resident, not in flight) */
