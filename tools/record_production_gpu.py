@@ -245,6 +245,17 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
+def _reference_upcasts(name: str) -> bool:
+    """True when the problem's reference computes a low-precision GEMM/conv in float32 (`.float()`
+    on its operands): then its eager/compile times on a GPU are an fp32 computation."""
+    path = ROOT / "kegen" / "suites" / "production" / name / "problem.py"
+    try:
+        src = path.read_text()
+    except OSError:
+        return False
+    return ".float()" in src and any(op in src for op in ("matmul", "conv", "linear", "bmm", " @ "))
+
+
 def summarize(name: str, rec: dict[str, Any]) -> dict[str, Any]:
     """One row of the summary table from a problem's record."""
     seed, search = rec.get("seed") or {}, rec.get("search") or {}
@@ -252,6 +263,7 @@ def summarize(name: str, rec: dict[str, Any]) -> dict[str, Any]:
     walls = [*(seed.get("warm_eval_wall_s") or []), *(search.get("eval_wall_s") or [])[1:]]
     return {
         "problem": name,
+        "reference_upcasts": _reference_upcasts(name),
         "status": seed.get("status"),
         "eager_s": seed.get("eager_s"),
         "compile_s": seed.get("compile_s"),
@@ -363,6 +375,18 @@ def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[
     ]
     if notes:
         lines += ["", "Failures and missing baselines:", *notes]
+    upcast = [r["problem"] for r in rows if r.get("reference_upcasts")]
+    if upcast:
+        lines += [
+            "",
+            "**Read the eager/compile columns of these problems with care:** their references upcast",
+            "fp16/bf16",
+            "operands to float32 (`x.float()`: exact and fast as a CPU-hosted reference, fp16 GEMMs on a CPU",
+            "being ~40x slower than fp32), so on a GPU eager and torch.compile run an fp32 computation that",
+            "no production model would run, and the speedups over them overstate what the kernels gain over",
+            "cuBLAS/cuDNN in the native dtype: " + ", ".join(upcast) + ". `tools/gpu_native_baselines.py`",
+            "times the native-dtype baselines (run it on the GPU machine).",
+        ]
     return "\n".join(lines) + "\n"
 
 
