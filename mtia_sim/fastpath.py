@@ -60,7 +60,7 @@ from mtia_sim.fastpath_ir import (
     STATE_WORDS,
     fast_ir,
 )
-from mtia_sim.fastpath_reloc import Relocation, shifted_event
+from mtia_sim.fastpath_reloc import Relocation, extent, shifted_event
 from mtia_sim.memory import MemorySystem
 from mtia_sim.units.native import CopyOp, FillOp, NativeOp, UfuncOp, ops_of
 
@@ -172,14 +172,9 @@ def ufunc_loop(fn: np.ufunc, sig: str) -> tuple[int, int] | None:
 
 # -- encoding ops ----------------------------------------------------------------------------------
 def _bounds(a: np.ndarray) -> tuple[int, int]:
-    lo = hi = a.ctypes.data
-    for n, s in zip(a.shape, a.strides, strict=True):
-        if n > 1:
-            if s < 0:
-                lo += (n - 1) * s
-            else:
-                hi += (n - 1) * s
-    return lo, hi + a.itemsize
+    """Host addresses [lo, hi) touched by `a`."""
+    lo, hi = extent(a)
+    return a.ctypes.data + lo, a.ctypes.data + hi
 
 
 def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:

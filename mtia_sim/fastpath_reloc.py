@@ -54,7 +54,7 @@ def pointer_arrays(op: NativeOp) -> list[tuple[int, np.ndarray]]:
     return out + [(4 + len(op.args), op.out)]
 
 
-def _extent(a: np.ndarray) -> tuple[int, int]:
+def extent(a: np.ndarray) -> tuple[int, int]:
     """Bytes [lo, hi) touched by `a`, relative to its data pointer."""
     lo = hi = 0
     for n, s in zip(a.shape, a.strides, strict=True):
@@ -119,7 +119,7 @@ class Relocation:
                 if not ks:
                     return exact  # an operand that is not at an address word (a copy?): exact only
                 meta[M_RELOC + i * OP_WORDS + word] = ks[0]
-                lo, hi = _extent(arr)
+                lo, hi = extent(arr)
                 for k in ks:  # every address word at this operand (dst == src0 in place) moves with it
                     e = ext.setdefault(k, [lo, hi])
                     e[0], e[1] = min(e[0], lo), max(e[1], hi)
