@@ -14,7 +14,7 @@ from mtia_sim.isa import DType, Flags, Op, SimdOp
 from mtia_sim.units.dtypes import NP_DTYPE, encode_immediate
 from mtia_sim.units.native import CopyOp, UfuncOp
 from tests.sim.rv import KernelIR
-from tests.sim.test_replay import _descriptors
+from tests.sim.test_replay import _descriptors, counting_kernel
 from tests.sim.units_helpers import L, strides_of
 
 ONE = [0, 0, 0, 1]
@@ -148,23 +148,6 @@ def test_fast_path_equals_python_path_on_the_replay_corpus() -> None:
     assert fast[:2] == slow[:2]
 
 
-def _counting_kernel(read_back: bool) -> bytes:
-    """dst += 1 (64 f32) per iteration; with `read_back`, the core loads dst[0] right after the
-    doorbell (no fence) and prints it."""
-    k = KernelIR()
-    n = k.arg(0)
-    k.command(D(Op.SIMD_BINARY, subop=SimdOp.ADD, dtype_out=DType.F32, dst=L + 0x400, src0=L + 0x400,
-                src1=L, shape=D.dims([64]), dst_stride=ONE, src0_stride=ONE, src1_stride=ONE))
-    slot = k.allocas[-1].split(" = ")[0]
-    k.emit(f"%dp = ptrtoint ptr {slot} to i64", "br label %l", "l:", "%i = phi i64 [1, %entry], [%i1, %l]")
-    k.reg_write(isa.Reg.DOORBELL, "%dp")
-    if read_back:
-        k.emit(f"%v = load volatile i32, ptr inttoptr (i64 {L + 0x400} to ptr)", "%v64 = zext i32 %v to i64")
-        k.reg_write(isa.Reg.PRINT, "%v64")
-    k.emit("%i1 = add i64 %i, 1", f"%c = icmp ult i64 %i1, {n}", "br i1 %c, label %l, label %e", "e:")
-    return k.compile()
-
-
 def _counting_sim(fast: bool, max_commands: int = 10_000_000) -> Simulator:
     sim = Simulator("mtia-2i", dram_arena_bytes=1 << 20, max_commands=max_commands)
     assert sim.core.fast is not None
@@ -178,7 +161,7 @@ def test_the_core_sees_a_fast_command_s_result_at_once() -> None:
     logs = []
     for fast in (False, True):
         sim = _counting_sim(fast)
-        res = sim.launch(sim.load_image(_counting_kernel(True), entry="kernel"), (1,), [20])
+        res = sim.launch(sim.load_image(counting_kernel(True), entry="kernel"), (1,), [20])
         logs.append(res.debug_log)
         if fast:
             assert sim.core.fast is not None and sim.core.fast.handled > 0
@@ -191,7 +174,7 @@ def test_command_budget_stops_at_the_same_command() -> None:
     for fast in (False, True):
         sim = _counting_sim(fast, max_commands=50)
         with pytest.raises(RunawayError, match="command budget of 50") as info:
-            sim.launch(sim.load_image(_counting_kernel(False), entry="kernel"), (1,), [200])
+            sim.launch(sim.load_image(counting_kernel(False), entry="kernel"), (1,), [200])
         out.append((sim.from_device(sim.local_address(0, 0x400), 64, np.float32).tolist(),
                     info.value.location.pc))
     assert out[0] == out[1]

@@ -112,9 +112,9 @@ def test_masked_and_addressed_commands_are_not_replayed() -> None:
         assert replay(desc, sim.memory, 0) is None
 
 
-@pytest.mark.parametrize("pe", [0, 5])
-def test_core_replays_repeated_commands(pe: int) -> None:
-    """A kernel ringing the same descriptor many times: one plan per (descriptor, PE), same results."""
+def counting_kernel(read_back: bool = False) -> bytes:
+    """dst += 1 (64 f32) per iteration, one doorbell of the same descriptor each; with `read_back`,
+    the core loads dst[0] right after the doorbell (no fence) and prints it."""
     k = KernelIR()
     n = k.arg(0)
     k.command(D(Op.SIMD_BINARY, subop=SimdOp.ADD, dtype_out=DType.F32, dst=L + 0x400, src0=L + 0x400,
@@ -122,9 +122,18 @@ def test_core_replays_repeated_commands(pe: int) -> None:
     slot = k.allocas[-1].split(" = ")[0]
     k.emit(f"%dp = ptrtoint ptr {slot} to i64", "br label %l", "l:", "%i = phi i64 [1, %entry], [%i1, %l]")
     k.reg_write(isa.Reg.DOORBELL, "%dp")
+    if read_back:
+        k.emit(f"%v = load volatile i32, ptr inttoptr (i64 {L + 0x400} to ptr)", "%v64 = zext i32 %v to i64")
+        k.reg_write(isa.Reg.PRINT, "%v64")
     k.emit("%i1 = add i64 %i, 1", f"%c = icmp ult i64 %i1, {n}", "br i1 %c, label %l, label %e", "e:")
+    return k.compile()
+
+
+@pytest.mark.parametrize("pe", [0, 5])
+def test_core_replays_repeated_commands(pe: int) -> None:
+    """A kernel ringing the same descriptor many times: one plan per (descriptor, PE), same results."""
     sim = Simulator("mtia-2i", dram_arena_bytes=4 << 20)
-    img = sim.load_image(k.compile(), entry="kernel")
+    img = sim.load_image(counting_kernel(), entry="kernel")
     ones = np.ones(64, np.float32)
     sim.write(sim.local_address(pe, 0), ones)
     sim.write(sim.local_address(pe, 0x400), np.zeros(64, np.float32))
