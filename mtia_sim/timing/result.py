@@ -92,7 +92,7 @@ class TimingResult:
 
     machine: MachineDescription
     kernel_cycles: float  # makespan of all programs
-    launch_cycles: float  # launch overhead (0 with launch_overhead=False)
+    launch_cycles: float  # launch overhead (0 with launch_overhead=False) + resident SRAM placement (D22)
     events_processed: int = 0  # timing-model events (for measuring the model's own speed)
     sram_cache: CacheStats | None = None  # what the SRAM cache did
 
