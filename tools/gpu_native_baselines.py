@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import sys
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kegen.eval.loader import load_problem
+from kegen.suites import find_suite
+
 ROOT = Path(__file__).resolve().parent.parent
-SUITE = ROOT / "kegen" / "suites" / "production"
 
 
 @contextlib.contextmanager
@@ -37,19 +37,11 @@ def native_float() -> Iterator[None]:
     def keep(self: torch.Tensor, *a: Any, **k: Any) -> torch.Tensor:
         return self if self.dtype in (torch.float16, torch.bfloat16) else orig(self, *a, **k)
 
-    torch.Tensor.float = keep  # type: ignore[method-assign]
+    torch.Tensor.float = keep  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         torch.Tensor.float = orig  # type: ignore[method-assign]
-
-
-def load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"prob_{name}", SUITE / name / "problem.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def bench(fn: Any, inputs: list[Any]) -> float:
@@ -67,19 +59,19 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no GPU: this tool times CUDA baselines", file=sys.stderr)
         return 2
-    suite = tomllib.loads((SUITE / "suite.toml").read_text())["problem"]
+    suite = find_suite("production").problems
     classes = set(args.classes.split(","))
     only = set(filter(None, args.only.split(",")))
     rows = []
     for p in suite:
-        if (only and p["name"] not in only) or (not only and p["op_class"] not in classes):
+        if (only and p.name not in only) or (not only and p.op_class not in classes):
             continue
-        mod = load(p["name"])
+        prob = load_problem(p.problem_path)
         with torch.device("cuda"):
             torch.manual_seed(0)
-            model = mod.Model(*mod.get_init_inputs()).cuda()
-            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
-        row: dict[str, Any] = {"problem": p["name"], "op_class": p["op_class"], "dtype": p["dtype"]}
+            model = prob.model_cls(*prob.get_init_inputs()).cuda()
+            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()]
+        row: dict[str, Any] = {"problem": p.name, "op_class": p.op_class, "dtype": p.dtype}
         try:
             row["upcast_eager_s"] = bench(model, inputs)
             with native_float():
