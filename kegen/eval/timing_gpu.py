@@ -5,6 +5,7 @@ a device-synchronised wall-clock check that catches work escaping the timed stre
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -24,6 +25,12 @@ MAX_REPS = 1000
 MIN_REPS = 10
 HOST_BOUND_S = 0.5e-3  # host time per forward beyond this is not launch overhead
 SPIN_HZ = 2.0e9  # GPU clock assumed for the spin kernel: a slower clock only spins longer
+
+
+def _spin_cycles(host_s: float) -> int:
+    """Cycles of the spin kernel queued before a timed call: covers twice the host's time to launch
+    the forward (+50 us), at most 50 ms, so the events time the GPU work, not the launch."""
+    return int(min(2 * host_s + 50e-6, 0.05) * SPIN_HZ)
 
 
 def _flush_buffer() -> torch.Tensor:
@@ -57,7 +64,7 @@ def measure(call: Callable[[list[Any]], Any], input_sets: list[list[Any]], confi
             break
     est_s = max((_perf_counter() - t0) / n_warm, 1e-7)
     reps = int(min(MAX_REPS, max(MIN_REPS, config.rep_ms * 1e-3 / est_s)))
-    spin_cycles = int(min(2 * host_s + 50e-6, 0.05) * SPIN_HZ)
+    spin_cycles = _spin_cycles(host_s)
     hidden, out = _timed_pass(call, input_sets, flush, reps, spin_cycles)
     inclusive, out = _timed_pass(call, input_sets, flush, reps, 0)
     stats = TimingStats.from_samples(
@@ -113,7 +120,7 @@ def time_calls(
         guarded(forward, sets[0])
         host_s = max(0.0, returned[-1] - h0)
         _synchronize()
-    spin_cycles = int(min(2 * host_s + 50e-6, 0.05) * SPIN_HZ)
+    spin_cycles = _spin_cycles(host_s)
     samples: list[float] = []
     hosts: list[float] = []
     outs: list[Any] = []
@@ -124,7 +131,7 @@ def time_calls(
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         start.record()
         h0 = _perf_counter()
-        outs.append(guarded(lambda *xs, _e=end: forward(*xs, _end=_e), inputs))
+        outs.append(guarded(functools.partial(forward, _end=end), inputs))
         hosts.append(max(0.0, returned[-1] - h0))
         _synchronize()
         samples.append(start.elapsed_time(end) * 1e-3)
