@@ -140,7 +140,6 @@ class SramCache:
         self._stamps = np.zeros(0, dtype=np.int32)  # per DRAM line: last use (> 0), -fill id, 0 absent
         self._clock = 0
         self._resident = 0
-        self._placed = 0  # lines the last `_access` placed at once (resident mode)
 
     def route(self, ev: CommandEvent, fill_id: int) -> Routed | None:
         """Split a command's DRAM bytes into SRAM hits and DRAM misses; None when nothing changes.
@@ -158,8 +157,7 @@ class SramCache:
         st = self.stats
         if dram_r:
             spans = [s for s in ev.spans if not s.write and s.level == MemLevel.DRAM]
-            hit_b = dram_r * self._access(spans, fill_id, routed)
-            st.placed_read_lines += self._placed
+            hit_b = dram_r * self._access(spans, fill_id, routed, write=False)
             read[MemLevel.DRAM] = dram_r - hit_b
             read[MemLevel.SRAM] = read.get(MemLevel.SRAM, 0.0) + hit_b
             st.read_hit_bytes += hit_b
@@ -167,8 +165,7 @@ class SramCache:
             routed.sram_fill += dram_r - hit_b
         if dram_w:
             spans = [s for s in ev.spans if s.write and s.level == MemLevel.DRAM]
-            kept = dram_w * self._access(spans, fill_id, routed)
-            st.placed_write_lines += self._placed
+            kept = dram_w * self._access(spans, fill_id, routed, write=True)
             st.write_bytes += dram_w
             if self.mode == "resident":  # the tensor lives in the SRAM: no DRAM write while it fits
                 written[MemLevel.DRAM] = dram_w - kept
@@ -216,11 +213,10 @@ class SramCache:
             self._stamps = grown
         return piece
 
-    def _access(self, spans: list[MemSpan], fill_id: int, routed: Routed) -> float:
+    def _access(self, spans: list[MemSpan], fill_id: int, routed: Routed, *, write: bool) -> float:
         """Look the spans' lines up; returns the fraction served by the SRAM (hits, and misses merged
         with a fill in flight, which `routed.waits` records). Hits become most recently used; missed
         lines are claimed for this command's fill (resident mode: placed at once while they fit)."""
-        self._placed = 0
         if not spans:
             return 0.0
         piece = self._piece(spans)
@@ -238,7 +234,11 @@ class SramCache:
             routed.waits.update((-np.unique(stamps[pending])).tolist())
         placed = self.mode == "resident" and self._resident + n_new <= self.capacity
         value = self._clock if placed else -fill_id
-        self._placed = n_new if placed else 0
+        if placed:  # resident mode: read lines were copied in, written ones are written back
+            if write:
+                self.stats.placed_write_lines += n_new
+            else:
+                self.stats.placed_read_lines += n_new
         if isinstance(piece, slice):  # stamps is a view: write through it
             stamps[present] = self._clock
             stamps[absent] = value
