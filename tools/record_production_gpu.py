@@ -245,25 +245,24 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
-def _reference_upcasts(name: str) -> bool:
+def _reference_upcasts(problem_path: Path | None) -> bool:
     """True when the problem's reference computes a low-precision GEMM/conv in float32 (`.float()`
     on its operands): then its eager/compile times on a GPU are an fp32 computation."""
-    path = ROOT / "kegen" / "suites" / "production" / name / "problem.py"
     try:
-        src = path.read_text()
+        src = problem_path.read_text() if problem_path is not None else ""
     except OSError:
         return False
     return ".float()" in src and any(op in src for op in ("matmul", "conv", "linear", "bmm", " @ "))
 
 
-def summarize(name: str, rec: dict[str, Any]) -> dict[str, Any]:
+def summarize(name: str, rec: dict[str, Any], problem_path: Path | None = None) -> dict[str, Any]:
     """One row of the summary table from a problem's record."""
     seed, search = rec.get("seed") or {}, rec.get("search") or {}
     best_s = search.get("best_s") or (seed.get("seed_s") if seed.get("status") == "ok" else None)
     walls = [*(seed.get("warm_eval_wall_s") or []), *(search.get("eval_wall_s") or [])[1:]]
     return {
         "problem": name,
-        "reference_upcasts": _reference_upcasts(name),
+        "reference_upcasts": _reference_upcasts(problem_path),
         "status": seed.get("status"),
         "eager_s": seed.get("eager_s"),
         "compile_s": seed.get("compile_s"),
@@ -290,15 +289,16 @@ def geomean(values: list[float | None]) -> float | None:
 
 
 def write_summary(
-    out: Path, name: str, env: dict[str, Any], per_problem: Path, order: list[str]
+    out: Path, name: str, env: dict[str, Any], per_problem: Path, order: dict[str, Path]
 ) -> dict[str, Any]:
-    """`<out>/<name>.json` and `.md` from every per-problem record there (this run's or earlier ones')."""
+    """`<out>/<name>.json` and `.md` from every per-problem record there (this run's or earlier ones');
+    `order` maps the suite's problem names, in order, to their problem files."""
     recs = {p.stem: json.loads(p.read_text()) for p in sorted(per_problem.glob("*.json"))}
     recorded = [r["environment"] for r in recs.values() if isinstance(r.get("environment"), dict)]
     if recorded:  # the machine the records were taken on (--summary-only runs anywhere)
         env = max(recorded, key=lambda e: str(e.get("recorded_utc", "")))
     names = [n for n in order if n in recs] + sorted(n for n in recs if n not in order)
-    rows = [summarize(n, recs[n]) for n in names]
+    rows = [summarize(n, recs[n], order.get(n)) for n in names]
     totals = {
         "problems": len(rows),
         "ok": sum(1 for r in rows if r["status"] == "ok"),
@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{p.name} {phase}: {rec[phase].get('status', 'done')} in {time.monotonic() - t0:.1f} s",
             flush=True,
         )
-    data = write_summary(out, name, env, per_problem, [p.name for p in suite.problems])
+    data = write_summary(out, name, env, per_problem, {p.name: p.problem_path for p in suite.problems})
     print((out / f"{name}.md").read_text())
     if stopped:
         print(f"stopped: {stopped}; run again with --skip-done to continue")
