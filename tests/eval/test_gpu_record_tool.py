@@ -123,3 +123,31 @@ def test_problem_major_order_and_no_ncu_option(
     from kegen.search.fitness import load_evaluator
 
     assert load_evaluator(f"{tool.MODULE}:evaluate_without_ncu") is tool.evaluate_without_ncu
+
+
+def test_native_dtype_baselines_are_the_compile_baseline_when_faster(
+    tool: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    native = {"status": "ok", "upcast_eager_s": 60e-6, "native_eager_s": 30e-6, "native_compile_s": 20e-6}
+    row = tool.summarize("gemm", {"seed": SEED, "search": SEARCH, "native": native})
+    assert row["compile_s"] == pytest.approx(20e-6) and row["eager_s"] == pytest.approx(30e-6)
+    assert row["best_over_compile"] == pytest.approx(20 / 25) and row["upcast_compile_s"] == 50e-6
+    slower = {**native, "native_compile_s": 90e-6}  # the faster of the two is the baseline
+    assert tool.summarize("gemm", {"seed": SEED, "native": slower})["compile_s"] == pytest.approx(50e-6)
+    failed = {"status": "error", "message": "x"}
+    assert tool.summarize("gemm", {"seed": SEED, "native": failed})["compile_s"] == pytest.approx(50e-6)
+
+    calls: list[tuple[str, str]] = []
+    monkeypatch.setattr(tool, "seed_phase", lambda p, a: calls.append((p.name, "seed")) or dict(SEED))
+    monkeypatch.setattr(tool, "native_phase", lambda p, a: calls.append((p.name, "native")) or dict(native))
+    monkeypatch.setattr(tool, "search_phase", lambda p, a: calls.append((p.name, "search")) or dict(SEARCH))
+    args = ["--only", "gemm_fp16_512,softmax_fp32", "--out", str(tmp_path), "--skip-done", "--budget", "4"]
+    assert tool.main(args) == 0
+    # gemm's reference upcasts (`.float()`): timed natively; softmax's is fp32 already: not
+    assert [c for c in calls if c[1] == "native"] == [("gemm_fp16_512", "native")]
+    n = len(calls)
+    assert tool.main(args) == 0 and len(calls) == n  # recorded: not timed again
+    assert tool.main([*args, "--target", "cpu"]) == 0
+    assert not [c for c in calls[n:] if c[1] == "native"]  # GPU targets only
+    md = (tmp_path / "production_nvidia.md").read_text()
+    assert "native dtype for gemm_fp16_512" in md and "| gemm_fp16_512 | ok | 30.0 | 20.0 |" in md

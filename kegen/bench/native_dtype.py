@@ -1,0 +1,66 @@
+"""A problem's PyTorch reference timed in the native dtype of its operands (GPU baselines).
+
+Production problems' references upcast fp16/bf16 operands to float32 (`x.float()`) so that the
+reference is exact and fast on a CPU host (fp16 GEMMs on CPUs are ~40x slower than fp32). On a GPU
+that turns the eager and torch.compile baselines into fp32 computations no production model runs.
+`native_baselines` times the reference with `Tensor.float` made the identity for fp16/bf16 tensors
+(operands stay in their dtype; cuBLAS/cuDNN accumulate in fp32), eager and under torch.compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def reference_upcasts(problem_path: Path | None) -> bool:
+    """True when the problem file calls `.float()` (its reference may upcast its operands)."""
+    try:
+        return problem_path is not None and ".float()" in problem_path.read_text()
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def native_float() -> Iterator[None]:
+    """Within: `t.float()` returns `t` itself for fp16/bf16 tensors (a production model's dtype)."""
+    orig = torch.Tensor.float
+
+    def keep(self: torch.Tensor, *a: Any, **k: Any) -> torch.Tensor:
+        return self if self.dtype in (torch.float16, torch.bfloat16) else orig(self, *a, **k)
+
+    torch.Tensor.float = keep  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        torch.Tensor.float = orig  # type: ignore[method-assign]
+
+
+def _bench(fn: Any, inputs: list[Any]) -> float:
+    from triton.testing import do_bench  # L2 flushed between calls; median of the samples
+
+    return float(do_bench(lambda: fn(*inputs), warmup=25, rep=200, return_mode="median")) * 1e-3
+
+
+def native_baselines(problem_path: Path, device: str = "cuda") -> dict[str, Any]:
+    """Seconds per call of the reference as written (`upcast_eager_s`) and, in the native dtype,
+    eager (`native_eager_s`) and torch.compile (`native_compile_s`), on `device`."""
+    from kegen.eval.loader import load_problem
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("native-dtype baselines time CUDA kernels: no GPU is visible")
+    prob = load_problem(problem_path)
+    with torch.device(device):
+        torch.manual_seed(0)
+        model = prob.model_cls(*prob.get_init_inputs()).to(device)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()]
+    out: dict[str, Any] = {"upcast_eager_s": _bench(model, inputs)}
+    with native_float():
+        out["native_eager_s"] = _bench(model, inputs)
+        torch._dynamo.reset()
+        out["native_compile_s"] = _bench(torch.compile(model), inputs)
+    return out
