@@ -67,16 +67,34 @@ def enable() -> None:
 
     if not MtiaDriver.is_active():
         raise RuntimeError("kegen.inductor needs a machine without a CUDA/ROCm GPU (the mtia driver is off)")
-    from torch._inductor.runtime.benchmarking import register_benchmarker
-
-    from kegen.inductor.backend.driver import simulated_cpu_benchmark
-
     register_backend()
     helpers.install()
-    register_benchmarker("cpu", simulated_cpu_benchmark, override=True)
+    install_benchmarker()
     _hook_compiled_modules()
     for key, value in INDUCTOR_CONFIG.items():
         setattr(inductor_config, key, value)
+
+
+def install_benchmarker() -> None:
+    """Inductor's autotuning times CPU-device choices by their simulated time
+    (`simulated_cpu_benchmark`): through the benchmarker registry where torch has it (>= 2.12),
+    else by replacing `Benchmarker.benchmark_cpu`, the CPU path of older releases."""
+    from torch._inductor.runtime import benchmarking
+
+    from kegen.inductor.backend.driver import simulated_cpu_benchmark
+
+    register = getattr(benchmarking, "register_benchmarker", None)
+    if register is not None:
+        register("cpu", simulated_cpu_benchmark, override=True)
+    else:
+        benchmarking.Benchmarker.benchmark_cpu = _benchmark_cpu  # type: ignore[method-assign,assignment]
+
+
+def _benchmark_cpu(self: Any, fn: Callable[[], Any], warmup: int = 0, rep: int = 0, **kw: Any) -> float:
+    """`Benchmarker.benchmark_cpu`'s signature (warmup/rep may come positionally) over the simulator."""
+    from kegen.inductor.backend.driver import simulated_cpu_benchmark
+
+    return simulated_cpu_benchmark(self, fn, warmup=warmup, rep=rep, **kw)
 
 
 def restore_default_driver() -> None:
@@ -166,7 +184,7 @@ def _hook_compiled_modules() -> None:
             module.extern_kernels = DeviceExternKernels(host)
         return module
 
-    GraphLowering.compile_to_module = compile_to_module  # type: ignore[method-assign]
+    GraphLowering.compile_to_module = compile_to_module  # type: ignore[method-assign,assignment]
     _hooked = True
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 import torch.nn as nn
@@ -61,3 +63,32 @@ def test_host_ops_names_library_calls_but_not_comments_or_lowered_gemms() -> Non
     """
     assert host_ops(code) == ["torch.ops.aten.linalg_inv_ex.default"]
     assert "extern_kernels.mm" in host_ops(code, lowered=False)
+
+
+def test_simulated_benchmarker_installed_with_or_without_the_registry(monkeypatch: Any) -> None:
+    """torch >= 2.12 has `register_benchmarker`; older releases (the GPU machine's 2.11) only
+    `Benchmarker.benchmark_cpu`: either way Inductor's CPU autotuning is timed on the simulator."""
+    from torch._inductor.runtime import benchmarking
+
+    from kegen.inductor.backend.driver import simulated_cpu_benchmark
+    from kegen.inductor.routing import install_benchmarker
+
+    registered: dict[str, Any] = {}
+    monkeypatch.setattr(
+        benchmarking,
+        "register_benchmarker",
+        lambda dev, fn, override=False: registered.update({dev: fn}),
+        raising=False,
+    )
+    install_benchmarker()
+    assert registered == {"cpu": simulated_cpu_benchmark}
+    monkeypatch.delattr(benchmarking, "register_benchmarker")
+    monkeypatch.setattr(benchmarking.Benchmarker, "benchmark_cpu", lambda *a, **k: "wall clock")
+    install_benchmarker()
+    bench = benchmarking.Benchmarker()
+    calls: list[int] = []
+    monkeypatch.setattr(
+        "kegen.inductor.backend.driver.simulated_cpu_benchmark",
+        lambda _s, fn, **kw: calls.append(kw["rep"]) or 1.5,
+    )
+    assert bench.benchmark_cpu(lambda: None, 5, 7) == 1.5 and calls == [7]  # positional warmup, rep
