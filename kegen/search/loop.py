@@ -381,6 +381,7 @@ class SearchDriver:
                 continue
             node = self.store.node(art["node_id"])
             proposal = Proposal(node.code, node.description, node.operator, meta=json.loads(art["content"]))
+            self.operator.restore(proposal)
             if not node.evaluated:
                 pending[node.id] = proposal
             elif node.parent_id is not None:

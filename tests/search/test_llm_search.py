@@ -131,3 +131,24 @@ def test_evaluations_are_recorded_while_a_proposal_is_still_in_flight(tmp_path, 
     assert first.verdict == "ok" and first.evaluated_at is not None
     # evaluated_at is wall-clock time; the spans are monotonic: compare through the run's own clock
     assert time.time() - first.evaluated_at > time.monotonic() - slow_end + 1.0
+
+
+def test_the_fallback_is_restored_on_resume(tmp_path, store) -> None:
+    """A resumed run does not ask the model that failed again; its streak of unusable replies carries over,
+    and another endpoint is asked afresh."""
+    with FakeLLM(default=("reply", "I cannot help with that.")) as fake:
+        op = _llm(fake.url, fallback_after=2)
+        first = run_search(_config(tmp_path, budget=1, operator=op), store)  # one unusable reply
+        resumed = run_search(_config(tmp_path, budget=3, operator=op, resume=first.run_id), store)
+        assert len(fake.requests) == 2  # the streak carried over: the second reply made it fall back
+        again = run_search(_config(tmp_path, budget=5, operator=op, resume=first.run_id), store)
+        assert len(fake.requests) == 2, "the resumed run asked the failing model again"
+    assert resumed.run_id == again.run_id == first.run_id and again.evaluations == 5
+    ops = [n.operator for n in store.nodes(first.run_id)[1:]]
+    assert ops == ["llm", "llm", "offline", "offline", "offline"]
+    with FakeLLM(default=("reply", "Still no code.")) as other:
+        run_search(
+            _config(tmp_path, budget=6, operator=_llm(other.url, fallback_after=2), resume=first.run_id),
+            store,
+        )
+    assert len(other.requests) == 1 and store.nodes(first.run_id)[-1].operator == "llm"

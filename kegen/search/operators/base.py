@@ -62,6 +62,10 @@ class Operator(ABC):
     def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:  # noqa: B027
         """Feedback after the child was evaluated (optional)."""
 
+    def restore(self, proposal: Proposal) -> None:  # noqa: B027
+        """A child an earlier session of this run wrote, replayed in node order on `--resume` before any
+        `observe` of it: state the operator keeps across children (e.g. the LLM fallback) comes back."""
+
     def set_deadline(self, deadline: float | None) -> None:  # noqa: B027
         """The search's end (a `time.monotonic()` value): no proposal may outlive it (optional)."""
 

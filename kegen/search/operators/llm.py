@@ -7,7 +7,9 @@ the server) minus the reply budget; a 400 naming the window teaches the operator
 the prompt is fitted again once. Every outcome is read by `llm_replies.read_reply` and recorded
 with the call (finish reason, reply kind, tokens, estimated or not). After `fallback_after`
 unusable replies in a row, or an unreachable endpoint, the offline operator writes the remaining
-children (recorded in the proposals' meta). Proposals may run in several threads at once.
+children (recorded in the proposals' meta with the endpoint and models that failed; `restore` brings
+the streak and the fallback back on `--resume` while they are unchanged). Proposals may run in
+several threads at once.
 Several models may be configured: a UCB1 bandit picks one per step, rewarded by the child's gain.
 """
 
@@ -103,11 +105,31 @@ class LLMOperator(Operator):
     def cancel(self) -> None:
         self.client.cancel()
 
+    def restore(self, proposal: Proposal) -> None:
+        """Replay a child of an earlier session (`--resume`): the streak of unusable replies, and the
+        fallback when it happened with the endpoint and models configured now (another endpoint or
+        model list is asked again)."""
+        if proposal.operator != self.name:
+            return
+        meta = proposal.meta
+        with self._lock:
+            kind = meta.get("reply_kind")
+            if kind == USABLE:
+                self.unusable_in_a_row = 0
+            elif kind and kind != "cancelled":
+                self.unusable_in_a_row += 1
+            reason = meta.get("llm_fallback")
+            same = meta.get("llm_endpoint", self.config.base_url) == self.config.base_url and sorted(
+                meta.get("llm_models", self.config.models)
+            ) == sorted(self.config.models)
+            if reason and same and self.config.fallback_after and self.fallback_reason is None:
+                self.fallback_reason = f"{reason} (in an earlier session of this run)"
+
     def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:
         if proposal.operator != self.name:
-            if self._offline is not None:
+            if self._offline is not None or self.fallback_reason is not None:
                 with self._offline_lock:
-                    self._offline.observe(proposal, parent_fitness, fitness)
+                    self._offline_operator().observe(proposal, parent_fitness, fitness)
             return
         model = proposal.meta.get("model")
         if model:
@@ -239,14 +261,20 @@ class LLMOperator(Operator):
             if reason is not None and self.fallback_reason is None:
                 self.fallback_reason = reason
                 proposal.meta["llm_fallback"] = reason
+                proposal.meta["llm_endpoint"] = self.config.base_url
+                proposal.meta["llm_models"] = list(self.config.models)
 
-    def _offline_proposal(self, ctx: OperatorContext) -> Proposal:
+    def _offline_operator(self) -> Operator:
+        """The offline operator that writes children after the fallback (made once; hold _offline_lock)."""
         from kegen.search.operators.offline import OfflineOperator
 
+        if self._offline is None:
+            self._offline = OfflineOperator(self.config, seed=self.seed)
+        return self._offline
+
+    def _offline_proposal(self, ctx: OperatorContext) -> Proposal:
         with self._offline_lock:
-            if self._offline is None:
-                self._offline = OfflineOperator(self.config, seed=self.seed)
-            p = self._offline.propose(ctx)
+            p = self._offline_operator().propose(ctx)
         p.meta["fallback"] = True
         p.description = f"[offline fallback] {p.description}"
         return p
