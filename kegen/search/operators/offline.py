@@ -23,6 +23,7 @@ from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
+from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
@@ -52,6 +53,7 @@ class OfflineOperator(Operator):
         launch = ctx.problem.target == "mtia"
         try:
             recipes = recipe_mutations(ctx.parent_code, ctx.problem.platform)
+            recipes += row_mutations(ctx.parent_code)
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)

@@ -4,6 +4,8 @@
   grid follows) and the mtia backend's launch options (every `MtiaOptions.search_space()` option).
 - `recipes`: algorithmic rewrites from the knowledge base (two-pass → online softmax, one block
   per row, grouped tile order for matmul).
+- `rows`: one block per row for any row kernel whose chunked passes fit one block (`loads` then
+  reads each repeated load once).
 """
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
