@@ -11,13 +11,14 @@ Each chat request takes the next step of the script (then `default`):
 
 A request whose prompt (3 characters a token, denser than kegen's estimate) plus `max_tokens`
 exceeds `n_ctx` gets llama-cpp-python's 400 without taking a step. `props`/`models` choose whether
-`/props` and `/v1/models` say the window. The server records requests, the most requests served at
+`/props` and `/v1/models` say the window. `tls=(certfile, keyfile)` serves https. The server records requests, the most requests served at
 once, and how many streams it stopped because the client had left (`aborted`).
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +38,7 @@ class FakeLLM:
         n_ctx: int = 0,
         props: bool = False,
         models: bool = False,
+        tls: tuple[str, str] | None = None,
     ) -> None:
         self.script = list(script or [])
         self.default = default
@@ -49,6 +51,10 @@ class FakeLLM:
         self._lock = threading.Lock()
         self.srv = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.srv.daemon_threads = True
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.srv.socket = context.wrap_socket(self.srv.socket, server_side=True)
 
     @property
     def url(self) -> str:

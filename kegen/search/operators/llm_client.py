@@ -12,6 +12,9 @@ The served context window is read from the server where it says it (`served_cont
 `/props` (`n_ctx`), `/v1/models` (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`). A 400 that
 names the window (llama.cpp, llama-cpp-python, vLLM and OpenAI all word it) is parsed by
 `context_overflow`.
+
+Proxies come from the environment as urllib reads them (`kegen.search.operators.llm_proxy`): an http
+endpoint through the proxy with absolute URIs, an https one through a CONNECT tunnel.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kegen.search.operators.budget import estimate_tokens
+from kegen.search.operators.llm_proxy import Proxy, proxy_for
 
 RETRYABLE_STATUS = (408, 409, 429, 500, 502, 503, 504)
 _OVERFLOW = (
@@ -94,9 +98,12 @@ def context_overflow(message: str) -> Overflow | None:
 
 
 class ChatClient:
-    """Streams chat completions from `base_url` (…/v1); thread-safe, one connection per call."""
+    """Streams chat completions from `base_url` (…/v1); thread-safe, one connection per call.
 
-    def __init__(self, base_url: str, api_key: str = "") -> None:
+    `proxy`: the HTTP proxy to go through; by default the environment's (`llm_proxy.proxy_for`).
+    """
+
+    def __init__(self, base_url: str, api_key: str = "", proxy: Proxy | None | str = "environment") -> None:
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(
@@ -104,7 +111,9 @@ class ChatClient:
             )
         self.scheme, self.host, self.port = parts.scheme, parts.hostname, parts.port
         self.path = parts.path
+        self.netloc = parts.netloc.rsplit("@", 1)[-1]
         self.api_key = api_key
+        self.proxy = proxy_for(self.scheme, self.host, self.port) if isinstance(proxy, str) else proxy
         self._live: set[http.client.HTTPConnection] = set()
         self._lock = threading.Lock()
         self._cancelled = threading.Event()
@@ -112,7 +121,13 @@ class ChatClient:
     # ---- connections --------------------------------------------------------------------------
     def _connect(self, timeout: float) -> http.client.HTTPConnection:
         cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-        conn = cls(self.host, self.port, timeout=max(timeout, 0.01))
+        timeout = max(timeout, 0.01)
+        if self.proxy is None:
+            conn = cls(self.host, self.port, timeout=timeout)
+        else:
+            conn = cls(self.proxy.host, self.proxy.port, timeout=timeout)
+            if self.scheme == "https":  # CONNECT, then TLS with the server through the tunnel
+                conn.set_tunnel(self.host, self.port, headers=self.proxy.headers())
         with self._lock:
             self._live.add(conn)
         return conn
@@ -143,14 +158,53 @@ class ChatClient:
         h = {"Content-Type": "application/json", "Accept": "text/event-stream, application/json"}
         if self.api_key:
             h["Authorization"] = f"Bearer {self.api_key}"
+        if self.proxy is not None and self.scheme == "http":
+            h.update(self.proxy.headers())
         return h
+
+    def _target(self, path: str) -> str:
+        """The request target: the absolute URI through an http proxy, else the path."""
+        if self.proxy is not None and self.scheme == "http":
+            return f"http://{self.netloc}{path}"
+        return path
+
+    def _failure(self, exc: Exception) -> tuple[str, int | None, str]:
+        """(status, HTTP status, message) of a connection failure, naming the proxy when one was used."""
+        msg = f"{type(exc).__name__}: {exc}"
+        if self.proxy is None:
+            return "connection_error", None, msg
+        p = self.proxy
+        tunnel = re.match(r"Tunnel connection failed: (\d+)\s*(.*)", str(exc))
+        if tunnel:
+            code = int(tunnel.group(1))
+            hint = (
+                f"check the credentials in {p.source} (http://user:password@host:port)"
+                if code == 407
+                else f"check that the proxy may reach {self.netloc}, or list {self.host} in NO_PROXY"
+            )
+            return (
+                "http_error",
+                code,
+                (
+                    f"HTTP {code}: the proxy {p.url} (from {p.source}) refused to open a tunnel (CONNECT) to"
+                    f" {self.netloc}: {code} {tunnel.group(2).strip()} — {hint}"
+                ),
+            )
+        return (
+            "connection_error",
+            None,
+            (
+                f"{msg} (through the proxy {p.url} from {p.source}: check that it runs and is reachable,"
+                f" or list {self.host} in NO_PROXY / set KEGEN_LLM_PROXY=direct)"
+            ),
+        )
 
     # ---- the served context -------------------------------------------------------------------
     def get_json(self, path: str, timeout: float = 5.0) -> Any:
         """GET `path` (absolute on the server) as JSON; None on any failure."""
         conn = self._connect(timeout)
         try:
-            conn.request("GET", path, headers=self._headers())
+            conn.request("GET", self._target(path), headers=self._headers())
             resp = conn.getresponse()
             body = resp.read()
             return json.loads(body) if resp.status == 200 else None
@@ -207,14 +261,19 @@ class ChatClient:
             return ChatResult("cancelled", error="the search stopped before the call was made")
         conn = self._connect(deadline - start)
         try:
-            conn.request("POST", self.path + "/chat/completions", body=body, headers=self._headers())
+            conn.request(
+                "POST", self._target(self.path + "/chat/completions"), body=body, headers=self._headers()
+            )
             _set_timeout(conn, deadline)
             resp = conn.getresponse()
             if resp.status != 200:
                 text = resp.read().decode(errors="replace")
+                via = ""
+                if self.proxy is not None and resp.status == 407:
+                    via = f" (the proxy {self.proxy.url} wants credentials: check {self.proxy.source})"
                 out = acc.result(
                     "http_error", start, prompt_chars, http_status=resp.status,
-                    error=f"HTTP {resp.status}: {_error_message(text)}",
+                    error=f"HTTP {resp.status}: {_error_message(text)}{via}",
                 )  # fmt: skip
                 try:
                     out.retry_after = float(resp.getheader("Retry-After") or "")
@@ -245,7 +304,8 @@ class ChatClient:
         except (OSError, http.client.HTTPException) as exc:
             if self.cancelled:
                 return acc.result("cancelled", start, prompt_chars, error="cancelled: the search stopped")
-            return acc.result("connection_error", start, prompt_chars, error=f"{type(exc).__name__}: {exc}")
+            status, code, message = self._failure(exc)
+            return acc.result(status, start, prompt_chars, http_status=code, error=message)
         finally:
             self._release(conn)
 
