@@ -108,7 +108,7 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 fake.max_active = max(fake.max_active, fake.active)
             try:
                 self._chat(body)
-            except (BrokenPipeError, ConnectionResetError):
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):  # the client left
                 with fake._lock:
                     fake.aborted += 1
             finally:

@@ -8,6 +8,7 @@ import base64
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -156,3 +157,18 @@ def test_unusable_proxy_settings_are_named() -> None:
         parse_proxy("http://:3128", "HTTP_PROXY")
     p = parse_proxy("proxy.corp:8080", "HTTP_PROXY")
     assert (p.host, p.port, p.authorization) == ("proxy.corp", 8080, None)
+
+
+def test_cancel_closes_a_tunnelled_stream(monkeypatch, cert) -> None:
+    with FakeLLM([("hang", 30.0)], tls=cert) as fake, FakeProxy(("127.0.0.1", _port(fake))) as proxy:
+        monkeypatch.setenv("SSL_CERT_FILE", cert[0])
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        client = ChatClient(f"https://{HOST}:{_port(fake)}/v1")
+        threading.Timer(0.5, client.cancel).start()
+        t0 = time.monotonic()
+        r = _call(client)
+        assert r.status == "cancelled" and time.monotonic() - t0 < 3.0 and r.text.startswith("thinking")
+        end = time.monotonic() + 5
+        while not fake.aborted and time.monotonic() < end:  # the server stops generating
+            time.sleep(0.05)
+        assert fake.aborted == 1
