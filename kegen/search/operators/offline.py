@@ -24,6 +24,7 @@ from kegen.search.operators.mutations import Mutation, MutationError, knob_mutat
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
+from kegen.search.operators.mutations.vectorize import vectorize_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
@@ -58,6 +59,7 @@ class OfflineOperator(Operator):
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
             plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
+            plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
         except SyntaxError:
             return []
         # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
