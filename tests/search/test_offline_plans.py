@@ -18,8 +18,9 @@ PRODUCTION = Path(__file__).parents[2] / "kegen" / "suites" / "production"
 GEMM = (PRODUCTION / "gemm_fp16_2048" / "seed.py").read_text()  # 64x64x32 tiles
 
 
-def _profile(kernel: str, programs: int, pes: int = 64) -> Profile:
-    launch = LaunchStat(kernel=kernel, grid=[programs, 1, 1], time_s=1e-4, programs=programs, pes_total=pes)
+def _profile(kernel: str, programs: int, pes: int = 64, grid: list[int] | None = None) -> Profile:
+    grid = grid or [programs, 1, 1]
+    launch = LaunchStat(kernel=kernel, grid=grid, time_s=1e-4, programs=programs, pes_total=pes)
     return Profile(target="mtia", device="mtia-2i", launches=[launch])
 
 
@@ -44,7 +45,7 @@ def _values(src: str) -> dict[str, int]:
 
 
 def test_gemm_plan_sets_tile_reduction_block_and_launch_options() -> None:
-    all_muts = plan_mutations(GEMM, _profile("matmul_kernel", 1024))
+    all_muts = plan_mutations(GEMM, _profile("matmul_kernel", 1024, grid=[32, 32, 1]))
     muts = {m.name.split("=")[0]: m for m in all_muts if "cache" not in m.name}
     assert {"fill", "plan256", "plan128"} <= set(muts)
     cache = next(m for m in all_muts if m.name.startswith("plan256") and "'cache'" in m.name)
@@ -72,10 +73,10 @@ def test_no_plan_without_a_measured_launch_of_the_kernel() -> None:
 
 
 def test_a_finished_plan_is_not_proposed_again() -> None:
-    muts = plan_mutations(GEMM, _profile("matmul_kernel", 1024))
+    muts = plan_mutations(GEMM, _profile("matmul_kernel", 1024, grid=[32, 32, 1]))
     plan = next(m for m in muts if m.name.startswith("plan256") and "resident" in m.name)
     done = plan.apply(GEMM)
-    again = [m.name for m in plan_mutations(done, _profile("matmul_kernel", 64))]
+    again = [m.name for m in plan_mutations(done, _profile("matmul_kernel", 64, grid=[8, 8, 1]))]
     assert not any("resident" in n for n in again) and not any(n.startswith("fill") for n in again)
 
 
@@ -95,7 +96,7 @@ def test_the_operator_proposes_the_plan_first_for_a_memory_bound_gemm() -> None:
         failure=None,
         attempts=[],
         knowledge=[],
-        profile=_profile("matmul_kernel", 1024),
+        profile=_profile("matmul_kernel", 1024, grid=[32, 32, 1]),
     )
     first = OfflineOperator(OperatorConfig(), seed=0).propose(ctx)
     assert first.meta["family"] == "plan" and first.code is not None
