@@ -3,11 +3,14 @@
 Each chat request takes the next step of the script (then `default`):
 
 - `("reply", text, {options})`: options `finish` ("stop"), `usage` (True: a final usage chunk when
-  the client asks for it), `wait` (seconds before the first chunk), `delay` (seconds between chunks);
+  the client asks for it), `timings` (llama.cpp's native counts on the last chunk, as llama-server's
+  tools/server/server-task.cpp writes them), `wait` (seconds before the first chunk), `delay`
+  (seconds between chunks);
 - `("echo",)`: the reply is the request's system and user messages, verbatim;
 - `("length", text)`: `text` then finish reason "length";
 - `("status", code, message)`: an error body with that HTTP status;
-- `("hang", seconds)`: headers, then one chunk every 0.05 s for `seconds` (a slow model).
+- `("hang", seconds)`: headers, then one chunk every 0.05 s for `seconds` (a slow model);
+- `("raw", sse_bytes)`: a recorded stream (e.g. a real server's), sent as it is.
 
 A request whose prompt (3 characters a token, denser than kegen's estimate) plus `max_tokens`
 exceeds `n_ctx` gets llama-cpp-python's 400 without taking a step. `props`/`models` choose whether
@@ -138,6 +141,11 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if kind == "status":
                 self._json(rest[0], {"error": {"message": rest[1] if len(rest) > 1 else "error"}})
                 return
+            if kind == "raw":
+                self._start_stream()
+                self._chunk(rest[0])
+                self._chunk(b"")
+                return
             opts: dict[str, Any] = rest[1] if len(rest) > 1 else {}
             finish, delay = opts.get("finish", "stop"), opts.get("delay", 0.0)
             if kind == "echo":
@@ -149,31 +157,37 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
             else:
                 text = rest[0]
             time.sleep(opts.get("wait", 0.0))  # reading the prompt
-            self._stream(body, text, finish, delay, prompt_tokens, opts.get("usage", True))
+            self._stream(body, text, finish, delay, prompt_tokens, opts)
 
         def _stream(
-            self, body: dict[str, Any], text: str, finish: str, delay: float, prompt_tokens: int, usage: bool
+            self, body: dict[str, Any], text: str, finish: str, delay: float, prompt_tokens: int, opts: dict
         ) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
+            self._start_stream()
             pieces = [text[i : i + 16] for i in range(0, len(text), 16)]
             for piece in pieces:
                 if delay:
                     time.sleep(delay)
                 self._event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
-            self._event({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-            if usage and (body.get("stream_options") or {}).get("include_usage"):
-                n = len(pieces)
-                self._event(
-                    {
-                        "choices": [],
-                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": n},
-                    }
-                )
+            n = len(pieces)
+            last: list[dict[str, Any]] = [{"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}]
+            if opts.get("usage", True) and (body.get("stream_options") or {}).get("include_usage"):
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": n}
+                last.append({"choices": [], "usage": usage})
+            if opts.get("timings"):  # llama-server: prompt_n counts the prompt tokens not served from cache
+                cached = min(2, prompt_tokens)
+                timings = {"cache_n": cached, "prompt_n": prompt_tokens - cached, "prompt_ms": 10.0,
+                           "predicted_n": n, "predicted_ms": 20.0, "predicted_per_second": n / 0.02}  # fmt: skip
+                last[-1]["timings"] = timings
+            for event in last:
+                self._event(event)
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")
+
+        def _start_stream(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
 
         def _event(self, obj: dict[str, Any]) -> None:
             self._chunk(f"data: {json.dumps({'object': 'chat.completion.chunk', **obj})}\n\n".encode())

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
+from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.llm_client import ChatClient, context_overflow
 from tests.search.llm_fake_server import FakeLLM
 
+FIXTURES = Path(__file__).parent / "fixtures_llm"
 MSGS = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "write code " * 30}]
 
 
@@ -114,3 +118,37 @@ def test_context_overflow_messages(message, context, prompt) -> None:
 def test_bad_base_url_is_named() -> None:
     with pytest.raises(ValueError, match="not an http"):
         ChatClient("localhost:8000")
+
+
+def test_a_real_llama_cpp_python_stream_is_read_and_its_tokens_counted_by_chunk() -> None:
+    """llama-cpp-python 0.3.36 ignores `stream_options` and sends no usage nor llama.cpp's timings (the
+    fixture's header says how it was captured); it sends one content chunk per token, so the chunk count
+    (not the text's shorter estimate) is the completion's size, still marked estimated."""
+    raw = (FIXTURES / "llama_cpp_python_stream.sse").read_bytes()
+    chunks = [json.loads(ln[5:]) for ln in raw.splitlines() if ln.startswith(b"data: {")]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    with FakeLLM([("raw", raw)]) as fake:
+        r = _call(fake.url)
+    n_content = sum(1 for c in chunks if c["choices"][0]["delta"].get("content"))
+    assert not any("usage" in c or "timings" in c for c in chunks)
+    assert r.status == "ok" and r.text == text and r.finish_reason == "length"
+    assert r.tokens_estimated and r.tokens_source == "estimated"
+    assert r.completion_tokens == n_content > estimate_tokens(text)
+    assert r.prompt_tokens == estimate_tokens("".join(m["content"] for m in MSGS))
+
+
+def test_llama_cpp_timings_count_tokens_when_the_stream_has_no_usage() -> None:
+    """llama-server puts `timings` (prompt_n + cache_n, predicted_n) on its last chunk: server counts,
+    not estimates, when no usage came; usage wins when both came."""
+    with FakeLLM(
+        [("reply", "hi " * 30, {"usage": False, "timings": True}), ("reply", "hi " * 30, {"timings": True})]
+    ) as fake:
+        by_timings, by_usage = _call(fake.url), _call(fake.url)
+    prompt = len("be brief" + "write code " * 30) // 3
+    assert (by_timings.prompt_tokens, by_timings.completion_tokens) == (prompt, 6)
+    assert not by_timings.tokens_estimated and by_timings.tokens_source == "timings"
+    assert (by_usage.prompt_tokens, by_usage.completion_tokens, by_usage.tokens_source) == (
+        prompt,
+        6,
+        "usage",
+    )

@@ -5,8 +5,12 @@ abandoned request must stop the server generating. Here every call streams (`"st
 under a socket timeout equal to the time left before its deadline, and `cancel()` shuts down the
 sockets of live calls from any thread; closing the connection is what makes llama.cpp and vLLM stop
 generating. A stream that ends early keeps what it received: the partial text, the finish reason if
-one came, and the server's usage if it sent one (`stream_options.include_usage`), else token counts
-estimated from the text and marked `estimated`.
+one came, and the server's token counts if it sent them, else counts estimated from the text and
+marked `estimated`. The counts come from `usage` (asked for with `stream_options.include_usage`);
+where a stream has none, from llama.cpp's native `timings` on its last chunk (llama-server puts them
+there: `prompt_n` + `cache_n` prompt tokens, `predicted_n` generated). llama-cpp-python's server
+sends neither (captured from 0.3.36: tests/search/fixtures_llm/) but one content chunk per token, so
+the estimate is at least the number of content chunks.
 
 The served context window is read from the server where it says it (`served_context`): llama.cpp's
 `/props` (`n_ctx`), `/v1/models` (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`). A 400 that
@@ -50,8 +54,9 @@ class ChatResult:
     """What one streamed completion produced, however it ended.
 
     `status`: ok | timeout | cancelled | http_error | connection_error | malformed. `text` holds what
-    arrived (a partial reply when the call did not finish). Token counts come from the server's usage
-    when it sent one, else they are estimated from the text (`tokens_estimated`).
+    arrived (a partial reply when the call did not finish). Token counts come from the server
+    (`tokens_source` usage | timings) when it sent them, else they are estimated from the text
+    (`tokens_estimated`, `tokens_source` estimated).
     """
 
     status: str
@@ -60,6 +65,7 @@ class ChatResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tokens_estimated: bool = False
+    tokens_source: str = "usage"  # usage | timings (llama.cpp's) | estimated
     latency_s: float = 0.0
     http_status: int | None = None
     error: str | None = None
@@ -343,6 +349,7 @@ class _Stream:
         self.parts: list[str] = []
         self.finish: str | None = None
         self.usage: dict[str, Any] | None = None
+        self.timings: dict[str, Any] | None = None  # llama.cpp's native counts on the last chunk
         self.chunks = 0
         self.done = False
 
@@ -377,6 +384,8 @@ class _Stream:
             raise _Malformed("an event is not a JSON object")
         if isinstance(event.get("usage"), dict):
             self.usage = event["usage"]
+        if isinstance(event.get("timings"), dict) and isinstance(event["timings"].get("predicted_n"), int):
+            self.timings = event["timings"]
         for choice in event.get("choices") or []:
             part = (choice.get("delta") if delta else choice.get("message")) or {}
             content = part.get("content") if isinstance(part, dict) else None
@@ -397,10 +406,14 @@ class _Stream:
         error: str | None = None,
     ) -> ChatResult:
         text = "".join(self.parts)
-        u = self.usage or {}
+        u, source = self.usage or {}, "usage"
+        if not (self.usage and self.done) and self.timings is not None:
+            t, source = self.timings, "timings"
+            u = {"prompt_tokens": int(t.get("prompt_n") or 0) + int(t.get("cache_n") or 0),
+                 "completion_tokens": t["predicted_n"]}  # fmt: skip
         prompt = int(u.get("prompt_tokens") or 0)
         completion = int(u.get("completion_tokens") or 0)
-        estimated = not (self.usage and self.done)
+        estimated = not (u and self.done)
         if estimated:  # no final usage: what the server said so far, else the text's estimate
             prompt = prompt or (estimate_tokens(prompt_chars) if http_status is None else 0)
             completion = max(completion, self.chunks, estimate_tokens(text) if text else 0)
@@ -411,6 +424,7 @@ class _Stream:
             prompt_tokens=prompt,
             completion_tokens=completion,
             tokens_estimated=estimated and (prompt + completion) > 0,
+            tokens_source="estimated" if estimated else source,
             latency_s=time.monotonic() - start,
             http_status=http_status,
             error=error,
