@@ -115,7 +115,7 @@ def main() -> None:
     if args.out:
         args.out.write_bytes(b"".join(lines))
     events = [ln for ln in lines if ln.strip()]
-    for ln in events[-args.tail :]:
+    for ln in events[len(events) - args.tail :]:
         print(ln.decode().rstrip())
     print(json.dumps({"base_url": base, "wall_s": round(wall, 1), **summarize(lines, whole)}, indent=1))
 
