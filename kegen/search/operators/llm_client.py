@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from kegen.search.operators.budget import estimate_tokens
@@ -106,10 +106,12 @@ def context_overflow(message: str) -> Overflow | None:
 class ChatClient:
     """Streams chat completions from `base_url` (…/v1); thread-safe, one connection per call.
 
-    `proxy`: the HTTP proxy to go through; by default the environment's (`llm_proxy.proxy_for`).
+    `proxy`: the HTTP proxy to go through (None: direct); by default the environment's (`llm_proxy.proxy_for`).
     """
 
-    def __init__(self, base_url: str, api_key: str = "", proxy: Proxy | None | str = "environment") -> None:
+    def __init__(
+        self, base_url: str, api_key: str = "", proxy: Proxy | Literal["environment"] | None = "environment"
+    ) -> None:
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(
