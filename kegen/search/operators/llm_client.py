@@ -106,7 +106,7 @@ def context_overflow(message: str) -> Overflow | None:
 class ChatClient:
     """Streams chat completions from `base_url` (…/v1); thread-safe, one connection per call.
 
-    `proxy`: the HTTP proxy to go through (None: direct); by default the environment's (`llm_proxy.proxy_for`).
+    `proxy`: the HTTP proxy to go through (None: direct); by default the environment's (`proxy_for`).
     """
 
     def __init__(
