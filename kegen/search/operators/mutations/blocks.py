@@ -23,7 +23,8 @@ import ast
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
-from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, NOT_BLOCKS, block_values
+from kegen.search.operators.mutations.grids import bindings, follow_grid
+from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, MIN_BLOCK, NOT_BLOCKS, block_values
 
 LAUNCH_OPTIONS = {"num_stages", "pe_mapping", "dual_core", "num_warps", "num_ctas"}
 
@@ -43,10 +44,18 @@ class BlockSite:
     var: str = ""
     slot: int = -1
     axis: int | None = None
+    pos: int = -1  # position in the launch's arguments when passed positionally (-1: a keyword)
+    pid: bool = False  # tiles a program id whose axis is unknown (a flattened 1-D program order)
+    default: bool = False  # the launch omits it: the kernel's default; setting it adds a keyword
 
     @property
     def key(self) -> str:
         return f"{self.kernel}:{self.index}:{self.param}"
+
+    @property
+    def tiles(self) -> bool:
+        """It tiles a program axis (known or not): changing it changes the number of programs."""
+        return self.axis is not None or self.pid
 
 
 def _is_int(node: ast.AST | None) -> bool:
@@ -89,16 +98,39 @@ def _is_program_id(node: ast.AST) -> int | None:
     return None
 
 
+def _has_arange(node: ast.AST) -> bool:
+    return any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "arange"
+        for n in ast.walk(node)
+    )
+
+
 def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
     """constexpr name -> the program axis it tiles (`None`: it multiplies a program id of unknown axis)."""
     pids: dict[str, int | None] = {}
-    for node in ast.walk(fn):  # pid_m = tl.program_id(0); pid = tl.program_id(0) // n (axis unknown)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            ax = _is_program_id(node.value)
-            if ax is not None:
-                pids[node.targets[0].id] = ax
-            elif any(_is_program_id(n) is not None for n in ast.walk(node.value)):
-                pids[node.targets[0].id] = None
+    assigns = [
+        (node.targets[0].id, node.value)
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    ]
+    changed = True
+    while changed:  # pid_m = tl.program_id(0); pid_m = pid // num_pid_n (axis unknown), through names too
+        changed = False
+        for target, value in assigns:
+            ax = _is_program_id(value)
+            if ax is None and isinstance(value, ast.Name) and value.id in pids:
+                ax = pids[value.id]  # an alias keeps the axis
+            elif ax is None and (
+                _has_arange(value)  # an offsets vector, not a program index
+                or not any(
+                    _is_program_id(n) is not None or (isinstance(n, ast.Name) and n.id in pids)
+                    for n in ast.walk(value)
+                )
+            ):
+                continue
+            new = ax if target not in pids or pids[target] == ax else None
+            if target not in pids or pids[target] != new:
+                pids[target], changed = new, True
 
     def axis_of(node: ast.AST) -> tuple[bool, int | None]:
         ax = _is_program_id(node)
@@ -135,31 +167,9 @@ def _enclosing_functions(tree: ast.Module) -> dict[int, ast.FunctionDef | ast.Mo
     return owner
 
 
-def _bindings(scope: ast.AST, name: str) -> list[tuple[ast.Assign, int]]:
-    """Assignments of `name` in `scope` (not in nested functions): (statement, tuple slot or -1)."""
-    out: list[tuple[ast.Assign, int]] = []
-
-    def walk(node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.FunctionDef | ast.Lambda | ast.ClassDef):
-                continue
-            if isinstance(child, ast.Assign):
-                for t in child.targets:
-                    if isinstance(t, ast.Name) and t.id == name:
-                        out.append((child, -1))
-                    elif isinstance(t, ast.Tuple):
-                        for i, e in enumerate(t.elts):
-                            if isinstance(e, ast.Name) and e.id == name:
-                                out.append((child, i))
-            walk(child)
-
-    walk(scope)
-    return out
-
-
 def _bound_int(scope: ast.AST, name: str) -> tuple[int, int] | None:
     """(value, slot) when `name` is assigned exactly once in `scope`, to an integer literal."""
-    binds = _bindings(scope, name)
+    binds = bindings(scope, name)
     if len(binds) != 1:
         return None
     stmt, slot = binds[0]
@@ -189,58 +199,64 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
             continue
         params, axes = _constexpr_params(fn), block_axes(fn)
         scope = owners.get(id(node), tree)
-        for kw in node.keywords:
-            if kw.arg is None or kw.arg not in params or kw.arg in LAUNCH_OPTIONS | NOT_BLOCKS:
+        given = [(kw.arg, kw.value, -1) for kw in node.keywords if kw.arg is not None]
+        names = [a.arg for a in fn.args.args]
+        given += [
+            (names[i], v, i)
+            for i, v in enumerate(node.args)
+            if i < len(names) and not _starred(node.args[: i + 1])
+        ]
+        for param, value, pos in given:
+            if param not in params or param in LAUNCH_OPTIONS | NOT_BLOCKS:
                 continue
-            axis = axes.get(kw.arg)
-            if _is_int(kw.value):
-                site = BlockSite(name, idx, kw.arg, kw.value.value, axis=axis)  # type: ignore[attr-defined]
+            if pos >= 0 and not _blockish(param, axes):
+                continue  # a positional flag (`EVEN_K`, `ACT`) is not a block size
+            axis, pid = axes.get(param), param in axes and axes.get(param) is None
+            if _is_int(value):
+                site = BlockSite(name, idx, param, value.value, axis=axis, pos=pos, pid=pid)  # type: ignore[attr-defined]
                 out.append((site, node, scope))
-            elif isinstance(kw.value, ast.Name):
-                bound = _bound_int(scope, kw.value.id) if scope is not tree else None
+            elif isinstance(value, ast.Name):
+                bound = _bound_int(scope, value.id) if scope is not tree else None
                 where: ast.AST = scope
                 if bound is None:
-                    bound, where = _bound_int(tree, kw.value.id), tree
+                    bound, where = _bound_int(tree, value.id), tree
                 if bound is None:
                     continue
-                site = BlockSite(name, idx, kw.arg, bound[0], kw.value.id, bound[1], axis)
+                site = BlockSite(name, idx, param, bound[0], value.id, bound[1], axis, pos, pid)
                 out.append((site, node, where if where is tree else scope))
+        passed = {p for p, _, _ in given}
+        for param, default in _int_defaults(fn).items():  # omitted: the kernel's default applies
+            if param in params and param not in passed and _blockish(param, axes) and default >= MIN_BLOCK:
+                axis, pid = axes.get(param), param in axes and axes.get(param) is None
+                out.append(
+                    (BlockSite(name, idx, param, default, axis=axis, pid=pid, default=True), node, scope)
+                )
     return out
+
+
+def _blockish(param: str, axes: dict[str, int | None]) -> bool:
+    """A constexpr taken for a block size: it tiles a program id, or its name says so."""
+    return param in axes or bool(BLOCKISH.search(param)) and param not in LAUNCH_OPTIONS | NOT_BLOCKS
+
+
+def _starred(args: list[ast.expr]) -> bool:
+    return any(isinstance(a, ast.Starred) for a in args)
+
+
+def _int_defaults(fn: ast.FunctionDef) -> dict[str, int]:
+    args = fn.args.args
+    pairs = zip(args[len(args) - len(fn.args.defaults) :], fn.args.defaults, strict=True)
+    return {a.arg: d.value for a, d in pairs if _is_int(d)}  # type: ignore[attr-defined]
 
 
 def _knob_covers(site: BlockSite, tree: ast.Module) -> bool:
     """`knobs` already rewrites this site: an uppercase block-like module constant."""
-    return bool(site.var and site.var.isupper() and BLOCKISH.search(site.var) and _bindings(tree, site.var))
+    return bool(site.var and site.var.isupper() and BLOCKISH.search(site.var) and bindings(tree, site.var))
 
 
 def find_blocks(source: str) -> list[BlockSite]:
     """The block sites of the source, in source order."""
     return [s for s, _, _ in _sites(ast.parse(source))]
-
-
-def _grid_element(call: ast.Call, scope: ast.AST, axis: int) -> ast.AST | None:
-    """The expression of the grid that sizes `axis` (None when the grid cannot be read)."""
-    assert isinstance(call.func, ast.Subscript)
-    grid: ast.AST = call.func.slice
-    if isinstance(grid, ast.Name):
-        binds = _bindings(scope, grid.id)
-        if len(binds) != 1 or binds[0][1] != -1:
-            return None
-        grid = binds[0][0].value
-    if isinstance(grid, ast.Lambda):
-        grid = grid.body
-    if isinstance(grid, ast.Tuple | ast.List):
-        return grid.elts[axis] if axis < len(grid.elts) else None
-    return grid if axis == 0 else None
-
-
-def _mentions(expr: ast.AST, site: BlockSite) -> bool:
-    for n in ast.walk(expr):
-        if site.var and isinstance(n, ast.Name) and n.id == site.var:
-            return True
-        if isinstance(n, ast.Constant) and n.value == site.param:  # meta["BLOCK_M"]
-            return True
-    return False
 
 
 def set_block(source: str, site: BlockSite, value: int) -> str:
@@ -250,28 +266,21 @@ def set_block(source: str, site: BlockSite, value: int) -> str:
     if not match:
         raise MutationError(f"block {site.key} not found in the source")
     s, call, scope = match[0]
-    if s.axis is None and site.param in _axis_unknown(tree, s.kernel):
-        raise MutationError(f"{s.param} of {s.kernel} tiles a program id of unknown axis; grid not rewritten")
-    if s.axis is not None:
-        elt = _grid_element(call, _owner(tree, call), s.axis)
-        if elt is None:
-            raise MutationError(f"cannot read the grid of {s.kernel} to follow {s.param}")
-        if not _mentions(elt, s):
-            hits = [n for n in ast.walk(elt) if _is_int(n) and n.value == s.value]  # type: ignore[attr-defined]
-            if not hits:
-                raise MutationError(
-                    f"grid axis {s.axis} of {s.kernel} does not use {s.param}={s.value}; set the grid by hand"
-                )
-            for n in hits:
-                n.value = value  # type: ignore[attr-defined]
+    if s.tiles:
+        others = [o.value for o, c, _ in _sites(tree) if c is call and o.tiles and o.param != s.param]
+        follow_grid(call, _owner(tree, call), s, value, others)
     if s.var:
-        binds = _bindings(scope, s.var)
+        binds = bindings(scope, s.var)
         stmt, slot = binds[0]
         if slot >= 0:
             assert isinstance(stmt.value, ast.Tuple)
             stmt.value.elts[slot] = ast.Constant(value)
         else:
             stmt.value = ast.Constant(value)
+    elif s.pos >= 0:
+        call.args[s.pos] = ast.Constant(value)
+    elif s.default:
+        call.keywords.append(ast.keyword(arg=s.param, value=ast.Constant(value)))
     else:
         for kw in call.keywords:
             if kw.arg == s.param:
@@ -281,13 +290,6 @@ def set_block(source: str, site: BlockSite, value: int) -> str:
 
 def _owner(tree: ast.Module, call: ast.Call) -> ast.AST:
     return _enclosing_functions(tree).get(id(call), tree)
-
-
-def _axis_unknown(tree: ast.Module, kernel: str) -> set[str]:
-    fn = _jit_kernels(tree).get(kernel)
-    if fn is None:
-        return set()
-    return {k for k, v in block_axes(fn).items() if v is None}
 
 
 def _uses_dot(source: str, kernel: str) -> bool:
@@ -325,7 +327,7 @@ def block_mutations(source: str) -> list[Mutation]:
                 continue
             up = v > site.value
             via = f" (via {site.var})" if site.var else ""
-            follow = ", grid following" if site.axis is not None else ""
+            follow = ", grid following" if site.tiles else ""
             muts.append(
                 Mutation(
                     name=f"{site.param}={v}@{site.kernel}",
@@ -336,7 +338,7 @@ def block_mutations(source: str) -> list[Mutation]:
                     if up and dot
                     else (("memory", "latency") if up else ("compute",)),
                     prior=1.3 if up else 0.6,
-                    **_block_effects(up, site.axis is not None, dot),
+                    **_block_effects(up, site.tiles, dot),
                     kernel=site.kernel,
                 )
             )
@@ -371,7 +373,7 @@ def tile_mutations(source: str) -> list[Mutation]:
     """
     by_launch: dict[tuple[str, int], list[BlockSite]] = {}
     for site in find_blocks(source):
-        if site.axis is not None:
+        if site.tiles:
             by_launch.setdefault((site.kernel, site.index), []).append(site)
     muts: list[Mutation] = []
     for (kernel, _), sites in by_launch.items():

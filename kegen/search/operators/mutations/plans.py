@@ -19,14 +19,12 @@ simulation cost.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from typing import Any
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
 from kegen.search.operators.mutations.blocks import (
     BlockSite,
-    _axis_unknown,
     _uses_dot,
     find_blocks,
     set_blocks,
@@ -151,14 +149,14 @@ def plan_mutations(source: str, profile: Any) -> list[Mutation]:
     muts: list[Mutation] = []
     for (kernel, _), sites in by_launch.items():
         measured = _launch_programs(profile, kernel)
-        axis_sites = [s for s in sites if s.axis is not None]
+        axis_sites = [s for s in sites if s.tiles]
         if measured is None or not axis_sites:
             continue
         programs, pes, grid = measured
         dot = _uses_dot(source, kernel)
         floor = MIN_DOT_BLOCK if dot else 1
         caps = DOT_TILE_CAPS if dot else (MAX_BLOCK,)
-        k_sites = [s for s in sites if s.axis is None and s.param not in _axis_unknown_params(source, kernel)]
+        k_sites = [s for s in sites if not s.tiles]
         budget = _FitModel(source, kernel, sites, profile) if dot else None
         for cap in caps:
             stages = budget.parent_stages if budget else 1
@@ -185,10 +183,6 @@ def plan_mutations(source: str, profile: Any) -> list[Mutation]:
             seen.add(result)
             out.append(m)
     return out
-
-
-def _axis_unknown_params(source: str, kernel: str) -> set[str]:
-    return _axis_unknown(ast.parse(source), kernel)
 
 
 class _FitModel:
