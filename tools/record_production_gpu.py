@@ -411,8 +411,8 @@ def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[
             "Eager and compile are the faster of the reference as written and the reference in the",
             "operands' native dtype for " + ", ".join(native) + ": their references upcast fp16/bf16 to",
             "float32 (exact and fast as a CPU-hosted reference), which on a GPU is an fp32 computation no",
-            "production model runs; the native-dtype times (`kegen.bench.native_dtype`, do_bench medians,",
-            "L2 flushed) are in each problem's record (`native`).",
+            "production model runs; the native-dtype times (`kegen.bench.native_dtype`, timed as the",
+            "evaluator times baselines: L2 flushed, launch overhead hidden) are in each record's `native`.",
         ]
     if untimed:
         lines += [

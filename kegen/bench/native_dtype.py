@@ -4,7 +4,8 @@ Production problems' references upcast fp16/bf16 operands to float32 (`x.float()
 reference is exact and fast on a CPU host (fp16 GEMMs on CPUs are ~40x slower than fp32). On a GPU
 that turns the eager and torch.compile baselines into fp32 computations no production model runs.
 `native_baselines` times the reference with `Tensor.float` made the identity for fp16/bf16 tensors
-(operands stay in their dtype; cuBLAS/cuDNN accumulate in fp32), eager and under torch.compile.
+(operands stay in their dtype; cuBLAS/cuDNN accumulate in fp32), eager and under torch.compile,
+with the evaluator's GPU timing.
 """
 
 from __future__ import annotations
@@ -40,10 +41,14 @@ def native_float() -> Iterator[None]:
         torch.Tensor.float = orig  # type: ignore[method-assign]
 
 
-def _bench(fn: Any, inputs: list[Any]) -> float:
-    from triton.testing import do_bench  # L2 flushed between calls; median of the samples
+def _timed(fn: Any, sets: list[list[Any]]) -> float:
+    """Median seconds per call by the evaluator's own GPU timing (kegen.eval.timing_gpu.measure:
+    L2 flushed, launch overhead hidden behind a spin kernel, host-bound forwards charged their host
+    time), so these baselines compare like with like with candidates' and the recorded baselines'."""
+    from kegen.eval import EvalConfig
+    from kegen.eval.timing_gpu import measure
 
-    return float(do_bench(lambda: fn(*inputs), warmup=25, rep=200, return_mode="median")) * 1e-3
+    return float(measure(lambda xs: fn(*xs), sets, EvalConfig(target="nvidia")).stats.median_s)
 
 
 def native_baselines(problem_path: Path, device: str = "cuda") -> dict[str, Any]:
@@ -54,13 +59,12 @@ def native_baselines(problem_path: Path, device: str = "cuda") -> dict[str, Any]
     if not torch.cuda.is_available():
         raise RuntimeError("native-dtype baselines time CUDA kernels: no GPU is visible")
     prob = load_problem(problem_path)
-    with torch.device(device):
-        torch.manual_seed(0)
-        model = prob.model_cls(*prob.get_init_inputs()).to(device)
-        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()]
-    out: dict[str, Any] = {"upcast_eager_s": _bench(model, inputs)}
+    torch.manual_seed(0)
+    model = prob.model_cls(*prob.get_init_inputs()).to(device)
+    sets = [[x.to(device) if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()] for _ in range(3)]
+    out: dict[str, Any] = {"upcast_eager_s": _timed(model, sets)}
     with native_float():
-        out["native_eager_s"] = _bench(model, inputs)
+        out["native_eager_s"] = _timed(model, sets)
         torch._dynamo.reset()
-        out["native_compile_s"] = _bench(torch.compile(model), inputs)
+        out["native_compile_s"] = _timed(torch.compile(model), sets)
     return out

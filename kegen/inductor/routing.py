@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -72,7 +73,20 @@ def enable() -> None:
     install_benchmarker()
     _hook_compiled_modules()
     for key, value in INDUCTOR_CONFIG.items():
-        setattr(inductor_config, key, value)
+        try:
+            setattr(inductor_config, key, value)
+        except AttributeError:  # an option this torch release lacks (mtia.* before 2.12)
+            warnings.warn(
+                f"torch {torch_version()} has no Inductor option {key!r}: left at its default "
+                "(kernels it would have changed may not lower for mtia)",
+                stacklevel=2,
+            )
+
+
+def torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
 
 
 def install_benchmarker() -> None:

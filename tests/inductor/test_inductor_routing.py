@@ -92,3 +92,11 @@ def test_simulated_benchmarker_installed_with_or_without_the_registry(monkeypatc
         lambda _s, fn, **kw: calls.append(kw["rep"]) or 1.5,
     )
     assert bench.benchmark_cpu(lambda: None, 5, 7) == 1.5 and calls == [7]  # positional warmup, rep
+
+
+def test_an_inductor_option_this_torch_lacks_is_a_warning(monkeypatch: Any) -> None:
+    from kegen.inductor import routing
+
+    monkeypatch.setitem(routing.INDUCTOR_CONFIG, "mtia.no_such_option_anywhere", True)
+    with pytest.warns(UserWarning, match="no Inductor option 'mtia.no_such_option_anywhere'"):
+        routing.enable()
