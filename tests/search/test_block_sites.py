@@ -47,6 +47,26 @@ def test_a_positional_constexpr_is_a_site_and_its_grid_follows() -> None:
     assert "k[triton.cdiv(n, 128),](x, n, 128, 1)" in out.replace("(triton", "triton")
 
 
+def test_a_positional_block_named_by_its_use_is_a_site() -> None:
+    src = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def red(x_ptr, y_ptr, n, BK: tl.constexpr, FLAG: tl.constexpr):
+            acc = tl.zeros((BK,), dtype=tl.float32)
+            for k in range(0, n, BK):
+                acc += tl.load(x_ptr + k + tl.arange(0, BK), mask=k + tl.arange(0, BK) < n, other=0.0)
+            tl.store(y_ptr, tl.sum(acc, axis=0))
+
+        def launch(x, y, n):
+            red[(1,)](x, y, n, 32, 1)
+        """)
+    (site,) = find_blocks(src)  # BK sizes a block (tl.arange); FLAG is not a block
+    assert site.param == "BK" and site.pos == 3 and site.axis is None
+    assert "red[1,](x, y, n, 64, 1)" in set_block(src, site, 64)
+
+
 def test_an_omitted_default_is_set_by_a_keyword_with_the_grid() -> None:
     src = _src("""
         def launch(x, n):

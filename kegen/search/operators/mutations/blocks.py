@@ -197,7 +197,7 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
         fn = kernels.get(name)
         if fn is None:
             continue
-        params, axes = _constexpr_params(fn), block_axes(fn)
+        params, axes, extents = _constexpr_params(fn), block_axes(fn), block_extents(fn)
         scope = owners.get(id(node), tree)
         given = [(kw.arg, kw.value, -1) for kw in node.keywords if kw.arg is not None]
         names = [a.arg for a in fn.args.args]
@@ -209,7 +209,7 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
         for param, value, pos in given:
             if param not in params or param in LAUNCH_OPTIONS | NOT_BLOCKS:
                 continue
-            if pos >= 0 and not _blockish(param, axes):
+            if pos >= 0 and not _blockish(param, axes, extents):
                 continue  # a positional flag (`EVEN_K`, `ACT`) is not a block size
             axis, pid = axes.get(param), param in axes and axes.get(param) is None
             if _is_int(value):
@@ -226,7 +226,12 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
                 out.append((site, node, where if where is tree else scope))
         passed = {p for p, _, _ in given}
         for param, default in _int_defaults(fn).items():  # omitted: the kernel's default applies
-            if param in params and param not in passed and _blockish(param, axes) and default >= MIN_BLOCK:
+            if (
+                param in params
+                and param not in passed
+                and _blockish(param, axes, extents)
+                and default >= MIN_BLOCK
+            ):
                 axis, pid = axes.get(param), param in axes and axes.get(param) is None
                 out.append(
                     (BlockSite(name, idx, param, default, axis=axis, pid=pid, default=True), node, scope)
@@ -234,9 +239,28 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
     return out
 
 
-def _blockish(param: str, axes: dict[str, int | None]) -> bool:
-    """A constexpr taken for a block size: it tiles a program id, or its name says so."""
-    return param in axes or bool(BLOCKISH.search(param)) and param not in LAUNCH_OPTIONS | NOT_BLOCKS
+def _blockish(param: str, axes: dict[str, int | None], extents: set[str]) -> bool:
+    """A constexpr taken for a block size: it tiles a program id, sizes a block (`tl.arange(0, P)`,
+    `tl.zeros((P, Q))`), or its name says so."""
+    if param in LAUNCH_OPTIONS | NOT_BLOCKS:
+        return False
+    return param in axes or param in extents or bool(BLOCKISH.search(param))
+
+
+def block_extents(fn: ast.FunctionDef) -> set[str]:
+    """Names that size a block in the kernel: `tl.arange(0, NAME)` extents and `tl.zeros`/`tl.full` dims."""
+    out: set[str] = set()
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args):
+            continue
+        if n.func.attr == "arange" and len(n.args) == 2:
+            dims = [n.args[1]]
+        elif n.func.attr in ("zeros", "full") and isinstance(n.args[0], ast.Tuple | ast.List):
+            dims = list(n.args[0].elts)
+        else:
+            continue
+        out |= {d.id for d in dims if isinstance(d, ast.Name)}
+    return out
 
 
 def _starred(args: list[ast.expr]) -> bool:
