@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from kegen.search.config import OperatorConfig
+from kegen.search.operators import Proposal
 from kegen.search.operators.extract import extract_code
 from kegen.search.operators.llm import LLMOperator
 from kegen.search.operators.prompt import read_template
@@ -25,7 +26,7 @@ def _op(url: str, **kw) -> LLMOperator:
     cfg = OperatorConfig(
         name="llm",
         base_url=url,
-        models=("m",),
+        models=kw.pop("models", ("m",)),
         backoff_base_s=0.01,
         backoff_max_s=0.05,
         timeout_s=kw.pop("timeout_s", 5.0),
@@ -170,3 +171,25 @@ def test_a_codeless_reply_made_of_prompt_lines_is_an_echo() -> None:
         100,
     )
     assert (echo.kind, echo.verdict) == ("echo", "no_code") and own.kind == "no_code"
+
+
+def test_restore_takes_the_fallback_back_only_for_what_failed() -> None:
+    meta = {"model": "m", "reply_kind": "no_code", "llm_fallback": "2 unusable LLM replies in a row",
+            "llm_endpoint": "http://llm.example.test/v1", "llm_models": ["m"]}  # fmt: skip
+    failed = Proposal(None, "m: no_code", "llm", meta=meta)
+
+    def restored(url: str, **kw) -> LLMOperator:
+        op = _op(url, **kw)
+        op.restore(Proposal(None, "m: no_code", "llm", meta={"model": "m", "reply_kind": "no_code"}))
+        op.restore(failed)
+        return op
+
+    same = restored("http://llm.example.test/v1/")
+    assert same.fallback_reason and "earlier session" in same.fallback_reason and same.unusable_in_a_row == 2
+    assert restored("http://other.example.test/v1").fallback_reason is None
+    assert restored("http://llm.example.test/v1", models=("m", "n")).fallback_reason is None
+    assert restored("http://llm.example.test/v1", fallback_after=0).fallback_reason is None
+    streak = _op("http://llm.example.test/v1")
+    for kind in ("no_code", "code", "truncated", "cancelled"):
+        streak.restore(Proposal(None, "", "llm", meta={"model": "m", "reply_kind": kind}))
+    assert streak.unusable_in_a_row == 1 and streak.fallback_reason is None

@@ -110,6 +110,9 @@ class LLMOperator(Operator):
         fallback when it happened with the endpoint and models configured now (another endpoint or
         model list is asked again)."""
         if proposal.operator != self.name:
+            if self.fallback_reason is not None:  # a child the offline operator wrote after the fallback
+                with self._offline_lock:
+                    self._offline_operator().restore(proposal)
             return
         meta = proposal.meta
         with self._lock:
@@ -119,7 +122,8 @@ class LLMOperator(Operator):
             elif kind and kind != "cancelled":
                 self.unusable_in_a_row += 1
             reason = meta.get("llm_fallback")
-            same = meta.get("llm_endpoint", self.config.base_url) == self.config.base_url and sorted(
+            url = self.config.base_url.rstrip("/")
+            same = str(meta.get("llm_endpoint", url)).rstrip("/") == url and sorted(
                 meta.get("llm_models", self.config.models)
             ) == sorted(self.config.models)
             if reason and same and self.config.fallback_after and self.fallback_reason is None:
