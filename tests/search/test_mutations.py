@@ -12,7 +12,13 @@ from kegen.search.config import OperatorConfig
 from kegen.search.operators import templates
 from kegen.search.operators.context import Diagnosis, OperatorContext, ProblemInfo
 from kegen.search.operators.drafting import DraftError, analyze, draft_candidate
-from kegen.search.operators.mutations import find_knobs, knob_mutations, recipe_mutations, set_knob
+from kegen.search.operators.mutations import (
+    MutationError,
+    find_knobs,
+    knob_mutations,
+    recipe_mutations,
+    set_knob,
+)
 from kegen.search.operators.mutations.recipes import softmax_shape
 from kegen.search.operators.offline import OfflineOperator
 from kegen.search.store import Node, code_hash
@@ -251,3 +257,20 @@ def test_offline_operator_reports_exhaustion_and_debug() -> None:
     ctx.phase = "debug"
     p = OfflineOperator(OperatorConfig()).propose(ctx)
     assert p.code is None and p.verdict == "no_code"
+
+
+def test_a_block_knob_refuses_a_grid_with_its_literal_on_two_axes() -> None:
+    src = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def k2(x_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+            pass
+
+        def launch(x, M, N):
+            k2[(triton.cdiv(M, 32), triton.cdiv(N, 32))](x, M, N, BLOCK_M=32, BLOCK_N=32)
+        """)
+    knob = next(k for k in find_knobs(src) if k.name == "BLOCK_M")
+    with pytest.raises(MutationError, match="more than once"):
+        set_knob(src, knob, 64)  # rewriting both 32s would shrink the N axis's grid: incomplete output

@@ -214,6 +214,13 @@ class _Setter(ast.NodeTransformer):
                 kw.value = ast.Constant(self.value)
                 self.hit = True
                 if k.is_block and isinstance(old, int) and isinstance(node.func, ast.Subscript):
+                    same = [
+                        n for n in ast.walk(node.func.slice) if isinstance(n, ast.Constant) and n.value == old
+                    ]
+                    if len(same) > 1:  # `(cdiv(M, 32), cdiv(N, 32))`: which axis is this block's?
+                        raise MutationError(
+                            f"the grid of {name} has {old} more than once; {k.name} cannot be followed there"
+                        )
                     node.func.slice = _ReplaceInt(old, self.value).visit(node.func.slice)
                 return node
         if k.option:
