@@ -98,6 +98,7 @@ def main() -> None:
             port = free_port()
             base = f"http://127.0.0.1:{port}/v1"
             log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
+            print(f"llama_cpp.server on {base}, log {log.name}", file=sys.stderr)
             server = subprocess.Popen(
                 [sys.executable, "-m", "llama_cpp.server", "--model", str(find_gguf(args.model)),
                  "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512", "--n_threads", "1"],
@@ -112,6 +113,8 @@ def main() -> None:
         if server is not None:
             server.terminate()
             server.wait(30)
+    if server is not None:  # the server's log is kept only when something failed (its path is printed)
+        Path(log.name).unlink(missing_ok=True)
     if args.out:
         args.out.write_bytes(b"".join(lines))
     events = [ln for ln in lines if ln.strip()]
