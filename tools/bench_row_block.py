@@ -2,7 +2,8 @@
 
 For each problem folder (problem.py + seed.py), evaluates on the simulated MTIA (`kegen eval
 --json`, one trial): the seed, the seed rewritten by `kegen.search.operators.mutations.rows`, and
-that rewrite with multi-buffering (`num_stages=2`, the plan move's launch option). Prints a table
+that rewrite with multi-buffering (`num_stages=2`, the plan move's launch option) and with both
+cores of each PE running programs (`dual_core=True`). Prints a table
 (simulated time, roofline time, fraction of the roofline, DRAM bytes, top stalls) and one JSON
 object. Shapes follow KEGEN_SUITE_SCALE (unset: full size, ~1-3 min per evaluation on one core).
 
@@ -26,20 +27,28 @@ from kegen.search.operators.mutations.rows import row_mutations
 ROOT = Path(__file__).resolve().parents[1]
 
 
+OPTIONS = {"stages2": ("num_stages", 2), "dual_core": ("dual_core", True)}
+
+
+def _with_option(source: str, kernel: str, name: str, value: object) -> str:
+    for knob in find_knobs(source, launch_options=True):
+        if knob.option and knob.name == name and knob.kernel == kernel:
+            return set_knob(source, knob, value)
+    return source
+
+
 def variants(seed: str) -> dict[str, str]:
-    """seed, row_block (the move) and row_block+stages2 (num_stages=2 on the rewritten kernel)."""
+    """seed, row_block (the move) and row_block+OPTION for each launch option in OPTIONS
+    (multi-buffering; both cores of each PE running programs)."""
     muts = row_mutations(seed)
     if not muts:
         raise SystemExit("the one-block-per-row move does not apply to this seed")
     rows = muts[0].apply(seed)
-    staged = rows
-    for knob in find_knobs(rows, launch_options=True):
-        if knob.option and knob.name == "num_stages" and knob.kernel == muts[0].kernel:
-            staged = set_knob(staged, knob, 2)
-            break
     out = {"seed": seed, "row_block": rows}
-    if staged != rows:
-        out["row_block+stages2"] = staged
+    for label, (name, value) in OPTIONS.items():
+        code = _with_option(rows, muts[0].kernel, name, value)
+        if code != rows:
+            out[f"row_block+{label}"] = code
     return out
 
 
@@ -78,11 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("problems", nargs="+", type=Path, help="problem folders (problem.py + seed.py)")
     ap.add_argument("--json", type=Path, help="also write the JSON here")
+    ap.add_argument("--only", nargs="*", help="evaluate only these variants (seed, row_block, row_block+...)")
     args = ap.parse_args(argv)
     results: dict[str, dict[str, Any]] = {}
     for folder in args.problems:
         seed = (folder / "seed.py").read_text()
         for name, code in variants(seed).items():
+            if args.only and name not in args.only:
+                continue
             s = summary(evaluate(folder / "problem.py", code))
             results.setdefault(folder.name, {})[name] = s
             frac = s["roofline_fraction"]

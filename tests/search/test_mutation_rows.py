@@ -95,6 +95,16 @@ def test_two_passes_become_one_block_and_x_is_loaded_once() -> None:
     assert row_mutations(out) == []  # nothing left to rewrite
 
 
+def test_a_single_pass_is_offered_for_bigger_commands_not_fewer_bytes() -> None:
+    one_pass = (
+        TWO_PASS[: TWO_PASS.index("    r = tl.sum")] + "    tl.store(y_ptr + row, tl.sum(acc, axis=0))\n"
+    )
+    (m,) = row_mutations(module(one_pass))
+    (multi,) = row_mutations(module(TWO_PASS))
+    assert m.remedies == ("bigger_commands",) and multi.remedies == ("fewer_bytes",)
+    assert m.prior < multi.prior and "0 repeated loads" in m.description
+
+
 def test_a_store_in_between_keeps_the_second_load() -> None:
     kernel = TWO_PASS.replace(
         "    r = tl.sum(acc", "    tl.store(y_ptr + row, tl.sum(acc, axis=0))\n    r = tl.sum(acc"
@@ -381,7 +391,7 @@ def test_rewritten_log_softmax_and_store_separated_passes_are_correct(tmp_path: 
         PRODUCTION / "layer_norm_bf16",
         PRODUCTION / "rms_norm_fp16",
         DEFAULT / "softmax",
-        DEFAULT / "add_layer_norm",
+        DEFAULT / "cumsum",  # a running prefix carried from chunk to chunk
     ],
     ids=lambda p: p.name,
 )

@@ -32,6 +32,8 @@ from kegen.search.operators.mutations.blocks import _jit_kernels, _launch_kernel
 from kegen.search.operators.mutations.loads import reuse_loads
 
 ROW_FAMILY = "row_block"
+REUSE_PRIOR = 2.0  # loads reused: tried early (the online-softmax recipe's prior)
+SINGLE_PASS_PRIOR = 0.8
 _RANGES = {"range", "tl.range", "triton.language.range"}
 _NOT_JIT_ONLY = ("autotune", "heuristics")  # decorators that choose BLOCK themselves
 
@@ -290,9 +292,11 @@ def row_mutations(source: str) -> list[Mutation]:
                     f"{reused} repeated load{'s' if reused != 1 else ''} reused from the local store"
                 ),
                 apply=_apply(r.kernel, r.bound, r.block),
-                helps=("memory", "latency"),
-                prior=2.0,
-                remedies=("fewer_bytes",),
+                # passes that re-read the row read it once: the move for a memory-bound row kernel;
+                # a single pass only gets bigger commands and no loop (one K-loop of a GEMM, say)
+                helps=("memory", "latency") if reused else ("latency",),
+                prior=REUSE_PRIOR if reused else SINGLE_PASS_PRIOR,
+                remedies=("fewer_bytes",) if reused else ("bigger_commands",),
                 kernel=r.kernel,
             )
         )
