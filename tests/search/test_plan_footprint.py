@@ -103,3 +103,22 @@ def test_conv_plans_keep_the_grid_and_fit() -> None:
         )
         need = dot_footprint(out, "conv2d_kernel", vals, 2)
         assert need is not None and need <= CAPACITY, m.name
+
+
+def test_under_dual_core_the_plan_lowers_its_reduction_block_and_the_knob_is_dropped() -> None:
+    from kegen.search.operators.mutations.knobs import knob_mutations
+    from kegen.search.operators.mutations.plans import _set_options
+
+    seed = _seed("conv1d_fp16")
+    dual = _set_options(seed, "conv1d_kernel", {"dual_core": True})  # half the local store per program
+    muts = plan_mutations(dual, _profile("conv1d_kernel", [8, 4, 16]))  # conv1d at half size
+    plan = next(m for m in muts if m.name.startswith("plan256"))
+    vals = _values(plan.apply(dual))
+    # 128x128 with BLOCK_CI 64 and two stages overflows half the store (measured: 197632 B > 196608 B)
+    assert vals == {"BLOCK_CO": 128, "BLOCK_CI": 32, "BLOCK_L": 128}
+    big = plan_mutations(seed, _profile("conv1d_kernel", [8, 4, 16]))
+    best = next(m for m in big if m.name.startswith("plan256")).apply(seed)
+    assert _values(best)["BLOCK_CI"] == 64  # single core: the full reduction block fits
+    names = [m.name for m in knob_mutations(best)]
+    assert "dual_core=True@conv1d_kernel#0" not in names and "num_stages=3@conv1d_kernel#0" in names
+    assert "dual_core=True@conv1d_kernel#0" in [m.name for m in knob_mutations(seed)]

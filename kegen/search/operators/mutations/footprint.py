@@ -5,7 +5,8 @@ kernel whose live tiles exceed it (`LocalStoreOverflowError`). What dominates a 
 float32 accumulator and the operand tiles of its reduction loop; measured on the compiler:
 
 - every loop level that carries the accumulator holds its own copy (a conv's `for ci: for tap:` loop
-  nest keeps two accumulators live, a 2-D conv's three), plus `num_stages` copies of each operand tile;
+  nest keeps two accumulators live, a 2-D conv's three, and its int32 index vectors), plus
+  `num_stages` copies of each operand tile;
 - an epilogue that computes on the accumulator (bias, GELU, scaling) holds a second accumulator-sized
   float32 tile while the first is read; a bare cast-and-store holds a half-sized one.
 
@@ -18,12 +19,14 @@ taken as 2 bytes (fp16/bf16, what the DPE multiplies at full rate).
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Mapping
 
 from kegen.search.operators.mutations.base import MutationError
 
 OPERAND_BYTES = 2  # fp16/bf16 operand elements
 ACC_BYTES = 4  # float32 accumulator elements
+INDEX_BYTES = 4  # int32 index vectors
 
 
 def _jit_kernel(tree: ast.Module, kernel: str) -> ast.FunctionDef | None:
@@ -133,6 +136,8 @@ def dot_footprint(source: str, kernel: str, blocks: Mapping[str, int], stages: i
         k = _reduction_block(fn, updates, dims, blocks)
         operands = 0 if k is None else (rows * k + k * cols) * OPERAND_BYTES * max(1, stages)
         loop = acc_bytes * depth + operands
+        if depth > 1:  # a loop nest also carries its index vectors (measured: `co`, `ci` of a conv)
+            loop += INDEX_BYTES * (rows + cols + (k or 0))
         epilogue = 2 * acc_bytes if _epilogue_computes(fn, acc) else acc_bytes + acc_bytes // 2
         total = max(loop, epilogue)
         best = total if best is None else max(best, total)
@@ -210,4 +215,27 @@ def local_store_bytes(device: str, dual_core: bool = False) -> int | None:
     return cap // 2 if dual_core else cap
 
 
-__all__ = ["MutationError", "dot_footprint", "local_store_bytes"]
+def default_machine() -> str:
+    """The machine every compile targets (KEGEN_MACHINE, else mtia-2i)."""
+    return os.environ.get("KEGEN_MACHINE") or "mtia-2i"
+
+
+def launch_fits(source: str, kernel: str, stages: int, dual_core: bool, machine: str | None = None) -> bool:
+    """Whether `kernel`'s launch with its current blocks still fits the local store with `stages`
+    operand buffers (and `dual_core`: half the store); True when the model does not apply or
+    already misjudges the source as it is (it compiled, so it fit)."""
+    from kegen.search.operators.mutations.blocks import find_blocks
+
+    blocks = {s.param: s.value for s in find_blocks(source) if s.kernel == kernel}
+    capacity = local_store_bytes(machine or default_machine(), dual_core)
+    need = dot_footprint(source, kernel, blocks, stages)
+    if capacity is None or need is None:
+        return True
+    full = local_store_bytes(machine or default_machine(), False)
+    now = dot_footprint(source, kernel, blocks, 1)
+    if full is not None and now is not None and now > full:
+        return True  # the model overestimates this kernel: do not filter
+    return need <= capacity
+
+
+__all__ = ["MutationError", "default_machine", "dot_footprint", "launch_fits", "local_store_bytes"]

@@ -284,7 +284,7 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                 )
         else:
             for v in space.get(knob.name, ()):
-                if _same(v, knob.value):
+                if _same(v, knob.value) or not _option_fits(source, knob, v):
                     continue
                 muts.append(
                     Mutation(
@@ -299,6 +299,19 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
                     )
                 )
     return muts
+
+
+def _option_fits(source: str, knob: Knob, value: Any) -> bool:
+    """More operand buffers (`num_stages`) or half the local store (`dual_core`) must still hold a dot
+    kernel's tiles (`footprint.launch_fits`); other options always fit."""
+    if knob.name not in ("num_stages", "dual_core"):
+        return True
+    from kegen.search.operators.mutations.footprint import launch_fits
+
+    opts = launch_options_of(source).get(knob.kernel, {})
+    stages = value if knob.name == "num_stages" else opts.get("num_stages", 1)
+    dual = value if knob.name == "dual_core" else opts.get("dual_core", False)
+    return launch_fits(source, knob.kernel, int(stages or 1), bool(dual))
 
 
 def _option_effects(name: str, value: Any, current: Any) -> dict[str, tuple[str, ...]]:

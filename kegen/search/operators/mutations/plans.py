@@ -221,16 +221,20 @@ class _FitModel:
         cap: int,
         floor: int,
     ) -> list[tuple[BlockSite, int]] | None:
-        """The plan's block changes: the largest reduction block up to `DOT_K_BLOCK` with which the
-        filled tile (under `cap`) fits, multi-buffered; None when not even the parent's tile fits."""
+        """The plan's block changes: the filled tile (under `cap`) and reduction block (up to
+        `DOT_K_BLOCK`) that fit multi-buffered, the largest tile first (it sets the operand reuse),
+        then the largest reduction block; None when not even the parent's tile fits."""
+        best: tuple[int, int, list[tuple[BlockSite, int]]] | None = None
         for k in _k_choices(k_sites):
-            fixed = {s.key: k for s in k_sites}
-            fits = self.checker(fixed, PLAN_STAGES)
+            fits = self.checker({s.key: k for s in k_sites}, PLAN_STAGES)
             changes = fill_tile(axis_sites, *measured[:2], cap, floor, fits, measured[2])
             tile = {s.key: v for s, v in changes}
-            if fits(tile):
-                return changes + [(s, k) for s in k_sites if s.value != k]
-        return None
+            if not fits(tile):
+                continue
+            area = _prod(tile.get(s.key, s.value) for s in axis_sites)
+            if best is None or (area, k) > best[:2]:
+                best = (area, k, changes + [(s, k) for s in k_sites if s.value != k])
+        return best[2] if best else None
 
 
 def _k_choices(k_sites: list[BlockSite]) -> list[int]:
