@@ -122,3 +122,14 @@ def test_under_dual_core_the_plan_lowers_its_reduction_block_and_the_knob_is_dro
     names = [m.name for m in knob_mutations(best)]
     assert "dual_core=True@conv1d_kernel#0" not in names and "num_stages=3@conv1d_kernel#0" in names
     assert "dual_core=True@conv1d_kernel#0" in [m.name for m in knob_mutations(seed)]
+
+
+def test_block_steps_that_would_overflow_are_not_offered() -> None:
+    from kegen.search.operators.mutations.blocks import block_mutations, set_blocks, tile_mutations
+
+    seed = _seed("linear_bias_gelu_bf16")
+    sites = {s.param: s for s in find_blocks(seed)}
+    big = set_blocks(seed, [(sites["BLOCK_M"], 256), (sites["BLOCK_N"], 128)])  # 256x128: fits
+    names = {m.name.split("@")[0] for m in block_mutations(big) + tile_mutations(big)}
+    assert "BLOCK_N=256" not in names and "tile=512x256" not in names  # acc + GELU temporary: 512 KiB
+    assert {"BLOCK_K=64", "BLOCK_M=128", "tile=128x64"} <= names

@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.footprint import still_fits
 from kegen.search.operators.mutations.grids import bindings, follow_grid
 from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, MIN_BLOCK, NOT_BLOCKS, block_values
 
@@ -346,9 +347,11 @@ def block_mutations(source: str) -> list[Mutation]:
             if dot and v < 16:
                 continue  # the DPE works on 32x32 tiles; a smaller block wastes it
             try:
-                set_block(source, site, v)
+                out = set_block(source, site, v)
             except MutationError:
                 continue
+            if dot and v > site.value and not still_fits(source, out, site.kernel):
+                continue  # the tiles would overflow the local store: a compile error, not a candidate
             up = v > site.value
             via = f" (via {site.var})" if site.var else ""
             follow = ", grid following" if site.tiles else ""
@@ -408,8 +411,10 @@ def tile_mutations(source: str) -> list[Mutation]:
             if any(not 32 <= v <= MAX_BLOCK for _, v in changes):  # the DPE tile is 32x32
                 continue
             try:
-                set_blocks(source, changes)
+                out = set_blocks(source, changes)
             except MutationError:
+                continue
+            if up and not still_fits(source, out, kernel):
                 continue
             old = "x".join(str(s.value) for s in sites)
             new = "x".join(str(v) for _, v in changes)
