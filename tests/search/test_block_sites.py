@@ -173,3 +173,40 @@ def test_conv_grid_follows_its_blocks_on_the_simulator(tmp_path: Path) -> None:
     assert evaluate(problem, out, config=sim).status.value == "ok"
     stale = out.replace("triton.cdiv(h * w_, 32)", "triton.cdiv(h * w_, 64)")  # the grid left behind
     assert evaluate(problem, stale, config=sim).status.value == "incorrect"
+
+
+def test_a_flattened_gemm_gets_whole_plans_with_its_grid_following() -> None:
+    from kegen.profiling.schema import LaunchStat, Profile
+    from kegen.search.operators.mutations.plans import plan_mutations
+
+    src = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def mm(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+            pid = tl.program_id(0)
+            num_pid_n = tl.cdiv(N, BLOCK_N)
+            pid_m = pid // num_pid_n
+            pid_n = pid % num_pid_n
+            rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            rk = tl.arange(0, BLOCK_K)
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for k in range(0, K, BLOCK_K):
+                a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
+                b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :])
+                acc += tl.dot(a, b)
+            tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+        def launch(a, b, c, M, N, K):
+            BM, BN, BK = 64, 64, 32
+            mm[(triton.cdiv(M, BM) * triton.cdiv(N, BN),)](a, b, c, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+        """)
+    launch = LaunchStat(kernel="mm", grid=[1024, 1, 1], time_s=1e-4, programs=1024, pes_total=64)
+    muts = {
+        m.name.split("+")[0]: m
+        for m in plan_mutations(src, Profile(target="mtia", device="mtia-2i", launches=[launch]))
+    }
+    assert "BM, BN, BK = (256, 256, 64)" in muts["plan256=256x256x64"].apply(src)  # BLOCK_K stays the K block
+    assert "BM, BN, BK = (128, 128, 64)" in muts["plan128=128x128x64"].apply(src)
