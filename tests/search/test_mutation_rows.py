@@ -204,7 +204,13 @@ NOT_ROWS = {
     "block tiles a program axis": TWO_PASS.replace(
         "row = tl.program_id(0)", "row = tl.program_id(0) * BLOCK"
     ),
-    "a continue": TWO_PASS.replace("        acc += x * x", "        acc += x * x\n        continue"),
+    "bound reassigned": TWO_PASS.replace(
+        "    row = tl.program_id(0)", "    row = tl.program_id(0)\n    n = n - 1"
+    ),
+    "loop variable read after another loop": TWO_PASS.replace(
+        "    r = tl.sum(acc", "    for j in range(0, 2):\n        acc += 1.0\n    r = tl.sum(acc + start"
+    )
+    + "",
     "autotuned": TWO_PASS.replace("def k(", "@triton.autotune(configs=[], key=['n'])\ndef k("),
 }
 
@@ -215,6 +221,25 @@ def test_a_kernel_that_does_not_qualify_is_declined(why: str) -> None:
     assert row_mutations(src) == [], why
     with pytest.raises(MutationError):
         rewrite(src)
+
+
+def test_the_loop_variable_may_be_bound_again_after_its_loops() -> None:
+    again = TWO_PASS + "    start = 3\n    tl.store(y_ptr + row, start * 1.0)\n"
+    assert loops(rewrite(module(again))) == []
+    reused = TWO_PASS.replace(
+        "    r = tl.sum(acc", "    for start in range(0, 4):\n        acc += start\n    r = tl.sum(acc"
+    )
+    out = rewrite(module(reused))
+    assert loops(out) == ["range(0, 4)"]  # another loop over `start` (other bound) is kept
+
+
+def test_a_loop_with_a_jump_is_kept_and_the_others_become_one_block() -> None:
+    jump = TWO_PASS.replace(
+        "        acc += x * x", "        acc += x * x\n        if x.sum() > 0:\n            continue", 1
+    )
+    (m,) = row_mutations(module(jump))
+    assert "1 loop over n" in m.description
+    assert loops(m.apply(module(jump))) == ["range(0, n, BLOCK)"]
 
 
 def test_launches_map_n_and_block_wherever_they_are_passed() -> None:

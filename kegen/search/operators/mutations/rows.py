@@ -95,6 +95,29 @@ def _loops(fn: ast.FunctionDef) -> dict[tuple[str, str], list[tuple[int, str]]]:
     return out
 
 
+def _reads_last_value(body: list[ast.stmt], loops: set[int], v: str) -> bool:
+    """Whether a statement reads `v` while it holds the last value of one of `loops` (0 once they
+    become one block): after such a loop and before `v` is bound again at the top level."""
+    stale = False
+    for i, s in enumerate(body):
+        if i in loops:
+            stale = True
+            continue
+        if isinstance(s, ast.For) and isinstance(s.target, ast.Name) and s.target.id == v:
+            if stale and v in _names_read([ast.Expr(s.iter)]):
+                return True
+            continue  # another loop binds v in its body (it may run no iteration: v stays as it was)
+        if stale and v in _names_read([s]):
+            return True
+        if isinstance(s, ast.Assign | ast.AnnAssign) and v in _stored_names(s):
+            stale = False
+    return False
+
+
+def _stored_names(s: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 def _names_read(nodes: list[ast.stmt]) -> set[str]:
     return {
         n.id for s in nodes for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
@@ -155,13 +178,18 @@ def _check_kernel(fn: ast.FunctionDef, bound: str, block: str, loops: list[tuple
         raise MutationError(f"{fn.name}: a decorator ({deco}) chooses {block}; the launch does not")
     if block in block_axes(fn):
         raise MutationError(f"{fn.name}: {block} tiles a program axis, not the row")
+    assigned = _stored_names(fn)
+    for name in (bound, block):
+        if name in assigned:
+            raise MutationError(
+                f"{fn.name}: {name} is reassigned in the kernel; the launch's value is not the loop's"
+            )
     indices = {i for i, _ in loops}
-    outside = [s for i, s in enumerate(fn.body) if i not in indices]
     for v in {v for _, v in loops}:
-        if v in _names_read(outside):
-            raise MutationError(f"{fn.name}: the loop variable {v} is read outside its loops")
         if v in _params(fn):
             raise MutationError(f"{fn.name}: the loop variable {v} is a kernel parameter")
+        if _reads_last_value(fn.body, indices, v):
+            raise MutationError(f"{fn.name}: the loop variable {v} is read after its loop (its last value)")
     bad = _unmasked_access(fn, _tainted(fn, {block} | {v for _, v in loops}))
     if bad is not None:
         raise MutationError(
