@@ -9,8 +9,9 @@ problem's name:
   program: grid axis blocks doubled (halved) one at a time while the launch keeps >= PEs programs
   (reaches < PEs), from the profile's programs and PEs of that kernel's launch.
 - `plan`: for a dot kernel, `fill` capped at 256 (and at 128), its reduction block at 64,
-  multi-buffering (`num_stages=2`) and the operands kept resident in SRAM (or, a second variant,
-  in DRAM behind the SRAM cache); for other kernels,
+  multi-buffering (`num_stages=2`) and the operands in DRAM behind the SRAM cache (preferred: since
+  D22 the resident placement is paid, and the cache variant won on every GEMM-class production seed,
+  docs/results/gemm_class_moves.md) or, a second variant, kept resident in SRAM; for other kernels,
   `fill` plus multi-buffering, so blocks fill all PEs and stream while the next block loads.
 
 A plan that does not fit the local store is rejected by screening at compile time, at no
@@ -35,7 +36,7 @@ from kegen.search.operators.mutations.knobs import MAX_BLOCK, find_knobs, launch
 DOT_TILE_CAPS = (256, 128)
 DOT_K_BLOCK = 64
 PLAN_STAGES = 2  # multi-buffering: the next operand tiles load while the DPE works on these
-DOT_SRAM_MODES = ("resident", "cache")  # operands kept in SRAM, or DRAM behind the SRAM cache
+DOT_SRAM_MODES = ("cache", "resident")  # DRAM behind the SRAM cache, or operands kept in SRAM
 MIN_DOT_BLOCK = 32
 
 
@@ -278,7 +279,7 @@ def _plan_mutation(
         description=f"{kind} for {kernel}: {blocks}; {opts}",
         apply=_plan(changes, kernel, options),
         helps=("memory", "latency", "compute"),
-        prior=(1.8 if options.get("sram_mode") == "resident" else 1.7) if dot else 1.4,
+        prior=(1.7 if options.get("sram_mode") == "resident" else 1.8) if dot else 1.4,
         remedies=("fewer_bytes", "overlap", "bigger_commands") if dot else ("overlap", "bigger_commands"),
         costs=(),
         kernel=kernel,
