@@ -78,6 +78,7 @@ def summary(r: dict[str, Any]) -> dict[str, Any]:
         "roofline_time_s": roof,
         "roofline_fraction": roof / t if t and roof else None,
         "dram_bytes": metrics.get("dram_bytes"),
+        "sram_bytes": metrics.get("sram_bytes"),  # re-reads served by the SRAM cache (sram_mode=cache)
         "dram_excess": metrics.get("dram_excess"),
         "stall_shares": dict(list((prof.get("stall_shares") or {}).items())[:4]),
     }
