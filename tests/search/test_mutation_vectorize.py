@@ -239,6 +239,19 @@ def test_a_loop_holding_a_loop_is_left_alone_and_its_inner_loop_vectorized() -> 
     assert _loop_heads(vectorize(src, 8)) == ["range(0, dim, BLOCK)", "range(start, end, R)"]
 
 
+def test_a_launch_passing_one_buffer_as_input_and_output_is_refused() -> None:
+    src = _module(
+        """
+        for i in range(start, end):
+            x = tl.load(x_ptr + (i + 1) * dim + cols)
+            tl.store(y_ptr + i * dim + cols, x)
+        """
+    )
+    vectorize(src, 8)  # distinct buffers: fine
+    with pytest.raises(MutationError, match="passes x to a stored and a loaded"):
+        vectorize(src.replace("k[(off.numel() - 1,)](x, y,", "k[(off.numel() - 1,)](x, x,"), 8)
+
+
 def test_a_kernel_called_without_a_grid_or_with_kwargs_is_refused() -> None:
     with pytest.raises(MutationError, match="without a grid"):
         vectorize(GATHER + "\n\ndef g(x):\n    k(x, x, x, 1, BLOCK=64)\n", 8)
@@ -343,6 +356,15 @@ def test_rewritten_production_seeds_are_correct_on_the_simulator(
     problem = _with_lengths(name, tmp_path)
     seed = PRODUCTION[name].seed_path.read_text()
     _evaluate(problem, vectorize(seed, 32 if "softmax" in name else 8))
+
+
+@pytest.mark.slow
+def test_a_broadcast_count_loop_of_another_suite_stays_correct_on_the_simulator() -> None:
+    pytest.importorskip("mtia_sim.simulator")
+    (p,) = find_suite("default").select(["bucketize"]).problems
+    out = vectorize(p.seed_path.read_text(), 8)
+    assert "count += tl.sum(tl.where(i_mask, (b < x).to(tl.int32), 0), axis=0)" in out
+    _evaluate(p.problem_path, out)
 
 
 SCALAR_PROBLEM = '''

@@ -156,6 +156,23 @@ def _launches(tree: ast.Module, kernel: str) -> list[ast.Call]:
     return launches
 
 
+def _check_launch_aliasing(fn: ast.FunctionDef, plans: list[LoopPlan], launches: list[ast.Call]) -> None:
+    """MutationError when a launch passes one buffer (the same expression) both as a parameter a
+    loop stores to and as one it loads from (an in-place call the rewrite would reorder)."""
+    params = [a.arg for a in fn.args.args]
+    for call in launches:
+        arg = {p: ast.unparse(a) for p, a in zip(params, call.args, strict=False)}
+        arg |= {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+        for plan in plans:
+            stored = {arg[p] for p in plan.stored if p in arg}
+            loaded = {arg[p] for p in plan.loaded if p in arg}
+            if stored & loaded:
+                raise MutationError(
+                    f"a launch of {fn.name} passes {sorted(stored & loaded)[0]} to a stored and "
+                    "a loaded parameter of one loop; not rewritten"
+                )
+
+
 def _add_param(fn: ast.FunctionDef, name: str, rows: int, tl: str) -> None:
     if fn.args.vararg or fn.args.kwonlyargs or fn.args.kwarg:
         raise MutationError(f"{fn.name} has *args / keyword-only parameters; cannot add the row block")
@@ -181,6 +198,7 @@ def vectorize(source: str, rows: int, kernel: str | None = None) -> str:
         if not plans:
             continue
         launches = _launches(tree, fn.name)
+        _check_launch_aliasing(fn, plans, launches)
         rparam = next((p for p in PARAM_NAMES if p not in used), None)
         if rparam is None:
             raise MutationError(f"no free name for the row block in {fn.name}")

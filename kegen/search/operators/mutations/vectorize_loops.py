@@ -43,6 +43,8 @@ class LoopPlan:
     accs: dict[str, str] = field(default_factory=dict)  # name -> "sum" | "max" | "min"
     acc_rank: dict[str, int] = field(default_factory=dict)
     dep: set[str] = field(default_factory=set)  # the loop variable and the locals that depend on it
+    stored: set[str] = field(default_factory=set)  # pointer parameters the body stores to
+    loaded: set[str] = field(default_factory=set)  # pointer parameters the body loads from
 
 
 def jit_kernels(tree: ast.Module) -> list[ast.FunctionDef]:
@@ -310,6 +312,7 @@ def _check_aliasing(
         if bases & (load_bases | seen):
             raise MutationError(f"the store to `{ast.unparse(ptr)}` may alias a load or store of the loop")
         seen |= bases
+    plan.stored, plan.loaded = seen, load_bases
 
 
 def loop_plans(fn: ast.FunctionDef, aliases: set[str]) -> tuple[list[LoopPlan], list[str]]:
