@@ -1,11 +1,13 @@
 """Reuse of repeated loads in a kernel's straight-line code (value numbering on the AST).
 
-A later `tl.load(...)` whose text (pointer, mask, `other=`, every argument) equals an earlier one
-becomes the earlier value when, between the two, no store, atomic or call that may write memory ran
-and none of the names it reads was reassigned. The same holds for any expression built on a reused
-load (`tl.load(p).to(tl.float32)`), and an assignment that gives a name the value it already holds
-(`mask = start + offs < n` again, with nothing it reads changed) is dropped. When the earlier load is
-not bound to a name that still holds it, it is bound to a fresh one first.
+A later `tl.load(...)` equal to an earlier one (pointer, mask, `other=`, every argument; positional
+arguments named; a name counts as the value it holds, so `mask=m` after `m = start + offs < n`
+equals `mask=start + offs < n`) becomes the earlier value when, between the two, no store, atomic or
+call that may write memory ran and none of the names it reads was reassigned to another value. The
+same holds for any expression built on a reused load (`tl.load(p).to(tl.float32)`), and an
+assignment that gives a name the value it already holds (`mask = start + offs < n` again, nothing it
+reads changed) is dropped. When the earlier load is not bound to a name that still holds it, it is
+bound to a fresh one (`row_tileK`) first.
 
 Only the kernel's top-level statements are rewritten; a compound statement (a loop, an `if`) is
 opaque: nothing inside it is reused or replaced, and every name it assigns and any write it may make
