@@ -193,6 +193,12 @@ REFUSED = {
             acc += helper(tl.load(x_ptr + i * dim + cols))
         tl.store(y_ptr + pid * dim + cols, acc)
         """,
+    "mask depends on the row, address does not": """
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for i in range(start, end):
+            acc += tl.load(x_ptr + cols, mask=cols < i, other=0.0)
+        tl.store(y_ptr + pid * dim + cols, acc)
+        """,
     "two stores to one buffer": """
         for i in range(start, end):
             x = tl.load(x_ptr + i * dim + cols)

@@ -301,6 +301,11 @@ def _check_aliasing(
     load_bases: set[str] = set()
     for c in loads:
         load_bases |= pointer_bases(pointer(c), params, env)
+        rest = [*c.args[1:], *(k.value for k in c.keywords if k.arg != "pointer")]
+        if not (names(pointer(c)) & plan.dep) and any(names(a) & plan.dep for a in rest):
+            raise MutationError(
+                f"`{ast.unparse(c)}`: the mask depends on `{plan.var}` but the address does not"
+            )
     seen: set[str] = set()
     for c in stores:
         ptr = pointer(c)
