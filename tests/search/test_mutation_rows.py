@@ -242,6 +242,14 @@ def test_a_loop_with_a_jump_is_kept_and_the_others_become_one_block() -> None:
     assert loops(m.apply(module(jump))) == ["range(0, n, BLOCK)"]
 
 
+def test_loads_with_unnamed_arguments_are_not_merged_and_deep_expressions_decline() -> None:
+    starred = TWO_PASS.replace("mask=mask, other=0.0).to", "mask=mask, other=0.0, **opts).to")
+    out = rewrite(module(starred.replace("BLOCK: tl.constexpr):", "BLOCK: tl.constexpr, opts=None):")))
+    assert len([t for t in loads(out) if "x_ptr" in t]) == 2
+    deep = TWO_PASS.replace("acc += x * x", "acc += x" + " + x" * 1500)
+    assert row_mutations(module(deep)) == []
+
+
 def test_launches_map_n_and_block_wherever_they_are_passed() -> None:
     positional = rewrite(module(TWO_PASS, "k[(rows,)](x, w, y, x.shape[1], x.stride(0), 64)"))
     assert "k[rows,](x, w, y, x.shape[1], x.stride(0), triton.next_power_of_2(x.shape[1]))" in positional

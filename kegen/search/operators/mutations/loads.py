@@ -49,9 +49,14 @@ def _writes(n: ast.AST) -> bool:
 
 
 def _volatile(n: ast.AST) -> bool:
-    return _is_load(n) and any(
+    """A load that must not be merged: `volatile=`, or arguments it cannot name (`*a`, `**kw`)."""
+    if not (_is_load(n) and isinstance(n, ast.Call)):
+        return False
+    if any(isinstance(a, ast.Starred) for a in n.args) or any(k.arg is None for k in n.keywords):
+        return True
+    return any(
         k.arg == "volatile" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
-        for k in n.keywords  # type: ignore[attr-defined]
+        for k in n.keywords
     )
 
 

@@ -206,7 +206,7 @@ def find_row_loops(source: str) -> list[RowLoops]:
             try:
                 _check_kernel(fn, bound, block, loops)
                 _launch_edits(tree, fn, bound, block)
-            except MutationError:
+            except (MutationError, RecursionError):
                 continue
             out.append(RowLoops(name, bound, block, len(loops)))
     return out
@@ -268,6 +268,13 @@ def _triton_name(tree: ast.Module) -> str:
 def one_block_per_row(source: str, kernel: str, bound: str, block: str) -> tuple[str, int]:
     """`source` with `kernel`'s loops over (`bound`, `block`) made one block, and how many loads
     were reused; MutationError when they do not qualify."""
+    try:
+        return _one_block_per_row(source, kernel, bound, block)
+    except RecursionError as e:  # an expression nested deeper than the AST walkers go
+        raise MutationError(f"{kernel}: an expression is nested too deeply to rewrite") from e
+
+
+def _one_block_per_row(source: str, kernel: str, bound: str, block: str) -> tuple[str, int]:
     tree = ast.parse(source)
     fn = _jit_kernels(tree).get(kernel)
     if fn is None:
