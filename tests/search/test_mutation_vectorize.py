@@ -199,6 +199,11 @@ REFUSED = {
             acc += tl.load(x_ptr + cols, mask=cols < i, other=0.0)
         tl.store(y_ptr + pid * dim + cols, acc)
         """,
+    "2-D value stored": """
+        t = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+        for i in range(start, end):
+            tl.store(y_ptr + i * dim + cols, t)
+        """,
     "two stores to one buffer": """
         for i in range(start, end):
             x = tl.load(x_ptr + i * dim + cols)

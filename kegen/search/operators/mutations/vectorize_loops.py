@@ -18,6 +18,7 @@ from kegen.search.operators.mutations.base import MutationError
 from kegen.search.operators.mutations.vectorize_analysis import (
     ELEMENTWISE,
     REDUCTIONS,
+    SCALARS,
     UNKNOWN,
     Ranks,
     assignments,
@@ -149,7 +150,7 @@ def _check_calls(node: ast.AST, aliases: set[str]) -> None:
         ok = (
             is_cast(n, aliases)
             or (isinstance(n.func, ast.Name) and n.func.id in ("float", "int"))
-            or name in ELEMENTWISE | REDUCTIONS | {"load", "store"}
+            or name in ELEMENTWISE | REDUCTIONS | SCALARS | {"arange", "load", "store"}
         )
         if not ok:
             raise MutationError(
@@ -197,6 +198,11 @@ def _analyse(
             acc_reads[acc] = acc_reads.get(acc, 0) + (0 if isinstance(s, ast.AugAssign) else 1)
             loads += _load_calls(e, aliases)
         elif store is not None:
+            for arg in [*store.args, *(k.value for k in store.keywords)]:
+                if _rank_in_body(arg, ranks, local_rank) is None:
+                    raise MutationError(
+                        f"cannot tell the shape of `{ast.unparse(arg)}` (only scalars and 1-D blocks)"
+                    )
             stores.append(store)
             loads += _load_calls(store, aliases)
         elif isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
