@@ -210,3 +210,20 @@ def test_a_flattened_gemm_gets_whole_plans_with_its_grid_following() -> None:
     }
     assert "BM, BN, BK = (256, 256, 64)" in muts["plan256=256x256x64"].apply(src)  # BLOCK_K stays the K block
     assert "BM, BN, BK = (128, 128, 64)" in muts["plan128=128x128x64"].apply(src)
+
+
+def test_a_default_supplied_by_autotune_is_not_a_site() -> None:
+    src = textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        @triton.autotune(configs=[triton.Config({"BLOCK": 64})], key=["n"])
+        @triton.jit
+        def k(x_ptr, n, BLOCK: tl.constexpr = 64):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, 0.0, mask=offs < n)
+
+        def launch(x, n):
+            k[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, n)
+        """)
+    assert find_blocks(src) == []  # a launch keyword would conflict with the autotuner's configs

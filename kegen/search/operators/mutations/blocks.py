@@ -226,7 +226,9 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
                 site = BlockSite(name, idx, param, bound[0], value.id, bound[1], axis, pos, pid)
                 out.append((site, node, where if where is tree else scope))
         passed = {p for p, _, _ in given}
-        for param, default in _int_defaults(fn).items():  # omitted: the kernel's default applies
+        # omitted: the kernel's default applies (unless autotune/heuristics supply the value)
+        supplied = any(k in ast.unparse(d) for d in fn.decorator_list for k in ("autotune", "heuristics"))
+        for param, default in ({} if supplied else _int_defaults(fn)).items():
             if (
                 param in params
                 and param not in passed
