@@ -1,8 +1,9 @@
 """Plans sized to the local store (mutations.footprint) and to the measured grid (fill per axis).
 
 The footprint figures asserted here were checked against the mtia compiler (LocalStoreOverflowError or
-not, 384 KiB on mtia-2i) on the production seeds: a GELU epilogue holds two float32 output tiles, a conv's
-loop nest one accumulator per carrying loop level, the operand ring `num_stages` copies of each operand.
+not, 384 KiB on mtia-2i) on the production seeds: a GELU epilogue holds two float32 output tiles (bias
+and ReLU update in place), a conv's loop nest one accumulator per carrying loop level, the operand ring
+`num_stages` copies of each operand.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def test_footprint_matches_the_compiler_on_gemm_epilogue_and_conv_nests() -> Non
     gelu = ("linear_bias_gelu_bf16", "linear_gelu_kernel")
     assert _fits(*gelu, 2, BLOCK_M=256, BLOCK_N=128, BLOCK_K=64)
     assert not _fits(*gelu, 2, BLOCK_M=256, BLOCK_N=256, BLOCK_K=64)  # acc + one GELU temporary
+    relu = ("linear_bias_relu_fp16", "linear_relu_kernel")  # bias and ReLU are in place
+    assert _fits(*relu, 2, BLOCK_M=256, BLOCK_N=256, BLOCK_K=64)
     gemm = ("gemm_bf16_4096", "matmul_kernel")
     assert _fits(*gemm, 2, BLOCK_M=256, BLOCK_N=256, BLOCK_K=64)  # exactly the capacity
     assert not _fits(*gemm, 2, BLOCK_M=256, BLOCK_N=256, BLOCK_K=128)

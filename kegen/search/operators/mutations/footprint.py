@@ -7,8 +7,9 @@ float32 accumulator and the operand tiles of its reduction loop; measured on the
 - every loop level that carries the accumulator holds its own copy (a conv's `for ci: for tap:` loop
   nest keeps two accumulators live, a 2-D conv's three, and its int32 index vectors), plus
   `num_stages` copies of each operand tile;
-- an epilogue that computes on the accumulator (bias, GELU, scaling) holds a second accumulator-sized
-  float32 tile while the first is read; a bare cast-and-store holds a half-sized one.
+- an epilogue that derives a value from the accumulator while the accumulator is still needed (GELU:
+  `u = f(acc)` then `0.5 * acc * g(u)`) holds a second accumulator-sized float32 tile; in-place
+  updates (bias, ReLU) and a cast-and-store hold a half-sized one (the cast output).
 
 `dot_footprint` evaluates that model for given block values (None when the kernel is not of that form:
 the accumulator's shape or the reduction block is not known in terms of the blocks, in which case a
@@ -96,20 +97,37 @@ def _dot_updates(node: ast.AST, acc: str, depth: int = 0) -> list[tuple[int, ast
 
 
 def _epilogue_computes(fn: ast.FunctionDef, acc: str) -> bool:
-    """Whether a top-level statement after the accumulator's loops computes on it (not just a cast)."""
+    """Whether the epilogue (top-level statements after the accumulator's loops) holds a second
+    accumulator-sized tile while the accumulator is live: a value derived from it while it is read
+    again later (`u = f(acc)` ... `0.5 * acc * g(u)`), or several reads in one statement (`acc * acc`).
+    In-place updates (`acc = acc + bias`, `acc = tl.maximum(acc, 0)`) and a cast-and-store do not
+    (measured: linear+bias+ReLU compiles at 256x256, linear+bias+GELU does not)."""
     last_loop = max((i for i, s in enumerate(fn.body) if isinstance(s, ast.For | ast.While)), default=-1)
-    for stmt in fn.body[last_loop + 1 :]:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.BinOp | ast.UnaryOp | ast.AugAssign):
-                if any(isinstance(n, ast.Name) and n.id == acc for n in ast.walk(node)):
-                    return True
-            if (
-                isinstance(stmt, ast.AugAssign)
-                and isinstance(stmt.target, ast.Name)
-                and stmt.target.id == acc
-            ):
-                return True
+    stmts = fn.body[last_loop + 1 :]
+    for i, stmt in enumerate(stmts):
+        reads = _reads(stmt, acc)
+        if reads == 0:
+            continue
+        if reads >= 2:
+            return True
+        if not _rebinds(stmt, acc) and any(_reads(later, acc) for later in stmts[i + 1 :]):
+            return True
     return False
+
+
+def _reads(stmt: ast.AST, name: str) -> int:
+    n = sum(
+        1 for x in ast.walk(stmt) if isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load)
+    )
+    return n + (1 if isinstance(stmt, ast.AugAssign) and _rebinds(stmt, name) else 0)
+
+
+def _rebinds(stmt: ast.AST, name: str) -> bool:
+    if isinstance(stmt, ast.AugAssign | ast.AnnAssign):
+        return isinstance(stmt.target, ast.Name) and stmt.target.id == name
+    return isinstance(stmt, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == name for t in stmt.targets
+    )
 
 
 def dot_footprint(source: str, kernel: str, blocks: Mapping[str, int], stages: int) -> int | None:
