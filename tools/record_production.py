@@ -35,7 +35,7 @@ if "--keep-gpus" not in sys.argv:
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 from kegen.bench.markdown import format_markdown  # noqa: E402
-from kegen.bench.record import RecordConfig, assemble, pack, record, unpack  # noqa: E402
+from kegen.bench.record import RecordConfig, assemble, pack, pack_on_terminate, record, unpack  # noqa: E402
 from kegen.bench.results import write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         deadline_s=args.deadline, drain_s=args.drain, eval_timeout_s=args.eval_timeout,
         compile_baseline=not args.no_compile_baseline,
     )
+    if args.archive is not None and not args.assemble_only:
+        pack_on_terminate(cfg.work_dir, args.archive)
     if not args.assemble_only:
         record(cfg, log=lambda msg: print(f"[{time.monotonic() - started:6.0f} s] {msg}", flush=True))
     report = assemble(cfg)

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
+import signal
 import tarfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,11 +261,29 @@ def assemble(cfg: RecordConfig) -> BenchReport:
 
 
 def pack(work_dir: Path, archive: Path) -> Path:
-    """The work folder as one .tar.gz (what a remote command hands back to be carried to the next)."""
+    """The work folder as one .tar.gz (what a remote command hands back to be carried to the next);
+    written beside and renamed, so an interrupted pack leaves the previous archive whole."""
     archive.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(archive, "w:gz") as tar:
+    partial = archive.with_name(archive.name + ".partial")
+    with tarfile.open(partial, "w:gz") as tar:
         tar.add(work_dir, arcname=work_dir.name)
+    os.replace(partial, archive)
     return archive
+
+
+def pack_on_terminate(work_dir: Path, archive: Path, log: Any = print) -> Callable[[int, Any], None]:
+    """Make SIGTERM (a remote command's `timeout`, a scheduler's kill) pack the work folder before the
+    process ends: the search stores inside are resumable, so a command killed while evaluations are
+    still in flight loses those evaluations only, not every search it ran. Returns the handler."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        if work_dir.is_dir():
+            pack(work_dir, archive)
+            log(f"terminated (signal {signum}): packed {work_dir} into {archive}; run again to resume")
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+    return handler
 
 
 def unpack(archive: Path, work_dir: Path) -> bool:

@@ -243,3 +243,33 @@ def test_compile_baseline_checks_half_precision_outputs_with_evals_tolerance() -
     assert _max_error(one_ulp, ref) == pytest.approx(0.25)
     with pytest.raises(RuntimeError, match="disagrees"):
         _max_error(torch.ones(4) + 0.01, torch.ones(4))  # float32 keeps 1e-3
+
+
+def test_sigterm_packs_the_work_folder_before_the_process_ends(tmp_path: Path) -> None:
+    """A remote command's `timeout` kills the recorder while searches are in flight: the stores in
+    the work folder must reach the archive (the next command resumes from them)."""
+    import signal
+    import subprocess
+    import sys
+    import tarfile
+    import textwrap
+
+    work, archive = tmp_path / "work", tmp_path / "state.tar.gz"
+    (work / "gemm" / "search").mkdir(parents=True)
+    (work / "gemm" / "search" / "search.db").write_text("store")
+    script = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from kegen.bench.record import pack_on_terminate
+        pack_on_terminate(Path({str(work)!r}), Path({str(archive)!r}))
+        print("ready", flush=True)
+        time.sleep(60)  # a search in flight
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM and "packed" in out
+    with tarfile.open(archive) as tar:
+        assert "work/gemm/search/search.db" in tar.getnames()
+    assert not (tmp_path / "state.tar.gz.partial").exists()
