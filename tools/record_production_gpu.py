@@ -301,6 +301,7 @@ def summarize(name: str, rec: dict[str, Any], problem_path: Path | None = None) 
         "eval_wall_median_s": statistics.median(walls) if walls else None,
         "compile_error": seed.get("compile_error"),
         "message": seed.get("message") if seed.get("status") != "ok" else None,
+        "best_profile": search.get("best_profile") or seed.get("profile") or {},
     }
 
 
@@ -403,6 +404,17 @@ def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[
     ]
     if notes:
         lines += ["", "Failures and missing baselines:", *notes]
+    slower = [r for r in rows if r["best_over_compile"] and r["best_over_compile"] < 1.0]
+    if slower:
+        lines += [
+            "",
+            "Below torch.compile (the best kernel found, its roofline fraction and what its profile says):",
+        ]
+        lines += [
+            f"- {r['problem']}: {_x(r['best_over_compile'])} of torch.compile ({_us(r['compile_s'])} us); "
+            f"{_pct(r['best_roofline_fraction'])} of roofline; {_limit(r['best_profile'])}"
+            for r in slower
+        ]
     native = [r["problem"] for r in rows if r.get("native_timed")]
     untimed = [r["problem"] for r in rows if r.get("reference_upcasts") and not r.get("native_timed")]
     if native:
@@ -422,6 +434,18 @@ def markdown(name: str, env: dict[str, Any], totals: dict[str, Any], rows: list[
             "computations that overstate the gain over cuBLAS/cuDNN: " + ", ".join(untimed) + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _limit(profile: dict[str, Any]) -> str:
+    """What a profile summary says limits the kernel (ncu's bottleneck and metrics where it ran)."""
+    metrics = [
+        f"{k} {profile[k]:.1f}" for k in PROFILE_METRICS[:4] if isinstance(profile.get(k), (int, float))
+    ]
+    if profile.get("bottleneck") or metrics:
+        return f"bottleneck {profile.get('bottleneck') or '-'}" + (
+            f" ({', '.join(metrics)})" if metrics else ""
+        )
+    return "no ncu profile of this kernel recorded (gpu_profile=auto profiles improvements only)"
 
 
 def _done(rec: dict[str, Any], phase: str, args: argparse.Namespace) -> bool:
