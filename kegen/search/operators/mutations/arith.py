@@ -9,21 +9,9 @@ from __future__ import annotations
 
 import ast
 
-from kegen.search.operators.mutations.base import MutationError
+from kegen.search.operators.mutations.base import MutationError, jit_functions, names_in
 
 REDUCTIONS = {"sum", "max", "min", "xor_sum"}
-
-
-def _jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    return [
-        n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
-    ]
-
-
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _vector_names(fn: ast.FunctionDef) -> set[str]:
@@ -34,7 +22,7 @@ def _vector_names(fn: ast.FunctionDef) -> set[str]:
             if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 src = ast.unparse(node.value)
-                if "arange" in src or "tl.zeros" in src or "tl.full" in src or _names(node.value) & vec:
+                if "arange" in src or "tl.zeros" in src or "tl.full" in src or names_in(node.value) & vec:
                     if not _is_reduction(node.value):
                         vec |= {t.id for t in targets if isinstance(t, ast.Name)}
     return vec
@@ -53,7 +41,7 @@ def _is_scalar(node: ast.AST, vec: set[str]) -> bool:
     if _is_reduction(node):
         return True
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
-        return "arange" not in ast.unparse(node) and not (_names(node) & vec)
+        return "arange" not in ast.unparse(node) and not (names_in(node) & vec)
     if isinstance(node, ast.Name):
         return node.id not in vec
     return False
@@ -69,7 +57,7 @@ class _Reciprocal(ast.NodeTransformer):
         if not isinstance(node.op, ast.Div) or not _is_scalar(node.right, self.vec):
             return node
         left = ast.unparse(node.left)
-        if not (_names(node.left) & self.vec or "arange" in left or "exp" in left):
+        if not (names_in(node.left) & self.vec or "arange" in left or "exp" in left):
             return node  # scalar / scalar: nothing to save
         self.count += 1
         inv = ast.BinOp(left=ast.Constant(1.0), op=ast.Div(), right=node.right)
@@ -80,7 +68,7 @@ def reciprocal(source: str) -> str:
     """The source with block / scalar divisions rewritten as multiplications by 1/scalar."""
     tree = ast.parse(source)
     total = 0
-    for fn in _jit_functions(tree):
+    for fn in jit_functions(tree):
         t = _Reciprocal(_vector_names(fn))
         t.visit(fn)
         total += t.count

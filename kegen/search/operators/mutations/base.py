@@ -8,6 +8,7 @@ commands but fewer programs). The offline operator scores them against the measu
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -29,3 +30,17 @@ class Mutation:
     remedies: tuple[str, ...] = ()  # remedy kinds it provides
     costs: tuple[str, ...] = ()  # remedy kinds it works against
     kernel: str = ""  # the jit kernel it changes ('' for the whole module)
+
+
+def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    """The module's top-level functions decorated with a `jit` (Triton kernels), in source order."""
+    return [
+        n
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+    ]
+
+
+def names_in(node: ast.AST) -> set[str]:
+    """Every name read or written anywhere under `node`."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.footprint import still_fits
 from kegen.search.operators.mutations.grids import bindings, follow_grid
 from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, MIN_BLOCK, NOT_BLOCKS, block_values
@@ -74,11 +74,7 @@ def _launch_kernel(call: ast.Call) -> str | None:
 
 
 def _jit_kernels(tree: ast.Module) -> dict[str, ast.FunctionDef]:
-    return {
-        n.name: n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
-    }
+    return {fn.name: fn for fn in jit_functions(tree)}
 
 
 def _constexpr_params(fn: ast.FunctionDef) -> set[str]:

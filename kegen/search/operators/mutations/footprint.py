@@ -23,7 +23,7 @@ import ast
 import os
 from collections.abc import Mapping
 
-from kegen.search.operators.mutations.base import MutationError
+from kegen.search.operators.mutations.base import MutationError, names_in
 
 OPERAND_BYTES = 2  # fp16/bf16 operand elements
 ACC_BYTES = 4  # float32 accumulator elements
@@ -181,12 +181,12 @@ def _reduction_block(
             continue
         names = {t.id for t in targets if isinstance(t, ast.Name)}
         for name in names:
-            deps.setdefault(name, set()).update(_names(value))
+            deps.setdefault(name, set()).update(names_in(value))
             aranges.setdefault(name, set()).update(_arange_blocks(value))
     found: set[str] = set()
     for _, dot in updates:
         seen: set[str] = set()
-        todo = list(_names(dot))
+        todo = list(names_in(dot))
         found.update(_arange_blocks(dot))
         while todo:
             name = todo.pop()
@@ -197,10 +197,6 @@ def _reduction_block(
             todo.extend(deps.get(name, ()))
     k = {b for b in found - acc_dims if b in blocks}
     return blocks[k.pop()] if len(k) == 1 else None
-
-
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _arange_blocks(node: ast.AST) -> set[str]:

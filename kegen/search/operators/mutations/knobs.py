@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 
 BLOCKISH = re.compile(r"(BLOCK|TILE|CHUNK|GROUP|SIZE|_M$|_N$|_K$)")
 NOT_BLOCKS = {"num_warps", "num_stages", "num_ctas"}
@@ -117,14 +117,6 @@ def _is_int(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
 
 
-def _jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    return [
-        n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
-    ]
-
-
 def find_knobs(source: str, *, launch_options: bool = True) -> list[Knob]:
     """Every tunable value of the source, in source order."""
     tree = ast.parse(source)
@@ -139,7 +131,7 @@ def find_knobs(source: str, *, launch_options: bool = True) -> list[Knob]:
             and _is_int(stmt.value)
         ):
             knobs.append(Knob("const", "", stmt.targets[0].id, stmt.value.value))  # type: ignore[attr-defined]
-    for fn in _jit_functions(tree):
+    for fn in jit_functions(tree):
         args = fn.args.args
         defaults = dict(
             zip([a.arg for a in args[len(args) - len(fn.args.defaults) :]], fn.args.defaults, strict=True)
@@ -153,7 +145,7 @@ def find_knobs(source: str, *, launch_options: bool = True) -> list[Knob]:
                 knobs.append(Knob("default", fn.name, a.arg, defaults[a.arg].value))  # type: ignore[attr-defined]
     space = option_space() if launch_options else {}
     defaults = option_defaults() if launch_options else {}
-    kernels = {fn.name for fn in _jit_functions(tree)}
+    kernels = {fn.name for fn in jit_functions(tree)}
     for name, idx, call in _launches(tree):
         present = {kw.arg: kw.value for kw in call.keywords if kw.arg}
         for kw_name, val in present.items():
@@ -331,7 +323,7 @@ def _option_effects(name: str, value: Any, current: Any) -> dict[str, tuple[str,
 def kernels_with_load_loops(source: str) -> set[str]:
     """Names of the jit kernels that have a loop with a `tl.load` in it."""
     out = set()
-    for fn in _jit_functions(ast.parse(source)):
+    for fn in jit_functions(ast.parse(source)):
         for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For | ast.While)):
             if any(
                 isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "load"

@@ -18,7 +18,7 @@ from typing import TypeGuard
 
 from kegen.search.operators import templates
 from kegen.search.operators.mutations.arith import has_block_by_scalar_division, reciprocal
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.knobs import apply_launch_options, find_knobs, launch_options_of
 
 
@@ -28,14 +28,6 @@ def _calls(fn: ast.AST) -> set[str]:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             out.add(n.func.attr)
     return out
-
-
-def _jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
-    return [
-        n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
-    ]
 
 
 _LOG_CALLS = {"log", "log2", "log1p"}
@@ -112,7 +104,7 @@ def softmax_shape(source: str) -> str | None:
     its kernels call max/exp/sum/load/store, none takes a logarithm (log_softmax is not a softmax),
     and the output kernel stores exp(x - max) / sum."""
     tree = ast.parse(source)
-    fns = _jit_functions(tree)
+    fns = jit_functions(tree)
     if not fns or len(fns) > 2:
         return None
     calls = set().union(*(_calls(fn) for fn in fns))
@@ -214,7 +206,7 @@ def _grouped(group: int):  # type: ignore[no-untyped-def]
     def apply(source: str) -> str:
         tree = ast.parse(source)
         changed = False
-        for fn in _jit_functions(tree):
+        for fn in jit_functions(tree):
             t = _GroupedOrder()
             t.visit(fn)
             if t.done:
@@ -268,7 +260,7 @@ def recipe_mutations(source: str, platform: str = "mtia") -> list[Mutation]:
             )
         )
     tree = ast.parse(source)
-    for fn in _jit_functions(tree):
+    for fn in jit_functions(tree):
         if "dot" in _calls(fn) and "GROUP:" not in ast.unparse(fn) and _has_row_major_order(fn):
             for g in (4, 8):
                 muts.append(

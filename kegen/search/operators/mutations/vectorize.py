@@ -30,13 +30,11 @@ from __future__ import annotations
 
 import ast
 
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
 from kegen.search.operators.mutations.vectorize_analysis import REDUCTIONS, tl_aliases, tl_func
 from kegen.search.operators.mutations.vectorize_loops import (
     LoopPlan,
-    jit_kernels,
     loop_plans,
-    names,
     pointer,
     reduction,
     store_call,
@@ -81,9 +79,9 @@ class _Masker(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         name = tl_func(node, self.aliases)
-        if name == "load" and names(pointer(node)) & self.dep:
+        if name == "load" and names_in(pointer(node)) & self.dep:
             return _with_mask(node, self.mask, _LOAD_ARGS, other=True)
-        if name in REDUCTIONS and node.args and names(node.args[0]) & self.dep:
+        if name in REDUCTIONS and node.args and names_in(node.args[0]) & self.dep:
             keep = [k for k in node.keywords if k.arg not in ("axis", "keep_dims")]
             axis = [ast.keyword("axis", ast.Constant(1)), ast.keyword("keep_dims", ast.Constant(True))]
             return ast.Call(node.func, node.args[:1], axis + keep)
@@ -187,10 +185,10 @@ def vectorize(source: str, rows: int, kernel: str | None = None) -> str:
     tree = ast.parse(source)
     aliases = tl_aliases(tree)
     tl = sorted(aliases)[0]
-    used = names(tree) | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    used = names_in(tree) | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
     used |= {k.arg for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg}
     changed, reasons = False, []
-    for fn in jit_kernels(tree):
+    for fn in jit_functions(tree):
         if kernel is not None and fn.name != kernel:
             continue
         plans, why = loop_plans(fn, aliases)
@@ -221,7 +219,7 @@ def vectorize_mutations(source: str) -> list[Mutation]:
     except SyntaxError:
         return []
     muts: list[Mutation] = []
-    for fn in jit_kernels(tree):
+    for fn in jit_functions(tree):
         try:
             vectorize(source, ROWS[0], fn.name)
         except MutationError:

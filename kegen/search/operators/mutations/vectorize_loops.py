@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from kegen.search.operators.mutations.base import MutationError
+from kegen.search.operators.mutations.base import MutationError, names_in
 from kegen.search.operators.mutations.vectorize_analysis import (
     ELEMENTWISE,
     REDUCTIONS,
@@ -46,18 +46,6 @@ class LoopPlan:
     dep: set[str] = field(default_factory=set)  # the loop variable and the locals that depend on it
     stored: set[str] = field(default_factory=set)  # pointer parameters the body stores to
     loaded: set[str] = field(default_factory=set)  # pointer parameters the body loads from
-
-
-def jit_kernels(tree: ast.Module) -> list[ast.FunctionDef]:
-    return [
-        n
-        for n in tree.body
-        if isinstance(n, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in n.decorator_list)
-    ]
-
-
-def names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _loops(stmts: list[ast.stmt], outer: list[list[ast.stmt]]) -> list[tuple[ast.For, list[ast.stmt], list]]:
@@ -168,7 +156,7 @@ def _affine_in(e: ast.expr, dep: set[str], affine: set[str]) -> bool:
         return _affine_in(e.operand, dep, affine)
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "to":
         return _affine_in(e.func.value, dep, affine)
-    return not (names(e) & dep)
+    return not (names_in(e) & dep)
 
 
 def _analyse(
@@ -209,7 +197,7 @@ def _analyse(
             name = s.targets[0].id
             if name in plan.accs or (
                 name not in plan.local
-                and (name in names(s.value) or _reads_name(loop.body[: loop.body.index(s)], name))
+                and (name in names_in(s.value) or _reads_name(loop.body[: loop.body.index(s)], name))
             ):
                 raise MutationError(f"`{name}` is carried from one iteration to the next (not a reduction)")
             r = _rank_in_body(s.value, ranks, local_rank)
@@ -219,7 +207,7 @@ def _analyse(
                 )
             plan.local.add(name)
             local_rank[name] = r
-            if names(s.value) & plan.dep:
+            if names_in(s.value) & plan.dep:
                 plan.dep.add(name)
                 if _affine_in(s.value, plan.dep - {name}, affine):
                     affine.add(name)
@@ -233,7 +221,7 @@ def _analyse(
         raise MutationError("the loop reduces and stores nothing")
     if plan.var in _assigned(loop.body):
         raise MutationError("the loop variable is reassigned in the body")
-    if _assigned(loop.body) & names(hi):
+    if _assigned(loop.body) & names_in(hi):
         raise MutationError("the loop bound changes in the body")
     _check_accs(plan, loop, ranks, local_rank, acc_reads)
     for name in plan.local | {plan.var}:
@@ -308,14 +296,14 @@ def _check_aliasing(
     for c in loads:
         load_bases |= pointer_bases(pointer(c), params, env)
         rest = [*c.args[1:], *(k.value for k in c.keywords if k.arg != "pointer")]
-        if not (names(pointer(c)) & plan.dep) and any(names(a) & plan.dep for a in rest):
+        if not (names_in(pointer(c)) & plan.dep) and any(names_in(a) & plan.dep for a in rest):
             raise MutationError(
                 f"`{ast.unparse(c)}`: the mask depends on `{plan.var}` but the address does not"
             )
     seen: set[str] = set()
     for c in stores:
         ptr = pointer(c)
-        if not (names(ptr) & plan.dep) or not _affine_in(ptr, plan.dep, affine):
+        if not (names_in(ptr) & plan.dep) or not _affine_in(ptr, plan.dep, affine):
             raise MutationError(f"the store address `{ast.unparse(ptr)}` is not affine in `{plan.var}`")
         bases = pointer_bases(ptr, params, env)
         if not bases or UNKNOWN in bases or UNKNOWN in load_bases and stores:
