@@ -35,7 +35,15 @@ if "--keep-gpus" not in sys.argv:
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 from kegen.bench.markdown import format_markdown  # noqa: E402
-from kegen.bench.record import RecordConfig, assemble, pack, pack_on_terminate, record, unpack  # noqa: E402
+from kegen.bench.record import (  # noqa: E402
+    RecordConfig,
+    assemble,
+    complete_compile_baselines,
+    pack,
+    pack_on_terminate,
+    record,
+    unpack,
+)
 from kegen.bench.results import write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="output path without suffix (.md and .json are written)")
     ap.add_argument("--assemble-only", action="store_true",
                     help="only rewrite the .md/.json from the records")
+    ap.add_argument("--compile-baselines", action="store_true",
+                    help="only measure torch.compile where a record lacks it (failed or cut), then rewrite")
     ap.add_argument("--keep-gpus", action="store_true", help="leave CUDA devices visible (not for mtia)")
     ap.add_argument("--note", default="", help="a paragraph put at the top of the Markdown record")
     args = ap.parse_args(argv)
@@ -88,8 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.archive is not None and not args.assemble_only:
         pack_on_terminate(cfg.work_dir, args.archive)
-    if not args.assemble_only:
-        record(cfg, log=lambda msg: print(f"[{time.monotonic() - started:6.0f} s] {msg}", flush=True))
+    log = lambda msg: print(f"[{time.monotonic() - started:6.0f} s] {msg}", flush=True)  # noqa: E731
+    if args.compile_baselines:
+        complete_compile_baselines(cfg, log=log)
+    elif not args.assemble_only:
+        record(cfg, log=log)
     report = assemble(cfg)
     given = argv if argv is not None else sys.argv[1:]
     command = "python tools/record_production.py " + " ".join(

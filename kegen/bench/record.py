@@ -225,6 +225,27 @@ def _compile_baseline(row: ProblemResult, problem: SuiteProblem, machine: str, l
     return not cut
 
 
+def complete_compile_baselines(cfg: RecordConfig, log: Any = print) -> list[str]:
+    """Measure torch.compile for recorded problems whose baseline is missing (cut by a deadline) or
+    failed (e.g. an incompatible torch on the recording host); a record left partial only for want
+    of that baseline becomes done. Returns the problems measured."""
+    measured = []
+    for p in find_suite(cfg.suite).select(list(cfg.only)).problems:
+        rec = load_record(cfg.work_dir, p.name)
+        if rec is None or rec.state == FAILED or rec.row.compile_time_s is not None:
+            continue
+        if not rec.row.seed_correct:
+            continue
+        rec.row.compile_message = ""
+        _compile_baseline(rec.row, p, cfg.machine, None)
+        if rec.state == PARTIAL and rec.stop_reason.startswith("torch.compile baseline not measured"):
+            rec.state, rec.stop_reason = DONE, "evaluation budget spent; torch.compile measured later"
+        save_record(cfg.work_dir, rec)
+        measured.append(p.name)
+        log(f"{p.name}: torch.compile {rec.row.compile_time_s or rec.row.compile_message}")
+    return measured
+
+
 def infra_failure(row: ProblemResult) -> bool:
     """Whether the seed's evaluation failed in the evaluator rather than in the kernel (a broken
     install, a crashed device): such a record says nothing about the problem."""

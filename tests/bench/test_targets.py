@@ -273,3 +273,27 @@ def test_sigterm_packs_the_work_folder_before_the_process_ends(tmp_path: Path) -
     with tarfile.open(archive) as tar:
         assert "work/gemm/search/search.db" in tar.getnames()
     assert not (tmp_path / "state.tar.gz.partial").exists()
+
+
+def test_compile_baselines_completed_for_records_that_lack_them(tmp_path: Path, monkeypatch) -> None:
+    """A record whose torch.compile baseline failed (an older torch on the recording host) or was cut
+    gets it measured by `complete_compile_baselines`, without searching again."""
+    from kegen.bench import compile_baseline
+    from kegen.bench.record import complete_compile_baselines
+
+    answers = [{"error": "ImportError: cannot import name 'register_benchmarker'"}, {"seconds": 3e-5, "host_ops": []}]
+    monkeypatch.setattr(compile_baseline, "measure", lambda problem, machine, timeout_s=600.0: answers.pop(0))
+
+    def spent(problem: SuiteProblem, config: BenchConfig, out_dir: Path, resume: str | None = None,
+              **_: Any) -> SearchOutcome:
+        seed = SeedEval(status="ok", speedup=1.0, baseline="seed", roofline=0.5, time_s=4e-5)
+        return SearchOutcome("done", evaluations=5, seed=seed, found_correct=True, gain=1.0,
+                             extra={"stop_reason": "evaluation budget spent (5 evaluations)"})
+
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm",), budget=5)
+    (first,) = record(cfg, search_problem=spent, log=lambda m: None)
+    assert first.row.compile_time_s is None and "register_benchmarker" in first.row.compile_message
+    assert complete_compile_baselines(cfg, log=lambda m: None) == ["gemm"]
+    rec = load_record(cfg.work_dir, "gemm")
+    assert rec is not None and rec.row.compile_time_s == pytest.approx(3e-5) and rec.row.compile_message == ""
+    assert complete_compile_baselines(cfg, log=lambda m: None) == []  # nothing left to measure
