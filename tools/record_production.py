@@ -16,8 +16,11 @@ The mtia target needs its extras (`pip install -e '.[mtia]'`: unicorn, llvmlite,
 pyelftools) and LLVM's `llvm-mc` (or `$KEGEN_LLVM_MC`); the tool checks both first and exits 2 in
 seconds, naming what is missing. On a GPU host it hides the GPUs (CUDA_VISIBLE_DEVICES="") so that
 the mtia driver is Triton's active one. `--archive PATH` restores the work folder from PATH when
-it is missing and packs it there at the end: on a machine that starts bare, carry that one file
-from one command to the next (it holds the search stores, so partial searches resume).
+it is missing and packs it there at the end, or when the process gets SIGTERM (a command's
+`timeout`): on a machine that starts bare, carry that one file from one command to the next (it
+holds the search stores, so partial searches resume; a kill loses only evaluations in flight).
+`--compile-baselines` measures torch.compile where a record lacks it (cut by a deadline, or failed
+on the recording host), without searching again.
 """
 
 from __future__ import annotations
