@@ -270,6 +270,8 @@ def _fastest(*times: float | None) -> float | None:
 def summarize(name: str, rec: dict[str, Any], problem_path: Path | None = None) -> dict[str, Any]:
     """One row of the summary table from a problem's record. Eager and compile are the faster of the
     reference as written and the reference in its native dtype (where that was timed)."""
+    from kegen.bench.native_dtype import reference_upcasts
+
     seed, search = rec.get("seed") or {}, rec.get("search") or {}
     native: dict[str, Any] = rec.get("native") or {}
     if native.get("status") != "ok":
@@ -280,7 +282,7 @@ def summarize(name: str, rec: dict[str, Any], problem_path: Path | None = None) 
     compiled = _fastest(seed.get("compile_s"), native.get("native_compile_s"))
     return {
         "problem": name,
-        "reference_upcasts": bool(problem_path) and ".float()" in _text(problem_path),
+        "reference_upcasts": reference_upcasts(problem_path),
         "native_timed": bool(native),
         "status": seed.get("status"),
         "eager_s": eager,
@@ -303,13 +305,6 @@ def summarize(name: str, rec: dict[str, Any], problem_path: Path | None = None) 
         "message": seed.get("message") if seed.get("status") != "ok" else None,
         "best_profile": search.get("best_profile") or seed.get("profile") or {},
     }
-
-
-def _text(path: Path | None) -> str:
-    try:
-        return path.read_text() if path is not None else ""
-    except OSError:
-        return ""
 
 
 def geomean(values: list[float | None]) -> float | None:

@@ -62,6 +62,7 @@ def enable() -> None:
     MTIA-friendly helper functions (kegen.inductor.helpers), picks autotuning configs by simulated
     time, and runs the GEMMs/convolutions Inductor leaves to aten as kegen's Triton kernels. Needs a
     machine without a CUDA/ROCm GPU (the mtia driver is active only there)."""
+    import torch
     import torch._inductor.config as inductor_config
 
     from lowering.backend.driver import MtiaDriver
@@ -77,16 +78,10 @@ def enable() -> None:
             setattr(inductor_config, key, value)
         except AttributeError:  # an option this torch release lacks (mtia.* before 2.12)
             warnings.warn(
-                f"torch {torch_version()} has no Inductor option {key!r}: left at its default "
+                f"torch {torch.__version__} has no Inductor option {key!r}: left at its default "
                 "(kernels it would have changed may not lower for mtia)",
                 stacklevel=2,
             )
-
-
-def torch_version() -> str:
-    import torch
-
-    return str(torch.__version__)
 
 
 def install_benchmarker() -> None:

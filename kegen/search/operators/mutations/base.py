@@ -44,3 +44,9 @@ def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
 def names_in(node: ast.AST) -> set[str]:
     """Every name read or written anywhere under `node`."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def constexpr_params(fn: ast.FunctionDef) -> set[str]:
+    """The kernel's parameters annotated `tl.constexpr` (positional-only ones included)."""
+    args = fn.args.posonlyargs + fn.args.args
+    return {a.arg for a in args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}

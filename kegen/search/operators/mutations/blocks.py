@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params, jit_functions
 from kegen.search.operators.mutations.footprint import still_fits
 from kegen.search.operators.mutations.grids import bindings, follow_grid
 from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, MIN_BLOCK, NOT_BLOCKS, block_values
@@ -75,12 +75,6 @@ def _launch_kernel(call: ast.Call) -> str | None:
 
 def _jit_kernels(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {fn.name: fn for fn in jit_functions(tree)}
-
-
-def _constexpr_params(fn: ast.FunctionDef) -> set[str]:
-    return {
-        a.arg for a in fn.args.args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)
-    }
 
 
 def _is_program_id(node: ast.AST) -> int | None:
@@ -137,7 +131,7 @@ def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
             return True, pids[node.id]
         return False, None
 
-    params = _constexpr_params(fn)
+    params = constexpr_params(fn)
     out: dict[str, int | None] = {}
     for node in ast.walk(fn):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
@@ -194,7 +188,7 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
         fn = kernels.get(name)
         if fn is None:
             continue
-        params, axes, extents = _constexpr_params(fn), block_axes(fn), block_extents(fn)
+        params, axes, extents = constexpr_params(fn), block_axes(fn), block_extents(fn)
         scope = owners.get(id(node), tree)
         given = [(kw.arg, kw.value, -1) for kw in node.keywords if kw.arg is not None]
         names = [a.arg for a in fn.args.args]

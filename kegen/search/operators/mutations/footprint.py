@@ -23,19 +23,11 @@ import ast
 import os
 from collections.abc import Mapping
 
-from kegen.search.operators.mutations.base import MutationError, names_in
+from kegen.search.operators.mutations.base import MutationError, jit_functions, names_in
 
 OPERAND_BYTES = 2  # fp16/bf16 operand elements
 ACC_BYTES = 4  # float32 accumulator elements
 INDEX_BYTES = 4  # int32 index vectors
-
-
-def _jit_kernel(tree: ast.Module, kernel: str) -> ast.FunctionDef | None:
-    for n in tree.body:
-        if isinstance(n, ast.FunctionDef) and n.name == kernel:
-            if any("jit" in ast.unparse(d) for d in n.decorator_list):
-                return n
-    return None
 
 
 def _is_tl_call(node: ast.AST, names: tuple[str, ...]) -> bool:
@@ -134,7 +126,7 @@ def dot_footprint(source: str, kernel: str, blocks: Mapping[str, int], stages: i
     """Estimated local-store bytes of `kernel` with constexpr `blocks` and `stages` operand buffers,
     or None when the kernel has no float32 accumulator fed by `tl.dot` whose shape the blocks give."""
     try:
-        fn = _jit_kernel(ast.parse(source), kernel)
+        fn = next((f for f in jit_functions(ast.parse(source)) if f.name == kernel), None)
     except SyntaxError:
         return None
     if fn is None:

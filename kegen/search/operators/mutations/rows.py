@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params
 from kegen.search.operators.mutations.blocks import _jit_kernels, _launch_kernel, block_axes
 from kegen.search.operators.mutations.loads import reuse_loads
 
@@ -50,11 +50,6 @@ class RowLoops:
 
 def _params(fn: ast.FunctionDef) -> list[str]:
     return [a.arg for a in fn.args.posonlyargs + fn.args.args]
-
-
-def _constexprs(fn: ast.FunctionDef) -> set[str]:
-    args = fn.args.posonlyargs + fn.args.args
-    return {a.arg for a in args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
 
 
 def _row_loop(stmt: ast.stmt, params: list[str], constexprs: set[str]) -> tuple[str, str, str] | None:
@@ -86,7 +81,7 @@ def _has_inner_loop_or_jump(loop: ast.For) -> bool:
 
 def _loops(fn: ast.FunctionDef) -> dict[tuple[str, str], list[tuple[int, str]]]:
     """(N, BLOCK) -> [(index in the body, V)] of the top-level loops that can become one block."""
-    params, constexprs = _params(fn), _constexprs(fn)
+    params, constexprs = _params(fn), constexpr_params(fn)
     out: dict[tuple[str, str], list[tuple[int, str]]] = {}
     for i, stmt in enumerate(fn.body):
         m = _row_loop(stmt, params, constexprs)
