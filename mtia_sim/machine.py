@@ -94,6 +94,9 @@ class MachineDescription:
     # launch
     launch_overhead_ns: float
     job_replacement_ns: float
+    # host interface (uploads from the host to device memory)
+    host_link_bw: float
+    host_link_latency_ns: float
 
     # ---- derived figures -------------------------------------------------------------------
     @property
@@ -249,12 +252,15 @@ _SCHEMA: dict[str, str] = {
     "core.command_queue_depth": "command_queue_depth",
     "launch.overhead_ns": "launch_overhead_ns",
     "launch.job_replacement_ns": "job_replacement_ns",
+    "host.link_bw": "host_link_bw",
+    "host.link_latency_ns": "host_link_latency_ns",
 }
 
 _ZERO_ALLOWED = frozenset({
     "sram_latency_ns", "dram_latency_ns", "noc_hop_latency_cycles", "dma_setup_cycles",
     "dma_misaligned_penalty", "dpe_setup_cycles", "simd_setup_cycles", "red_setup_cycles",
     "mlu_setup_cycles", "command_issue_cycles", "launch_overhead_ns", "job_replacement_ns",
+    "host_link_latency_ns",
 })
 """Fields that may be 0 (latencies, setup costs, penalties); every other number must be > 0."""
 
