@@ -11,8 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
 
-from kegen.search.operators import templates, templates_rows
-from kegen.search.operators.drafting_graph import (
+from kegen.search.operators import templates
+from kegen.search.operators.drafting.graph import (
     POW,
     RMS_NORM,
     Traced,
@@ -21,7 +21,8 @@ from kegen.search.operators.drafting_graph import (
     rank_of,
     shape_of,
 )
-from kegen.search.operators.drafting_weights import twins
+from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import rows as templates_rows
 
 
 def draft_layer_norm(t: Traced) -> str | None:

@@ -21,8 +21,8 @@ provably gives equal values (checked at draft time).
 Anything else is reported by name as not draftable.
 
 This module holds the rule table, the public API and the refusal message; the patterns live in
-drafting_rows (row-wise ops), drafting_norms, drafting_elementwise, drafting_layout, drafting_matmul
-and drafting_gather, over the traced graph of drafting_graph; drafting_weights rebuilds parameters.
+the sub-modules rows (row-wise ops), norms, elementwise, layout, matmul and gather, over the traced
+graph of graph; weights rebuilds parameters. The Triton text comes from kegen.search.operators.templates.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from pathlib import Path
 
 from torch.fx import Node
 
-from kegen.search.operators.drafting_elementwise import draft_broadcast, draft_elementwise
-from kegen.search.operators.drafting_gather import draft_gather
-from kegen.search.operators.drafting_graph import (
+from kegen.search.operators.drafting.elementwise import draft_broadcast, draft_elementwise
+from kegen.search.operators.drafting.gather import draft_gather
+from kegen.search.operators.drafting.graph import (
     KNOWN_MODULES,
     KNOWN_TARGETS,
     DraftError,
@@ -44,15 +44,15 @@ from kegen.search.operators.drafting_graph import (
     op_name,
     trace,
 )
-from kegen.search.operators.drafting_layout import draft_transpose
-from kegen.search.operators.drafting_matmul import draft_linear, draft_matmul
-from kegen.search.operators.drafting_norms import (
+from kegen.search.operators.drafting.layout import draft_transpose
+from kegen.search.operators.drafting.matmul import draft_linear, draft_matmul
+from kegen.search.operators.drafting.norms import (
     draft_layer_norm,
     draft_layer_norm_fn,
     draft_rms_norm_formula,
     draft_rms_norm_op,
 )
-from kegen.search.operators.drafting_rows import (
+from kegen.search.operators.drafting.rows import (
     draft_argmax,
     draft_col_reduce,
     draft_cumsum,

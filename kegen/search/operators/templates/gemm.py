@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates_layout import MODEL_HEAD
+from kegen.search.operators.templates.layout import MODEL_HEAD
 
 _MATMUL_PROLOGUE = """    pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn as nn
 
-from kegen.search.operators.drafting_graph import Traced
+from kegen.search.operators.drafting.graph import Traced
 
 _PARAM_INITS = ("torch.randn", "torch.rand", "torch.ones", "torch.zeros")
 

@@ -8,8 +8,8 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from kegen.search.operators import templates_layout
-from kegen.search.operators.drafting_graph import Traced, dtype_of, rank_of
+from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of
+from kegen.search.operators.templates import layout as templates_layout
 
 
 def _swapped(n: Node, rank: int) -> bool:

@@ -7,8 +7,8 @@ from typing import Any
 
 from torch.fx import Node
 
-from kegen.search.operators import templates, templates_layout, templates_rows
-from kegen.search.operators.drafting_graph import (
+from kegen.search.operators import templates
+from kegen.search.operators.drafting.graph import (
     ARGMAX,
     CUMSUM,
     LOG_SOFTMAX,
@@ -21,6 +21,8 @@ from kegen.search.operators.drafting_graph import (
     is_last_dim,
     rank_of,
 )
+from kegen.search.operators.templates import layout as templates_layout
+from kegen.search.operators.templates import rows as templates_rows
 
 
 def _row_op(t: Traced, targets: set[Any], extra_kwargs: tuple[str, ...] = ()) -> Node | None:

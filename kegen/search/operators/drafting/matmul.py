@@ -8,9 +8,8 @@ from typing import Any
 import torch.nn as nn
 from torch.fx import Node
 
-from kegen.search.operators import templates_matmul
-from kegen.search.operators.drafting_elementwise import broadcast_kind, chain
-from kegen.search.operators.drafting_graph import (
+from kegen.search.operators.drafting.elementwise import broadcast_kind, chain
+from kegen.search.operators.drafting.graph import (
     LINEAR,
     MATMUL,
     Traced,
@@ -19,8 +18,9 @@ from kegen.search.operators.drafting_graph import (
     rank_of,
     shape_of,
 )
-from kegen.search.operators.drafting_layout import operand_view
-from kegen.search.operators.drafting_weights import twins
+from kegen.search.operators.drafting.layout import operand_view
+from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import gemm as templates_gemm
 
 
 def draft_matmul(t: Traced) -> str | None:
@@ -52,7 +52,7 @@ def draft_matmul(t: Traced) -> str | None:
     got = chain(t, t.ops[k + 1 :], env)
     if got is None:
         return None
-    return templates_matmul.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras)
+    return templates_gemm.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras)
 
 
 def _linear_layer(t: Traced, n: Node, x: Any) -> tuple[str, str | None] | None:
@@ -85,9 +85,9 @@ def draft_linear(t: Traced) -> str | None:
         got = chain(t, t.ops[i + 1 : j], {t.ops[i]: "acc"})
         if got is None:
             return None
-        stages.append(templates_matmul.LinearStage(layer[0], layer[1], tuple(got[0]), got[1] or "acc"))
+        stages.append(templates_gemm.LinearStage(layer[0], layer[1], tuple(got[0]), got[1] or "acc"))
         cur, i = t.ops[j - 1], j
     init = twins(t)
     if cur is not t.out or init is None or dtype_of(t.out) != dtype_of(x):
         return None
-    return templates_matmul.linear_chain(stages, t.args, t.arg(x), init)
+    return templates_gemm.linear_chain(stages, t.args, t.arg(x), init)

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch.fx import Node
 
 from kegen.search.operators import templates
-from kegen.search.operators.drafting_graph import GATHER, Traced, dim_arg, rank_of
-from kegen.search.operators.drafting_weights import twins
+from kegen.search.operators.drafting.graph import GATHER, Traced, dim_arg, rank_of
+from kegen.search.operators.drafting.weights import twins
 
 _EMBEDDING_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2.0, "scale_grad_by_freq": False}
 _EMBEDDING_DEFAULTS |= {"sparse": False}

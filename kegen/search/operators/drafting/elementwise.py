@@ -10,8 +10,8 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from kegen.search.operators import templates, templates_layout
-from kegen.search.operators.drafting_graph import (
+from kegen.search.operators import templates
+from kegen.search.operators.drafting.graph import (
     CASTS,
     GELU,
     IGNORED_KWARGS,
@@ -22,8 +22,9 @@ from kegen.search.operators.drafting_graph import (
     rank_of,
     shape_of,
 )
-from kegen.search.operators.drafting_weights import twins
-from kegen.search.operators.templates_exprs import (
+from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import layout as templates_layout
+from kegen.search.operators.templates.exprs import (
     ELEMENTWISE_FORMATS,
     GELU_ERF,
     GELU_TANH,

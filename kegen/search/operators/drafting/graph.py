@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
 from kegen.modules import load_module_from_file, unique_module_name
-from kegen.search.operators.templates_exprs import ELEMENTWISE_FORMATS, MODULE_FORMATS
+from kegen.search.operators.templates.exprs import ELEMENTWISE_FORMATS, MODULE_FORMATS
 
 
 class DraftError(ValueError):
