@@ -1,5 +1,5 @@
 """Where an evaluation's time went (`details.breakdown`): calls by kind, the evaluator's own work
-per step, and what the simulated device did (launches, provenance replays, bytes moved, functional
+per step, and what the simulated device did (launches, memory operations, bytes moved, functional
 and timing seconds, timing memo hits). Measurements only: nothing here decides a verdict."""
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ class Breakdown:
 
     def candidate_s(self) -> float:
         """Seconds so far that the candidate is charged for: its worker's calls (the device serving
-        its launches included) and the device's provenance replays of its kernels."""
-        replays = self.device.stats.replay_s if self.device is not None else 0.0
-        return self.spent["worker_calls"] + replays
+        its launches included)."""
+        return self.spent["worker_calls"]
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

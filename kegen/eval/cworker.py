@@ -3,10 +3,12 @@
 It serves the evaluator over one inherited socket (`kegen.eval.wire` framing):
 
     E -> W  {"op": "init", candidate, target, seed, allow_ops, check_cheats} + init inputs
-    W -> E  {"op": "ready"} + the model's tensors after construction | {"op": "failed", ...}
-    E -> W  {"op": "call", "inputs": ...} + input bytes
+    W -> E  {"op": "ready"} | {"op": "failed", ...}
+    E -> W  {"op": "call", "inputs": ...} + input bytes; mtia: device tensor descriptions, no bytes
+    (W -> E {"op": "device_ops", ...})                                mtia: alloc/free/fill/copy/upload
     (W -> E {"op": "launch", ...} / E -> W {"op": "launched", ...})   mtia: the device is E's
-    W -> E  {"op": "result", "outputs": ..., "diag": ...} + output bytes | {"op": "failed", ...}
+    W -> E  {"op": "result", "outputs": ..., "diag": ...} + output bytes (mtia: descriptions only)
+            | {"op": "failed", ...}
     E -> W  {"op": "gpu_time", "inputs": [...]}  (GPU targets: CUDA-event times measured here)
     E -> W  {"op": "gpu_profile", "inputs": ...}  W -> E {"op": "gpu_kernels", ...}  (GPU: kernel table)
 
@@ -53,6 +55,8 @@ class CandidateServer:
         self.device = "cpu"
         self.check = True
         self.cache_dir: str | None = None
+        self.mtia = False
+        self.last_outputs: Any = None
 
     def init(self, job: dict[str, Any], blobs: list[bytearray]) -> dict[str, Any]:
         import torch
@@ -74,9 +78,13 @@ class CandidateServer:
             self.model = build_model(cls, init, int(job.get("seed", 0)), self.device)
         except Exception as exc:
             raise classify(exc, path, "ModelNew(*get_init_inputs()) failed") from exc
-        tensors = _model_tensors(self.model)
-        metas, out_blobs = encode_values(tensors)
-        send_frame(self.sock, {"op": "ready", "model_tensors": metas}, out_blobs)
+        self.mtia = job.get("target") == "mtia"
+        if self.mtia:  # the model's tensors move to the device; the worker keeps descriptions only
+            from kegen.eval.device_model import model_to_device
+
+            model_to_device(self.model, _remote())
+            _remote().flush()
+        send_frame(self.sock, {"op": "ready"})
         del torch
         return {}
 
@@ -85,6 +93,9 @@ class CandidateServer:
         from kegen.eval.inputs import clone_all
         from kegen.eval.wire import decode_values, encode_values
 
+        if self.mtia:
+            self._call_device(job)
+            return
         inputs = decode_values(job.get("inputs") or [], blobs, self.device)
         pristine = clone_all(inputs) if self.check else None
         t0 = time.perf_counter()
@@ -95,6 +106,23 @@ class CandidateServer:
             diag = cheats.check_mutation(pristine, inputs, set())
         metas, out_blobs = encode_values(list(outs))
         send_frame(self.sock, {"op": "result", "outputs": metas, "diag": diag, "host_s": elapsed}, out_blobs)
+
+    def _call_device(self, job: dict[str, Any]) -> None:
+        """mtia: inputs are device tensors the evaluator placed; outputs go back as descriptions."""
+        from kegen.eval.device_model import device_inputs, device_outputs, on_device
+
+        device = _remote()
+        self.last_outputs = None
+        inputs = device_inputs(job.get("inputs") or [], device)
+        t0 = time.perf_counter()
+        with on_device(device):
+            outs = self.guards.call(self.model, inputs, "candidate forward")
+        elapsed = time.perf_counter() - t0
+        metas = device_outputs(outs, self.guards.path)
+        self.last_outputs = outs  # alive until the evaluator has read them (freed with the next call)
+        del inputs, outs
+        device.flush()
+        send_frame(self.sock, {"op": "result", "outputs": metas, "diag": None, "host_s": elapsed})
 
     def gpu_time(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
         """Time one call per input set with CUDA events (GPU targets: trusted-on-GPU, see THREAT_MODEL)."""
@@ -175,6 +203,15 @@ class CandidateServer:
                     return
 
 
+def _remote() -> Any:
+    from lowering.backend.device_client import remote_device
+
+    device = remote_device()
+    if device is None:
+        raise RuntimeError("the mtia worker has no device connection")
+    return device
+
+
 def _bitwise_unchanged(pristine: list[Any], after: list[Any]) -> bool:
     """Every input tensor holds exactly its bytes from before the call (the common case, checked
     without the temporaries of `cheats.check_mutation`, which decides otherwise)."""
@@ -207,28 +244,6 @@ def _private_cache(seed: Any) -> str:
         shutil.copytree(seed, path, dirs_exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = path
     return path
-
-
-def _model_tensors(model: Any) -> list[Any]:
-    """Every tensor the constructed model holds (parameters, buffers, tensor attributes), as CPU copies."""
-    import torch
-
-    found: list[Any] = []
-    seen: set[int] = set()
-    modules = list(model.modules()) if isinstance(model, torch.nn.Module) else [model]
-    for mod in modules:
-        values = list(vars(mod).values())
-        if isinstance(mod, torch.nn.Module):
-            values += list(mod.parameters(recurse=False)) + list(mod.buffers(recurse=False))
-        for v in values:
-            if (
-                isinstance(v, torch.Tensor)
-                and id(v) not in seen
-                and type(v) in (torch.Tensor, torch.nn.Parameter)
-            ):
-                seen.add(id(v))
-                found.append(torch.Tensor(v.detach().cpu()).clone())
-    return found
 
 
 def main(fd: int) -> None:

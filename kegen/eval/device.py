@@ -1,84 +1,64 @@
 """The simulated MTIA chip as a device outside the candidate's process (owned by the evaluator).
 
-The candidate's Triton driver (`lowering.backend.device_client`) sends each launch as plain data:
-ELF image, grid, scalar slots and the bytes of every storage a pointer argument points into. This
-device runs it on its own simulator — built from the evaluator's machine description, never the
-candidate's — and answers with the storages' bytes afterwards. It keeps, per call window, what
-every launch received and returned, so the evaluator can tell:
+The device holds the memory (`DeviceMemory`): the evaluator places each call's inputs there and
+reads the outputs from there; the candidate's worker only ever names storages by handle. The
+worker's Triton driver (`lowering.backend.device_client`) sends each launch as plain data -- ELF
+image, grid, scalar slots, and per pointer argument a storage handle and byte offset (or the bytes
+of a host tensor to upload) -- and queued memory operations (alloc, free, fill, device copy,
+upload) as `device_ops` frames. This device runs launches on its own simulator, built from the
+evaluator's machine description, never the candidate's, and answers with the simulated time only.
 
-- the simulated time and counters of the call (the sum over the launches it ran itself);
-- which output bytes were written by a kernel during the call (`kegen.eval.provenance`);
-- which data the host produced during the call and fed to kernels.
+Per call window it records the launches (time, counters, source tags) and charges device-side
+data movement the candidate asked for: uploads at the machine's host-link bandwidth, fills and
+copies at its DRAM bandwidth, each with its fixed cost.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the simulator (kegen[mtia]) is imported only when a device is made
-    import numpy as np
+from kegen.eval.device_memory import DeviceMemory, DeviceRequestError
 
+if TYPE_CHECKING:  # the simulator (kegen[mtia]) is imported only when a device is made
     from lowering.backend.launch import LaunchRecord
 
+__all__ = ["CallRecord", "DeviceRequestError", "DeviceStats", "MtiaDevice", "Transfer"]
+
 MAX_PROGRAMS = 1 << 22  # grid points per launch
-ELEMENT_DTYPES = {
-    "fp32": "float32",
-    "f32": "float32",
-    "fp16": "float16",
-    "f16": "float16",
-    "bf16": "bfloat16",
-    "fp64": "float64",
-    "f64": "float64",
-    "i8": "int8",
-    "u8": "uint8",
-    "i1": "uint8",
-    "i16": "int16",
-    "i32": "int32",
-    "u32": "int32",
-    "i64": "int64",
-    "u64": "int64",
-}
 
 
-@dataclass
-class LaunchLog:
-    """Everything one launch received and returned (kept for the call window)."""
+@dataclass(frozen=True)
+class Transfer:
+    """Device-side data movement charged to a call: kind (upload/copy/fill), bytes, seconds."""
 
-    record: LaunchRecord
-    elf: bytes
-    slots: list[tuple[Any, ...]]
-    arg_types: list[str]
-    dual_core: bool
-    blocked: bool
-    sram_mode: str
-    keys: list[int]
-    pre: list[np.ndarray]  # uint8, the evaluator's own copies (never written after the launch)
-    post: list[np.ndarray]
-    dtypes: list[str | None]  # element dtype of each storage (from the pointer argument's type)
+    kind: str
+    nbytes: int
+    seconds: float
 
 
 @dataclass
 class CallRecord:
-    """The launches of one call of the candidate's forward, as the device saw them."""
+    """The launches and transfers of one call of the candidate's forward, as the device saw them."""
 
-    logs: list[LaunchLog] = field(default_factory=list)
+    launches: list[LaunchRecord] = field(default_factory=list)
+    transfers: list[Transfer] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-    host_s: float = 0.0  # evaluator wall time spent simulating
+    host_s: float = 0.0  # evaluator wall time spent serving the worker
 
     @property
-    def launches(self) -> list[LaunchRecord]:
-        return [log.record for log in self.logs]
+    def launch_seconds(self) -> float:
+        return sum(float(rec.result.seconds) for rec in self.launches)
+
+    @property
+    def transfer_seconds(self) -> float:
+        return sum(t.seconds for t in self.transfers)
 
     @property
     def seconds(self) -> float:
-        return sum(float(log.record.result.seconds) for log in self.logs)
-
-    def drop_bytes(self) -> None:
-        """Forget the storages' bytes (after the call's checks): keeps launches, time and errors."""
-        for log in self.logs:
-            log.pre, log.post = [], []
+        return self.launch_seconds + self.transfer_seconds
 
 
 @dataclass
@@ -86,18 +66,12 @@ class DeviceStats:
     """What the device did for the evaluator (cumulative; `delta` gives one evaluation's share)."""
 
     launches: int = 0  # launch requests served
-    replays: int = 0  # provenance replays (a recorded launch run again with poisoned bytes)
-    bytes_in: int = 0  # storage bytes received with launch requests
-    bytes_out: int = 0  # storage bytes sent back (changed storages only)
-    serve_s: float = 0.0  # wall seconds serving launch requests (copies, simulation, compares)
-    replay_s: float = 0.0  # wall seconds of provenance replays
+    device_ops: int = 0  # memory operations served (alloc, free, fill, copy, upload)
+    bytes_in: int = 0  # host bytes received (uploads, host tensors at launches)
+    serve_s: float = 0.0  # wall seconds serving requests (copies, simulation)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: round(v, 3) if isinstance(v, float) else v for k, v in asdict(self).items()}
-
-
-class DeviceRequestError(ValueError):
-    """A launch request that is malformed (the candidate's process sent garbage)."""
 
 
 def _int_list(value: Any, n: int | None, what: str) -> list[int]:
@@ -108,43 +82,25 @@ def _int_list(value: Any, n: int | None, what: str) -> list[int]:
     return value
 
 
-def parse_slots(raw: Any, n_storages: int) -> list[tuple[Any, ...]]:
-    if not isinstance(raw, list):
-        raise DeviceRequestError("slots must be a list")
-    slots: list[tuple[Any, ...]] = []
-    for s in raw:
-        if not isinstance(s, list) or not s:
-            raise DeviceRequestError("a slot must be a non-empty list")
-        if s[0] == "ptr" and len(s) == 3:
-            idx, off = _int_list(s[1:], 2, "a pointer slot")
-            if not 0 <= idx < n_storages or off < 0:
-                raise DeviceRequestError("a pointer slot names a missing storage")
-            slots.append(("ptr", idx, off))
-        elif s[0] == "null":
-            slots.append(("null",))
-        elif s[0] == "scalar" and len(s) == 2:
-            slots.append(("scalar", _int_list(s[1:], 1, "a scalar slot")[0]))
-        else:
-            raise DeviceRequestError(f"unknown slot {s[:1]}")
-    return slots
-
-
-def storage_dtypes(slots: list[tuple[Any, ...]], arg_types: list[str], n: int) -> list[str | None]:
-    found: list[str | None] = [None] * n
-    for slot, ty in zip(slots, arg_types, strict=True):
-        if slot[0] == "ptr" and found[slot[1]] is None:
-            found[slot[1]] = ELEMENT_DTYPES.get(ty.lstrip("*"))
-    return found
+def _fill_value(raw: Any) -> float | int | bool:
+    if isinstance(raw, bool | int | float):
+        return raw
+    if raw in ("nan", "inf", "-inf"):
+        return float(raw)
+    raise DeviceRequestError(f"a fill value must be a number, got {raw!r}")
 
 
 class MtiaDevice:
-    """One simulated chip of the evaluator; serves the candidate's launch requests."""
+    """One simulated chip of the evaluator; serves one worker session at a time."""
 
     def __init__(self, machine: str) -> None:
         from lowering.backend.launch import SimulatorSession
+        from mtia_sim.machine import load_machine
 
         self.machine = machine
+        self.description = load_machine(machine)
         self.session = SimulatorSession(machine)
+        self.memory = DeviceMemory(0)
         self.call: CallRecord | None = None
         self.outside_calls = 0  # launches requested while no call was in progress (init, warm-up)
         self.stats = DeviceStats()
@@ -153,6 +109,16 @@ class MtiaDevice:
         """The device's and its simulator's counters now (subtract two snapshots for a span)."""
         return {**self.stats.to_dict(), "simulator": self.session.stats.to_dict()}
 
+    # --- sessions and calls ------------------------------------------------------------------------
+    def open(self, limit_bytes: int) -> None:
+        """A fresh, empty memory for a new worker session (nothing of an earlier one survives)."""
+        self.memory = DeviceMemory(limit_bytes)
+        self.call = None
+
+    def close(self) -> None:
+        self.memory = DeviceMemory(0)
+        self.call = None
+
     def begin_call(self) -> None:
         self.call = CallRecord()
 
@@ -160,17 +126,28 @@ class MtiaDevice:
         call, self.call = self.call or CallRecord(), None
         return call
 
+    # --- requests ----------------------------------------------------------------------------------
     def handle(
         self, header: dict[str, Any], blobs: list[bytearray]
-    ) -> tuple[dict[str, Any], list[np.ndarray]]:
-        """Serve one `launch` request; errors become an `error` reply (and are recorded)."""
+    ) -> tuple[dict[str, Any], list[Any]] | None:
+        """Serve one request: a `launch` gets a reply; `device_ops` get none (an error in them is
+        recorded and answers the next launch). Errors never raise."""
         t0 = time.monotonic()
         try:
+            if header.get("op") == "device_ops":
+                self._device_ops(header, blobs)
+                return None
+            if self.call is not None and self.call.errors:
+                raise DeviceRequestError(self.call.errors[0])
             return self._launch(header, blobs)
         except Exception as exc:  # the candidate's kernel failed on the device, or the request is bad
             msg = f"{type(exc).__name__}: {str(exc)[:1500]}"
-            if self.call is not None:
+            if self.call is not None and msg not in self.call.errors:
                 self.call.errors.append(msg)
+            elif self.call is None:
+                self.pending_error = msg
+            if header.get("op") == "device_ops":
+                return None
             return {"op": "error", "error": f"mtia device: {msg}"}, []
         finally:
             spent = time.monotonic() - t0
@@ -178,126 +155,159 @@ class MtiaDevice:
             if self.call is not None:
                 self.call.host_s += spent
 
-    def _launch(
-        self, header: dict[str, Any], blobs: list[bytearray]
-    ) -> tuple[dict[str, Any], list[np.ndarray]]:
+    pending_error: str | None = None  # a failed request outside a call (construction), reported at init
+
+    def _charge(self, kind: str, nbytes: int, seconds: float) -> None:
+        if self.call is not None:
+            self.call.transfers.append(Transfer(kind, nbytes, seconds))
+
+    def _dram_s(self, nbytes: int) -> float:
+        m = self.description
+        return m.launch_overhead_ns * 1e-9 + nbytes / m.dram_bw
+
+    def _upload_s(self, nbytes: int) -> float:
+        m = self.description
+        return m.host_link_latency_ns * 1e-9 + nbytes / m.host_link_bw
+
+    def _device_ops(self, header: dict[str, Any], blobs: list[bytearray]) -> None:
+        ops = header.get("ops")
+        if not isinstance(ops, list):
+            raise DeviceRequestError("device_ops must carry a list of operations")
+        mem = self.memory
+        for op in ops:
+            if not isinstance(op, dict):
+                raise DeviceRequestError("a device operation must be an object")
+            kind = op.get("op")
+            self.stats.device_ops += 1
+            if kind == "alloc":
+                mem.alloc(op.get("h"), op.get("nbytes"))
+            elif kind == "free":
+                mem.free(op.get("h"))
+            elif kind == "fill":
+                view = mem.view(op.get("dst"))
+                mem.tensor(view).fill_(_fill_value(op.get("value")))
+                self._charge("fill", view.nbytes, self._dram_s(view.nbytes))
+            elif kind == "copy":
+                dst, src = mem.view(op.get("dst")), mem.view(op.get("src"))
+                if dst.shape != src.shape:
+                    raise DeviceRequestError(f"device copy between shapes {src.shape} and {dst.shape}")
+                mem.tensor(dst).copy_(mem.tensor(src).clone())
+                self._charge("copy", dst.nbytes + src.nbytes, self._dram_s(dst.nbytes + src.nbytes))
+            elif kind == "upload":
+                self._upload(op, blobs)
+            else:
+                raise DeviceRequestError(f"unknown device operation {kind!r}")
+
+    def _upload(self, op: dict[str, Any], blobs: list[bytearray]) -> None:
+        import torch
+
+        view = self.memory.view(op.get("dst"))
+        index = op.get("blob")
+        if not isinstance(index, int) or not 0 <= index < len(blobs):
+            raise DeviceRequestError("an upload names a missing blob")
+        blob = blobs[index]
+        if len(blob) != view.nbytes:
+            raise DeviceRequestError(f"an upload of {len(blob)} bytes into a view of {view.nbytes}")
+        if view.nbytes:
+            src = torch.frombuffer(bytearray(blob), dtype=torch.uint8).view(view.dtype).reshape(view.shape)
+            self.memory.tensor(view).copy_(src)
+        self.stats.bytes_in += view.nbytes
+        self._charge("upload", view.nbytes, self._upload_s(view.nbytes))
+
+    def _launch(self, header: dict[str, Any], blobs: list[bytearray]) -> tuple[dict[str, Any], list[Any]]:
+        if header.get("op") != "launch":
+            raise DeviceRequestError(f"unknown device request {header.get('op')!r}")
         name = header.get("name")
         if not isinstance(name, str) or not blobs:
             raise DeviceRequestError("a launch needs the kernel's name and its ELF image")
         grid = tuple(_int_list(header.get("grid"), 3, "grid"))
-        if any(g < 1 for g in grid) or grid[0] * grid[1] * grid[2] > MAX_PROGRAMS:
+        if any(g < 1 for g in grid) or math.prod(grid) > MAX_PROGRAMS:
             raise DeviceRequestError(f"grid {grid} is empty or larger than {MAX_PROGRAMS} programs")
         arg_types = header.get("arg_types")
         if not isinstance(arg_types, list) or not all(isinstance(t, str) for t in arg_types):
             raise DeviceRequestError("arg_types must be a list of strings")
-        keys = _int_list(header.get("keys"), len(blobs) - 1, "keys")
-        slots = parse_slots(header.get("slots"), len(keys))
-        if len(slots) != len(arg_types):
+        raw = header.get("slots")
+        if not isinstance(raw, list) or len(raw) != len(arg_types):
             raise DeviceRequestError("one slot per argument type is needed")
-        from lowering.backend.launch import as_u8, same_bytes
-
-        elf, pre = bytes(blobs[0]), [as_u8(b) for b in blobs[1:]]  # received buffers: ours alone
+        slots, data, owners = self._resolve(raw, blobs[1:])
         self.stats.launches += 1
-        self.stats.bytes_in += sum(p.size for p in pre)
-        dual, blocked = bool(header.get("dual_core")), bool(header.get("blocked"))
-        sram_mode = str(header.get("sram_mode", "cache"))
         g3 = (grid[0], grid[1], grid[2])
         result, post = self.session.run(
-            elf, name, g3, slots, pre, arg_types, dual_core=dual, blocked=blocked, sram_mode=sram_mode
+            bytes(blobs[0]),
+            name,
+            g3,
+            slots,
+            data,
+            arg_types,
+            dual_core=bool(header.get("dual_core")),
+            blocked=bool(header.get("blocked")),
+            sram_mode=str(header.get("sram_mode", "cache")),
         )
+        self._write_back(owners, data, post)
         from lowering.backend.launch import LaunchRecord
 
-        log = LaunchLog(
-            LaunchRecord(kernel=name, grid=g3, result=result, tags=_source_tags(header.get("tags"))),
-            elf,
-            slots,
-            list(arg_types),
-            dual,
-            blocked,
-            sram_mode,
-            keys,
-            pre,
-            post,
-            storage_dtypes(slots, arg_types, len(keys)),
-        )
+        record = LaunchRecord(kernel=name, grid=g3, result=result, tags=_source_tags(header.get("tags")))
         if self.call is not None:
-            self.call.logs.append(log)
+            self.call.launches.append(record)
         else:
             self.outside_calls += 1
-        changed = [not same_bytes(a, b) for a, b in zip(pre, post, strict=True)]
-        self.stats.bytes_out += sum(p.size for p, c in zip(post, changed, strict=True) if c)
-        reply = {
-            "op": "launched",
-            "changed": changed,
-            "cycles": float(result.cycles),
-            "seconds": float(result.seconds),
-        }
-        return reply, [p for p, c in zip(post, changed, strict=True) if c]
+        return {"op": "launched", "cycles": float(result.cycles), "seconds": float(result.seconds)}, []
 
-    def replay(self, log: LaunchLog, pre: list[np.ndarray], only: int | None = None) -> list[Any]:
-        """Run a recorded launch again on other storage contents; return the contents afterwards
-        (with `only`, just that storage's: the others are None)."""
-        t0 = time.monotonic()
-        self.stats.replays += 1
-        try:
-            return self._replay(log, pre, only)
-        finally:
-            self.stats.replay_s += time.monotonic() - t0
+    def _resolve(
+        self, raw: list[Any], host_blobs: list[bytearray]
+    ) -> tuple[list[tuple[Any, ...]], list[Any], list[int | None]]:
+        """The launch's slots over a list of storages (device storages by handle, host tensors as
+        temporary uploads charged to the call); `owners[i]` is storage i's handle (None: upload)."""
+        from lowering.backend.launch import as_u8
 
-    def replay_poisoned(
-        self, log: LaunchLog, j: int, positions: np.ndarray, poison: np.ndarray
-    ) -> np.ndarray:
-        """Run a recorded launch again with the elements at `positions` of storage `j` (elements of
-        `poison`'s dtype) set to `poison`; return those elements afterwards. Poisons and reads the
-        device's own copy in place: no copy of the storages."""
-        itemsize = poison.dtype.itemsize
-        got: list[np.ndarray] = []
+        slots: list[tuple[Any, ...]] = []
+        data: list[Any] = []
+        owners: list[int | None] = []
+        index: dict[tuple[str, int], int] = {}
+        for s in raw:
+            if not isinstance(s, list) or not s:
+                raise DeviceRequestError("a slot must be a non-empty list")
+            if s[0] in ("dptr", "host") and len(s) == 3:
+                key, off = _int_list(s[1:], 2, "a pointer slot")
+                if (s[0], key) not in index:
+                    if s[0] == "dptr":
+                        buf = self.memory.storage(key)
+                        owners.append(key)
+                    else:
+                        if not 0 <= key < len(host_blobs):
+                            raise DeviceRequestError("a host pointer names a missing blob")
+                        buf = as_u8(host_blobs[key])
+                        owners.append(None)
+                        self.stats.bytes_in += buf.size
+                        self._charge("upload", buf.size, self._upload_s(buf.size))
+                    index[(s[0], key)] = len(data)
+                    data.append(buf)
+                i = index[(s[0], key)]
+                if off < 0 or off > data[i].size:
+                    raise DeviceRequestError(f"a pointer argument's offset {off} is outside its storage")
+                slots.append(("ptr", i, off))
+            elif s[0] == "null":
+                slots.append(("null",))
+            elif s[0] == "scalar" and len(s) == 2:
+                slots.append(("scalar", _int_list(s[1:], 1, "a scalar slot")[0]))
+            else:
+                raise DeviceRequestError(f"unknown slot {s[:1]}")
+        return slots, data, owners
 
-        def elements(views: list[np.ndarray]) -> np.ndarray:
-            view = views[j]
-            return view[: view.size // itemsize * itemsize].view(poison.dtype)
+    def _write_back(self, owners: list[int | None], before: list[Any], after: list[Any]) -> None:
+        """Keep what the launch left in each device storage; refuse writes into host uploads."""
+        from lowering.backend.launch import same_bytes
 
-        def edit(views: list[np.ndarray]) -> None:
-            elements(views)[positions] = poison
-
-        def peek(views: list[np.ndarray]) -> None:
-            got.append(elements(views)[positions].copy())
-
-        t0 = time.monotonic()
-        self.stats.replays += 1
-        try:
-            self.session.run(
-                log.elf,
-                log.record.kernel,
-                log.record.grid,
-                log.slots,
-                list(log.pre),
-                log.arg_types,
-                dual_core=log.dual_core,
-                blocked=log.blocked,
-                sram_mode=log.sram_mode,
-                read_back=(),
-                edit=edit,
-                peek=peek,
-            )
-        finally:
-            self.stats.replay_s += time.monotonic() - t0
-        return got[0]
-
-    def _replay(self, log: LaunchLog, pre: list[np.ndarray], only: int | None) -> list[Any]:
-        _, post = self.session.run(
-            log.elf,
-            log.record.kernel,
-            log.record.grid,
-            log.slots,
-            list(pre),
-            log.arg_types,
-            dual_core=log.dual_core,
-            blocked=log.blocked,
-            sram_mode=log.sram_mode,
-            read_back=None if only is None else (only,),
-        )
-        return post
+        for handle, b, a in zip(owners, before, after, strict=True):
+            if a is None or not a.size or a.ctypes.data == b.ctypes.data:
+                continue
+            if handle is not None:
+                self.memory.set_storage(handle, a)
+            elif not same_bytes(a, b):
+                raise DeviceRequestError(
+                    "a kernel wrote into a host tensor (uploaded for the launch, never copied back): "
+                    "allocate outputs in forward with torch.empty / torch.empty_like (device memory)"
+                )
 
 
 def _source_tags(raw: Any, limit: int = 1 << 16) -> tuple[str, ...]:

@@ -15,12 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from kegen.eval import compile_cache, sandbox
 from kegen.eval.device import CallRecord, MtiaDevice
+from kegen.eval.device_memory import DeviceRequestError
 from kegen.eval.errors import CandidateError
-from kegen.eval.wire import decode_values, encode_values
+from kegen.eval.wire import decode_values, encode_values, tensor_u8
 from lowering.backend.device_wire import WireError, recv_frame, send_frame
 
 MAX_PROCESSES = 256
@@ -32,10 +34,9 @@ class CallResult:
     """One call of the candidate as the evaluator saw it."""
 
     outputs: list[torch.Tensor]
-    metas: list[dict[str, Any]]
-    record: CallRecord | None  # mtia: the device's record of the call's launches
+    record: CallRecord | None  # mtia: the device's record of the call's launches and transfers
     wall_s: float  # evaluator wall clock of the whole call (request to reply)
-    diag: str | None  # the worker's own cheat diagnostic (can only fail the candidate)
+    diag: str | None  # a cheat diagnostic (the worker's own, or the device's: can only fail the candidate)
 
 
 class WorkerSession:
@@ -67,6 +68,8 @@ class WorkerSession:
             if compile_cache.seed_job(self.cache_key, host_path.parent):
                 self.cache_seed = str(Path(self.inside_path).parent / compile_cache.SEED_DIR)
         job = {"env": env, "cpu_limit_s": int(timeout_s) + 30, "fsize_mb": max(64, memory_limit_mb // 4)}
+        if device is not None:
+            device.open(memory_limit_mb * 1024 * 1024)  # a fresh, empty device memory per worker
         self.worker = zygote.start(job)
         self.max_bytes = memory_limit_mb * 1024 * 1024
         self._last_scan = 0.0
@@ -94,12 +97,15 @@ class WorkerSession:
             except OSError:
                 raise self._death() from None
             op = reply.get("op")
-            if op == "launch":
-                answer, ablobs = (
+            if op in ("launch", "device_ops"):
+                served = (
                     self.device.handle(reply, rblobs)
                     if self.device is not None
                     else ({"op": "error", "error": "no mtia device on this target"}, [])
                 )
+                if served is None:  # memory operations: no reply
+                    continue
+                answer, ablobs = served
                 try:
                     send_frame(self.worker.sock, answer, ablobs)
                 except OSError:
@@ -164,8 +170,8 @@ class WorkerSession:
         return CandidateError("runtime_error", why + (f"; last output: {last[0]}" if last else ""))
 
     # --- the operations --------------------------------------------------------------------------
-    def init(self, init_inputs: list[Any], seed: int, config: dict[str, Any]) -> list[torch.Tensor]:
-        """Load the candidate and build its model; returns the tensors the model holds (plain data)."""
+    def init(self, init_inputs: list[Any], seed: int, config: dict[str, Any]) -> None:
+        """Load the candidate and build its model (on mtia its tensors are then moved to the device)."""
         metas, blobs = encode_values(init_inputs)
         header = {
             "op": "init",
@@ -175,34 +181,74 @@ class WorkerSession:
             "cache_seed": self.cache_seed,
             **config,
         }
-        reply, rblobs = self.request(header, blobs)
+        reply, _ = self.request(header, blobs)
         if reply.get("op") != "ready":
             raise CandidateError("runtime_error", f"unexpected reply to init: {reply.get('op')}")
-        return [
-            t for t in self._decode(reply.get("model_tensors"), rblobs, "cpu") if isinstance(t, torch.Tensor)
-        ]
+        if self.device is not None and self.device.pending_error:
+            error, self.device.pending_error = self.device.pending_error, None
+            raise CandidateError("runtime_error", f"moving the model to the mtia device failed: {error}")
 
     def call(self, inputs: list[Any]) -> CallResult:
-        metas, blobs = encode_values(inputs)
-        if self.device is not None:
-            self.device.begin_call()
+        device = self.device
+        placed: list[tuple[int, torch.Tensor]] = []
+        if device is not None:  # mtia: the inputs go to the device; the worker gets descriptions
+            metas, blobs = [], []
+            for v in inputs:
+                if isinstance(v, torch.Tensor):
+                    meta = device.memory.place(v)
+                    placed.append((meta["dev"], v))
+                    metas.append(meta)
+                else:
+                    metas.append(encode_values([v])[0][0])
+            device.begin_call()
+        else:
+            metas, blobs = encode_values(inputs)
         t0 = time.perf_counter()
         try:
             reply, rblobs = self.request(
                 {"op": "call", "inputs": metas}, blobs
             )  # no label: W cannot tell timed calls
         finally:
-            record = self.device.end_call() if self.device is not None else None
+            record = device.end_call() if device is not None else None
         wall = time.perf_counter() - t0
         if reply.get("op") != "result":
             raise CandidateError("runtime_error", f"unexpected reply to a call: {reply.get('op')}")
-        out_metas = reply.get("outputs")
-        outputs = self._decode(out_metas, rblobs, self.out_device)
+        diag = reply.get("diag") if isinstance(reply.get("diag"), str) else None
+        if device is not None:
+            assert record is not None
+            if record.errors:
+                raise CandidateError(
+                    "runtime_error", f"the mtia device refused a request: {record.errors[0]}"
+                )
+            outputs = self._read_outputs(reply.get("outputs"))
+            diag = diag or _mutated_inputs(device, placed)
+            for handle, _ in placed:
+                device.memory.storages.pop(handle, None)
+        else:
+            outputs = self._decode(reply.get("outputs"), rblobs, self.out_device)
         if not all(isinstance(o, torch.Tensor) for o in outputs):
             raise CandidateError("runtime_error", "forward must return tensors")
-        diag = reply.get("diag") if isinstance(reply.get("diag"), str) else None
         self.calls_ok += 1
-        return CallResult(outputs, list(out_metas or []), record, wall, diag)
+        return CallResult(outputs, record, wall, diag)
+
+    def _read_outputs(self, metas: Any) -> list[torch.Tensor]:
+        """mtia: the outputs are device tensors; read their bytes from the device's own memory."""
+        assert self.device is not None
+        if not isinstance(metas, list):
+            raise CandidateError("runtime_error", "the candidate's worker sent malformed outputs")
+        outputs = []
+        for i, meta in enumerate(metas):
+            if not isinstance(meta, dict) or "dev" not in meta:
+                raise CandidateError(
+                    "runtime_error",
+                    f"output {i} of forward is not an mtia device tensor: outputs must be written by kernels "
+                    "into device memory (allocate them with torch.empty / torch.empty_like in forward)",
+                )
+            try:
+                outputs.append(self.device.memory.read(meta))
+            except DeviceRequestError as exc:
+                raise CandidateError("runtime_error", f"output {i} of forward: {exc}") from exc
+        return outputs
 
     def gpu_time(self, sets: list[list[Any]]) -> tuple[list[float], list[list[torch.Tensor]], float]:
         """GPU targets: one CUDA-event-timed call per input set, measured in the worker."""
@@ -259,6 +305,23 @@ class WorkerSession:
         except OSError:
             pass
         self.worker.close()
+        if self.device is not None:
+            self.device.close()
 
 
 _STATUSES = ("compile_error", "runtime_error", "timeout", "incorrect", "cheat_detected")
+
+
+def _mutated_inputs(device: MtiaDevice, placed: list[tuple[int, torch.Tensor]]) -> str | None:
+    """The evaluator's own check: every input's device bytes are as it placed them."""
+    from lowering.backend.launch import same_bytes
+
+    for j, (handle, original) in enumerate(placed):
+        now = device.memory.storages.get(handle)
+        if now is None:
+            continue
+        t = original.detach()
+        before = tensor_u8(t) if t.is_contiguous() else np.frombuffer(bytes(t.untyped_storage()), np.uint8)
+        if not same_bytes(now, before):
+            return f"candidate modified input {j} in place (the reference does not)"
+    return None
