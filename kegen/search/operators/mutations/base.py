@@ -9,8 +9,20 @@ commands but fewer programs). The offline operator scores them against the measu
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# block-size vocabulary shared by the knob and block-site rewrites
+BLOCKISH = re.compile(r"(BLOCK|TILE|CHUNK|GROUP|SIZE|_M$|_N$|_K$)")
+NOT_BLOCKS = {"num_warps", "num_stages", "num_ctas"}
+MIN_BLOCK, MAX_BLOCK = 4, 16384
+
+
+def block_values(value: int) -> list[int]:
+    """Neighbouring power-of-two sizes: x2, x4, /2."""
+    out = [v for v in (value * 2, value * 4, value // 2) if MIN_BLOCK <= v <= MAX_BLOCK and v != value]
+    return out
 
 
 class MutationError(ValueError):

@@ -22,10 +22,20 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params, jit_functions
-from kegen.search.operators.mutations.footprint import still_fits
+from kegen.search.operators.mutations.base import (
+    BLOCKISH,
+    MAX_BLOCK,
+    MIN_BLOCK,
+    NOT_BLOCKS,
+    Mutation,
+    MutationError,
+    block_values,
+    constexpr_params,
+    jit_functions,
+)
+from kegen.search.operators.mutations.footprint import default_machine, dot_footprint, local_store_bytes
 from kegen.search.operators.mutations.grids import bindings, follow_grid
-from kegen.search.operators.mutations.knobs import BLOCKISH, MAX_BLOCK, MIN_BLOCK, NOT_BLOCKS, block_values
+from kegen.search.operators.mutations.launches import launch_name, launch_options_of
 
 LAUNCH_OPTIONS = {"num_stages", "pe_mapping", "dual_core", "num_warps", "num_ctas"}
 
@@ -61,16 +71,6 @@ class BlockSite:
 
 def _is_int(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) is int
-
-
-def _launch_kernel(call: ast.Call) -> str | None:
-    f = call.func
-    if isinstance(f, ast.Subscript):
-        if isinstance(f.value, ast.Name):
-            return f.value.id
-        if isinstance(f.value, ast.Attribute):
-            return f.value.attr
-    return None
 
 
 def _jit_kernels(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -180,7 +180,7 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        name = _launch_kernel(node)
+        name = launch_name(node)
         if name is None:
             continue
         idx = counts.get(name, 0)
@@ -428,3 +428,36 @@ def tile_mutations(source: str) -> list[Mutation]:
 
 def _tile_setter(changes: list[tuple[BlockSite, int]]):  # type: ignore[no-untyped-def]
     return lambda src: set_blocks(src, changes)
+
+
+def launch_fits(source: str, kernel: str, stages: int, dual_core: bool, machine: str | None = None) -> bool:
+    """Whether `kernel`'s launch with its current blocks still fits the local store with `stages`
+    operand buffers (and `dual_core`: half the store); True when the model does not apply or
+    already misjudges the source as it is (it compiled, so it fit)."""
+    blocks = {s.param: s.value for s in find_blocks(source) if s.kernel == kernel}
+    capacity = local_store_bytes(machine or default_machine(), dual_core)
+    need = dot_footprint(source, kernel, blocks, stages)
+    if capacity is None or need is None:
+        return True
+    full = local_store_bytes(machine or default_machine(), False)
+    now = dot_footprint(source, kernel, blocks, 1)
+    if full is not None and now is not None and now > full:
+        return True  # the model overestimates this kernel: do not filter
+    return need <= capacity
+
+
+def still_fits(parent: str, child: str, kernel: str) -> bool:
+    """Whether `child` (a block change of `parent`) keeps `kernel`'s tiles in the local store, with the
+    launch options it has; True when the model does not apply or misjudges the parent."""
+
+    def need(src: str) -> tuple[int | None, int | None]:
+        opts = launch_options_of(src).get(kernel, {})
+        blocks = {s.param: s.value for s in find_blocks(src) if s.kernel == kernel}
+        cap = local_store_bytes(default_machine(), bool(opts.get("dual_core")))
+        return dot_footprint(src, kernel, blocks, int(opts.get("num_stages", 1) or 1)), cap
+
+    before, cap = need(parent)
+    if before is None or cap is None or before > cap:
+        return True
+    after, cap = need(child)
+    return after is None or cap is None or after <= cap

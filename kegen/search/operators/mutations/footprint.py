@@ -226,49 +226,9 @@ def default_machine() -> str:
     return os.environ.get("KEGEN_MACHINE") or "mtia-2i"
 
 
-def launch_fits(source: str, kernel: str, stages: int, dual_core: bool, machine: str | None = None) -> bool:
-    """Whether `kernel`'s launch with its current blocks still fits the local store with `stages`
-    operand buffers (and `dual_core`: half the store); True when the model does not apply or
-    already misjudges the source as it is (it compiled, so it fit)."""
-    from kegen.search.operators.mutations.blocks import find_blocks
-
-    blocks = {s.param: s.value for s in find_blocks(source) if s.kernel == kernel}
-    capacity = local_store_bytes(machine or default_machine(), dual_core)
-    need = dot_footprint(source, kernel, blocks, stages)
-    if capacity is None or need is None:
-        return True
-    full = local_store_bytes(machine or default_machine(), False)
-    now = dot_footprint(source, kernel, blocks, 1)
-    if full is not None and now is not None and now > full:
-        return True  # the model overestimates this kernel: do not filter
-    return need <= capacity
-
-
-def still_fits(parent: str, child: str, kernel: str) -> bool:
-    """Whether `child` (a block change of `parent`) keeps `kernel`'s tiles in the local store, with the
-    launch options it has; True when the model does not apply or misjudges the parent."""
-    from kegen.search.operators.mutations.knobs import launch_options_of
-
-    def need(src: str) -> tuple[int | None, int | None]:
-        from kegen.search.operators.mutations.blocks import find_blocks
-
-        opts = launch_options_of(src).get(kernel, {})
-        blocks = {s.param: s.value for s in find_blocks(src) if s.kernel == kernel}
-        cap = local_store_bytes(default_machine(), bool(opts.get("dual_core")))
-        return dot_footprint(src, kernel, blocks, int(opts.get("num_stages", 1) or 1)), cap
-
-    before, cap = need(parent)
-    if before is None or cap is None or before > cap:
-        return True
-    after, cap = need(child)
-    return after is None or cap is None or after <= cap
-
-
 __all__ = [
     "MutationError",
     "default_machine",
     "dot_footprint",
-    "launch_fits",
     "local_store_bytes",
-    "still_fits",
 ]

@@ -10,20 +10,26 @@ module's jit kernels; an absent keyword stands for the backend's default.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.base import (
+    BLOCKISH,
+    NOT_BLOCKS,
+    Mutation,
+    MutationError,
+    block_values,
+    jit_functions,
+)
+from kegen.search.operators.mutations.blocks import launch_fits
+from kegen.search.operators.mutations.launches import (
+    launch_name,
+    launch_options_of,
+    launches,
+    option_defaults,
+    option_space,
+)
 
-BLOCKISH = re.compile(r"(BLOCK|TILE|CHUNK|GROUP|SIZE|_M$|_N$|_K$)")
-NOT_BLOCKS = {"num_warps", "num_stages", "num_ctas"}
-DEFAULT_OPTION_SPACE: dict[str, tuple[Any, ...]] = {
-    "num_stages": (1, 2, 3),
-    "pe_mapping": ("blocked", "round_robin"),
-    "dual_core": (False, True),
-}
-OPTION_DEFAULTS: dict[str, Any] = {"num_stages": 1, "pe_mapping": "round_robin", "dual_core": False}
 OPTION_HELPS: dict[str, tuple[str, ...]] = {
     "num_stages": ("memory",),
     "pe_mapping": ("memory", "latency"),
@@ -40,7 +46,6 @@ OPTION_REMEDIES: dict[str, tuple[str, Any]] = {
     "sram_mode": ("fewer_bytes", "resident"),  # DRAM tensors served from the on-chip SRAM
     "pe_mapping": ("balance", None),
 }
-MIN_BLOCK, MAX_BLOCK = 4, 16384
 
 
 @dataclass(frozen=True)
@@ -64,53 +69,9 @@ class Knob:
         return not self.option
 
 
-def option_space() -> dict[str, tuple[Any, ...]]:
-    """The mtia backend's performance options and values (from `lowering.backend.options`)."""
-    try:
-        from lowering.backend.options import MtiaOptions
-
-        return dict(MtiaOptions.search_space())
-    except Exception:  # the backend may be absent (other targets)
-        return dict(DEFAULT_OPTION_SPACE)
-
-
-def option_defaults() -> dict[str, Any]:
-    """The backend's default value of each performance option (what a launch without it gets)."""
-    try:
-        from lowering.backend.options import MtiaOptions
-
-        defaults = MtiaOptions()
-        return {name: getattr(defaults, name) for name in MtiaOptions.search_space()}
-    except Exception:  # the backend may be absent (other targets)
-        return dict(OPTION_DEFAULTS)
-
-
 def _same(a: Any, b: Any) -> bool:
     """Equal values of the same type (True == 1 in Python, but not as an option value)."""
     return type(a) is type(b) and a == b
-
-
-def _launch_name(call: ast.Call) -> str | None:
-    f = call.func
-    if isinstance(f, ast.Subscript):
-        v = f.value
-        if isinstance(v, ast.Name):
-            return v.id
-        if isinstance(v, ast.Attribute):
-            return v.attr
-    return None
-
-
-def _launches(tree: ast.AST) -> list[tuple[str, int, ast.Call]]:
-    counts: dict[str, int] = {}
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            name = _launch_name(node)
-            if name is not None:
-                out.append((name, counts.get(name, 0), node))
-                counts[name] = counts.get(name, 0) + 1
-    return out
 
 
 def _is_int(node: ast.AST | None) -> bool:
@@ -146,7 +107,7 @@ def find_knobs(source: str, *, launch_options: bool = True) -> list[Knob]:
     space = option_space() if launch_options else {}
     defaults = option_defaults() if launch_options else {}
     kernels = {fn.name for fn in jit_functions(tree)}
-    for name, idx, call in _launches(tree):
+    for name, idx, call in launches(tree):
         present = {kw.arg: kw.value for kw in call.keywords if kw.arg}
         for kw_name, val in present.items():
             if kw_name not in NOT_BLOCKS and kw_name not in space and _is_int(val) and kw_name.isupper():
@@ -193,7 +154,7 @@ class _Setter(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         k = self.knob
-        name = _launch_name(node)
+        name = launch_name(node)
         if k.where != "launch" or name is None:
             return node
         idx = self._counts.get(name, 0)
@@ -237,12 +198,6 @@ def set_knob(source: str, knob: Knob, value: Any) -> str:
     if not setter.hit:
         raise MutationError(f"knob {knob.key} not found in the source")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
-
-
-def block_values(value: int) -> list[int]:
-    """Neighbouring power-of-two sizes: x2, x4, /2."""
-    out = [v for v in (value * 2, value * 4, value // 2) if MIN_BLOCK <= v <= MAX_BLOCK and v != value]
-    return out
 
 
 def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation]:
@@ -295,11 +250,9 @@ def knob_mutations(source: str, *, launch_options: bool = True) -> list[Mutation
 
 def _option_fits(source: str, knob: Knob, value: Any) -> bool:
     """More operand buffers (`num_stages`) or half the local store (`dual_core`) must still hold a dot
-    kernel's tiles (`footprint.launch_fits`); other options always fit."""
+    kernel's tiles (`blocks.launch_fits`); other options always fit."""
     if knob.name not in ("num_stages", "dual_core"):
         return True
-    from kegen.search.operators.mutations.footprint import launch_fits
-
     opts = launch_options_of(source).get(knob.kernel, {})
     stages = value if knob.name == "num_stages" else opts.get("num_stages", 1)
     dual = value if knob.name == "dual_core" else opts.get("dual_core", False)
@@ -336,17 +289,6 @@ def kernels_with_load_loops(source: str) -> set[str]:
 
 def _setter(knob: Knob, value: Any):  # type: ignore[no-untyped-def]
     return lambda src: set_knob(src, knob, value)
-
-
-def launch_options_of(source: str) -> dict[str, dict[str, Any]]:
-    """kernel name -> launch options set in the source (to carry them over a recipe rewrite)."""
-    out: dict[str, dict[str, Any]] = {}
-    space = option_space()
-    for name, _, call in _launches(ast.parse(source)):
-        for kw in call.keywords:
-            if kw.arg in space and isinstance(kw.value, ast.Constant):
-                out.setdefault(name, {})[kw.arg] = kw.value.value
-    return out
 
 
 def apply_launch_options(source: str, options: dict[str, dict[str, Any]]) -> str:

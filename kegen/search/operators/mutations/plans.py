@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import MAX_BLOCK, Mutation, MutationError
 from kegen.search.operators.mutations.blocks import (
     BlockSite,
     _uses_dot,
@@ -31,7 +31,7 @@ from kegen.search.operators.mutations.blocks import (
     set_blocks,
 )
 from kegen.search.operators.mutations.footprint import dot_footprint, local_store_bytes
-from kegen.search.operators.mutations.knobs import MAX_BLOCK, find_knobs, launch_options_of, set_knob
+from kegen.search.operators.mutations.knobs import find_knobs, launch_options_of, set_knob
 
 DOT_TILE_CAPS = (256, 128)
 DOT_K_BLOCK = 64

@@ -28,7 +28,8 @@ import ast
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params
-from kegen.search.operators.mutations.blocks import _jit_kernels, _launch_kernel, block_axes
+from kegen.search.operators.mutations.blocks import _jit_kernels, block_axes
+from kegen.search.operators.mutations.launches import launch_name
 from kegen.search.operators.mutations.loads import reuse_loads
 
 ROW_FAMILY = "row_block"
@@ -213,7 +214,7 @@ def _launches(tree: ast.Module, kernel: str) -> list[ast.Call]:
     for top in tree.body:
         if isinstance(top, ast.FunctionDef) and top.name in jit:
             continue
-        calls += [n for n in ast.walk(top) if isinstance(n, ast.Call) and _launch_kernel(n) == kernel]
+        calls += [n for n in ast.walk(top) if isinstance(n, ast.Call) and launch_name(n) == kernel]
     return calls
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
-from kegen.search.operators.mutations.blocks import _launch_kernel
+from kegen.search.operators.mutations.launches import launch_name
 from kegen.search.operators.mutations.vectorize_analysis import REDUCTIONS, tl_aliases, tl_func
 from kegen.search.operators.mutations.vectorize_loops import (
     LoopPlan,
@@ -144,7 +144,7 @@ def _launches(tree: ast.Module, kernel: str) -> list[ast.Call]:
         if not isinstance(n, ast.Call):
             continue
         f = n.func
-        if isinstance(f, ast.Subscript) and _launch_kernel(n) == kernel:
+        if isinstance(f, ast.Subscript) and launch_name(n) == kernel:
             if any(k.arg is None for k in n.keywords):
                 raise MutationError(f"a launch of {kernel} passes **kwargs; cannot add the row block")
             launches.append(n)
