@@ -57,13 +57,14 @@ class CandidateServer:
         self.cache_dir: str | None = None
         self.mtia = False
         self.last_outputs: Any = None
+        self.remote: Any = None  # mtia: the device connection, held here (candidates cannot swap it)
 
     def init(self, job: dict[str, Any], blobs: list[bytearray]) -> dict[str, Any]:
         import torch
 
         from kegen.eval.loader import check_constructor, load_candidate
         from kegen.eval.runner import Guards, build_model, classify
-        from kegen.eval.wire import decode_values, encode_values
+        from kegen.eval.wire import decode_values
 
         self.gpu = job.get("target") in GPU_TARGETS
         self.device = "cuda" if self.gpu else "cpu"
@@ -82,8 +83,8 @@ class CandidateServer:
         if self.mtia:  # the model's tensors move to the device; the worker keeps descriptions only
             from kegen.eval.device_model import model_to_device
 
-            model_to_device(self.model, _remote())
-            _remote().flush()
+            model_to_device(self.model, self.remote)
+            self.remote.flush()
         send_frame(self.sock, {"op": "ready"})
         del torch
         return {}
@@ -111,7 +112,7 @@ class CandidateServer:
         """mtia: inputs are device tensors the evaluator placed; outputs go back as descriptions."""
         from kegen.eval.device_model import device_inputs, device_outputs, on_device
 
-        device = _remote()
+        device = self.remote
         self.last_outputs = None
         inputs = device_inputs(job.get("inputs") or [], device)
         t0 = time.perf_counter()
@@ -203,15 +204,6 @@ class CandidateServer:
                     return
 
 
-def _remote() -> Any:
-    from lowering.backend.device_client import remote_device
-
-    device = remote_device()
-    if device is None:
-        raise RuntimeError("the mtia worker has no device connection")
-    return device
-
-
 def _bitwise_unchanged(pristine: list[Any], after: list[Any]) -> bool:
     """Every input tensor holds exactly its bytes from before the call (the common case, checked
     without the temporaries of `cheats.check_mutation`, which decides otherwise)."""
@@ -252,11 +244,11 @@ def main(fd: int) -> None:
     from kegen.eval.worker import block_network
 
     block_network()
+    server = CandidateServer(sock)
     if os.environ.get("KEGEN_TARGET") == "mtia":
         from lowering.backend import device_client
 
-        device_client.attach(sock)
-    server = CandidateServer(sock)
+        server.remote = device_client.attach(sock)
     try:
         server.serve()
     finally:

@@ -93,13 +93,15 @@ def _fill_value(raw: Any) -> float | int | bool:
 class MtiaDevice:
     """One simulated chip of the evaluator; serves one worker session at a time."""
 
-    def __init__(self, machine: str) -> None:
-        from lowering.backend.launch import SimulatorSession
+    def __init__(self, machine: str, *, simulate: bool = True) -> None:
         from mtia_sim.machine import load_machine
 
         self.machine = machine
         self.description = load_machine(machine)
-        self.session = SimulatorSession(machine)
+        if simulate:
+            from lowering.backend.launch import SimulatorSession
+
+            self.session = SimulatorSession(machine)
         self.memory = DeviceMemory(0)
         self.call: CallRecord | None = None
         self.outside_calls = 0  # launches requested while no call was in progress (init, warm-up)
@@ -107,7 +109,9 @@ class MtiaDevice:
 
     def snapshot(self) -> dict[str, Any]:
         """The device's and its simulator's counters now (subtract two snapshots for a span)."""
-        return {**self.stats.to_dict(), "simulator": self.session.stats.to_dict()}
+        session = getattr(self, "session", None)
+        sim = session.stats.to_dict() if session is not None else {}
+        return {**self.stats.to_dict(), "simulator": sim}
 
     # --- sessions and calls ------------------------------------------------------------------------
     def open(self, limit_bytes: int) -> None:
@@ -232,13 +236,14 @@ class MtiaDevice:
         slots, data, owners = self._resolve(raw, blobs[1:])
         self.stats.launches += 1
         g3 = (grid[0], grid[1], grid[2])
-        result, post = self.session.run(
+        result, post = self._execute(
             bytes(blobs[0]),
             name,
             g3,
             slots,
             data,
             arg_types,
+            owners,
             dual_core=bool(header.get("dual_core")),
             blocked=bool(header.get("blocked")),
             sram_mode=str(header.get("sram_mode", "cache")),
@@ -252,6 +257,20 @@ class MtiaDevice:
         else:
             self.outside_calls += 1
         return {"op": "launched", "cycles": float(result.cycles), "seconds": float(result.seconds)}, []
+
+    def _execute(
+        self,
+        elf: bytes,
+        name: str,
+        grid: tuple[int, int, int],
+        slots: list[tuple[Any, ...]],
+        data: list[Any],
+        arg_types: list[str],
+        owners: list[int | None],
+        **options: Any,
+    ) -> tuple[Any, list[Any]]:
+        """Run one resolved launch: (LaunchResult, every storage's bytes afterwards)."""
+        return self.session.run(elf, name, grid, slots, data, arg_types, **options)
 
     def _resolve(
         self, raw: list[Any], host_blobs: list[bytearray]

@@ -44,6 +44,8 @@ def classify(exc: BaseException, path: Path | None, what: str) -> CandidateError
     """A CandidateError for an exception raised by the candidate's code."""
     if isinstance(exc, CandidateError):
         return exc
+    if type(exc).__name__ == "DeviceDataError":  # mtia: torch compute on device data in the worker
+        return CandidateError("cheat_detected", f"{what}: {exc}", source_line_of(exc, path))
     status = "compile_error" if _is_compile_failure(exc) else "runtime_error"
     text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, MemoryError):

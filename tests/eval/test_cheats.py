@@ -56,10 +56,11 @@ def test_patched_timers_do_not_change_the_simulated_time() -> None:
 
 
 @needs_mtia()
-def test_speedup_beyond_the_roofline_is_a_cheat_on_mtia() -> None:
+def test_raw_pointers_reach_no_data_on_mtia() -> None:
+    # its raw pointers reach no data on mtia: the tensor's address is on the device, not in the worker
     r = run_eval("vector_add_large", "cheat_beyond_roofline", quick("mtia"))
-    assert r.status is Status.CHEAT_DETECTED, r.message
-    assert "not written by any kernel" in r.message or "below the roofline" in r.message
+    assert r.status is Status.RUNTIME_ERROR and "SIGSEGV" in r.message, r.message
+    assert r.fitness == 0.0 and r.candidate_time_s is None
 
 
 def test_cheat_checks_can_be_switched_off() -> None:

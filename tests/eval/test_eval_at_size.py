@@ -5,7 +5,6 @@ paths, the arena overflow through `map_host`, and the evaluation's breakdown."""
 from __future__ import annotations
 
 import math
-import socket
 from dataclasses import replace
 from typing import Any
 
@@ -19,9 +18,7 @@ from kegen.eval.breakdown import call_kind
 from kegen.eval.config import EvalConfig
 from kegen.eval.wire import decode_values, encode_values, outputs_digest
 from lowering.backend import driver, timing_memo
-from lowering.backend.device_client import _storage_for
-from lowering.backend.device_wire import recv_frame, send_frame
-from lowering.backend.launch import PackedLaunch, same_bytes
+from lowering.backend.launch import same_bytes
 from lowering.corpus.elementwise import vector_add as add_kernel
 
 
@@ -155,19 +152,6 @@ def test_wire_hands_over_received_bytes_but_never_aliases_two_values() -> None:
     assert outputs_digest([torch.ones(3)]) == outputs_digest([torch.ones(3)])
 
 
-def test_device_replies_land_in_the_changed_storages() -> None:
-    a_mem, b_mem = bytearray(8), bytearray(4)
-    packed = PackedLaunch(keys=[1, 2], data=[memoryview(a_mem), memoryview(b_mem)])
-    s1, s2 = socket.socketpair()
-    with s1, s2:
-        send_frame(s1, {"op": "launched", "changed": [False, True]}, [b"wxyz"])
-        head, blobs = recv_frame(s2, into=lambda h, i, n: _storage_for(packed, h, i, n))
-        assert blobs[0] is packed.data[1] and bytes(b_mem) == b"wxyz" and bytes(a_mem) == bytes(8)
-        send_frame(s1, {"op": "launched", "changed": [False, True]}, [b"too long"])  # wrong size: a copy
-        _, blobs = recv_frame(s2, into=lambda h, i, n: _storage_for(packed, h, i, n))
-        assert isinstance(blobs[0], bytearray) and bytes(b_mem) == b"wxyz"
-
-
 def test_same_bytes_and_call_kinds() -> None:
     a = np.arange(100, dtype=np.uint8)
     assert same_bytes(a, bytes(a)) and not same_bytes(a, a[:-1])
@@ -209,30 +193,70 @@ def test_the_evaluators_own_work_is_given_back_to_the_deadline_at_most_timeout_s
     assert session.deadline == 110.0 and ev.deadline == start + 10.0
 
 
-def test_poisoned_replay_on_the_device_tells_stored_from_untouched_elements(fresh_session: None) -> None:
+def test_the_device_runs_launches_on_its_own_memory_and_refuses_bad_requests(fresh_session: None) -> None:
     from kegen.eval.device import MtiaDevice
 
     n = 2048
-    x, y, z = torch.randn(n), torch.randn(n), torch.zeros(n)
-    compiled = add_kernel[(2,)](x, y, z, n, BLOCK=1024)
+    x, y = torch.randn(n), torch.randn(n)
+    compiled = add_kernel[(2,)](x, y, torch.zeros(n), n, BLOCK=1024)
     fn, arg_types = compiled.function, list(compiled.metadata.mtia_arg_types)
     dev = MtiaDevice("mtia-2i")
+    dev.open(1 << 24)
+    mx, my = dev.memory.place(x), dev.memory.place(y)
     dev.begin_call()
+    ops = {"op": "device_ops", "ops": [{"op": "alloc", "h": 1, "nbytes": 4 * n}]}
+    assert dev.handle(ops, []) is None  # memory operations get no reply
     header = {
         "op": "launch",
         "name": fn.name,
         "grid": [2, 1, 1],
         "arg_types": arg_types,
-        "slots": [["ptr", 0, 0], ["ptr", 1, 0], ["ptr", 2, 0], ["scalar", n]],
-        "keys": [1, 2, 3],
+        "slots": [["dptr", mx["dev"], 0], ["dptr", my["dev"], 0], ["dptr", 1, 0], ["scalar", n]],
     }
-    blobs = [bytearray(fn.elf)] + [bytearray(t.numpy().tobytes()) for t in (x, y, torch.zeros(n))]
-    reply, _ = dev.handle(header, blobs)
-    assert reply["op"] == "launched" and reply["changed"] == [False, False, True]
-    log = dev.end_call().logs[0]
-    positions = np.array([0, 5, n - 1])
-    poison = np.full(3, 0x7F7F7F7F, dtype=np.int32)
-    stored = dev.replay_poisoned(log, 2, positions, poison)  # z: the kernel stores x + y there
-    assert np.array_equal(stored.view(np.float32), (x + y).numpy()[positions])
-    untouched = dev.replay_poisoned(log, 0, positions, poison)  # x: only read
-    assert np.array_equal(untouched, poison) and dev.stats.replays == 2
+    served = dev.handle(header, [bytearray(fn.elf)])
+    assert served is not None and served[0]["op"] == "launched" and served[1] == []  # no bytes come back
+    out = {"dev": 1, "offset": 0, "shape": [n], "strides": [1], "dtype": "float32"}
+    assert torch.equal(dev.memory.read(out), x + y)
+    call = dev.end_call()
+    assert len(call.launches) == 1 and call.seconds == call.launch_seconds > 0
+    for slots, fragment in (
+        ([["dptr", 99, 0]] + header["slots"][1:], "does not exist"),
+        ([["dptr", mx["dev"], 10**9]] + header["slots"][1:], "outside its storage"),
+        ([["exec", "rm -rf /"]] + header["slots"][1:], "unknown slot"),
+        (header["slots"][:2], "one slot per argument"),
+    ):
+        dev.begin_call()
+        served = dev.handle(dict(header, slots=slots), [bytearray(fn.elf)])
+        assert served is not None and served[0]["op"] == "error" and fragment in served[0]["error"]
+        dev.end_call()
+    dev.close()
+    with pytest.raises(ValueError, match="does not exist"):
+        dev.memory.read(out)  # a new session starts with an empty memory
+
+
+def test_device_charges_uploads_copies_and_fills_in_a_call() -> None:
+    from kegen.eval.device import MtiaDevice
+
+    dev = MtiaDevice("mtia-2i")
+    dev.open(1 << 20)
+    m = dev.description
+    dev.begin_call()
+    view = {"dev": 1, "offset": 0, "shape": [256], "strides": [1], "dtype": "float32"}
+    ops = [
+        {"op": "alloc", "h": 1, "nbytes": 1024},
+        {"op": "alloc", "h": 2, "nbytes": 1024},
+        {"op": "upload", "dst": view, "blob": 0},
+        {"op": "copy", "dst": dict(view, dev=2), "src": view},
+        {"op": "fill", "dst": view, "value": "-inf"},
+    ]
+    blob = bytearray(torch.arange(256, dtype=torch.float32).numpy().tobytes())
+    assert dev.handle({"op": "device_ops", "ops": ops}, [blob]) is None
+    call = dev.end_call()
+    assert not call.errors and [t.kind for t in call.transfers] == ["upload", "copy", "fill"]
+    assert call.transfers[0].seconds == pytest.approx(m.host_link_latency_ns * 1e-9 + 1024 / m.host_link_bw)
+    assert call.transfers[1].seconds == pytest.approx(m.launch_overhead_ns * 1e-9 + 2048 / m.dram_bw)
+    assert torch.equal(dev.memory.read(dict(view, dev=2)), torch.arange(256, dtype=torch.float32))
+    assert torch.isneginf(dev.memory.read(view)).all()
+    dev.begin_call()
+    assert dev.handle({"op": "device_ops", "ops": [{"op": "upload", "dst": view, "blob": 0}]}, [b"x"]) is None
+    assert "upload of 1 bytes" in dev.end_call().errors[0]

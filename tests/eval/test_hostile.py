@@ -26,13 +26,26 @@ HOSTILE = {
     "hostile_skips_unverified": (5, Status.CHEAT_DETECTED, "skips work"),
     "hostile_offgrid_precision": (7, Status.INCORRECT, None),
 }
-# Provenance (classes 2 and 4 through kernels) needs the simulated device: mtia only. On cpu the
-# kernels run in the worker's own interpreter (a development target, see docs/THREAT_MODEL.md).
+# On mtia the worker holds device tensors, never data: every way of reaching the data in the
+# worker fails there with the op it tried (docs/THREAT_MODEL.md); the others as on cpu.
+ON_DEVICE = (Status.CHEAT_DETECTED, "on device data in the candidate")
+MTIA = {
+    "hostile_forge_time": ON_DEVICE,  # switches the driver to in-process simulation: no bytes to copy
+    "hostile_disables_guards": ON_DEVICE,
+    "hostile_host_copy_kernel": ON_DEVICE,
+    "hostile_precomputed": ON_DEVICE,
+    "hostile_tensor_subclass": (Status.RUNTIME_ERROR, "subclass"),
+    "hostile_thread_joined": (Status.RUNTIME_ERROR, None),  # the thread's torch op fails on device data
+}
+# Without the simulated device (cpu: kernels run in the worker's own interpreter, a development
+# target) these have nothing to be caught by.
 MTIA_ONLY = {"hostile_forge_time", "hostile_disables_guards", "hostile_host_copy_kernel"}
 
 
 def _check(fixture: str, target: str) -> None:
     _, status, fragment = HOSTILE[fixture]
+    if target == "mtia" and fixture in MTIA:
+        status, fragment = MTIA[fixture]
     r = run_eval("vector_add", fixture, quick(target, timing_runs=3))
     assert r.status is status, (r.status, r.message)
     assert fragment is None or fragment in r.message, r.message

@@ -1,25 +1,22 @@
-"""Units of the trusted evaluation without a sandbox: the wire, provenance, precision, seccomp."""
+"""Units of the trusted evaluation without a sandbox: the wire, device memory, precision, seccomp."""
 
 from __future__ import annotations
 
 import hashlib
 import socket
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import torch
 
-from kegen.eval import provenance
 from kegen.eval.config import EvalConfig
-from kegen.eval.device import CallRecord, LaunchLog, parse_slots, storage_dtypes
+from kegen.eval.device_memory import PLACED_BASE, DeviceMemory, DeviceRequestError
 from kegen.eval.evaluator import private_problem_copy, strict_tolerances
 from kegen.eval.precision import PRECISION_OFFSET, offset_inputs
 from kegen.eval.seccomp import unix_socket_filter
 from kegen.eval.wire import decode_values, encode_values
 from lowering.backend.device_wire import WireError, recv_frame, send_frame
-from lowering.backend.launch import LaunchRecord
 
 
 def test_values_round_trip_as_plain_tensors_and_scalars() -> None:
@@ -79,112 +76,54 @@ def test_frames_carry_json_and_bytes_and_refuse_garbage() -> None:
             recv_frame(d)
 
 
-def test_launch_requests_are_validated() -> None:
-    assert parse_slots([["ptr", 0, 8], ["null"], ["scalar", 5]], 1) == [
-        ("ptr", 0, 8),
-        ("null",),
-        ("scalar", 5),
-    ]
-    for bad in ([["ptr", 3, 0]], [["ptr", 0, -1]], [["exec", "rm -rf /"]], "x"):
-        with pytest.raises(ValueError):
-            parse_slots(bad, 1)
-    assert storage_dtypes([("ptr", 0, 0), ("scalar", 1)], ["*fp32", "i32"], 1) == ["float32"]
+# --- the device's memory: handles, bounds, limits ----------------------------------------------------
 
 
-# --- provenance on a hand-made device record ----------------------------------------------------
+def test_device_memory_places_inputs_and_reads_views_back() -> None:
+    mem = DeviceMemory(1 << 20)
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    meta = mem.place(x)
+    assert meta["dev"] >= PLACED_BASE and meta["nbytes"] == 48 and meta["strides"] == [4, 1]
+    assert torch.equal(mem.read(meta), x)
+    col = dict(meta, shape=[3], strides=[4], offset=1)  # a strided view of the same storage
+    assert torch.equal(mem.read(col), x[:, 1])
+    xt = x.t()  # a non-contiguous input keeps its strides
+    meta_t = mem.place(xt)
+    assert meta_t["strides"] == [1, 4] and torch.equal(mem.read(meta_t), xt)
 
 
-def _b(t: torch.Tensor) -> bytes:
-    return t.contiguous().view(torch.uint8).numpy().tobytes()
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"shape": [4, 4]}, "reaches past"),
+        ({"offset": 1, "shape": [12], "strides": [1]}, "reaches past"),
+        ({"dev": 12345}, "does not exist"),
+        ({"dtype": "object"}, "unsupported device dtype"),
+        ({"strides": [-4, 1]}, "integer >= 0"),
+        ({"shape": [3]}, "differ in length"),
+    ],
+)
+def test_device_memory_refuses_views_outside_their_storage(change: dict[str, Any], fragment: str) -> None:
+    mem = DeviceMemory(1 << 20)
+    meta = mem.place(torch.zeros(3, 4))
+    with pytest.raises(DeviceRequestError, match=fragment):
+        mem.read(dict(meta, **change))
 
 
-def _log(
-    key: int, pre: torch.Tensor, post: torch.Tensor, *extra: tuple[int, torch.Tensor, torch.Tensor]
-) -> LaunchLog:
-    keys = [key] + [k for k, _, _ in extra]
-    pres = [_b(pre)] + [_b(p) for _, p, _ in extra]
-    posts = [_b(post)] + [_b(q) for _, _, q in extra]
-    return LaunchLog(
-        LaunchRecord("k", (1, 1, 1), SimpleNamespace(seconds=1e-6)),
-        b"elf",
-        [("ptr", i, 0) for i in range(len(keys))],
-        ["*fp32"] * len(keys),
-        False,
-        False,
-        "cache",
-        keys,
-        pres,
-        posts,
-        ["float32"] * len(keys),
-    )
-
-
-class _Device:
-    """Replays a launch as a kernel that stores `stores` (or nothing) into storage 0."""
-
-    def __init__(self, stores: torch.Tensor | None) -> None:
-        self.stores = stores
-
-    def replay(self, log: LaunchLog, pre: list[Any], only: int | None = None) -> list[Any]:
-        return [_b(self.stores) if self.stores is not None else pre[0], *pre[1:]]
-
-    def replay_poisoned(self, log: LaunchLog, j: int, positions: Any, poison: Any) -> Any:
-        import numpy as np
-
-        pre = np.frombuffer(bytes(log.pre[j]), dtype=poison.dtype).copy()
-        pre[positions] = poison
-        after = self.replay(log, [pre.tobytes() if i == j else p for i, p in enumerate(log.pre)])[j]
-        return np.frombuffer(bytes(after), dtype=poison.dtype)[positions]
-
-
-def _meta(key: int, n: int) -> dict[str, Any]:
-    return {"key": key, "offset": 0, "strides": [1], "shape": [n]}
-
-
-def test_kernel_written_outputs_pass_and_host_edits_do_not() -> None:
-    vals = torch.randn(64)
-    call = CallRecord([_log(7, torch.zeros(64), vals)])
-    assert provenance.check_outputs(_Device(None), call, [_meta(7, 64)], [vals.clone()]) is None
-    edited = vals.clone()
-    edited[3] += 1
-    msg = provenance.check_outputs(_Device(None), call, [_meta(7, 64)], [edited])
-    assert msg and "differ from what the kernels left" in msg
-
-
-def test_unchanged_elements_are_settled_by_a_poisoned_replay() -> None:
-    vals = torch.randn(64)
-    vals[:10] = 0  # the kernel wrote zeros where zeros already were
-    call = CallRecord([_log(7, torch.zeros(64), vals)])
-    assert provenance.check_outputs(_Device(vals), call, [_meta(7, 64)], [vals.clone()]) is None
-    msg = provenance.check_outputs(_Device(None), call, [_meta(7, 64)], [vals.clone()])  # stores nothing
-    assert msg and "10 of 64 elements were not written" in msg
-
-
-def test_outputs_from_memory_no_kernel_touched_fail_unless_copies_of_kernel_results() -> None:
-    vals = torch.randn(64)
-    call = CallRecord([_log(7, torch.zeros(64), vals)])
-    assert (
-        provenance.check_outputs(_Device(None), call, [_meta(99, 64)], [vals.flip(0)]) is None
-    )  # a host copy
-    msg = provenance.check_outputs(_Device(None), call, [_meta(99, 64)], [torch.randn(64)])
-    assert msg and "not written by any kernel" in msg
-    msg = provenance.check_outputs(_Device(None), CallRecord([]), [_meta(99, 4)], [torch.ones(4)])
-    assert msg and "no kernel was launched" in msg
-
-
-def test_host_data_copied_by_a_kernel_is_flagged_but_inputs_weights_and_fills_are_not() -> None:
-    x = torch.randn(64)
-    answer = x * 3 + 1  # computed on the host during the call
-    copy = CallRecord([_log(1, answer, answer, (2, torch.zeros(64), answer.clone()))])
-    msg = provenance.check_host_data(copy, {}, [x], [_b(x)], [answer.clone()])
-    assert msg and "host produced during the call" in msg
-    # a kernel computing from the input (passed as-is) and a zero-filled output: nothing flagged
-    honest = CallRecord([_log(1, x, x, (2, torch.zeros(64), answer.clone()))])
-    assert provenance.check_host_data(honest, {}, [x], [_b(x)], [answer.clone()]) is None
-    # weights prepared at construction are allowed data too
-    w = torch.randn(64)
-    weights = CallRecord([_log(1, w, w, (2, torch.zeros(64), w.clone()))])
-    assert provenance.check_host_data(weights, {}, [w], [], [w.clone()]) is None
+def test_device_memory_handles_and_the_memory_limit() -> None:
+    mem = DeviceMemory(1000)
+    mem.alloc(1, 600)
+    with pytest.raises(DeviceRequestError, match="in use"):
+        mem.alloc(1, 8)
+    with pytest.raises(DeviceRequestError, match="reserved"):
+        mem.alloc(PLACED_BASE, 8)  # the evaluator's own handles
+    with pytest.raises(DeviceRequestError, match="out of memory"):
+        mem.alloc(2, 600)
+    mem.free(1)
+    mem.alloc(2, 600)  # freed memory counts no more
+    placed = mem.place(torch.ones(4))
+    mem.free(placed["dev"])  # the worker cannot free the evaluator's inputs
+    assert torch.equal(mem.read(placed), torch.ones(4))
 
 
 # --- precision, tolerances, problem copy, seccomp ---------------------------------------------------
