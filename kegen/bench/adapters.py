@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kegen.bench.config import BenchConfig, SearchOutcome, SeedEval
 from kegen.bench.results import SEARCH_DONE
-from kegen.bench.runner import BenchConfig, SearchOutcome, SeedEval
 from kegen.suites import SuiteProblem
 
 BASELINE_KEYS = ("baseline", "eager")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kegen.bench import adapters
+from kegen.bench.config import BenchConfig, EvaluateSeed, SearchOutcome, SearchProblem, SeedEval
 from kegen.bench.host import describe_host
 from kegen.bench.results import (
     SEARCH_DONE,
@@ -29,73 +29,6 @@ from kegen.bench.results import (
 from kegen.suites import Suite, SuiteProblem, find_suite
 
 
-@dataclass(frozen=True)
-class BenchConfig:
-    """What to run: which suite (and problems), on which target, with how much search."""
-
-    suite: str = "default"
-    target: str = "mtia"
-    machine: str = "mtia-2i"
-    budget: int = 4
-    jobs: int = 1
-    problems: tuple[str, ...] = ()
-    search: bool = True
-    search_time_limit_s: float | None = None
-    time_limit_s: float | None = None
-    eval_timeout_s: float | None = None
-    out_dir: Path | None = None
-    progress: bool = True
-    executor: str = "local"  # "ray": seeds and searches spread over a Ray cluster (kegen.executor)
-    compile_baseline: bool = False  # on mtia: time torch.compile per problem (`kegen bench` turns it on)
-    ray_address: str | None = None
-    operator: str = ""  # the search's operator ("offline" | "llm"); "" = from the settings
-
-    def __post_init__(self) -> None:
-        if self.budget < 0:
-            raise ValueError(f"--budget must be >= 0 evaluations per problem, got {self.budget}")
-        if self.jobs < 1:
-            raise ValueError(f"--jobs must be >= 1, got {self.jobs}")
-
-
-@dataclass
-class SeedEval:
-    """What the bench keeps of a seed's evaluation."""
-
-    status: str
-    message: str = ""
-    speedup: float | None = None
-    baseline: str = ""
-    roofline: float | None = None
-    time_s: float | None = None
-    baseline_time_s: float | None = None
-    roofline_time_s: float | None = None
-    wall_s: float = 0.0
-    diagnosis: str = ""  # the profile diagnosis of the seed (one line), when it was profiled
-
-
-@dataclass
-class SearchOutcome:
-    """What the bench keeps of a search: its best correct kernel relative to the seed."""
-
-    state: str
-    evaluations: int = 0
-    time_s: float = 0.0
-    seed: SeedEval | None = None  # the root node's evaluation, when the search made one
-    found_correct: bool = False  # a correct kernel exists among the evaluated nodes
-    gain: float | None = None  # seed time / best time (> 1: the search found a faster kernel)
-    best_time_s: float | None = None
-    best_roofline: float | None = None
-    best_path: str = ""
-    message: str = ""
-    evals_to_90: int | None = None  # evaluations after the seed's until 90% of the final best fitness
-    best_diagnosis: str = ""  # the best correct kernel's profile diagnosis (one line)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-EvaluateSeed = Callable[[SuiteProblem, BenchConfig], SeedEval]
-SearchProblem = Callable[..., SearchOutcome]  # (problem, config, out_dir[, executor=shared executor])
-
-
 def default_out_dir() -> Path:
     return Path("runs") / f"bench-{dt.datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
@@ -105,8 +38,6 @@ def run_bench(config: BenchConfig, *, evaluate_seed: EvaluateSeed | None = None,
     """Evaluate each seed and search each problem (a search's root evaluation is its seed's result);
     return the finished report. With `time_limit_s`, problems not started in time are left out and
     named in the report's notes."""
-    from kegen.bench import adapters
-
     suite: Suite = find_suite(config.suite).select(list(config.problems))
     out_dir = config.out_dir or default_out_dir()
     evaluate_seed = evaluate_seed or adapters.evaluate_seed
@@ -213,7 +144,6 @@ def _shared_executor(config: BenchConfig) -> Any:
 
 def _evaluate_seeds_on(executor: Any, suite: Suite, config: BenchConfig, bar: Any) -> list[SeedEval]:
     """Every seed as one task on `executor`; a task lost for good is an infrastructure error."""
-    from kegen.bench.adapters import seed_eval_from_result
     from kegen.eval import EvalResult
     from kegen.executor import INFRA_STATUS, FileRef, InfrastructureError, evaluate_result_task
 
@@ -223,7 +153,7 @@ def _evaluate_seeds_on(executor: Any, suite: Suite, config: BenchConfig, bar: An
     seeds: list[SeedEval] = []
     for problem, fut in zip(suite.problems, futures, strict=True):
         try:
-            seed = seed_eval_from_result(EvalResult.from_dict(fut.result()))
+            seed = adapters.seed_eval_from_result(EvalResult.from_dict(fut.result()))
         except InfrastructureError as exc:
             seed = SeedEval(status=INFRA_STATUS, message=str(exc))
         except Exception as exc:  # a broken problem must not stop the suite
