@@ -25,7 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kegen.executor import ExecutorSpec, FileRef, evaluate_task, make_executor  # noqa: E402
+from kegen.executor import ExecutorSpec, FileRef, make_executor  # noqa: E402
+from kegen.search.fitness import evaluate_task  # noqa: E402
 
 EVALUATOR = "kegen.search.fitness:evaluate_candidate"
 

@@ -19,7 +19,7 @@ from kegen.executor.base import (
     InfrastructureError,
     InlineExecutor,
 )
-from kegen.executor.tasks import FileRef, evaluate_result_task, evaluate_task
+from kegen.executor.tasks import FileRef, evaluate_result_task
 
 
 def make_executor(spec: ExecutorSpec) -> EvalExecutor:
@@ -44,6 +44,5 @@ __all__ = [
     "InfrastructureError",
     "InlineExecutor",
     "evaluate_result_task",
-    "evaluate_task",
     "make_executor",
 ]

@@ -1,9 +1,10 @@
 """The executor interface: run `fn(*args)` somewhere, get a `concurrent.futures.Future` back.
 
 The unit of work is a module-level function with plain-data arguments and a plain-data result
-(an evaluation: `kegen.executor.tasks.evaluate_task`). Executors never touch the graph store;
-the driver records results as futures complete. A task whose worker or node was lost is retried;
-when retries run out its future raises `InfrastructureError`, which callers record as an
+(an evaluation: the search's `kegen.search.fitness.evaluate_task`, the bench's
+`kegen.executor.tasks.evaluate_result_task`). Executors never touch the graph store; the driver
+records results as futures complete. A task whose worker or node was lost is retried; when retries
+run out its future raises `InfrastructureError`, which callers record as an
 infrastructure failure, never as a wrong candidate.
 """
 

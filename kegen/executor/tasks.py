@@ -1,4 +1,7 @@
-"""The work that executors run: one evaluation, with its files carried as text.
+"""Files carried as text to where a task runs, and the bench's task: one `kegen.eval` evaluation.
+
+The search's task (`kegen.search.fitness.evaluate_task`) is handed to executors like any other
+callable; the executor imports nothing of the search.
 
 A Ray worker may sit on another machine, where the driver's problem and baseline paths do not
 exist: `FileRef` carries a file's text, and the worker uses the path itself when it holds the same
@@ -40,31 +43,6 @@ class FileRef:
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(self.text)
         return str(copy)
-
-
-def evaluate_task(
-    evaluator: str,
-    problem: FileRef,
-    code: str,
-    baseline: FileRef | None,
-    target: str,
-    machine: str,
-    timeout_s: float | None,
-) -> dict[str, Any]:
-    """Evaluate `code` on whatever machine runs this; returns `Outcome.to_dict()` (plain data)."""
-    from kegen.search.fitness import run_evaluation
-
-    with tempfile.TemporaryDirectory(prefix="kegen-task-") as tmp:
-        scratch = Path(tmp)
-        return run_evaluation(
-            evaluator,
-            problem.materialize(scratch),
-            code,
-            baseline.materialize(scratch) if baseline is not None else None,
-            target,
-            machine,
-            timeout_s,
-        )
 
 
 def evaluate_result_task(

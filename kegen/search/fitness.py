@@ -8,10 +8,14 @@ process boundaries and lands in the store unchanged. The evaluator used by a sea
 from __future__ import annotations
 
 import importlib
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+from kegen.executor.tasks import FileRef
 
 
 @dataclass
@@ -146,3 +150,27 @@ def run_evaluation(
     if out.status != "ok":
         out.fitness = 0.0
     return out.to_dict()
+
+
+def evaluate_task(
+    evaluator: str,
+    problem: FileRef,
+    code: str,
+    baseline: FileRef | None,
+    target: str,
+    machine: str,
+    timeout_s: float | None,
+) -> dict[str, Any]:
+    """The task executors run for the search: evaluate `code` on whatever machine runs this, with the
+problem and baseline files carried as text; returns `Outcome.to_dict()` (plain data)."""
+    with tempfile.TemporaryDirectory(prefix="kegen-task-") as tmp:
+        scratch = Path(tmp)
+        return run_evaluation(
+            evaluator,
+            problem.materialize(scratch),
+            code,
+            baseline.materialize(scratch) if baseline is not None else None,
+            target,
+            machine,
+            timeout_s,
+        )

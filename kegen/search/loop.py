@@ -20,11 +20,10 @@ from kegen.executor import (
     ExecutorSpec,
     FileRef,
     InfrastructureError,
-    evaluate_task,
     make_executor,
 )
 from kegen.search.config import SearchConfig
-from kegen.search.fitness import Outcome
+from kegen.search.fitness import Outcome, evaluate_task
 from kegen.search.operators import ContextBuilder, Operator, Proposal, make_operator
 from kegen.search.operators.context import OperatorContext, ProblemInfo, load_knowledge_base
 from kegen.search.policies import Policy, TreeView, make_policy

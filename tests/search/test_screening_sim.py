@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import torch
 
-from kegen.executor import FileRef, evaluate_task
+from kegen.executor import FileRef
+from kegen.search.fitness import evaluate_task
 from kegen.search.screening import ScreeningConfig, ScreenRequest, lower_bound, screened_task
 from kegen.search.screening_probe import LaunchSummary, probe
 
