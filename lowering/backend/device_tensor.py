@@ -148,6 +148,11 @@ class DeviceTensor(torch.Tensor):
             f"device address={self.data_ptr():#x})"
         )
 
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
     # --- host access: refused with a clear error ------------------------------------------------------
     def numpy(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         raise DeviceDataError("Tensor.numpy()", "device data cannot be read by the candidate")
@@ -363,7 +368,26 @@ def _copy_(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
     return dst
 
 
-_ALIASING = {aten.detach, aten.alias, aten.lift_fresh}
+def _cat(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    """torch.cat of device tensors: one device copy per piece into fresh device memory."""
+    pieces = [t for t in args[0] if t.numel() or t.dim() != 1]
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    if not pieces or not all(isinstance(t, DeviceTensor) for t in pieces):
+        raise DeviceDataError(_op_name(func), "torch.cat takes device tensors only on mtia")
+    first = pieces[0]
+    dim = dim % first.dim()
+    shape = list(first.shape)
+    shape[dim] = sum(t.shape[dim] for t in pieces)
+    assert first._storage.backend is not None
+    out = new_device_tensor(first._storage.backend, shape, first.dtype)
+    start = 0
+    for t in pieces:
+        out.narrow(dim, start, t.shape[dim]).copy_(t)
+        start += t.shape[dim]
+    return out
+
+
+_ALIASING = {aten.detach, aten.alias, aten.lift_fresh, aten._unsafe_view, aten._reshape_alias}
 _METADATA = {aten.is_same_size, aten.sym_size, aten.sym_stride, aten.sym_numel, aten.sym_storage_offset}
 _HANDLERS: dict[Any, Callable[..., Any]] = {
     aten.empty_like: _empty_like,
@@ -380,6 +404,7 @@ _HANDLERS: dict[Any, Callable[..., Any]] = {
     aten.clone: _clone,
     aten._to_copy: _to_copy,
     aten.copy_: _copy_,
+    aten.cat: _cat,
 }
 
 
