@@ -3,6 +3,8 @@ and the kernel source line."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -48,3 +50,9 @@ class UnsupportedError(LoweringError):
 
 class LocalStoreOverflowError(LoweringError):
     """The tensors live at one point of the kernel do not fit in the PE's local store."""
+
+
+def did_you_mean(name: str, valid: Iterable[str], *, n: int = 3, cutoff: float = 0.6) -> str:
+    """`"did you mean 'a' or 'b'? "` for the valid names closest to a misspelt `name`, else ""."""
+    close = difflib.get_close_matches(name, sorted(valid), n=n, cutoff=cutoff)
+    return f"did you mean {' or '.join(map(repr, close))}? " if close else ""

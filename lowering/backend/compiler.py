@@ -41,19 +41,17 @@ def _reject_misspelt_options(opts: dict[str, Any]) -> None:
     """Reject an option that is not an MtiaOptions field but is a near miss of one (`num_stage`):
     a typo must not silently give the defaults. Options of other backends (Inductor passes its own
     set to every backend) are far from every field and stay ignored, as Triton's backends do."""
-    import difflib
     from dataclasses import fields
+
+    from lowering.errors import did_you_mean
 
     known = [f.name for f in fields(MtiaOptions)]
     for name in opts:
         if name in known:
             continue
-        close = difflib.get_close_matches(name, known, n=2, cutoff=0.85)
-        if close:
-            raise ValueError(
-                f"unknown mtia option {name!r}: did you mean {' or '.join(map(repr, close))}? "
-                f"valid options: {', '.join(sorted(known))}"
-            )
+        hint = did_you_mean(name, known, n=2, cutoff=0.85)
+        if hint:
+            raise ValueError(f"unknown mtia option {name!r}: {hint}valid options: {', '.join(sorted(known))}")
 
 
 class MtiaBackend(BaseBackend):

@@ -18,14 +18,13 @@ module in place. `run(..., verify=True)` runs the tile-IR verifier after every p
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-from lowering.errors import LoweringError
+from lowering.errors import LoweringError, did_you_mean
 from lowering.ir.module import Function, Module
 
 __all__ = [
@@ -199,8 +198,7 @@ def check_option_names(names: Iterable[str], known: Iterable[str] = ()) -> None:
 def _check_name(name: str, valid: Iterable[str], what: str) -> None:
     names = sorted(valid)
     if name not in names:
-        close = difflib.get_close_matches(name, names, n=3)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+        hint = did_you_mean(name, names, n=3)
         raise UnknownOptionError(f"{what} {name!r}: {hint}valid: {', '.join(names) or 'none'}")
 
 
