@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from kegen.executor.cli import add_executor_arguments, check_executor_arguments
+from kegen.targets import TARGETS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "folder of <problem>/problem.py + seed.py")
     parser.add_argument("--suite", dest="suite_option", default=None, metavar="SUITE",
                         help="the suite, as an option (same as the positional argument)")
-    parser.add_argument("--target", default="mtia", choices=("mtia", "nvidia", "amd", "cpu"),
+    parser.add_argument("--target", default="mtia", choices=TARGETS,
                         help="where kernels run (default: mtia, the simulator)")
     parser.add_argument("--machine", default=None,
                         help="machine description for mtia (default: KEGEN_MACHINE or mtia-2i)")

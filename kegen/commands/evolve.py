@@ -20,6 +20,7 @@ from kegen.search.config import (
 )
 from kegen.search.termination import parse_duration
 from kegen.settings import load_settings, select_machine
+from kegen.targets import TARGETS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="starting candidate (ModelNew with Triton kernels); "
         "without it the offline operator drafts one from the reference",
     )
-    parser.add_argument("--target", default="mtia", choices=("mtia", "nvidia", "amd", "cpu"))
+    parser.add_argument("--target", default="mtia", choices=TARGETS)
     parser.add_argument("--machine", default=None, help="machine description for mtia (default: mtia-2i)")
     parser.add_argument("--policy", default="uct", choices=POLICIES)
     parser.add_argument(

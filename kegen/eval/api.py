@@ -11,8 +11,6 @@ from kegen.eval.config import EvalConfig
 from kegen.eval.errors import ProblemError
 from kegen.eval.result import EvalResult, Status
 
-GPU_TARGETS = ("nvidia", "amd")
-
 
 def _as_path(candidate: str | Path, tmpdir: Path, name: str) -> Path:
     """A path stays a path; source text is written to a file (Triton needs kernels' source files)."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-TARGETS = ("mtia", "nvidia", "amd", "cpu")
+from kegen.targets import TARGETS
+
 GPU_PROFILES = ("full", "auto", "timing")
 
 # Default tolerances by dtype name (atol, rtol). Anything else falls back to fp32's.

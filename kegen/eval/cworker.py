@@ -26,9 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from kegen.targets import GPU_TARGETS
 from lowering.backend.device_wire import recv_frame, send_frame
-
-GPU_TARGETS = ("nvidia", "amd")
 
 
 def _failed(exc: BaseException) -> dict[str, Any]:

@@ -35,8 +35,8 @@ from kegen.eval.runner import build_model, call_reference
 from kegen.eval.session import CallResult, WorkerSession
 from kegen.eval.timing import TimingStats
 from kegen.eval.wire import outputs_digest
+from kegen.targets import GPU_TARGETS
 
-GPU_TARGETS = ("nvidia", "amd")
 MTIA_METHOD = (
     "simulated by the evaluator's device (mtia_sim cycles at the machine clock, launch overhead included)"
 )

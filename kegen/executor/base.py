@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 EXECUTORS = ("local", "ray")
-GPU_TARGETS = ("nvidia", "amd")
 INFRA_STATUS = "infra_error"
 
 

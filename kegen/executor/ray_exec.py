@@ -16,7 +16,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from kegen.executor.base import GPU_TARGETS, EvalExecutor, ExecutorSpec, InfrastructureError
+from kegen.executor.base import EvalExecutor, ExecutorSpec, InfrastructureError
+from kegen.targets import GPU_TARGETS
 
 
 def _call(fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
