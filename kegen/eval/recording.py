@@ -86,6 +86,18 @@ class RecordingDevice(MtiaDevice):
         return SimpleNamespace(cycles=0.0, seconds=0.0, counters=None), post
 
     def handle(self, header: dict[str, Any], blobs: list[bytearray]) -> Any:
+        if header.get("op") == "device_ops" and isinstance(header.get("ops"), list):
+            moves = [  # data movement changes the work and its time: part of the key
+                {**op, "blob": hashlib.sha256(blobs[op["blob"]]).hexdigest()}
+                if op.get("op") == "upload"
+                and isinstance(op.get("blob"), int)
+                and 0 <= op["blob"] < len(blobs)
+                else op
+                for op in header["ops"]
+                if isinstance(op, dict) and op.get("op") in ("fill", "copy", "upload")
+            ]
+            if moves:
+                self.records.append({"device_ops": moves})
         served = super().handle(header, blobs)
         if served is not None and served[0].get("op") == "error":
             self.errors.append(str(served[0].get("error")))
@@ -169,12 +181,14 @@ def record_candidate(
             return Recording("failed", f"{exc.status}: {exc.message[:300]}")
         finally:
             session.close()
-    if device.errors or not device.records:
+    if device.errors or not any("kernel" in r for r in device.records):
         return Recording(
             "failed", device.errors[0] if device.errors else "no kernel launch reached the device"
         )
     launches = [
-        {k: r[k] for k in ("kernel", "grid", "sram_mode", "dual_core", "elf")} for r in device.records
+        {k: r[k] for k in ("kernel", "grid", "sram_mode", "dual_core", "elf")}
+        for r in device.records
+        if "kernel" in r
     ]
     figures = {
         "flops": float(rf.flops),
