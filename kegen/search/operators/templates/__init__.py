@@ -6,8 +6,12 @@ Every template yields a whole candidate module (kernel + `ModelNew`), general in
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Sequence
+from pathlib import Path
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"  # kegen/examples/<name>/seed.py
 HEADER = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
 
 MODEL_TAIL = """
@@ -19,6 +23,20 @@ class ModelNew(nn.Module):
     def forward(self, {args}):
 {body}
 """
+
+
+def example_seed(name: str, **constants: int) -> str:
+    """The seed candidate of kegen/examples/<name> without its docstring, with the given integer
+    module constants (`BLOCK_SIZE=64`) set; a constant the seed does not define is an error."""
+    source = (EXAMPLES / name / "seed.py").read_text()
+    body = ast.parse(source).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        source = "".join(source.splitlines(keepends=True)[body[0].end_lineno or 0 :]).lstrip("\n")
+    for const, value in constants.items():
+        source, n = re.subn(rf"^{const} = \d+$", f"{const} = {value}", source, count=1, flags=re.M)
+        if n != 1:
+            raise ValueError(f"kegen/examples/{name}/seed.py sets no integer {const}")
+    return source
 
 
 def elementwise(
@@ -116,61 +134,14 @@ def softmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
 """,
 }
 
-_TWO_KERNEL = """
-@triton.jit
-def row_stats_kernel(x_ptr, max_ptr, sum_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    x_row = x_ptr + row * row_stride
-    m = tl.full([BLOCK], float('-inf'), tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
-        m = tl.maximum(m, x)
-    row_max = tl.max(m, axis=0)
-    s = tl.zeros([BLOCK], tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=float('-inf'))
-        s += tl.exp(x - row_max)
-    tl.store(max_ptr + row, row_max)
-    tl.store(sum_ptr + row, tl.sum(s, axis=0))
-
-
-@triton.jit
-def normalize_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0)
-    y = tl.exp(x - tl.load(max_ptr + row)) / tl.load(sum_ptr + row)
-    tl.store(y_ptr + row * row_stride + cols, y, mask=mask)
-"""
-
-_TWO_KERNEL_FWD = """        x = x.contiguous()
-        n_cols = x.shape[-1]
-        x2 = x.view(-1, n_cols)
-        n_rows = x2.shape[0]
-        y = torch.empty_like(x2)
-        row_max = torch.empty(n_rows, dtype=torch.float32, device=x.device)
-        row_sum = torch.empty(n_rows, dtype=torch.float32, device=x.device)
-        row_stats_kernel[(n_rows,)](x2, row_max, row_sum, x2.stride(0), n_cols, BLOCK=STATS_BLOCK_SIZE)
-        grid = (n_rows, triton.cdiv(n_cols, NORM_BLOCK_SIZE))
-        normalize_kernel[grid](x2, y, row_max, row_sum, x2.stride(0), n_cols, BLOCK=NORM_BLOCK_SIZE)
-        return y.view(x.shape)"""
-
 SOFTMAX_VARIANTS = (*_SOFTMAX_KERNELS, "two_kernel")
 
 
 def softmax(variant: str = "online", block: int = 64) -> str:
     """Row softmax over the last dimension; `single_block` sizes its block to the row at launch;
     `two_kernel` computes row statistics (max, sum of exponentials) then normalises in a 2-D grid."""
-    if variant == "two_kernel":
-        return (
-            HEADER
-            + f"\nSTATS_BLOCK_SIZE = {block}\nNORM_BLOCK_SIZE = {block}\n\n"
-            + _TWO_KERNEL
-            + MODEL_TAIL.format(args="x", body=_TWO_KERNEL_FWD)
-        )
+    if variant == "two_kernel":  # the softmax example's seed
+        return example_seed("softmax", STATS_BLOCK_SIZE=block, NORM_BLOCK_SIZE=block)
     kernel = _SOFTMAX_KERNELS[variant]
     if variant == "single_block":
         return (
@@ -216,44 +187,6 @@ def row_reduce_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
         return y.view(x.shape[:-1]){keep}"""
     fwd = fwd.replace("{keep}", ".unsqueeze(-1)" if keepdim else "")
     return HEADER + f"\nBLOCK_SIZE = {block}\n\n" + kernel + MODEL_TAIL.format(args="x", body=fwd)
-
-
-def matmul(epilogue: str = "acc", block_m: int = 16, block_n: int = 16, block_k: int = 16) -> str:
-    """C = epilogue(A @ B) for 2-D A (M, K) and B (K, N); `epilogue` is an expression of `acc`.
-    Programs walk the tiles of C in row-major order (the grouped-order recipe changes that)."""
-    kernel = f"""
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                  stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        a = tl.load(a_ptr + rm[:, None] * stride_am + (k0 + rk)[None, :] * stride_ak,
-                    mask=(rm[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + (k0 + rk)[:, None] * stride_bk + rn[None, :] * stride_bn,
-                    mask=((k0 + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(a, b)
-    acc = {epilogue}
-    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
-"""
-    fwd = """        M, K = a.shape
-        N = b.shape[1]
-        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-        grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
-        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                            c.stride(0), c.stride(1), BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N,
-                            BLOCK_K=BLOCK_SIZE_K)
-        return c"""
-    consts = f"\nBLOCK_SIZE_M = {block_m}\nBLOCK_SIZE_N = {block_n}\nBLOCK_SIZE_K = {block_k}\n\n"
-    return HEADER + consts + kernel + MODEL_TAIL.format(args="a, b", body=fwd)
 
 
 def gather_rows(
