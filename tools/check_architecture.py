@@ -68,7 +68,12 @@ LAYERS: tuple[Layer, ...] = (
         ("triton",),
         # The Triton edge of lowering: the TTIR frontend runs Triton's own front end to get TTIR,
         # the corpus is written in Triton, the interpreter fix patches Triton's interpreter.
-        except_=("lowering.backend", "lowering.ttir.frontend", "lowering.corpus", "lowering.triton_interpreter"),
+        except_=(
+            "lowering.backend",
+            "lowering.ttir.frontend",
+            "lowering.corpus",
+            "lowering.triton_interpreter",
+        ),
         why="only lowering/backend and the Triton edge (ttir.frontend, corpus) import Triton",
     ),
     Layer(
@@ -100,7 +105,22 @@ LAYERS: tuple[Layer, ...] = (
 # (rule, subject) pairs printed but not failing: rule is "size", "folder", "layer:<name>" or
 # "cycle"; subject is a module (size, layer), a folder (folder) or a cycle's first module in
 # sorted order (cycle). A prefix ending in "." matches every subject under it.
-ALLOWED: tuple[tuple[str, str], ...] = ()
+ALLOWED: tuple[tuple[str, str], ...] = (
+    # issue 28, being removed by other work now: circles in the compiler core, the simulator and
+    # the profile renderer; the machine as a value (no kegen.settings in the backend options)
+    ("cycle", "lowering."),
+    ("cycle", "mtia_sim."),
+    ("cycle", "kegen.profiling."),
+    ("layer:lowering-core", "lowering.pipeline"),
+    ("layer:lowering-not-kegen", "lowering.backend.options"),
+    # kegen/eval's trusted and sandboxed sides; modules over the budget
+    ("folder", "kegen.eval"),
+    ("size", "kegen.knowledge.mtia_docs"),
+    ("size", "lowering.corpus.elementwise"),
+    ("size", "mtia_sim.core"),
+    ("size", "mtia_sim.timing.engine"),
+    ("size", "tools.record_production_gpu"),
+)
 
 
 @dataclass(frozen=True)
@@ -112,28 +132,30 @@ class Import:
 @dataclass
 class Module:
     name: str
-    path: Path
+    where: str  # the file, relative to the checked root
     lines: int
     imports: list[Import] = field(default_factory=list)
+    package: bool = False  # an __init__.py
 
 
 @dataclass(frozen=True)
 class Violation:
     rule: str
     subject: str
-    path: Path
+    where: str  # the file, relative to the checked root
     line: int
     message: str
 
-    def allowed(self) -> bool:
+    def allowed(self, allowed: Iterable[tuple[str, str]] = ALLOWED) -> bool:
+        """Whether ALLOWED lists it (by rule and subject, or a subject prefix ending in ".")."""
         return any(
-            rule == self.rule and (self.subject == subj or (subj.endswith(".") and self.subject.startswith(subj)))
-            for rule, subj in ALLOWED
+            rule == self.rule
+            and (self.subject == subj or (subj.endswith(".") and self.subject.startswith(subj)))
+            for rule, subj in allowed
         )
 
     def __str__(self) -> str:
-        where = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
-        return f"{where}:{self.line}: [{self.rule}] {self.message}"
+        return f"{self.where}:{self.line}: [{self.rule}] {self.message}"
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -179,9 +201,13 @@ def parse(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, Mo
         for path in sorted((root / package).rglob("*.py")):
             if "__pycache__" in path.parts:
                 continue
-            text = path.read_text(encoding="utf-8")
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:  # moved away while we walk (someone is editing the tree)
+                continue
             name = module_name(path, root)
-            modules[name] = Module(name, path, len(text.splitlines()))
+            where = path.relative_to(root).as_posix()
+            modules[name] = Module(name, where, len(text.splitlines()), package=path.name == "__init__.py")
             sources[name] = (ast.parse(text, filename=str(path)), path.name == "__init__.py")
     scripts = {name.split(".", 1)[1] for name in modules if name.startswith("tools.")}
     for name, (tree, is_package) in sources.items():
@@ -191,9 +217,7 @@ def parse(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, Mo
                 targets = [alias.name for alias in node.names]
             else:
                 base = _base(node, name, is_package)
-                targets = [
-                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names
-                ]
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
             for target in targets:
                 if name.startswith("tools.") and target.split(".")[0] in scripts:
                     target = f"tools.{target}"
@@ -219,24 +243,22 @@ def _under(name: str, prefixes: Iterable[str]) -> bool:
 
 def check_sizes(modules: dict[str, Module]) -> list[Violation]:
     return [
-        Violation("size", m.name, m.path, 1, f"{m.lines} lines (budget {MAX_LINES})")
+        Violation("size", m.name, m.where, 1, f"{m.lines} lines (budget {MAX_LINES})")
         for m in modules.values()
         if m.lines > MAX_LINES
     ]
 
 
 def check_folders(modules: dict[str, Module]) -> list[Violation]:
-    counts: dict[Path, int] = {}
+    folders: dict[str, list[Module]] = {}
     for m in modules.values():
-        counts[m.path.parent] = counts.get(m.path.parent, 0) + 1
+        folders.setdefault(m.where.rpartition("/")[0], []).append(m)
     out = []
-    for folder, n in sorted(counts.items()):
-        init = folder / "__init__.py"
-        if init.exists() and n > MAX_MODULES:
-            subject = module_name(init, ROOT) if init.is_relative_to(ROOT) else str(folder)
-            out.append(
-                Violation("folder", subject, init, 1, f"{n} modules in {folder.name}/ (at most {MAX_MODULES})")
-            )
+    for folder, members in sorted(folders.items()):
+        init = next((m for m in members if m.package), None)
+        if init is not None and len(members) > MAX_MODULES:
+            message = f"{len(members)} modules in {folder}/ (at most {MAX_MODULES})"
+            out.append(Violation("folder", init.name, init.where, 1, message))
     return out
 
 
@@ -252,7 +274,7 @@ def check_layers(modules: dict[str, Module], layers: Iterable[Layer] = LAYERS) -
                         Violation(
                             f"layer:{layer.name}",
                             m.name,
-                            m.path,
+                            m.where,
                             imp.line,
                             f"{m.name} imports {imp.target} ({layer.why})",
                         )
@@ -319,22 +341,25 @@ def check_cycles(modules: dict[str, Module]) -> list[Violation]:
         members = set(comp)
         first = modules[comp[0]]
         edges = [
-            f"{modules[a].path.relative_to(ROOT) if modules[a].path.is_relative_to(ROOT) else modules[a].path}:"
-            f"{imp.line} {a} -> {imp.target}"
+            f"{modules[a].where}:{imp.line} {a} -> {imp.target}"
             for a in comp
             for imp in modules[a].imports
             if imp.target in members
         ]
         message = f"import cycle of {len(comp)} modules: {', '.join(comp)}\n    " + "\n    ".join(edges)
         line = next((i.line for i in first.imports if i.target in members), 1)
-        out.append(Violation("cycle", comp[0], first.path, line, message))
+        out.append(Violation("cycle", comp[0], first.where, line, message))
     return out
 
 
-def check(root: Path = ROOT) -> list[Violation]:
-    """Every violation of the rules, in a stable order."""
-    modules = parse(root)
-    return check_sizes(modules) + check_folders(modules) + check_layers(modules) + check_cycles(modules)
+def check(
+    root: Path = ROOT, packages: Iterable[str] = PACKAGES, layers: Iterable[Layer] = LAYERS
+) -> list[Violation]:
+    """Every violation of the rules under `root`, in a stable order."""
+    modules = parse(root, packages)
+    return (
+        check_sizes(modules) + check_folders(modules) + check_layers(modules, layers) + check_cycles(modules)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
