@@ -6,4 +6,3 @@ backends; cpu runs the PyTorch reference path only.
 
 TARGETS = ("mtia", "nvidia", "amd", "cpu")
 GPU_TARGETS = ("nvidia", "amd")
-

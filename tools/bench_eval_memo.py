@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="warm evaluations of each kind")
     ap.add_argument("--json", default=None, help="also write the result here")
     args = ap.parse_args(argv)
-    from kegen.eval import memo
+    from kegen.eval.trusted import memo
     from kegen.suites import find_suite
 
     (problem,) = find_suite(args.suite).select([args.problem]).problems

@@ -167,7 +167,7 @@ def _profile_summary(profile: dict[str, Any]) -> dict[str, Any]:
 
 def search_phase(problem: Any, args: argparse.Namespace) -> dict[str, Any]:
     """`--budget` evaluations of the offline search, in this process; per-evaluation wall times."""
-    from kegen.eval import memo
+    from kegen.eval.trusted import memo
     from kegen.search import SearchConfig, run_search
     from kegen.search.config import (
         EvalSliceConfig,

@@ -44,11 +44,11 @@ def evaluate(
     if not problem_path.is_file():
         raise ProblemError(f"problem file {problem_path} does not exist")
     started = time.monotonic()
-    from kegen.eval import sandbox
+    from kegen.eval.trusted import sandbox
 
     if not config.fresh_process:  # the sandbox boots (torch, Triton) while this process imports its own
         sandbox.prestart(sandbox.worker_env(config.target, config.machine))
-    from kegen.eval.evaluator import Evaluator  # torch, Triton (imported here, on this thread)
+    from kegen.eval.trusted.evaluator import Evaluator  # torch, Triton (imported here, on this thread)
 
     _warm_imports()
 

@@ -33,7 +33,7 @@ class EvalConfig:
     compile_baseline: time torch.compile of the reference on GPU targets (default on).
     mtia_compile_baseline: on mtia, time torch.compile of the reference on the simulated chip
     (`kegen eval --baseline compile`); the primary speedup is then over the compiler.
-    gpu_profile: the GPU profile's depth (kegen.eval.profile_gpu): "full" (torch.profiler kernel
+    gpu_profile: the GPU profile's depth (kegen.eval.trusted.profile_gpu): "full" (torch.profiler kernel
     table + ncu metrics; `kegen eval`/`kegen profile`), "auto" (kernel table; ncu only for a
     candidate faster than `extra["ncu_if_faster_than"]` seconds, else than every earlier candidate
     of the problem this process evaluated: the ones a search expands), "timing" (no kernel profile).

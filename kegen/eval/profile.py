@@ -2,7 +2,7 @@
 
 `from_mtia_launches(launches, machine, roofline)` takes the driver's launch records (`.kernel`,
 `.grid`, `.result`, optional `.tags`); `from_host_timing(time_s, roofline)` is target cpu; GPU
-profiles come from `kegen.eval.profile_gpu`. See docs/PROFILE.md for the schema.
+profiles come from `kegen.eval.trusted.profile_gpu`. See docs/PROFILE.md for the schema.
 """
 
 from __future__ import annotations

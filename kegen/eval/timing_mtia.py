@@ -1,6 +1,6 @@
 """Target `mtia`: is the lowering backend usable here (`backend_status`)?
 
-Simulated time itself is measured by the evaluator's own device (`kegen.eval.device`): the sum
+Simulated time itself is measured by the evaluator's own device (`kegen.eval.trusted.device`): the sum
 over a call's launches of the simulator's cycles at the machine's clock, launch overhead included.
 """
 

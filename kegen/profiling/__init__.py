@@ -7,7 +7,7 @@
     terminal / prompt / html / source_view kegen.profiling.render: one renderer per audience
     changes / explain                      kegen.profiling.compare: parent -> child
 
-GPU profiles (torch.profiler, ncu) are built by `kegen.eval.profile_gpu` into the same schema.
+GPU profiles (torch.profiler, ncu) are built by `kegen.eval.trusted.profile_gpu` into the same schema.
 """
 
 from kegen.profiling.diagnosis import REMEDIES, Diagnosis, diagnose, diagnose_profile

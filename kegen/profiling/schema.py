@@ -1,7 +1,7 @@
 """The profile schema shared by every target: one forward of a candidate, measured.
 
 A `Profile` is built from the MTIA simulator's counters (`kegen.profiling.mtia`), from the torch
-profiler and ncu on GPUs (`kegen.eval.profile_gpu`) or from host timing (`from_host_timing`). It
+profiler and ncu on GPUs (`kegen.eval.trusted.profile_gpu`) or from host timing (`from_host_timing`). It
 is stored as JSON in the graph store (`to_dict` / `from_dict`, tolerant of older shapes) and read
 by the renderers (`kegen.profiling.render`), the diagnosis (`kegen.profiling.diagnosis`), the
 prompts and the report. Every scalar metric is declared in `METRICS` (name, unit, description),

@@ -2,7 +2,7 @@
 without simulating them.
 
 It runs in the trusted evaluator's process (the executor's task), never in the candidate's, through
-the public `kegen.eval.recording.record_candidate`: the candidate is loaded and called once in the
+the public `kegen.eval.trusted.recording.record_candidate`: the candidate is loaded and called once in the
 same bubblewrap worker `kegen.eval` uses, and a recording device answers every launch with a digest
 of what it asked for and pseudo-random results. The digest of all launches plus the outputs is the
 candidate's *artifact key*: two candidates with the same key asked the chip for exactly the same
@@ -62,7 +62,7 @@ def probe(
     search's secret for the storage contents; keys compare only under the same salt); never raises."""
     t0 = time.monotonic()
     try:
-        from kegen.eval.recording import record_candidate
+        from kegen.eval.trusted.recording import record_candidate
 
         rec = record_candidate(problem, code, machine, timeout_s, salt)
         res = ProbeResult(

@@ -13,9 +13,9 @@ import pytest
 import torch
 import triton
 
-from kegen.eval import cheats, checker, precision
-from kegen.eval.breakdown import call_kind
 from kegen.eval.config import EvalConfig
+from kegen.eval.trusted import checker, checks, precision
+from kegen.eval.trusted.breakdown import call_kind
 from kegen.eval.wire import decode_values, encode_values, outputs_digest
 from lowering.backend import driver, timing_memo
 from lowering.backend.launch import same_bytes
@@ -135,11 +135,11 @@ def test_chunked_comparison_equals_the_whole_tensor_one(case: str, monkeypatch: 
 def test_chunked_precision_check_flags_half_precision_results(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(precision, "_CHUNK", 50)
     ref = torch.randn(1000)
-    assert cheats.check_precision([ref], [ref.clone()]) is None
+    assert checks.check_precision([ref], [ref.clone()]) is None
     low = ref.half().float()
-    msg = cheats.check_precision([ref], [low])
+    msg = checks.check_precision([ref], [low])
     assert msg and "float16" in msg
-    assert cheats.check_precision([low], [low.clone()]) is None  # the reference is low precision too
+    assert checks.check_precision([low], [low.clone()]) is None  # the reference is low precision too
 
 
 def test_wire_hands_over_received_bytes_but_never_aliases_two_values() -> None:
@@ -183,7 +183,7 @@ def test_one_thread_restores_the_thread_count_once_after_nested_blocks(
 def test_the_evaluators_own_work_is_given_back_to_the_deadline_at_most_timeout_s(tmp_path: Any) -> None:
     from types import SimpleNamespace
 
-    from kegen.eval.evaluator import Evaluator
+    from kegen.eval.trusted.evaluator import Evaluator
 
     ev = Evaluator(tmp_path / "p.py", tmp_path / "c.py", None, EvalConfig(timeout_s=10.0), "eval")
     session: Any = SimpleNamespace(deadline=100.0)
@@ -194,7 +194,7 @@ def test_the_evaluators_own_work_is_given_back_to_the_deadline_at_most_timeout_s
 
 
 def test_the_device_runs_launches_on_its_own_memory_and_refuses_bad_requests(fresh_session: None) -> None:
-    from kegen.eval.device import MtiaDevice
+    from kegen.eval.trusted.device import MtiaDevice
 
     n = 2048
     x, y = torch.randn(n), torch.randn(n)
@@ -235,7 +235,7 @@ def test_the_device_runs_launches_on_its_own_memory_and_refuses_bad_requests(fre
 
 
 def test_device_charges_uploads_copies_and_fills_in_a_call() -> None:
-    from kegen.eval.device import MtiaDevice
+    from kegen.eval.trusted.device import MtiaDevice
 
     dev = MtiaDevice("mtia-2i")
     dev.open(1 << 20)

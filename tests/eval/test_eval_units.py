@@ -11,14 +11,16 @@ import pytest
 import torch
 from eval_helpers import candidate, problem
 
-from kegen.eval import EvalConfig, EvalResult, ProblemError, Status, cheats
-from kegen.eval.checker import compare_outputs, same_values
+from kegen.eval import EvalConfig, EvalResult, ProblemError, Status
 from kegen.eval.errors import CandidateError
 from kegen.eval.loader import load_candidate, load_problem
 from kegen.eval.profile import KernelStat, Profile, UnitStat
-from kegen.eval.roofline import MachinePeak, problem_roofline
-from kegen.eval.runner import classify
+from kegen.eval.sandboxed import guards
+from kegen.eval.sandboxed.runner import classify
 from kegen.eval.timing import TimingStats
+from kegen.eval.trusted import checks
+from kegen.eval.trusted.checker import compare_outputs, same_values
+from kegen.eval.trusted.roofline import MachinePeak, problem_roofline
 
 
 def test_result_round_trips_through_json_and_drops_infinities() -> None:
@@ -82,35 +84,35 @@ def test_fp16_outputs_get_the_looser_tolerance() -> None:
 def test_aliasing_and_mutation_checks() -> None:
     a, b = torch.randn(16), torch.randn(16)
     ref_out = [a + b]
-    assert cheats.check_aliasing([ref_out[0][:]], [a, b], ref_out, [], set()) is not None
-    assert "aliases input 0" in cheats.check_aliasing([a.view(4, 4)], [a, b], None, [], set())
-    assert cheats.check_aliasing([a.view(4, 4)], [a, b], None, [], {0}) is None  # the reference does it too
+    assert checks.check_aliasing([ref_out[0][:]], [a, b], ref_out, [], set()) is not None
+    assert "aliases input 0" in checks.check_aliasing([a.view(4, 4)], [a, b], None, [], set())
+    assert checks.check_aliasing([a.view(4, 4)], [a, b], None, [], {0}) is None  # the reference does it too
     pristine = [a.clone(), b.clone()]
     b.add_(1)
-    assert "input 1" in cheats.check_mutation(pristine, [a, b], set())
-    assert cheats.check_mutation(pristine, [a, b], {1}) is None
+    assert "input 1" in checks.check_mutation(pristine, [a, b], set())
+    assert checks.check_mutation(pristine, [a, b], {1}) is None
 
 
 def test_precision_check_flags_fp16_valued_float32_outputs_only() -> None:
     x = torch.randn(1024)
-    assert cheats.check_precision([x], [x.clone()]) is None
-    assert "float16" in cheats.check_precision([x], [x.half().float()])
-    assert "lowered the precision" in cheats.check_precision([x], [x.bfloat16().float()])
+    assert checks.check_precision([x], [x.clone()]) is None
+    assert "float16" in checks.check_precision([x], [x.half().float()])
+    assert "lowered the precision" in checks.check_precision([x], [x.bfloat16().float()])
     ints = torch.arange(1024.0)  # integer-valued reference: exactly representable, must not be flagged
-    assert cheats.check_precision([ints], [ints.clone()]) is None
+    assert checks.check_precision([ints], [ints.clone()]) is None
 
 
 def test_cached_result_check_needs_differing_references() -> None:
     r1, r2, c = [torch.ones(4)], [torch.zeros(4)], [torch.ones(4)]
-    assert cheats.check_cached([(r1, c)], r2, c, same_values) is not None
+    assert checks.check_cached([(r1, c)], r2, c, same_values) is not None
     assert (
-        cheats.check_cached([(r1, c)], r1, c, same_values) is None
+        checks.check_cached([(r1, c)], r1, c, same_values) is None
     )  # constant problem: same output is right
 
 
 def test_roofline_check_and_problem_roofline() -> None:
-    assert cheats.check_roofline(1e-6, 1e-5, 0.9) is not None
-    assert cheats.check_roofline(2e-5, 1e-5, 0.9) is None
+    assert checks.check_roofline(1e-6, 1e-5, 0.9) is not None
+    assert checks.check_roofline(2e-5, 1e-5, 0.9) is None
     peak = MachinePeak("toy", dram_bw=1e9, peak_flops={"float32": 1e12})
     a, b = torch.randn(64, 32), torch.randn(32, 16)
     rf = problem_roofline(_MatMul(), [a, b], a @ b, peak)
@@ -126,14 +128,14 @@ class _MatMul(torch.nn.Module):
 
 def test_op_guard_flags_library_ops_but_not_allocation_or_views() -> None:
     x = torch.randn(8, 8)
-    with cheats.OpGuard((), None) as guard:
+    with guards.OpGuard((), None) as guard:
         y = torch.empty_like(x).view(64)
         y.copy_(x.reshape(64))
     assert guard.message() is None
-    with cheats.OpGuard((), None) as guard:
+    with guards.OpGuard((), None) as guard:
         torch.softmax(x, dim=1)
     assert "aten._softmax" in guard.message()
-    with cheats.OpGuard(("aten._softmax",), None) as guard:
+    with guards.OpGuard(("aten._softmax",), None) as guard:
         torch.softmax(x, dim=1)
     assert guard.message() is None
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from kegen.eval import EvalConfig, memo, profile_gpu
+from kegen.eval import EvalConfig
 from kegen.eval.cli_common import add_common_arguments, config_from_args
 from kegen.eval.profile import Profile
+from kegen.eval.trusted import memo, profile_gpu
 
 
 class FakeEv(SimpleNamespace):
@@ -175,7 +176,7 @@ def test_ncu_command_profiles_only_the_candidates_kernels_in_the_profiled_range(
     cmd = profile_gpu.ncu_command("ncu", {"add_kernel", "mul_kernel", "a|.*"}, tmp_path / "q", tmp_path / "r")
     assert cmd[cmd.index("--profile-from-start") + 1] == "off"
     assert cmd[cmd.index("--kernel-name") + 1] == "regex:add_kernel|mul_kernel"
-    assert cmd[-4:-2] == ["-m", "kegen.eval.worker"]
+    assert cmd[-4:-2] == ["-m", "kegen.eval.sandboxed.worker"]
     assert "--kernel-name" not in profile_gpu.ncu_command("ncu", set(), tmp_path / "q", tmp_path / "r")
 
 

@@ -11,7 +11,7 @@ import torch
 from kegen.eval import timing_gpu
 from kegen.eval.inputs import InputFactory, default_device
 from kegen.eval.loader import Problem
-from kegen.eval.runner import build_model
+from kegen.eval.models import build_model
 
 
 class FakeEvent:

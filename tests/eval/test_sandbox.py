@@ -14,7 +14,7 @@ import pytest
 from eval_helpers import candidate, problem, quick
 
 from kegen.eval import Status, evaluate
-from kegen.eval.sandbox import sandbox_kind
+from kegen.eval.trusted.sandbox import sandbox_kind
 
 pytestmark = pytest.mark.skipif(
     sandbox_kind().name != "bwrap", reason=sandbox_kind().warning or "bubblewrap unavailable"
@@ -51,7 +51,7 @@ def test_machine_attacks_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None
         prob = base / "problem.py"
         shutil.copyfile(problem("vector_add"), prob)
         source = base / "project_source.py"
-        shutil.copyfile(Path(__file__).resolve().parents[2] / "kegen" / "eval" / "checker.py", source)
+        shutil.copyfile(Path(__file__).resolve().parents[2] / "kegen" / "eval" / "trusted" / "checker.py", source)
         before = {p.name: p.read_bytes() for p in (prob, source)}
         accepted: list[bytes] = []
         server = _listen(base / "host.sock", accepted)

@@ -149,7 +149,7 @@ def test_a_chatty_worker_does_not_block_on_its_stderr() -> None:
 
 
 def test_without_bubblewrap_the_evaluation_still_works_and_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    from kegen.eval import sandbox
+    from kegen.eval.trusted import sandbox
 
     monkeypatch.setattr(sandbox, "_bwrap_ok", sandbox.SandboxKind("none", "bwrap missing (test)"))
     r = run_eval("vector_add", "vector_add_ok", quick("cpu", fresh_process=True, trials=1))

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from kegen.eval.config import EvalConfig
-from kegen.eval.device_memory import PLACED_BASE, DeviceMemory, DeviceRequestError
-from kegen.eval.evaluator import private_problem_copy, strict_tolerances
-from kegen.eval.precision import PRECISION_OFFSET, offset_inputs
-from kegen.eval.seccomp import unix_socket_filter
+from kegen.eval.sandboxed.seccomp import unix_socket_filter
+from kegen.eval.trusted.device_memory import PLACED_BASE, DeviceMemory, DeviceRequestError
+from kegen.eval.trusted.evaluator import private_problem_copy, strict_tolerances
+from kegen.eval.trusted.precision import PRECISION_OFFSET, offset_inputs
 from kegen.eval.wire import decode_values, encode_values
 from lowering.backend.device_wire import WireError, recv_frame, send_frame
 
@@ -159,7 +159,7 @@ def test_seccomp_filter_is_a_bpf_program_on_x86_64() -> None:
 
 
 def test_compile_cache_is_kept_per_exact_source_with_checked_paths(tmp_path: Path, monkeypatch) -> None:
-    from kegen.eval import compile_cache
+    from kegen.eval.trusted import compile_cache
 
     monkeypatch.setenv("KEGEN_EVAL_CACHE_DIR", str(tmp_path / "cache"))
     a, b = tmp_path / "a.py", tmp_path / "b.py"
@@ -189,7 +189,7 @@ def test_code_under_tmp_is_bound_back_into_the_sandbox(tmp_path, monkeypatch) ->
     the host's /tmp itself never is."""
     import sys
 
-    from kegen.eval import sandbox
+    from kegen.eval.trusted import sandbox
 
     code = tmp_path / "checkout" / "src"
     code.mkdir(parents=True)

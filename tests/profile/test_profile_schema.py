@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from kegen.eval.profile_gpu import merge_ncu
+from kegen.eval.trusted.profile_gpu import merge_ncu
 from kegen.profiling import METRICS, Profile, diagnose, from_host_timing, from_mtia_launches
 from kegen.profiling.bottleneck import launch_bottleneck
 from kegen.profiling.compare import changes, explain

@@ -30,7 +30,7 @@ def variant(tile: int, sram: str = "cache", block_k: int = 32) -> str:
 
 
 def _roofline() -> dict[str, float]:
-    from kegen.eval import roofline
+    from kegen.eval.trusted import roofline
     from kegen.eval.loader import load_problem
 
     problem = load_problem(PROBLEM)

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from kegen.eval.loader import load_candidate, load_problem
-from kegen.eval.roofline import problem_bytes, tensor_bytes
+from kegen.eval.trusted.roofline import problem_bytes, tensor_bytes
 from kegen.suites import GEMM_CLASSES, SUITE_FILE, SuiteProblem, find_suite
 from kegen.suites.interpreter import check_problems
 

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from kegen.eval import memo, roofline
-from kegen.eval.checker import compare_outputs
 from kegen.eval.config import EvalConfig
 from kegen.eval.errors import CandidateError
 from kegen.eval.inputs import InputFactory, clone_all, default_device
+from kegen.eval.models import call_reference
 from kegen.eval.profile import Profile, from_host_timing, from_mtia_launches
-from kegen.eval.runner import call_reference
+from kegen.eval.trusted import memo, roofline
+from kegen.eval.trusted.checker import compare_outputs
 
 if TYPE_CHECKING:
-    from kegen.eval.evaluator import Evaluator
-    from kegen.eval.session import CallResult, WorkerSession
+    from kegen.eval.trusted.evaluator import Evaluator
+    from kegen.eval.trusted.session import CallResult, WorkerSession
 
 
 def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
@@ -233,7 +233,7 @@ def build_profile(ev: Evaluator, t: float, rf: roofline.Roofline | None, last: C
             _mtia_extras(prof, launches, ev.cfg)
         return prof
     if ev.gpu:
-        from kegen.eval.profile_gpu import build_profile as gpu_profile
+        from kegen.eval.trusted.profile_gpu import build_profile as gpu_profile
 
         return gpu_profile(ev, t, rf_dict)
     return from_host_timing(t, rf_dict)

@@ -22,18 +22,18 @@ from typing import Any
 
 import torch
 
-from kegen.eval import cheats, roofline, sandbox
-from kegen.eval.breakdown import Breakdown, call_kind
-from kegen.eval.checker import Comparison, compare_outputs, one_thread
 from kegen.eval.config import DEFAULT_TOLERANCES, EvalConfig
-from kegen.eval.device_pool import device_for
 from kegen.eval.errors import CandidateError, ProblemError, TargetUnavailable
 from kegen.eval.inputs import InputFactory, clone_all
 from kegen.eval.loader import Problem, load_problem
-from kegen.eval.precision import PRECISION_OFFSET, offset_inputs
-from kegen.eval.runner import build_model, call_reference
-from kegen.eval.session import CallResult, WorkerSession
+from kegen.eval.models import build_model, call_reference
 from kegen.eval.timing import TimingStats
+from kegen.eval.trusted import checks, roofline, sandbox
+from kegen.eval.trusted.breakdown import Breakdown, call_kind
+from kegen.eval.trusted.checker import Comparison, compare_outputs, one_thread
+from kegen.eval.trusted.device_pool import device_for
+from kegen.eval.trusted.precision import PRECISION_OFFSET, offset_inputs
+from kegen.eval.trusted.session import CallResult, WorkerSession
 from kegen.eval.wire import outputs_digest
 from kegen.targets import GPU_TARGETS
 
@@ -142,8 +142,8 @@ class Evaluator:
             self.mark("trials")
             samples, last = self._time(factory, ref, session)
             self.mark("timing")
-            if self.gpu:  # the kernel table, while the worker is open (kegen.eval.profile_gpu)
-                from kegen.eval.profile_gpu import kernel_pass
+            if self.gpu:  # the kernel table, while the worker is open (kegen.eval.trusted.profile_gpu)
+                from kegen.eval.trusted.profile_gpu import kernel_pass
 
                 kernel_pass(self, factory, session)
         finally:
@@ -251,14 +251,14 @@ class Evaluator:
             cmp = compare_outputs(ref_out, res.outputs, config or self.cfg)
             digests = (outputs_digest(ref_out), outputs_digest(res.outputs))
         if self.cfg.check_cheats:
-            msg = cheats.check_cached(
+            msg = checks.check_cached(
                 [([a], [b]) for a, b in self.history], [digests[0]], [digests[1]], _same
             )
             if msg:
                 raise CandidateError("cheat_detected", msg)
             if cmp.ok:
                 with spend("precision_check"), one_thread():
-                    msg = cheats.check_precision(ref_out, res.outputs)
+                    msg = checks.check_precision(ref_out, res.outputs)
                 if msg:
                     raise CandidateError("cheat_detected", msg)
         if record:
@@ -335,7 +335,7 @@ class Evaluator:
             )
 
     def _edge_trials(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
-        from kegen.eval.edge_trials import edge_trials
+        from kegen.eval.trusted.edge_trials import edge_trials
 
         edge_trials(self, factory, ref, session)
 
@@ -428,12 +428,12 @@ class Evaluator:
 
     # --- baselines, roofline, speedups, profile --------------------------------------------------
     def _baselines(self, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
-        from kegen.eval.baselines import time_baselines
+        from kegen.eval.trusted.baselines import time_baselines
 
         time_baselines(self, factory, ref, init, init_seed)
 
     def _roofline(self, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
-        from kegen.eval.baselines import problem_roofline
+        from kegen.eval.trusted.baselines import problem_roofline
 
         return problem_roofline(self, ref, factory)
 
@@ -445,7 +445,7 @@ class Evaluator:
         if rf is not None and t > 0:
             speedups["roofline"] = rf.time_s / t
             if self.cfg.check_cheats:
-                msg = cheats.check_roofline(t, rf.time_s, self.cfg.roofline_slack)
+                msg = checks.check_roofline(t, rf.time_s, self.cfg.roofline_slack)
                 if msg:
                     raise CandidateError("cheat_detected", msg)
         order = ("baseline", "compile", "eager") if self.cfg.mtia_compile_baseline else ("baseline", "eager")
@@ -454,7 +454,7 @@ class Evaluator:
         self.result["fitness"] = primary
 
     def _profile(self, t: float, rf: roofline.Roofline | None, last: CallResult | None) -> None:
-        from kegen.eval.baselines import build_profile
+        from kegen.eval.trusted.baselines import build_profile
 
         try:
             prof = build_profile(self, t, rf, last)
@@ -464,7 +464,7 @@ class Evaluator:
         self.result["profile"] = prof.to_dict()
 
     def _run_once(self, factory: InputFactory, ref: Any, session: WorkerSession) -> None:
-        from kegen.eval.baselines import run_once
+        from kegen.eval.trusted.baselines import run_once
 
         run_once(self, factory, ref, session)
 

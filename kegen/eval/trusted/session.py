@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from kegen.eval import compile_cache, sandbox
-from kegen.eval.device import CallRecord, MtiaDevice
-from kegen.eval.device_memory import DeviceRequestError
 from kegen.eval.errors import CandidateError
+from kegen.eval.trusted import compile_cache, sandbox
+from kegen.eval.trusted.device import CallRecord, MtiaDevice
+from kegen.eval.trusted.device_memory import DeviceRequestError
 from kegen.eval.wire import decode_values, encode_values, tensor_u8
 from lowering.backend.device_wire import WireError, recv_frame, send_frame
 
@@ -192,7 +192,8 @@ class WorkerSession:
         device = self.device
         placed: list[tuple[int, torch.Tensor]] = []
         if device is not None:  # mtia: the inputs go to the device; the worker gets descriptions
-            metas, blobs = [], []
+            metas: list[dict[str, Any]] = []
+            blobs: list[Any] = []
             for v in inputs:
                 if isinstance(v, torch.Tensor):
                     meta = device.memory.place(v)

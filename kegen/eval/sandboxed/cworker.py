@@ -62,7 +62,7 @@ class CandidateServer:
         import torch
 
         from kegen.eval.loader import check_constructor, load_candidate
-        from kegen.eval.runner import Guards, build_model, classify
+        from kegen.eval.sandboxed.runner import Guards, build_model, classify
         from kegen.eval.wire import decode_values
 
         self.gpu = job.get("target") in GPU_TARGETS
@@ -80,7 +80,7 @@ class CandidateServer:
             raise classify(exc, path, "ModelNew(*get_init_inputs()) failed") from exc
         self.mtia = job.get("target") == "mtia"
         if self.mtia:  # the model's tensors move to the device; the worker keeps descriptions only
-            from kegen.eval.device_model import model_to_device
+            from kegen.eval.sandboxed.device_model import model_to_device
 
             model_to_device(self.model, self.remote)
             self.remote.flush()
@@ -89,8 +89,8 @@ class CandidateServer:
         return {}
 
     def call(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
-        from kegen.eval import cheats
         from kegen.eval.inputs import clone_all
+        from kegen.eval.sandboxed import guards as cheats
         from kegen.eval.wire import decode_values, encode_values
 
         if self.mtia:
@@ -109,7 +109,7 @@ class CandidateServer:
 
     def _call_device(self, job: dict[str, Any]) -> None:
         """mtia: inputs are device tensors the evaluator placed; outputs go back as descriptions."""
-        from kegen.eval.device_model import device_inputs, device_outputs, on_device
+        from kegen.eval.sandboxed.device_model import device_inputs, device_outputs, on_device
 
         device = self.remote
         self.last_outputs = None
@@ -148,7 +148,7 @@ class CandidateServer:
 
     def gpu_profile(self, job: dict[str, Any], blobs: list[bytearray]) -> None:
         """The torch profiler's kernel table of one forward (GPU targets; a profile, never a verdict)."""
-        from kegen.eval.profile_gpu import worker_kernel_table
+        from kegen.eval.sandboxed.gpu_kernels import worker_kernel_table
         from kegen.eval.wire import decode_values
 
         inputs = decode_values(job.get("inputs") or [], blobs, self.device)
@@ -240,7 +240,7 @@ def _private_cache(seed: Any) -> str:
 def main(fd: int) -> None:
     """Serve the evaluator on socket `fd`, then exit without waiting on the candidate's threads."""
     sock = socket.socket(fileno=fd)
-    from kegen.eval.worker import block_network
+    from kegen.eval.sandboxed.worker import block_network
 
     block_network()
     server = CandidateServer(sock)

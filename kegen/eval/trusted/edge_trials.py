@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from kegen.eval.errors import CandidateError
 from kegen.eval.inputs import InputFactory
-from kegen.eval.runner import call_reference
+from kegen.eval.models import call_reference
 
 if TYPE_CHECKING:
-    from kegen.eval.evaluator import Evaluator
-    from kegen.eval.session import WorkerSession
+    from kegen.eval.trusted.evaluator import Evaluator
+    from kegen.eval.trusted.session import WorkerSession
 
 
 def edge_trials(ev: Evaluator, factory: InputFactory, ref: Any, session: WorkerSession) -> None:

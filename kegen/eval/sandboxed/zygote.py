@@ -1,7 +1,7 @@
-"""A warm process that forks one candidate worker per evaluation (`python -m kegen.eval.zygote FD`).
+"""A warm process that forks one candidate worker per evaluation (`python -m kegen.eval.sandboxed.zygote FD`).
 
 Importing torch and Triton costs seconds; the zygote pays it once. It runs inside the sandbox
-(`kegen.eval.sandbox`), holds nothing the evaluator trusts, and stays single-threaded. Protocol on
+(`kegen.eval.trusted.sandbox`), holds nothing the evaluator trusts, and stays single-threaded. Protocol on
 the control socket FD: the evaluator sends a JSON line {"env", "cpu_limit_s", "fsize_mb"} with two
 file descriptors attached (the worker's protocol socket and its stderr pipe); the zygote forks a
 worker, answers {"pid": P} (P as seen in the sandbox's PID namespace) and, when it ends,
@@ -25,8 +25,8 @@ from typing import Any
 PREIMPORTS = (
     "torch",
     "torch.utils.flop_counter",
-    "kegen.eval.cworker",
-    "kegen.eval.runner",
+    "kegen.eval.sandboxed.cworker",
+    "kegen.eval.sandboxed.runner",
     "kegen.eval.wire",
     "lowering.backend.device_client",
 )
@@ -42,7 +42,7 @@ def _preimport() -> None:
             importlib.import_module(name)
         except Exception:  # pragma: no cover - optional pieces
             pass
-    from kegen.eval.runner import SNAPSHOT_PREIMPORTS
+    from kegen.eval.sandboxed.runner import SNAPSHOT_PREIMPORTS
 
     for name in SNAPSHOT_PREIMPORTS:
         try:
@@ -77,7 +77,7 @@ def _child(job: dict[str, Any], ctrl: socket.socket, proto_fd: int, err_fd: int)
         fsize = int(job.get("fsize_mb", 1024)) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         os.environ.update({str(k): str(v) for k, v in (job.get("env") or {}).items()})
-        from kegen.eval import cworker
+        from kegen.eval.sandboxed import cworker
 
         cworker.main(proto_fd)
     except BaseException:  # noqa: BLE001 - report anything, then die

@@ -24,8 +24,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from kegen.eval.device import MAX_PROGRAMS, MtiaDevice
-from kegen.eval.device_memory import DeviceRequestError
+from kegen.eval.trusted.device import MAX_PROGRAMS, MtiaDevice
+from kegen.eval.trusted.device_memory import DeviceRequestError
 
 PROBE_SEED = 20261203  # inputs of the recorded call (not secret: the recording judges nothing)
 MAX_FILL_BYTES = 1 << 30
@@ -129,13 +129,13 @@ def record_candidate(
     problem_path: Path, code: str, machine: str, timeout_s: float = 120.0, salt: bytes | None = None
 ) -> Recording:
     """Compile and call the candidate once in the sandbox, recording its launches (see the module)."""
-    from kegen.eval import roofline, sandbox
     from kegen.eval.errors import CandidateError, ProblemError
-    from kegen.eval.evaluator import private_problem_copy
     from kegen.eval.inputs import InputFactory, clone_all
     from kegen.eval.loader import load_problem
-    from kegen.eval.runner import build_model, call_reference
-    from kegen.eval.session import WorkerSession
+    from kegen.eval.models import build_model, call_reference
+    from kegen.eval.trusted import roofline, sandbox
+    from kegen.eval.trusted.evaluator import private_problem_copy
+    from kegen.eval.trusted.session import WorkerSession
 
     with tempfile.TemporaryDirectory(prefix="kegen-record-") as private:
         os.chmod(private, 0o700)

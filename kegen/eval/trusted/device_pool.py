@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from kegen.eval.device import MtiaDevice
+from kegen.eval.trusted.device import MtiaDevice
 
 _local = threading.local()
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kegen.eval.device import MtiaDevice
+from kegen.eval.trusted.device import MtiaDevice
 
 
 class Breakdown:

@@ -11,7 +11,11 @@ from typing import Any
 
 import torch
 
-from kegen.eval.cheats import (
+from kegen.eval.errors import CandidateError
+from kegen.eval.inputs import default_device, flatten_outputs
+from kegen.eval.loader import source_line_of
+from kegen.eval.models import build_model, call_reference  # noqa: F401  (re-exported for the worker)
+from kegen.eval.sandboxed.guards import (
     OpGuard,
     TamperGuard,
     ThreadWatch,
@@ -19,9 +23,6 @@ from kegen.eval.cheats import (
     install_host_access_hooks,
     install_launch_hooks,
 )
-from kegen.eval.errors import CandidateError
-from kegen.eval.inputs import default_device, flatten_outputs
-from kegen.eval.loader import source_line_of
 
 
 def _is_compile_failure(exc: BaseException) -> bool:
@@ -55,16 +56,6 @@ def classify(exc: BaseException, path: Path | None, what: str) -> CandidateError
     return CandidateError(status, f"{what}: {type(exc).__name__}: {text}", source_line_of(exc, path))
 
 
-def build_model(cls: type, init_inputs: list[Any], seed: int, device: str) -> torch.nn.Module:
-    """`cls(*init_inputs)` with the RNG seeded, so the reference and the candidate get equal weights."""
-    torch.manual_seed(seed)
-    with default_device(device):
-        model = cls(*init_inputs)
-    if isinstance(model, torch.nn.Module):
-        model = model.to(device).eval()
-    return model
-
-
 # Imported before the tamper snapshot, so that a candidate patching them (even one that imports
 # them itself) is seen. Pieces not installed here (the simulator on a GPU machine) are skipped.
 SNAPSHOT_PREIMPORTS = (
@@ -76,7 +67,7 @@ SNAPSHOT_PREIMPORTS = (
     "kegen.eval.timing_host",
     "kegen.eval.timing_gpu",
     "kegen.eval.timing_mtia",
-    "kegen.eval.profile_gpu",
+    "kegen.eval.sandboxed.gpu_kernels",
     "lowering.backend.driver",
     "lowering.backend.launch",
     "mtia_sim.simulator",
@@ -188,11 +179,3 @@ class Guards:
                 "candidate called the PyTorch reference (the problem's Model.forward) instead of computing",
                 where,
             )
-
-
-def call_reference(model: Any, inputs: list[Any], gpu: bool) -> list[torch.Tensor]:
-    with torch.no_grad(), default_device("cuda" if gpu else "cpu"):
-        out = flatten_outputs(model(*inputs))
-    if gpu:
-        torch.cuda.synchronize()
-    return out

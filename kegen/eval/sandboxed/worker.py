@@ -1,8 +1,8 @@
 """Network blocking for candidate processes, and the Nsight Compute runner.
 
 `block_network()` is what every candidate worker does first (on top of the sandbox's empty
-network namespace, where bwrap is available). `python -m kegen.eval.worker REQUEST.json RESULT.json`
-runs a candidate's forward for `ncu` to observe (`kegen.eval.profile_gpu`): its only output is the
+network namespace, where bwrap is available). `python -m kegen.eval.sandboxed.worker REQUEST.json RESULT.json`
+runs a candidate's forward for `ncu` to observe (`kegen.eval.trusted.profile_gpu`): its only output is the
 profiler's, never a verdict.
 """
 
@@ -50,7 +50,7 @@ def run_forward_for_ncu(request: dict[str, Any]) -> None:
     from kegen.eval.config import EvalConfig
     from kegen.eval.inputs import InputFactory
     from kegen.eval.loader import load_candidate, load_problem
-    from kegen.eval.runner import build_model
+    from kegen.eval.models import build_model
 
     config = EvalConfig.from_dict(request["config"])
     problem = load_problem(request["problem"])
@@ -69,7 +69,7 @@ def run_forward_for_ncu(request: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m kegen.eval.worker REQUEST.json RESULT.json", file=sys.stderr)
+        print("usage: python -m kegen.eval.sandboxed.worker REQUEST.json RESULT.json", file=sys.stderr)
         return 2
     request = json.loads(Path(argv[0]).read_text())
     block_network()

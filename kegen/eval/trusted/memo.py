@@ -9,7 +9,7 @@ never on disk: no candidate (sandboxed or not) can write to it, and nothing stal
 upgrade of kegen, torch or Triton. Results say what was reused (`details.memo`).
 
 The memo also keeps the best candidate time seen per problem, which `gpu_profile="auto"` uses to
-run ncu only on candidates that improve (`kegen.eval.profile_gpu.want_ncu`).
+run ncu only on candidates that improve (`kegen.eval.trusted.profile_gpu.want_ncu`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from kegen.eval.evaluator import Evaluator
+    from kegen.eval.trusted.evaluator import Evaluator
 
 MAX_ENTRIES = 512
 _memo: OrderedDict[str, Any] = OrderedDict()

@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kegen.eval.device_memory import DeviceMemory, DeviceRequestError
+from kegen.eval.trusted.device_memory import DeviceMemory, DeviceRequestError
 
 if TYPE_CHECKING:  # the simulator (kegen[mtia]) is imported only when a device is made
     from lowering.backend.launch import LaunchRecord

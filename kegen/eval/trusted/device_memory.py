@@ -139,7 +139,13 @@ class DeviceMemory:
         shape, strides = _ints(desc.get("shape"), "shape"), _ints(desc.get("strides"), "strides")
         if len(shape) != len(strides):
             raise DeviceRequestError("shape and strides differ in length")
-        view = View(desc.get("dev"), _int(desc.get("offset"), "offset"), shape, strides, dtype)
+        view = View(
+            _int(desc.get("dev"), "a storage handle", 1),
+            _int(desc.get("offset"), "offset"),
+            shape,
+            strides,
+            dtype,
+        )
         size = self.storage(view.handle).size
         if math.prod(shape):
             last = view.offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))

@@ -7,11 +7,11 @@ Two pieces, both outside the verdict (a profile never changes a status or a time
   is plain data, checked and capped. Cheap (a few forwards), so every profile has it unless
   `gpu_profile="timing"`.
 * ncu: a separate process runs the candidate's forward under `ncu --csv --page raw` (mode "ncu" of
-  `python -m kegen.eval.worker`), restricted to the candidate's Triton kernels and to its second
+  `python -m kegen.eval.sandboxed.worker`), restricted to the candidate's Triton kernels and to its second
   forward (cudaProfilerStart/Stop: the first one compiles and autotunes). Costs 10-30 s, so with
   `gpu_profile="auto"` (the search's default) it runs only for a candidate that improves: faster
   than `extra["ncu_if_faster_than"]` seconds when the caller says, else than every earlier
-  candidate of the problem in this process (`kegen.eval.memo`). `kegen eval`/`kegen profile`
+  candidate of the problem in this process (`kegen.eval.trusted.memo`). `kegen eval`/`kegen profile`
   ("full") always run it; `kegen profile` re-runs a stored candidate when its metrics are wanted.
 """
 
@@ -29,27 +29,24 @@ import sys
 import tempfile
 import time
 import weakref
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
-from kegen.eval import memo
 from kegen.eval.config import EvalConfig
+from kegen.eval.sandboxed.gpu_kernels import MAX_KERNELS, kernel_table, triton_kernel_names  # noqa: F401
+from kegen.eval.trusted import memo
 from kegen.profiling.bottleneck import profile_bottleneck
 from kegen.profiling.schema import KernelStat, MemoryLevelStat, Profile, UnitStat
 
 if TYPE_CHECKING:
-    from kegen.eval.evaluator import Evaluator
     from kegen.eval.inputs import InputFactory
-    from kegen.eval.session import WorkerSession
+    from kegen.eval.trusted.evaluator import Evaluator
+    from kegen.eval.trusted.session import WorkerSession
 
 NCU_TIMEOUT_S = 180.0
 NCU_MIN_TIMEOUT_S = 60.0
 NCU_PATHS = ("/usr/local/cuda/bin/ncu",)
 NCU_MIN_GAIN = 0.02  # "auto": ncu for a candidate at least this much faster than the best so far
-MAX_KERNELS = 256
 # The kernel table of an evaluation between its worker pass and its profile (or why there is none).
 _tables: weakref.WeakKeyDictionary[Evaluator, tuple[list[KernelStat], set[str]] | str] = (
     weakref.WeakKeyDictionary()
@@ -89,59 +86,6 @@ LIBRARY_KERNEL = re.compile(
     r"sgemm|hgemm|flash",
     re.IGNORECASE,
 )
-
-
-def triton_kernel_names(model: Any) -> set[str]:
-    """Names of the @triton.jit functions defined in the candidate's module."""
-    module = sys.modules.get(type(model).__module__)
-    names: set[str] = set()
-    for value in vars(module).values() if module else ():
-        fn = value
-        while hasattr(fn, "fn") and not callable(getattr(fn, "__code__", None)):
-            fn = fn.fn
-        if type(value).__name__ in ("JITFunction", "Autotuner", "Heuristics", "InterpretedFunction"):
-            names.add(getattr(fn, "__name__", ""))
-    names.discard("")
-    return names
-
-
-def kernel_table(model: Any, inputs: list[Any]) -> tuple[list[KernelStat], float]:
-    """Kernels launched by one forward (after warm-up), from torch.profiler."""
-    from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile
-
-    with torch.no_grad(), torch.device("cuda"):
-        for _ in range(2):
-            model(*inputs)
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            model(*inputs)
-            torch.cuda.synchronize()
-    groups: dict[str, list[float]] = defaultdict(list)
-    for evt in prof.events():
-        if getattr(evt, "device_type", None) == DeviceType.CUDA:
-            groups[evt.name].append(evt.time_range.elapsed_us() * 1e-6)
-    if not groups:  # older/newer layouts: kernels are the entries with their own device time
-        for avg in prof.key_averages():
-            own = float(getattr(avg, "self_device_time_total", 0.0) or 0.0)
-            if own > 0:
-                groups[avg.key] = [own * 1e-6 / max(1, avg.count)] * max(1, avg.count)
-    total = sum(sum(v) for v in groups.values()) or 1.0
-    stats = [KernelStat(name, len(v), sum(v), sum(v) / total) for name, v in groups.items()]
-    return sorted(stats, key=lambda k: -k.total_s), total
-
-
-def worker_kernel_table(model: Any, inputs: list[Any]) -> dict[str, Any]:
-    """In the worker: the kernel table of one forward and the candidate's Triton kernel names (the
-    reply to the evaluator's "gpu_profile" request)."""
-    from kegen.eval.cheats import OpGuard
-
-    kernels, _ = kernel_table(model, inputs)
-    return {
-        "op": "gpu_kernels",
-        "kernels": [[k.name, k.calls, k.total_s] for k in kernels[:MAX_KERNELS]],
-        "jit_names": sorted(triton_kernel_names(model) | OpGuard.launched_kernels)[:MAX_KERNELS],
-    }
 
 
 def parse_kernel_reply(reply: dict[str, Any]) -> tuple[list[KernelStat], set[str]]:
@@ -286,7 +230,7 @@ def _add_ncu(prof: Profile, ev: Evaluator, jit_names: set[str]) -> None:
 
 
 def ncu_command(ncu: str, jit_names: set[str], request: Path, result: Path) -> list[str]:
-    """ncu over one plain forward of the candidate (`python -m kegen.eval.worker`): only the
+    """ncu over one plain forward of the candidate (`python -m kegen.eval.sandboxed.worker`): only the
     candidate's Triton kernels, only inside cudaProfilerStart/Stop (its second forward)."""
     cmd = [ncu, "--csv", "--page", "raw", "--target-processes", "all", "--profile-from-start", "off"]
     cmd += ["--clock-control", "none"]  # the clocks the timed runs had, not locked base clocks
@@ -294,14 +238,14 @@ def ncu_command(ncu: str, jit_names: set[str], request: Path, result: Path) -> l
     names = sorted(n for n in jit_names if _IDENT.match(n))
     if names:
         cmd += ["--kernel-name", "regex:" + "|".join(names)]
-    return cmd + [sys.executable, "-m", "kegen.eval.worker", str(request), str(result)]
+    return cmd + [sys.executable, "-m", "kegen.eval.sandboxed.worker", str(request), str(result)]
 
 
 def run_ncu(
     ncu: str, problem: Path, candidate: Path, config: EvalConfig, jit_names: set[str], timeout_s: float
 ) -> tuple[list[dict[str, Any]], str | None]:
     """ncu's per-launch rows for the candidate's forward, or ([], why not)."""
-    from kegen.eval import compile_cache, sandbox
+    from kegen.eval.trusted import compile_cache, sandbox
 
     with tempfile.TemporaryDirectory(prefix="kegen-ncu-") as tmp:
         env = dict(os.environ)

@@ -1,6 +1,6 @@
-"""The candidate's sandbox: where candidate workers (`kegen.eval.cworker`) run, and their limits.
+"""The candidate's sandbox: where candidate workers (`kegen.eval.sandboxed.cworker`) run, and their limits.
 
-Workers are forked by a warm zygote (`kegen.eval.zygote`) that itself runs under bubblewrap when
+Workers are forked by a warm zygote (`kegen.eval.sandboxed.zygote`) that itself runs under bubblewrap when
 `bwrap` is installed and works here:
 
     bwrap --unshare-all --die-with-parent --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp
@@ -9,7 +9,7 @@ Workers are forked by a warm zygote (`kegen.eval.zygote`) that itself runs under
 that is: an unprivileged user id, new PID/network/IPC/UTS/mount namespaces (no network, no host
 sockets, every process dies with the sandbox), a private /tmp and a read-only view of the rest.
 The candidate's file arrives through a read-only "inbox" directory. A seccomp filter
-(`kegen.eval.seccomp`) refuses new AF_UNIX sockets, so host unix sockets visible in the read-only
+(`kegen.eval.sandboxed.seccomp`) refuses new AF_UNIX sockets, so host unix sockets visible in the read-only
 view cannot be connected to. Limits: the evaluator polls
 the resident memory and the process count of the worker's whole process tree (and kills it over
 the limit), RLIMIT_FSIZE, RLIMIT_CPU, no core dumps; the zygote is a child subreaper that kills
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kegen.eval.seccomp import unix_socket_filter
+from kegen.eval.sandboxed.seccomp import unix_socket_filter
 from kegen.proctree import descendants, process_table
 
 START_TIMEOUT_S = 180.0
@@ -242,14 +242,14 @@ class Worker:
 
 
 class _Zygote:
-    """A sandboxed `python -m kegen.eval.zygote` and its control socket."""
+    """A sandboxed `python -m kegen.eval.sandboxed.zygote` and its control socket."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.kind = sandbox_kind()
         self.inbox = Path(tempfile.mkdtemp(prefix="kegen-inbox-"))
         os.chmod(self.inbox, 0o755)
         mine, theirs = socket.socketpair()
-        cmd = [sys.executable, "-m", "kegen.eval.zygote", str(theirs.fileno())]
+        cmd = [sys.executable, "-m", "kegen.eval.sandboxed.zygote", str(theirs.fileno())]
         pass_fds = [theirs.fileno()]
         seccomp_fd = None
         if self.kind.name == "bwrap":
