@@ -94,7 +94,7 @@ class DeviceTensor(torch.Tensor):
             strides=meta.stride(),
             storage_offset=meta.storage_offset(),
             dtype=meta.dtype,
-            device="cpu",
+            device=torch.device("cpu"),
             requires_grad=False,
         )
         out._meta, out._storage = meta, storage
@@ -122,7 +122,7 @@ class DeviceTensor(torch.Tensor):
 
     # --- what a Triton launch and the evaluator read ---------------------------------------------
     def data_ptr(self) -> int:  # type: ignore[override]
-        return self._storage.vaddr + self._meta.storage_offset() * self.element_size()
+        return self._storage.vaddr + int(self._meta.storage_offset()) * self.element_size()
 
     @property
     def device_handle(self) -> int:
@@ -130,7 +130,7 @@ class DeviceTensor(torch.Tensor):
 
     @property
     def device_byte_offset(self) -> int:
-        return self._meta.storage_offset() * self.element_size()
+        return int(self._meta.storage_offset()) * self.element_size()
 
     def describe(self) -> dict[str, Any]:
         """This tensor as plain data: storage handle, element offset, shape, strides, dtype."""
@@ -177,7 +177,7 @@ class DeviceTensor(torch.Tensor):
 
     # --- torch ops ----------------------------------------------------------------------------------
     @classmethod
-    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
         return dispatch(func, args, kwargs or {})
 
 
