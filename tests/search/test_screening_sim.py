@@ -30,8 +30,8 @@ def variant(tile: int, sram: str = "cache", block_k: int = 32) -> str:
 
 
 def _roofline() -> dict[str, float]:
-    from kegen.eval.trusted import roofline
     from kegen.eval.loader import load_problem
+    from kegen.eval.trusted import roofline
 
     problem = load_problem(PROBLEM)
     model = problem.model_cls()
