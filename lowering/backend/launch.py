@@ -3,8 +3,9 @@
 Two halves: `pack_launch` turns a launch's runtime arguments (CPU tensors and scalars) into plain
 data — one byte string per distinct storage plus an argument plan — and `SimulatorSession.run`
 runs such plain data on a simulator and returns the storages' bytes afterwards. The local driver
-does both in one process; the evaluation's out-of-process device (`lowering.backend.device_client`
-on the candidate's side, `kegen.eval.device` on the evaluator's) sends the plain data over a socket.
+does both in one process; the evaluation's out-of-process device (`kegen.eval.trusted.device`) runs
+`SimulatorSession.run` on storages kept in its own memory, and the candidate's side
+(`lowering.backend.device_client`) only names them.
 """
 
 from __future__ import annotations
