@@ -3,24 +3,24 @@ and the code base keeps the rules (only the checker's short ALLOWED list, work u
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "check_architecture.py"
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
 @pytest.fixture(scope="module")
 def arch() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_architecture", TOOL)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_architecture"] = module
-    spec.loader.exec_module(module)
-    return module
+    """tools/check_architecture.py (tools are scripts, not a package)."""
+    sys.path.insert(0, str(TOOLS))
+    try:
+        return importlib.import_module("check_architecture")
+    finally:
+        sys.path.remove(str(TOOLS))
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:
