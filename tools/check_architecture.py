@@ -113,8 +113,7 @@ ALLOWED: tuple[tuple[str, str], ...] = (
     ("cycle", "kegen.profiling."),
     ("layer:lowering-core", "lowering.pipeline"),
     ("layer:lowering-not-kegen", "lowering.backend.options"),
-    # kegen/eval's trusted and sandboxed sides; modules over the budget
-    ("folder", "kegen.eval"),
+    # issue 28: modules over the budget
     ("size", "kegen.knowledge.mtia_docs"),
     ("size", "lowering.corpus.elementwise"),
     ("size", "mtia_sim.core"),
