@@ -20,10 +20,10 @@ taken as 2 bytes (fp16/bf16, what the DPE multiplies at full rate).
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Mapping
 
 from kegen.search.operators.mutations.base import MutationError, jit_functions, names_in
+from kegen.settings import SimSettings
 
 OPERAND_BYTES = 2  # fp16/bf16 operand elements
 ACC_BYTES = 4  # float32 accumulator elements
@@ -222,8 +222,8 @@ def local_store_bytes(device: str, dual_core: bool = False) -> int | None:
 
 
 def default_machine() -> str:
-    """The machine every compile targets (KEGEN_MACHINE, else mtia-2i)."""
-    return os.environ.get("KEGEN_MACHINE") or "mtia-2i"
+    """The machine every compile targets (kegen.settings: KEGEN_MACHINE, else mtia-2i)."""
+    return SimSettings.from_env().machine or SimSettings.machine
 
 
 __all__ = [
