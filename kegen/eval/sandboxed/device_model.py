@@ -40,8 +40,8 @@ def model_to_device(model: Any, device: RemoteDevice) -> None:
     for mod in modules:
         if isinstance(mod, torch.nn.Module):
             for name, p in list(mod._parameters.items()):
-                if p is not None:
-                    mod._parameters[name] = _convert(p, device, seen)
+                if p is not None:  # still an nn.Parameter (isinstance), over device memory
+                    mod._parameters[name] = torch.nn.Parameter(_convert(p, device, seen), requires_grad=False)
             for name, b in list(mod._buffers.items()):
                 if b is not None:
                     mod._buffers[name] = _convert(b, device, seen)
