@@ -29,7 +29,9 @@ def ttir_parser() -> Lark:
         transformer=RawTransformer(),
         maybe_placeholders=False,
         propagate_positions=False,
-        cache=True,  # lark keys its cache file (in the temp dir) by grammar text and options
+        # no cache file: lark's is a pickle in the shared temp dir, which anyone (a candidate in an
+        # unsandboxed worker) could plant; building costs ~0.1 s once per process
+        cache=False,
     )
 
 
