@@ -38,8 +38,12 @@ _STATS = {"hits": 0, "misses": 0}
 _EVALUATOR = {"name": "local"}
 
 
-def local_evaluate(problem: str, code: str, *, baseline: str | None, machine: str, **_: Any) -> Any:
-    """An evaluator with `evaluate_candidate`'s signature that measures in this process."""
+def local_evaluate(request: Any) -> Any:
+    """An evaluator (`evaluate_candidate`'s signature) that measures in this process."""
+    import dataclasses
+
+    problem, code, machine = request.problem.path, request.code, request.machine
+    baseline = request.baseline
     from kegen.profiling.local_run import run_candidate
     from kegen.search.fitness import Outcome
 
@@ -47,8 +51,8 @@ def local_evaluate(problem: str, code: str, *, baseline: str | None, machine: st
     if run.status != "ok" or not run.time_s:
         return Outcome(status=run.status, message=run.message)
     base_t = run.time_s
-    if baseline:
-        base = cached_evaluate(problem, Path(baseline).read_text(), baseline=None, machine=machine)
+    if baseline is not None:
+        base = cached_evaluate(dataclasses.replace(request, code=baseline.text, baseline=None))
         base_t = base.candidate_time_s or run.time_s
     frac = (run.profile or {}).get("roofline", {}).get("fraction")
     return Outcome(
@@ -57,20 +61,21 @@ def local_evaluate(problem: str, code: str, *, baseline: str | None, machine: st
     )  # fmt: skip
 
 
-def cached_evaluate(problem: str, code: str, **kw: Any) -> Any:
+def cached_evaluate(request: Any) -> Any:
     """The chosen evaluator, memoised by (problem, baseline, machine, code)."""
     from kegen.search.fitness import Outcome, evaluate_candidate
     from kegen.search.store import code_hash
 
-    key = f"{problem}|{kw.get('baseline')}|{kw.get('machine')}|{code_hash(code)}"
+    base = request.baseline.path if request.baseline is not None else None
+    key = f"{request.problem.path}|{base}|{request.machine}|{code_hash(request.code)}"
     if key in _CACHE:
         _STATS["hits"] += 1
-        return Outcome(**_CACHE[key])
+        return Outcome.from_dict(_CACHE[key])
     _STATS["misses"] += 1
     if _EVALUATOR["name"] == "local":
-        out = local_evaluate(problem, code, **kw)
+        out = local_evaluate(request)
     else:
-        out = evaluate_candidate(problem, code, **kw)
+        out = evaluate_candidate(request)
     _CACHE[key] = out.to_dict()
     return out
 

@@ -25,8 +25,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kegen.eval.request import EvalRequest  # noqa: E402
 from kegen.executor import ExecutorSpec, FileRef, make_executor  # noqa: E402
-from kegen.search.fitness import evaluate_task  # noqa: E402
+from kegen.search.fitness import evaluate_task, load_evaluator  # noqa: E402
 
 EVALUATOR = "kegen.search.fitness:evaluate_candidate"
 
@@ -49,7 +50,8 @@ def _rel(p: Path) -> str:
 def run_point(spec: ExecutorSpec, problem: FileRef, code: str, machine: str, per_worker: int,
               timeout_s: float | None) -> dict[str, Any]:
     """Warm up, then time `per_worker * slots` evaluations; the point's numbers."""
-    args = (EVALUATOR, problem, code, None, "mtia", machine, timeout_s)
+    args = (load_evaluator(EVALUATOR), EvalRequest(problem, code, None, target="mtia", machine=machine,
+                                                    timeout_s=timeout_s))
     with make_executor(spec) as ex:
         w = ex.slots
         t0 = time.perf_counter()

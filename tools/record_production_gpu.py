@@ -135,20 +135,20 @@ def _ncu(args: argparse.Namespace) -> dict[str, Any]:
     return {"ncu_if_faster_than": 0.0} if args.ncu == "none" else {}
 
 
-def evaluate_without_ncu(problem: str, code: str, **kw: Any) -> Any:
-    """The search's evaluator (`kegen.search.fitness.evaluate_candidate`'s signature) with no ncu."""
-    from kegen.eval import EvalConfig, evaluate
-    from kegen.search.fitness import outcome_from_result
+def evaluate_without_ncu(request: Any) -> Any:
+    """The search's evaluator (`kegen.search.fitness.evaluate_candidate`) with no ncu."""
+    import dataclasses
 
-    cfg = EvalConfig(
-        target=kw["target"],
-        machine=kw["machine"],
-        timeout_s=kw.get("timeout_s") or 300.0,
-        extra={"ncu_if_faster_than": 0.0},
+    from kegen.search.fitness import Outcome
+
+    request = dataclasses.replace(
+        request,
+        timeout_s=request.timeout_s or 300.0,
+        overrides={**request.overrides, "extra": {"ncu_if_faster_than": 0.0}},
     )
     t0 = time.perf_counter()
-    result = evaluate(problem, code, baseline=kw.get("baseline"), config=cfg)
-    return outcome_from_result(result, duration_s=time.perf_counter() - t0)
+    result = request.evaluate()
+    return Outcome.from_result(result, duration_s=time.perf_counter() - t0)
 
 
 def _profile_summary(profile: dict[str, Any]) -> dict[str, Any]:

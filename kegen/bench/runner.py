@@ -145,11 +145,15 @@ def _shared_executor(config: BenchConfig) -> Any:
 def _evaluate_seeds_on(executor: Any, suite: Suite, config: BenchConfig, bar: Any) -> list[SeedEval]:
     """Every seed as one task on `executor`; a task lost for good is an infrastructure error."""
     from kegen.eval import EvalResult
+    from kegen.eval.request import EvalRequest
     from kegen.executor import INFRA_STATUS, FileRef, InfrastructureError, evaluate_result_task
 
-    futures = [executor.submit(evaluate_result_task, FileRef.of(p.problem_path), FileRef.of(p.seed_path),
-                               None, config.target, config.machine, config.eval_timeout_s)
-               for p in suite.problems]
+    requests = [
+        EvalRequest(FileRef.of(p.problem_path), p.seed_path.read_text(), target=config.target,
+                    machine=config.machine, timeout_s=config.eval_timeout_s)
+        for p in suite.problems
+    ]  # fmt: skip
+    futures = [executor.submit(evaluate_result_task, r) for r in requests]
     seeds: list[SeedEval] = []
     for problem, fut in zip(suite.problems, futures, strict=True):
         try:

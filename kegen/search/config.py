@@ -95,8 +95,9 @@ class TerminationConfig:
 class EvalSliceConfig:
     """How candidates are evaluated: target, machine, worker processes and the evaluator used.
 
-    `evaluator` is "module:function" with the signature of `kegen.search.fitness.evaluate_candidate`
-    (tests plug in a fake one; the default calls `kegen.eval.evaluate`).
+    `evaluator` names a callable `(kegen.eval.request.EvalRequest) -> Outcome` as "module:function"
+    (kept as text so a run's config stays plain data; the driver imports it once and hands the
+    callable to the executor; tests plug in a fake one; the default calls `kegen.eval`).
     """
 
     target: str = "mtia"

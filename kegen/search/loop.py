@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kegen.eval.request import EvalRequest
 from kegen.executor import (
     INFRA_STATUS,
     EvalExecutor,
@@ -23,7 +24,7 @@ from kegen.executor import (
     make_executor,
 )
 from kegen.search.config import SearchConfig
-from kegen.search.fitness import Outcome, evaluate_task
+from kegen.search.fitness import Outcome, evaluate_task, load_evaluator
 from kegen.search.operators import ContextBuilder, Operator, Proposal, make_operator
 from kegen.search.operators.context import OperatorContext, ProblemInfo, load_knowledge_base
 from kegen.search.policies import Policy, TreeView, make_policy
@@ -73,6 +74,7 @@ class SearchDriver:
         self.policy: Policy = make_policy(config.policy, _rng(config.rng_seed))
         self.operator: Operator = make_operator(config.operator, seed=config.rng_seed)
         self.termination = Termination(config.termination)
+        self.evaluator = load_evaluator(config.eval.evaluator)  # handed to the executor as a callable
         self.screening = Screening(  # probes candidates before simulating them (kegen.search.screening)
             ScreeningConfig(), target=config.eval.target, evaluator=config.eval.evaluator,
             budget=config.termination.max_evaluations,
@@ -303,13 +305,15 @@ class SearchDriver:
             executor,
             node.id,
             evaluate_task,
-            e.evaluator,
-            FileRef(str(self.problem_path), self.source),
-            node.code or "",
-            FileRef.of(self.baseline),
-            e.target,
-            e.machine,
-            e.timeout_s,
+            self.evaluator,
+            EvalRequest(
+                FileRef(str(self.problem_path), self.source),
+                node.code or "",
+                FileRef.of(self.baseline),
+                target=e.target,
+                machine=e.machine,
+                timeout_s=e.timeout_s,
+            ),
         )
         self.inflight[fut] = (node.id, proposal, parent_fitness)
 
@@ -322,7 +326,7 @@ class SearchDriver:
             for fut in done:
                 node_id, proposal, parent_fitness = self.inflight.pop(fut)
                 try:
-                    out = Outcome(**fut.result())
+                    out = Outcome.from_dict(fut.result())
                 except InfrastructureError as exc:  # worker/node lost, retries spent: not the candidate
                     out = Outcome(status=INFRA_STATUS, message=str(exc), metrics={"infrastructure": True})
                 except Exception as exc:  # the task itself broke: the node fails, the search goes on

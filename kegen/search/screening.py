@@ -110,14 +110,15 @@ class ScreenRequest:
 
 def screened_task(request: ScreenRequest, fn: Any, *args: Any) -> dict[str, Any]:
     """Probe, then either answer without simulating or run `fn(*args)` (`evaluate_task`'s args:
-    evaluator, problem FileRef, code, baseline, target, machine, timeout_s)."""
+    the evaluator and its `EvalRequest`)."""
     import tempfile
 
     from kegen.search.screening_probe import probe
 
-    _, problem_ref, code, _, _, machine, _ = args
+    eval_request = args[1]
+    code, machine = eval_request.code, eval_request.machine
     with tempfile.TemporaryDirectory(prefix="kegen-screen-") as tmp:
-        problem = Path(problem_ref.materialize(Path(tmp)))
+        problem = Path(eval_request.problem.materialize(Path(tmp)))
         pr = probe(problem, code, machine, request.config.probe_timeout_s, request.salt)
     info: dict[str, Any] = {"probe_s": round(pr.duration_s, 3)}
     if pr.status == "compile_error":

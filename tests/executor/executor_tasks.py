@@ -8,6 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from kegen.eval.request import EvalRequest
 from kegen.search.fitness import Outcome
 
 
@@ -43,8 +44,7 @@ def slow_square(x: int, delay_s: float) -> int:
     return x * x
 
 
-def hanging_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
-                 timeout_s: float | None = None) -> Outcome:
+def hanging_eval(request: EvalRequest) -> Outcome:
     """Start a grandchild in its own session (as the eval sandbox does), record both pids in
     $KEGEN_TEST_PIDS, then wait for ever: only the driver's death can end this."""
     child = subprocess.Popen(["sleep", "600"], start_new_session=True)
@@ -55,8 +55,7 @@ def hanging_eval(problem: str, code: str, *, baseline: str | None, target: str, 
     return Outcome(status="runtime_error", message="the grandchild ended")
 
 
-def victim_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
-                timeout_s: float | None = None) -> Outcome:
+def victim_eval(request: EvalRequest) -> Outcome:
     """The first call of a run writes $KEGEN_TEST_PIDS/victim.pid and waits to be killed by the test;
     every other call (the victim's retry included) is `pid_logging_eval`."""
     pids = Path(os.environ["KEGEN_TEST_PIDS"])
@@ -64,16 +63,14 @@ def victim_eval(problem: str, code: str, *, baseline: str | None, target: str, m
     try:
         os.close(os.open(pids / "victim.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
-        return pid_logging_eval(problem, code, baseline=baseline, target=target, machine=machine,
-                                timeout_s=timeout_s)
+        return pid_logging_eval(request)
     (pids / "victim.tmp").write_text(str(os.getpid()))
     (pids / "victim.tmp").rename(pids / "victim.pid")
     time.sleep(300)
     raise AssertionError("the test did not kill this worker")
 
 
-def pid_logging_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
-                     timeout_s: float | None = None) -> Outcome:
+def pid_logging_eval(request: EvalRequest) -> Outcome:
     """fake_eval's scores, slowed down, with this worker's pid in $KEGEN_TEST_PIDS (a test kills one)."""
     from tests.search import fake_eval
 
@@ -81,12 +78,10 @@ def pid_logging_eval(problem: str, code: str, *, baseline: str | None, target: s
     pids.mkdir(parents=True, exist_ok=True)
     (pids / f"{os.getpid()}-{time.monotonic_ns()}.pid").write_text(str(os.getpid()))
     time.sleep(float(os.environ.get("KEGEN_TEST_EVAL_SLEEP", "0.5")))
-    return fake_eval.evaluate(problem, code, baseline=baseline, target=target, machine=machine,
-                              timeout_s=timeout_s)
+    return fake_eval.evaluate(request)
 
 
-def kill_once_eval(problem: str, code: str, *, baseline: str | None, target: str, machine: str,
-                   timeout_s: float | None = None) -> Outcome:
+def kill_once_eval(request: EvalRequest) -> Outcome:
     """fake_eval's scores; the first evaluation of the run SIGKILLs its own worker instead."""
     from tests.search import fake_eval
 
@@ -95,7 +90,6 @@ def kill_once_eval(problem: str, code: str, *, baseline: str | None, target: str
     try:
         os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
     except FileExistsError:
-        return fake_eval.evaluate(problem, code, baseline=baseline, target=target, machine=machine,
-                                  timeout_s=timeout_s)
+        return fake_eval.evaluate(request)
     os.kill(os.getpid(), signal.SIGKILL)
     raise AssertionError("unreachable")

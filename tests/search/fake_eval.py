@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 import os
 import time
-from pathlib import Path
 
+from kegen.eval.request import EvalRequest
 from kegen.search.fitness import Outcome
 from kegen.search.store import code_hash
 
@@ -36,15 +36,8 @@ def cost(code: str) -> float:
     return passes * (1.0 + 64.0 / block) / (1.0 + 0.1 * (stages - 1))
 
 
-def evaluate(
-    problem: str,
-    code: str,
-    *,
-    baseline: str | None,
-    target: str,
-    machine: str,
-    timeout_s: float | None = None,
-) -> Outcome:
+def evaluate(request: EvalRequest) -> Outcome:
+    code, baseline = request.code, request.baseline
     log = os.environ.get("KEGEN_FAKE_EVAL_LOG")
     h = code_hash(code)
     if log:
@@ -56,7 +49,7 @@ def evaluate(
     except RuntimeError as exc:
         out = Outcome(status="runtime_error", message=str(exc))
     else:
-        base = cost(Path(baseline).read_text()) if baseline else t
+        base = cost(baseline.text) if baseline is not None else t
         bound = "memory" if "for start" in code else "latency"
         out = Outcome(
             status="ok",

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def reference_fails(problem, code, *, baseline, target, machine, timeout_s=None):
+def reference_fails(request):
     """An evaluator whose reference run fails, as kegen.eval reports it."""
     from kegen.eval.errors import ProblemError
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from kegen.eval.request import EvalRequest
 from kegen.executor import FileRef, InlineExecutor
 from kegen.search import screening_probe
 from kegen.search.screening import (
@@ -50,7 +51,7 @@ def test_lower_bound_counts_launches_pes_and_the_sram_level() -> None:
 
 def _args(code: str = "code") -> tuple[Any, ...]:
     problem = FileRef("problem.py", "class Model: pass\n")
-    return ("ev:fn", problem, code, None, "mtia", "mtia-2i", None)
+    return (_evaluate, EvalRequest(problem, code, None, target="mtia", machine="mtia-2i"))
 
 
 def _evaluate(*args: Any) -> dict[str, Any]:
@@ -112,7 +113,7 @@ class FakeTask:
 
     def __call__(self, request: ScreenRequest, fn: Any, *args: Any) -> dict[str, Any]:
         self.requests.append(request)
-        code = args[2]
+        code = args[1].code  # (evaluator, EvalRequest)
         key = code.split()[0]
         if code.endswith("overflow"):
             return {"status": "compile_error", "message": "overflow", "metrics": {"screen": "rejected"}}

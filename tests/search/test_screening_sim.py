@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 import torch
 
+from kegen.eval.request import EvalRequest
 from kegen.executor import FileRef
-from kegen.search.fitness import evaluate_task
+from kegen.search.fitness import evaluate_candidate, evaluate_task
 from kegen.search.screening import ScreeningConfig, ScreenRequest, lower_bound, screened_task
 from kegen.search.screening_probe import LaunchSummary, probe
 
@@ -69,15 +70,14 @@ def test_the_static_bound_is_below_the_simulated_time(tile: int, sram: str, tmp_
 
 
 def _screen(code: str, known: frozenset[str], best: float | None, salt: bytes = b"t") -> dict[str, Any]:
-    args = (
-        "kegen.search.fitness:evaluate_candidate",
+    request = EvalRequest(
         FileRef(str(PROBLEM), PROBLEM.read_text()),
         code,
         FileRef(str(SUITE / "seed.py"), SEED),
-        "mtia",
-        "mtia-2i",
-        None,
+        target="mtia",
+        machine="mtia-2i",
     )
+    args = (evaluate_candidate, request)
     return screened_task(ScreenRequest(ScreeningConfig(), known, best, salt), evaluate_task, *args)
 
 
