@@ -73,7 +73,10 @@ def test_device_copies_fills_and_uploads_work_and_are_charged() -> None:
     r = run_eval("vector_add", "vector_add_device_ops", quick("mtia"))
     assert r.status is Status.OK, r.message
     launches_only = _local_seconds("vector_add", "vector_add_device_ops")
-    assert r.candidate_time_s > launches_only  # the copy, the fill and the upload cost device time
+    moved = r.details["transfers"]
+    assert set(moved) == {"copy", "fill", "upload"} and moved["upload"]["bytes"] == 4
+    charged = sum(row["seconds"] for row in moved.values())
+    assert r.candidate_time_s == pytest.approx(launches_only + charged, rel=1e-12)
 
 
 def test_an_honest_candidate_after_a_hostile_one_gets_its_time_alone() -> None:

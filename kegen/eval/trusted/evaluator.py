@@ -142,6 +142,8 @@ class Evaluator:
             self.mark("trials")
             samples, last = self._time(factory, ref, session)
             self.mark("timing")
+            if last is not None and last.record is not None and last.record.transfers:
+                self.result["details"]["transfers"] = transfer_summary(last.record.transfers)
             if self.gpu:  # the kernel table, while the worker is open (kegen.eval.trusted.profile_gpu)
                 from kegen.eval.trusted.profile_gpu import kernel_pass
 
@@ -467,6 +469,17 @@ class Evaluator:
         from kegen.eval.trusted.baselines import run_once
 
         run_once(self, factory, ref, session)
+
+
+def transfer_summary(transfers: list[Any]) -> dict[str, dict[str, float]]:
+    """Device-side data movement of one call by kind: count, bytes and charged seconds (mtia)."""
+    out: dict[str, dict[str, float]] = {}
+    for t in transfers:
+        row = out.setdefault(t.kind, {"count": 0, "bytes": 0, "seconds": 0.0})
+        row["count"] += 1
+        row["bytes"] += t.nbytes
+        row["seconds"] += t.seconds
+    return out
 
 
 def strict_tolerances(cfg: EvalConfig, dtype: str) -> EvalConfig:
