@@ -42,7 +42,8 @@ from kegen.proctree import descendants, process_table
 START_TIMEOUT_S = 180.0
 SANDBOX_INBOX = "/tmp/kegen-in"
 NOBODY = 65534
-TMPFS_BYTES = 512 * 1024 * 1024  # the sandbox's private /tmp (tmpfs: RAM the RSS poll does not see)
+TMPFS_BYTES = 64 * 1024 * 1024  # the zygote's own /tmp (workers get their own, see isolate.py)
+WORKER_TMPFS = ("/tmp", "/dev/shm", "/run")  # each worker's private tmpfs: counted in its memory
 
 
 @dataclass
@@ -148,7 +149,7 @@ def _bwrap_args(exe: str, inbox: Path | None, gpu: bool = False) -> list[str]:
         "TRITON_CACHE_DIR",
         "/tmp/triton-cache",
         "--chdir",
-        "/tmp",
+        "/",
     ]
     for path in _code_paths_under_private_mounts():
         args += ["--ro-bind", path, path]
@@ -163,23 +164,46 @@ def _bwrap_args(exe: str, inbox: Path | None, gpu: bool = False) -> list[str]:
 # --- the worker's process tree ----------------------------------------------------------------
 
 
-def _ns_pid(pid: int) -> int | None:
+def _ns_pids(pid: int) -> list[int]:
+    """`pid` in every PID namespace it is in, outermost first ([] when it is gone)."""
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
                 if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
+                    return [int(x) for x in line.split()[1:]]
     except OSError:
         pass
-    return None
+    return []
+
+
+def _ns_pid(pid: int) -> int | None:
+    pids = _ns_pids(pid)
+    return pids[-1] if pids else None
+
+
+def _tmpfs_bytes(host_pid: int) -> int:
+    """Bytes the worker holds in its private tmpfs mounts (RAM its resident size does not show)."""
+    used = 0
+    for mount in WORKER_TMPFS:
+        try:
+            st = os.statvfs(f"/proc/{host_pid}/root{mount}")
+        except OSError:
+            continue
+        if st.f_blocks:  # a tmpfs of the worker's own (0 blocks: none there)
+            used += (st.f_blocks - st.f_bfree) * st.f_frsize
+    return used
 
 
 class Worker:
     """One live candidate worker: its protocol socket and how to watch and stop it."""
 
-    def __init__(self, zygote: _Zygote, sock: socket.socket, err_fd: int, pid: int) -> None:
-        self.zygote, self.sock, self.err_fd, self.pid = zygote, sock, err_fd, pid
-        self.host_pid = zygote.host_pid_of(pid)
+    def __init__(self, zygote: _Zygote, sock: socket.socket, err_fd: int, msg: dict[str, Any]) -> None:
+        self.zygote, self.sock, self.err_fd, self.pid = zygote, sock, err_fd, int(msg["pid"])
+        self.host_pid = zygote.host_pid_of(self.pid)
+        keeper = msg.get("keeper")
+        self.keeper_host_pid = zygote.host_pid_of(int(keeper)) if isinstance(keeper, int) else None
+        # what per-worker isolation could not set up (sentences; empty where all of it holds)
+        self.isolation_lost: list[str] = [str(x) for x in msg.get("lost") or []]
         self.stderr = b""
         self.killed = False
 
@@ -188,14 +212,19 @@ class Worker:
         return self.zygote.returncodes.get(self.pid)
 
     def usage(self) -> tuple[float, int]:
-        """(resident MiB, process count) of the worker and everything it started."""
+        """(MiB, process count) of the worker and everything it started: resident memory plus
+        what it holds in its private /tmp, /dev/shm and /run."""
         if self.host_pid is None:
             return 0.0, 0
         table = process_table()
         tree = [self.host_pid, *descendants(self.host_pid, table)]
-        # orphans re-parented to the zygote belong to the worker too
-        tree += [p for p in descendants(self.zygote.host_pid, table) if p not in tree]
-        return sum(table.get(p, (0, 0))[1] for p in tree) / 1024, len(tree)
+        # orphans re-parented to the zygote belong to the worker too (not its keeper: trusted code
+        # forked from the zygote, whose pages it shares)
+        tree += [
+            p for p in descendants(self.zygote.host_pid, table) if p not in tree and p != self.keeper_host_pid
+        ]
+        kib = sum(table.get(p, (0, 0))[1] for p in tree)
+        return kib / 1024 + _tmpfs_bytes(self.host_pid) / 2**20, len(tree)
 
     def read_stderr(self) -> None:
         while True:
@@ -249,7 +278,8 @@ class _Zygote:
         self.inbox = Path(tempfile.mkdtemp(prefix="kegen-inbox-"))
         os.chmod(self.inbox, 0o755)
         mine, theirs = socket.socketpair()
-        cmd = [sys.executable, "-m", "kegen.eval.sandboxed.zygote", str(theirs.fileno())]
+        # -P: no script directory or cwd on sys.path; cwd "/" (the zygote cleans sys.path too)
+        cmd = [sys.executable, "-P", "-m", "kegen.eval.sandboxed.zygote", str(theirs.fileno())]
         pass_fds = [theirs.fileno()]
         seccomp_fd = None
         if self.kind.name == "bwrap":
@@ -264,7 +294,8 @@ class _Zygote:
                 pass_fds.append(seccomp_fd)
             cmd = [*prefix, *cmd]
         full_env = _worker_env(env)
-        full_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isabs(p))
+        full_env["KEGEN_SANDBOX_INBOX"] = SANDBOX_INBOX if self.kind.name == "bwrap" else str(self.inbox)
         self.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -272,6 +303,7 @@ class _Zygote:
             stderr=subprocess.DEVNULL,
             pass_fds=pass_fds,
             env=full_env,
+            cwd="/",
             start_new_session=True,
         )
         theirs.close()
@@ -296,11 +328,14 @@ class _Zygote:
         return self.proc.pid
 
     def host_pid_of(self, ns_pid: int) -> int | None:
+        """The host pid of the zygote's descendant `ns_pid` (a pid in the zygote's namespace)."""
         if self.kind.name != "bwrap":
             return ns_pid
+        depth = len(_ns_pids(self.host_pid)) - 1
         for _ in range(100):
             for pid in descendants(self.host_pid):
-                if _ns_pid(pid) == ns_pid:
+                pids = _ns_pids(pid)
+                if depth >= 0 and len(pids) > depth and pids[depth] == ns_pid:
                     return pid
             time.sleep(0.01)
         return None
@@ -341,7 +376,7 @@ class _Zygote:
             msg = self.poll(0.2)
             if msg is not None and "returncode" not in msg:
                 self.jobs += 1
-                return Worker(self, mine, err_r, int(msg["pid"]))
+                return Worker(self, mine, err_r, msg)
             if not self.alive():
                 break
         mine.close()
