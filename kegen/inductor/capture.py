@@ -84,6 +84,7 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
+    from kegen import compat
     from kegen.inductor.decompositions import decomposition_table
     from kegen.inductor.routing import enable
 
@@ -108,7 +109,7 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
             f"building the reference with fake tensors failed ({type(exc).__name__}: {exc})"
         ) from exc
     try:
-        with fake, torch.no_grad():
+        with fake, torch.no_grad(), compat.quiet_torch_internals():
             ep = torch.export.export(model, inputs, strict=False).run_decompositions(decomposition_table())
     except Exception as exc:
         raise CaptureError(
@@ -123,18 +124,13 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
     gm = ep.graph_module
     vals = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
     code = _compile_code(gm, vals)
-    out_spec = ep.call_spec.out_spec
-    single = (
-        out_spec is not None and out_spec.num_children == 0
-        if hasattr(out_spec, "num_children")
-        else len(outputs) == 1
-    )
+    single = compat.spec_is_single(ep.call_spec.out_spec, len(outputs))
     return Capture(
         code=code,
         inputs=graph_inputs,
         forward_args=_forward_args(model, len(inputs)),
         user_outputs=len(outputs),
-        single_output=bool(single),
+        single_output=single,
         model_source_module=problem,
     )
 
@@ -158,12 +154,13 @@ def _graph_inputs(ep: Any) -> list[GraphInput]:
 
 def _compile_code(gm: Any, example_inputs: list[Any]) -> str:
     import torch
-    import torch._inductor.config as inductor_config
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import get_code
 
+    from kegen import compat
+
     try:
-        with inductor_config.patch(DRAFT_CONFIG), torch.no_grad():
+        with compat.patched_inductor_options(DRAFT_CONFIG), torch.no_grad(), compat.quiet_torch_internals():
             codes = get_code(lambda: compile_fx(gm, example_inputs))
     except Exception as exc:
         raise CaptureError(

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from kegen import compat
 from kegen.inductor import helpers
 
 BACKEND_NAME = "cpu"
@@ -62,9 +62,6 @@ def enable() -> None:
     MTIA-friendly helper functions (kegen.inductor.helpers), picks autotuning configs by simulated
     time, and runs the GEMMs/convolutions Inductor leaves to aten as kegen's Triton kernels. Needs a
     machine without a CUDA/ROCm GPU (the mtia driver is active only there)."""
-    import torch
-    import torch._inductor.config as inductor_config
-
     from lowering.backend.driver import MtiaDriver
 
     if not MtiaDriver.is_active():
@@ -73,30 +70,15 @@ def enable() -> None:
     helpers.install()
     install_benchmarker()
     _hook_compiled_modules()
-    for key, value in INDUCTOR_CONFIG.items():
-        try:
-            setattr(inductor_config, key, value)
-        except AttributeError:  # an option this torch release lacks (mtia.* before 2.12)
-            warnings.warn(
-                f"torch {torch.__version__} has no Inductor option {key!r}: left at its default "
-                "(kernels it would have changed may not lower for mtia)",
-                stacklevel=2,
-            )
+    compat.set_inductor_options(INDUCTOR_CONFIG)  # options this torch lacks: emulated or dropped
 
 
 def install_benchmarker() -> None:
     """Inductor's autotuning times CPU-device choices by their simulated time
-    (`simulated_cpu_benchmark`): through the benchmarker registry where torch has it (>= 2.12),
-    else by replacing `Benchmarker.benchmark_cpu`, the CPU path of older releases."""
-    from torch._inductor.runtime import benchmarking
-
+    (`simulated_cpu_benchmark`; how it is installed depends on the torch release: kegen.compat)."""
     from kegen.inductor.backend.driver import simulated_cpu_benchmark
 
-    register = getattr(benchmarking, "register_benchmarker", None)
-    if register is not None:
-        register("cpu", simulated_cpu_benchmark, override=True)
-    else:
-        benchmarking.Benchmarker.benchmark_cpu = _benchmark_cpu  # type: ignore[method-assign,assignment]
+    compat.install_cpu_benchmarker(simulated_cpu_benchmark, _benchmark_cpu)
 
 
 def _benchmark_cpu(self: Any, fn: Callable[[], Any], warmup: int = 0, rep: int = 0, **kw: Any) -> float:
