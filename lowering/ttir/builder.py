@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from lowering.compat import normalize
 from lowering.ir.core import Block, Operation, Region, Value
 from lowering.ir.location import UNKNOWN_LOC, Location
 from lowering.ir.module import Function, Module
 from lowering.ir.registry import OP_SPECS, supported_ops
 from lowering.ir.types import Type
-from lowering.ttir.compat import normalize
 from lowering.ttir.custom_forms import READERS, Cursor, Parsed, normalize_enum_attrs
 from lowering.ttir.errors import TTIRParseError, UnsupportedOpError
 from lowering.ttir.raw import Item, RawFunc, RawModule, RawOp, RawRegion

@@ -1,4 +1,4 @@
-"""Triton 3.7 TTIR spellings parse into the same tile IR as Triton 3.6's (lowering/ttir/compat.py)."""
+"""Triton 3.7 TTIR spellings parse into the same tile IR as Triton 3.6's (lowering/compat.py)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,71 @@
+"""Triton version differences, in one place (torch's are in `kegen.compat`).
+
+The mtia backend supports Triton 3.6, 3.7 and 3.8 (and follows 3.9's backend API). Everything that
+differs between them is handled here and nowhere else; the callers hand in Triton's objects, so this
+module imports no Triton itself (the compiler core below the backend stays Triton-free):
+
+- TTIR spellings (`normalize`): the tile IR's op set follows Triton 3.6; each `REWRITES` entry turns
+  a later spelling into the 3.6 one before the builder looks the op up, so parsing, passes and
+  codegen see one dialect whichever Triton produced the text.
+- TTIR passes (`add_rewrite_tensor_pointer`): 3.8 materialises block pointers in its frontend and
+  dropped the `rewrite_tensor_pointer` pass.
+- Driver (`DriverUtilsCompat`): 3.8 unloads a kernel's module when the compiled kernel is freed
+  (`driver.active.utils.unload_module`).
+- Kernel metadata (`kernel_metadata`): 3.9 reads the warp size from the compiled kernel's metadata
+  (3.6-3.8 from the driver's target).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lowering.ttir.raw import RawOp
+
+# the Triton releases the mtia backend is tested with (pyproject.toml's range)
+TESTED_TRITON = ("3.6", "3.7", "3.8")
+
+
+def _barrier(raw: RawOp) -> RawOp:
+    # 3.7: `ttg.barrier all` (address spaces to order); 3.6: `gpu.barrier` (orders everything)
+    return replace(raw, name="gpu.barrier", items=[])
+
+
+REWRITES = {
+    "ttg.barrier": _barrier,
+}
+
+
+def normalize(raw: RawOp) -> RawOp:
+    """`raw` in the spelling the tile IR uses (unchanged when it already is)."""
+    fix = REWRITES.get(raw.name)
+    return fix(raw) if fix is not None else raw
+
+
+def add_rewrite_tensor_pointer(ttir_passes: Any, pm: Any) -> bool:
+    """Add Triton's block-pointer rewrite (`tt.make_tensor_ptr`/`tt.advance` -> pointer tensors) to
+    the pass manager `pm` where this Triton has it (`ttir_passes` is `triton._C.libtriton.passes.ttir`);
+    from 3.8 on the frontend already emits pointer tensors and the pass is gone. Returns whether it
+    was added."""
+    add = getattr(ttir_passes, "add_rewrite_tensor_pointer", None)
+    if add is None:
+        return False
+    add(pm)
+    return True
+
+
+class DriverUtilsCompat:
+    """Driver-utility methods some Triton releases call and others do not (a base of the mtia
+    driver's utilities)."""
+
+    def unload_module(self, module: Any) -> None:
+        """3.8+: a compiled kernel is freed; mtia's 'module' is the kernel's bytes (nothing to free)."""
+        return None
+
+
+def kernel_metadata(warp_size: int) -> dict[str, Any]:
+    """Entries the compiled kernel's metadata must hold for this Triton's runtime: 3.9 checks
+    `metadata.warp_size` when it loads a kernel (3.6-3.8 ask the driver's target; the entry is
+    ignored there)."""
+    return {"warp_size": warp_size}
