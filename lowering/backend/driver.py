@@ -31,6 +31,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
 from lowering.backend.options import default_machine, machine_arch
+from lowering.compat import DriverUtilsCompat
 
 if TYPE_CHECKING:  # the simulator is imported at the first launch, not by `import triton`
     from lowering.backend.launch import LaunchRecord, SimulatorSession
@@ -162,8 +163,9 @@ class _Function:
     elf: bytes
 
 
-class MtiaUtils:
-    """Device utilities Triton's runtime calls (`driver.active.utils`)."""
+class MtiaUtils(DriverUtilsCompat):
+    """Device utilities Triton's runtime calls (`driver.active.utils`; those only some Triton releases
+    call come from `lowering.compat.DriverUtilsCompat`)."""
 
     def get_device_properties(self, device: Any) -> dict[str, int]:
         """The current machine's (KEGEN_MACHINE's) properties in Triton's CUDA-style names: local store
