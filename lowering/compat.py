@@ -43,15 +43,19 @@ def normalize(raw: RawOp) -> RawOp:
     return fix(raw) if fix is not None else raw
 
 
+def emits_block_pointers(ttir_passes: Any) -> bool:
+    """Whether this Triton's frontend can emit block pointers (`tt.make_tensor_ptr`/`tt.advance`):
+    3.6 and 3.7 do (and have the pass that rewrites them); 3.8 materialises them as pointer tensors
+    in the frontend and dropped the pass. `ttir_passes` is `triton._C.libtriton.passes.ttir`."""
+    return hasattr(ttir_passes, "add_rewrite_tensor_pointer")
+
+
 def add_rewrite_tensor_pointer(ttir_passes: Any, pm: Any) -> bool:
-    """Add Triton's block-pointer rewrite (`tt.make_tensor_ptr`/`tt.advance` -> pointer tensors) to
-    the pass manager `pm` where this Triton has it (`ttir_passes` is `triton._C.libtriton.passes.ttir`);
-    from 3.8 on the frontend already emits pointer tensors and the pass is gone. Returns whether it
-    was added."""
-    add = getattr(ttir_passes, "add_rewrite_tensor_pointer", None)
-    if add is None:
+    """Add Triton's block-pointer rewrite (block pointers -> pointer tensors) to the pass manager `pm`
+    where this Triton has it (`emits_block_pointers`); returns whether it was added."""
+    if not emits_block_pointers(ttir_passes):
         return False
-    add(pm)
+    ttir_passes.add_rewrite_tensor_pointer(pm)
     return True
 
 

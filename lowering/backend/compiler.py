@@ -11,6 +11,7 @@ from typing import Any
 from triton._C.libtriton import ir
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
+from lowering import compat
 from lowering.backend.options import MtiaOptions, arch_machine, machine_digest
 
 TARGET_BACKEND = "mtia"
@@ -110,6 +111,11 @@ class MtiaBackend(BaseBackend):
         pm.run(mod, "make_ttir")
         return mod
 
+    def _ttir_stage(self, mod: Any, metadata: dict[str, Any], options: MtiaOptions) -> Any:
+        """`make_ttir`, and the metadata entries this Triton's runtime reads (lowering.compat)."""
+        metadata.update(compat.kernel_metadata(int(self.target.warp_size)))
+        return self.make_ttir(mod, metadata, options)
+
     def add_stages(
         self, stages: dict[str, Any], options: MtiaOptions, language: Language = Language.TRITON
     ) -> None:
@@ -121,7 +127,7 @@ class MtiaBackend(BaseBackend):
         if language != Language.TRITON:
             raise NotImplementedError("target mtia compiles Triton kernels only (not Gluon)")
         install_override_parser()
-        stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
+        stages["ttir"] = lambda src, metadata: self._ttir_stage(src, metadata, options)
         stages.update(pipeline.make_stages(options))
 
 

@@ -58,9 +58,11 @@ def add_ttir_cleanup_passes(
     Triton pass manager `pm`; the defaults are that backend's choices."""
     from triton._C.libtriton import passes
 
+    from lowering import compat
+
     passes.common.add_inliner(pm)
-    if rewrite_tensor_pointer:
-        passes.ttir.add_rewrite_tensor_pointer(pm)
+    if rewrite_tensor_pointer:  # a no-op from Triton 3.8 on (its frontend emits no block pointers)
+        compat.add_rewrite_tensor_pointer(passes.ttir, pm)
     if rewrite_tensor_descriptor:
         passes.ttir.add_rewrite_tensor_descriptor_to_pointer(pm)
     passes.common.add_canonicalizer(pm)

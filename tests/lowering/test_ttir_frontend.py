@@ -44,9 +44,16 @@ def test_ttir_text_carries_locations_of_this_file() -> None:
 
 
 def test_block_pointers_kept_or_rewritten() -> None:
+    from triton._C.libtriton import passes
+
+    from lowering.compat import emits_block_pointers
+
     entry = get_entry("block_ptr_matmul")
     kept = {op.name for op in entry.module().walk()}
-    assert {"tt.make_tensor_ptr", "tt.advance"} <= kept
+    if emits_block_pointers(passes.ttir):  # Triton 3.6/3.7; 3.8's frontend gives pointer tensors
+        assert {"tt.make_tensor_ptr", "tt.advance"} <= kept
+    else:
+        assert not {"tt.make_tensor_ptr", "tt.advance"} & kept and "tt.dot" in kept
     rewritten = {op.name for op in get_entry("block_ptr_matmul_rewritten").module().walk()}
     assert not {"tt.make_tensor_ptr", "tt.advance"} & rewritten
 
