@@ -4,18 +4,20 @@ Workers are forked by a warm zygote (`kegen.eval.sandboxed.zygote`) that itself 
 `bwrap` is installed and works here:
 
     bwrap --unshare-all --die-with-parent --ro-bind / / --proc /proc --dev /dev --tmpfs /tmp
-          --tmpfs /run --unshare-user --uid 65534 --gid 65534 ...
+          --tmpfs /run --unshare-user --uid 65534 --gid 65534 --chdir / ... python -P -m ...zygote
 
 that is: an unprivileged user id, new PID/network/IPC/UTS/mount namespaces (no network, no host
-sockets, every process dies with the sandbox), a private /tmp and a read-only view of the rest.
-The candidate's file arrives through a read-only "inbox" directory. A seccomp filter
-(`kegen.eval.sandboxed.seccomp`) refuses new AF_UNIX sockets, so host unix sockets visible in the read-only
-view cannot be connected to. Limits: the evaluator polls
-the resident memory and the process count of the worker's whole process tree (and kills it over
-the limit), RLIMIT_FSIZE, RLIMIT_CPU, no core dumps; the zygote is a child subreaper that kills
-whatever a worker leaves behind. Without bwrap the same runs unsandboxed at the OS level (the
-result's details.sandbox says so, with a warning): the evaluator's guarantees (own verdict, own
-time, own device) hold either way.
+sockets, every process dies with the sandbox) and a read-only view of the rest. The candidate's
+file arrives through a read-only "inbox" directory. A seccomp filter (`kegen.eval.sandboxed.seccomp`)
+refuses new AF_UNIX sockets, so host unix sockets visible in the read-only view cannot be connected to.
+The zygote never runs candidate code; each worker gets its own namespaces, private capped /tmp,
+/dev/shm and /run and a locked-down process (`kegen.eval.sandboxed.isolate`; docs/THREAT_MODEL.md,
+"Isolation between evaluations"). Limits: the evaluator polls the resident memory (plus the worker's
+tmpfs usage) and the process count of the worker's whole process tree (and kills it over the limit),
+RLIMIT_FSIZE, RLIMIT_CPU, no core dumps; the zygote is a child subreaper that kills whatever a worker
+leaves behind. Without bwrap the same runs unsandboxed at the OS level (the result's details.sandbox
+says so, with a warning): the evaluator's guarantees (own verdict, own time, own device) hold either
+way, and the per-worker isolation holds where user namespaces are available.
 """
 
 from __future__ import annotations
