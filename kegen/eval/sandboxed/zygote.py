@@ -48,6 +48,20 @@ PREIMPORTS = (
     "llvmlite",
     "llvmlite.binding",
     "lowering.ttir.parser",
+    # what the first compile and launch import (all read-only code: this is start-up time only)
+    "kegen.settings",
+    "triton.compiler.code_generator",
+    "triton.language.extra.libdevice",
+    "lowering.pipeline",
+    "lowering.ttir.frontend",
+    "lowering.passes.manager",
+    "lowering.passes.pe_mapping",
+    "triton.tools.tensor_descriptor",
+    "lowering.codegen.lower",
+    "lowering.listing",
+    "lowering.backend.libdevice",
+    "lowering.backend.timing_memo",
+    "mtia_sim.fastpath_ops_ir",
 )
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_PDEATHSIG = 1
