@@ -422,7 +422,7 @@ class NativeMmio:
         self._words[M_HAS_PENDING] = 0
 
     def set_fast_path(self, function: int, state: np.ndarray | None) -> None:
-        """Register writes try `function(state, offset, value, pc)` first (see mtia_sim.fastpath)."""
+        """Register writes try `function(state, offset, value, pc)` first (mtia_sim.fastpath)."""
         self._fast_state = state  # keep alive
         self.state[M_FAST_STATE] = 0 if state is None else state.ctypes.data
         self.state[M_FAST_FN] = function if state is not None else 0

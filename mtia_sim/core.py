@@ -40,8 +40,8 @@ from mtia_sim.errors import (
     SimulationError,
 )
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
-from mtia_sim.fastpath import FastDoorbells
-from mtia_sim.fastpath_ir import F_HASH, F_QCOUNT
+from mtia_sim.fastpath.doorbells import FastDoorbells
+from mtia_sim.fastpath.layout import F_HASH, F_QCOUNT
 from mtia_sim.hostblas import limit_blas_threads
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
@@ -192,7 +192,7 @@ class Core:
         self.debug_log: list[tuple[tuple[int, int, int], int]] = []
 
     def _fast_path(self) -> FastDoorbells | None:
-        """The native doorbell fast path (mtia_sim/fastpath.py), unless the host JIT is missing or
+        """The native doorbell fast path (mtia_sim/fastpath/), unless the host JIT is missing or
         KEGEN_SIM_FAST_DOORBELL=0."""
         if self.native_mmio is None or os.environ.get("KEGEN_SIM_FAST_DOORBELL", "1") == "0":
             return None

@@ -1,4 +1,4 @@
-"""The native doorbell fast path (mtia_sim/fastpath.py) gives exactly what the Python path gives:
+"""The native doorbell fast path (mtia_sim/fastpath/) gives exactly what the Python path gives:
 the same bytes in every memory, the same trace events, the same errors."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 
 from mtia_sim import Simulator, isa
 from mtia_sim.errors import RunawayError, SimulationError
-from mtia_sim.fastpath import encode, ufunc_loop
+from mtia_sim.fastpath.encode import encode
+from mtia_sim.fastpath.ufuncs import ufunc_loop
 from mtia_sim.isa import CommandDescriptor as D
 from mtia_sim.isa import DType, Flags, Op, SimdOp
 from mtia_sim.units.dtypes import NP_DTYPE, encode_immediate

@@ -144,7 +144,7 @@ def test_core_replays_repeated_commands(pe: int) -> None:
     assert all(replace(e, pc=0) == replace(events[0], pc=0) for e in events)
     assert len({e.pc for e in events}) == 2  # the first doorbell is before the loop
     # at most one Python plan per (descriptor, PE); PEs after the first may run it from a native
-    # plan shared by every PE (mtia_sim/fastpath_reloc.py) and need none
+    # plan shared by every PE (mtia_sim/fastpath/reloc.py) and need none
     assert len([key for key in sim.memory.plan_cache if key[1] == pe]) <= 1
 
 

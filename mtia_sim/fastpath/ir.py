@@ -1,4 +1,4 @@
-"""LLVM IR of the doorbell fast path (see `mtia_sim.fastpath`), JIT-compiled for the host.
+"""LLVM IR of the doorbell fast path (see `mtia_sim.fastpath.doorbells`), JIT-compiled for the host.
 
 `mtia_fast_write(state, offset, value, pc)` runs inside the MMIO store of a command register. For a
 DOORBELL write (`mtia_fast_doorbell`) it hashes the descriptor on the stack, looks (descriptor, PE)
@@ -6,46 +6,58 @@ up in a table of plans Python registered, runs the plan's ops (strided byte copi
 ufunc inner loop) and appends a row (plan, pc, instruction count, scalar-access totals) to a queue
 Python turns into trace events later; it returns 0, touching nothing but the hash word, when Python
 must handle the doorbell. A FENCE write becomes a queue row (plan -1, pc, instructions, access
-totals, mask) the same way. The ops themselves are in `fastpath_ops_ir.py`.
+totals, mask) the same way. The ops themselves are in `ops_ir.py`, the word layout in `layout.py`.
 """
 
 from __future__ import annotations
 
 from mtia_sim import isa
-
-# state words
-(F_ENABLED, F_STACK_BASE, F_STACK_SIZE, F_STACK_HOST, F_PE, F_TABLE, F_MASK, F_KEYS, F_OPS, F_QUEUE,
- F_QCOUNT, F_QCAP, F_COUNT_PTR, F_ACCESS_PTR, F_UNUSED, F_HASH, F_BUDGET, F_META) = range(18)
-STATE_WORDS = 20
-KEY_WORDS = isa.DESC_WORDS + 1  # descriptor words (address words zeroed), then the PE
-ADDR_FIRST, ADDR_LAST = int(isa.Field.DST), int(isa.Field.SRC2)  # the address words: dst, src0..src2
-N_ADDR = ADDR_LAST - ADDR_FIRST + 1
-DELTA_ALIGN = isa.ALIGNMENT  # a relocated operand moves by a multiple of this (keeps `misaligned`)
-OPS_PER_PLAN = 2
-OP_WORDS = 16
-# per plan: address words at registration, min and max delta, group (first address word in the same
-# memory: same delta required), local flags (the word addresses LOCAL_BASE: its host pointer also
-# moves by (PE - plan's PE) * local-store stride), the plan's PE, that stride, then per op word the
-# address word whose delta it takes (-1: none)
-M_ADDR0, M_DMIN, M_DMAX, M_GROUP, M_LOCAL = 0, N_ADDR, 2 * N_ADDR, 3 * N_ADDR, 4 * N_ADDR
-M_PE0, M_LSTRIDE, M_RELOC = 5 * N_ADDR, 5 * N_ADDR + 1, 5 * N_ADDR + 2
-META_WORDS = M_RELOC + OPS_PER_PLAN * OP_WORDS
-ANY_PE = -1  # key PE word of a plan that serves every PE
-ROW_WORDS = 12  # plan (-1: a fence), pc, instruction count, 4 access-counter words, fence mask, 4 deltas
-FENCE_ROW = -1
-K_COPY, K_FILL, K_UFUNC = 1, 2, 3
-HASH_MUL = 0x100000001B3
-HASH_SEED = 0xCBF29CE484222325
+from mtia_sim.fastpath.layout import (
+    ADDR_FIRST,
+    ADDR_LAST,
+    ANY_PE,
+    DELTA_ALIGN,
+    F_ACCESS_PTR,
+    F_BUDGET,
+    F_COUNT_PTR,
+    F_ENABLED,
+    F_HASH,
+    F_KEYS,
+    F_MASK,
+    F_META,
+    F_OPS,
+    F_PE,
+    F_QCAP,
+    F_QCOUNT,
+    F_QUEUE,
+    F_STACK_BASE,
+    F_STACK_HOST,
+    F_STACK_SIZE,
+    F_TABLE,
+    FENCE_ROW,
+    HASH_MUL,
+    HASH_SEED,
+    KEY_WORDS,
+    M_ADDR0,
+    M_DMAX,
+    M_DMIN,
+    M_GROUP,
+    M_LOCAL,
+    M_LSTRIDE,
+    M_PE0,
+    M_RELOC,
+    META_WORDS,
+    N_ADDR,
+    OP_WORDS,
+    OPS_PER_PLAN,
+    ROW_WORDS,
+    load_word,
+)
+from mtia_sim.fastpath.ops_ir import ops_ir
 
 
 def _signed(v: int) -> int:
     return v - (1 << 64) if v >> 63 else v
-
-
-def load_word(name: str, base: str, index: int) -> str:
-    """IR loading word `index` of the i64 array at `base` into %name."""
-    return (f"  %{name}.p = getelementptr i64, ptr {base}, i64 {index}\n"
-            f"  %{name} = load i64, ptr %{name}.p\n")
 
 
 def _doorbell() -> str:
@@ -311,8 +323,6 @@ done:
 
 def fast_ir() -> str:
     """The whole module."""
-    from mtia_sim.fastpath_ops_ir import ops_ir  # it reads this module's constants
-
     return ("declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)\n"
             "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n" + ops_ir() + _relocate() + _doorbell()
             + _write())

@@ -6,7 +6,7 @@ A native plan is keyed by the descriptor with its address words (dst, src0..src2
 mapping, a local store) the registered command used, by a multiple of isa.ALIGNMENT (so the DMA
 `misaligned` flag cannot change), and by the same amount for addresses in the same memory (so
 operands keep their relative layout: no new overlaps). An address word no op reads may not move.
-The native code checks those bounds (fastpath_ir `relocate`), adds the deltas to the op records'
+The native code checks those bounds (`ir.py`: `relocate`), adds the deltas to the op records'
 pointers and logs them; `shifted_event` moves the event's DRAM/SRAM spans and local-store ranges
 by the same deltas. Commands whose event cannot be attributed to address words get no relocation
 (delta 0 only: exact repeats).
@@ -24,7 +24,7 @@ import numpy as np
 
 from mtia_sim import isa
 from mtia_sim.events import AddrRange, CommandEvent
-from mtia_sim.fastpath_ir import (
+from mtia_sim.fastpath.layout import (
     ADDR_FIRST,
     M_ADDR0,
     M_DMAX,

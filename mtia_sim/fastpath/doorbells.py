@@ -5,7 +5,7 @@ views and the CommandEvent it produces. When the closure is one of the simple ki
 (`mtia_sim.units.native`: byte copies, fills, one numpy ufunc over contiguous operands), the plan
 is also registered here: its descriptor bytes and PE as a key in a native hash table, and its ops as
 native records. The next DOORBELL store of the same descriptor on the same PE is then handled by
-`mtia_fast_doorbell` (mtia_sim/fastpath_ir.py) without calling Python: it runs the ops at once
+`mtia_fast_doorbell` (`ir.py`) without calling Python: it runs the ops at once
 (doorbells stay synchronous, so the core sees exactly what the Python path would show it) and
 appends a queue row (plan, pc, instruction count, scalar-access totals). Python turns the rows into
 the same trace events later (`Core._drain`), before it handles anything else and when the program
@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from mtia_sim.events import CommandEvent, CoreEvent, FenceEvent
-from mtia_sim.fastpath_ir import (
+from mtia_sim.fastpath.encode import encode
+from mtia_sim.fastpath.ir import fast_ir
+from mtia_sim.fastpath.layout import (
     ADDR_FIRST,
     ADDR_LAST,
     ANY_PE,
@@ -49,20 +51,16 @@ from mtia_sim.fastpath_ir import (
     F_STACK_SIZE,
     F_TABLE,
     FENCE_ROW,
-    K_COPY,
-    K_FILL,
-    K_UFUNC,
     KEY_WORDS,
     META_WORDS,
     OP_WORDS,
     OPS_PER_PLAN,
     ROW_WORDS,
     STATE_WORDS,
-    fast_ir,
 )
-from mtia_sim.fastpath_reloc import Relocation, extent, shifted_event
+from mtia_sim.fastpath.reloc import Relocation, shifted_event
 from mtia_sim.memory import MemorySystem
-from mtia_sim.units.native import CopyOp, FillOp, NativeOp, UfuncOp, ops_of
+from mtia_sim.units.native import ops_of
 
 QUEUE_ROWS = 4096
 PLANS_PER_KEY = 4  # plans per (descriptor without addresses, PE): e.g. a tensor in DRAM and one in SRAM
@@ -89,187 +87,6 @@ def _engine() -> tuple[int, Any] | None:
         return None
 
 
-# -- numpy inner loops -----------------------------------------------------------------------------
-_LOOP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-
-
-def _ufunc_table(fn: np.ufunc) -> tuple[int, int] | None:
-    """(address of the `functions` array, of the `data` array) of a builtin ufunc, read from its
-    PyUFuncObject (PyObject_HEAD, 4 ints, functions, data, ntypes, reserved, name); None when the
-    layout does not check out (ntypes and name must match)."""
-    base = id(fn)
-    try:
-        ntypes = ctypes.c_int.from_address(base + 48).value
-        name = ctypes.c_char_p.from_address(base + 56).value
-    except (ValueError, OSError):  # pragma: no cover
-        return None
-    if ntypes != fn.ntypes or name != fn.__name__.encode():
-        return None
-    functions = ctypes.c_void_p.from_address(base + 32).value
-    data = ctypes.c_void_p.from_address(base + 40).value
-    if not functions:
-        return None
-    return functions, data or 0
-
-
-# ufuncs whose loops never raise (under np.errstate(all="ignore")); np.power is left out: it raises
-# for negative integer exponents, a data-dependent error the command must report
-SAFE_UFUNCS = frozenset({
-    np.add, np.subtract, np.multiply, np.true_divide, np.minimum, np.maximum, np.fmin, np.fmax,
-    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.negative, np.absolute, np.invert, np.exp, np.exp2,
-    np.log, np.log2, np.sqrt, np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh,
-    np.tanh, np.floor, np.ceil, np.rint, np.trunc, np.log1p, np.expm1, np.arctan2,
-})
-
-
-@functools.cache
-def ufunc_loop(fn: np.ufunc, sig: str) -> tuple[int, int] | None:
-    """(inner loop, its data) numpy runs for `fn` with type signature `sig` (e.g. 'ff->f'), if
-    calling it directly gives numpy's bits on test data (NaN payloads, infinities, subnormals,
-    contiguous and broadcast operands); else None."""
-    if fn not in SAFE_UFUNCS:
-        return None
-    table = _ufunc_table(fn)
-    if table is None or sig not in fn.types:
-        return None
-    i = fn.types.index(sig)
-    loop = ctypes.c_void_p.from_address(table[0] + 8 * i).value
-    data = ctypes.c_void_p.from_address(table[1] + 8 * i).value if table[1] else 0
-    if not loop:
-        return None
-    dt = np.dtype(sig[0])
-    if any(np.dtype(c) != dt for c in sig.replace("->", "")):
-        return None
-    rng = np.random.default_rng(7)
-    n = 10007
-    ins = [rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8).view(dt) for _ in range(fn.nin)]
-    if dt.kind == "f":  # every pair of specials, then random bit patterns (NaN payloads included)
-        sp = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -2.5, np.finfo(dt).smallest_subnormal], dt)
-        ins[0][:64] = np.tile(sp, 8)
-        if fn.nin == 2:
-            ins[1][:64] = np.repeat(sp, 8)
-    for scalar in (False, True):
-        args = list(ins)
-        if scalar and fn.nin == 2:
-            args[1] = np.asarray(ins[1][3])
-        elif scalar:
-            continue
-        want = np.empty(n, dt)
-        got = np.empty(n, dt)
-        with np.errstate(all="ignore"):
-            try:
-                fn(*args, out=want)
-            except (ValueError, TypeError, ArithmeticError):
-                return None
-            ptrs = (ctypes.c_void_p * 3)(*[a.ctypes.data for a in args], got.ctypes.data)
-            dims = (ctypes.c_int64 * 1)(n)
-            steps = (ctypes.c_int64 * 3)(*[0 if a.ndim == 0 else dt.itemsize for a in args], dt.itemsize)
-            _LOOP(loop)(ctypes.addressof(ptrs), ctypes.addressof(dims), ctypes.addressof(steps), data or None)
-        if want.tobytes() != got.tobytes():
-            return None
-    return loop, data or 0
-
-
-# -- encoding ops ----------------------------------------------------------------------------------
-def _bounds(a: np.ndarray) -> tuple[int, int]:
-    """Host addresses [lo, hi) touched by `a`."""
-    lo, hi = extent(a)
-    return a.ctypes.data + lo, a.ctypes.data + hi
-
-
-def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:
-    alo, ahi = _bounds(a)
-    blo, bhi = _bounds(b)
-    return ahi <= blo or bhi <= alo
-
-
-def _no_self_overlap(a: np.ndarray) -> bool:
-    extent = a.itemsize
-    for n, s in sorted(((n, abs(s)) for n, s in zip(a.shape, a.strides, strict=True) if n > 1),
-                       key=lambda d: d[1]):
-        if s < extent:
-            return False
-        extent = s * (n - 1) + extent
-    return True
-
-
-def _dims(shape: tuple[int, ...], dst: tuple[int, ...], src: tuple[int, ...]) -> list[int] | None:
-    """counts[4] + dst strides[4] + src strides[4] (outer first), contiguous dims merged."""
-    dims = [(n, d, s) for n, d, s in zip(shape, dst, src, strict=True) if n != 1]
-    merged: list[tuple[int, int, int]] = []
-    for n, d, s in reversed(dims):  # inner first
-        if merged and d == merged[-1][1] * merged[-1][0] and s == merged[-1][2] * merged[-1][0]:
-            m = merged.pop()
-            merged.append((m[0] * n, m[1], m[2]))
-        else:
-            merged.append((n, d, s))
-    merged.reverse()
-    if len(merged) > 4:
-        return None
-    merged = [(1, 0, 0)] * (4 - len(merged)) + merged
-    return [m[0] for m in merged] + [m[1] for m in merged] + [m[2] for m in merged]
-
-
-def encode(op: NativeOp) -> list[int] | None:
-    """The native record of one op, or None when it must stay in numpy."""
-    if isinstance(op, CopyOp):
-        dst, src = op.dst, op.src
-        if dst.shape != src.shape or dst.itemsize != src.itemsize or not _no_self_overlap(dst):
-            return None
-        if not _disjoint(dst, src):
-            return None
-        dims = _dims(dst.shape, dst.strides, src.strides)
-        if dims is None:
-            return None
-        return [K_COPY, dst.itemsize, dst.ctypes.data, src.ctypes.data, *dims]
-    if isinstance(op, FillOp):
-        dst, value = op.dst, np.asarray(op.value)
-        if value.size != 1 or value.dtype != dst.dtype or dst.itemsize not in (1, 2, 4, 8):
-            return None
-        dims = _dims(dst.shape, dst.strides, (0,) * dst.ndim)
-        if dims is None:
-            return None
-        bits = int.from_bytes(value.tobytes(), "little")
-        bits = bits - (1 << 64) if bits >> 63 else bits
-        return [K_FILL, dst.itemsize, dst.ctypes.data, bits, *dims]
-    return _encode_ufunc(op)
-
-
-def _encode_ufunc(op: UfuncOp) -> list[int] | None:
-    out, fn, args = op.out, op.fn, op.args
-    if fn.nout != 1 or fn.nin != len(args) or fn.nin > 2:
-        return None
-    if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
-        return None
-    ptrs, steps = [], []
-    for a in args:
-        if not isinstance(a, np.ndarray) or a.dtype != out.dtype or not a.flags.aligned:
-            return None
-        if a.ndim == 0:
-            ptrs.append(a.ctypes.data)
-            steps.append(0)
-            continue
-        if a.shape != out.shape or not a.flags.c_contiguous:
-            return None
-        if a.ctypes.data != out.ctypes.data and not _disjoint(a, out):
-            return None  # partial overlap: numpy copies the input first
-        ptrs.append(a.ctypes.data)
-        steps.append(a.itemsize)
-    ch = out.dtype.char
-    loop = ufunc_loop(fn, ch * fn.nin + "->" + ch)
-    if loop is None:
-        return None
-    ptrs.append(out.ctypes.data)
-    steps.append(out.itemsize)
-    ptrs += [0] * (3 - len(ptrs))
-    steps += [0] * (3 - len(steps))
-    return [K_UFUNC, loop[0], loop[1], out.size, *ptrs, *steps]
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >> 63 else v
-
-
 class FastDoorbells:
     """Native plan table, op records and event queue of one core (see the module doc)."""
 
@@ -285,7 +102,7 @@ class FastDoorbells:
         self.table = np.zeros(2 * slots, dtype=np.int64)  # (hash, plan + 1) per slot; 0 = empty
         self.keys = np.zeros((max_plans, KEY_WORDS), dtype=np.int64)
         self.ops = np.zeros((max_plans, OPS_PER_PLAN, OP_WORDS), dtype=np.int64)
-        self.meta = np.zeros((max_plans, META_WORDS), dtype=np.int64)  # relocations (fastpath_reloc)
+        self.meta = np.zeros((max_plans, META_WORDS), dtype=np.int64)  # relocations (reloc.py)
         self.mem = mem
         self.queue = np.zeros((QUEUE_ROWS, ROW_WORDS), dtype=np.int64)
         if access.size < ACCESS_WORDS:

@@ -1,4 +1,4 @@
-"""LLVM IR of the fast path's ops (see `mtia_sim.fastpath`): strided byte copies and fills in up
+"""LLVM IR of the fast path's ops (see `mtia_sim.fastpath.doorbells`): strided byte copies and fills in up
 to four dims, and a call of a numpy ufunc's inner loop; `run_ops` runs a plan's op records in order.
 
 Op records (OP_WORDS int64 words; pointers are host addresses):
@@ -9,8 +9,8 @@ Op records (OP_WORDS int64 words; pointers are host addresses):
 
 from __future__ import annotations
 
-from mtia_sim.fastpath_ir import OP_WORDS, OPS_PER_PLAN
-from mtia_sim.fastpath_ir import load_word as _word
+from mtia_sim.fastpath.layout import OP_WORDS, OPS_PER_PLAN
+from mtia_sim.fastpath.layout import load_word as _word
 
 
 def _typed_loops() -> str:
