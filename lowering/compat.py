@@ -7,6 +7,8 @@ module imports no Triton itself (the compiler core below the backend stays Trito
 - TTIR spellings (`normalize`): the tile IR's op set follows Triton 3.6; each `REWRITES` entry turns
   a later spelling into the 3.6 one before the builder looks the op up, so parsing, passes and
   codegen see one dialect whichever Triton produced the text.
+- TTIR type spellings (`normalize_text`): 3.8 prints a tensor descriptor's block bare
+  (`!tt.tensordesc<16x16xf32>`); 3.6/3.7 as a tensor type (`!tt.tensordesc<tensor<16x16xf32>>`).
 - TTIR passes (`add_rewrite_tensor_pointer`): 3.8 materialises block pointers in its frontend and
   dropped the `rewrite_tensor_pointer` pass.
 - Driver (`DriverUtilsCompat`): 3.8 unloads a kernel's module when the compiled kernel is freed
@@ -17,6 +19,7 @@ module imports no Triton itself (the compiler core below the backend stays Trito
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +44,22 @@ def normalize(raw: RawOp) -> RawOp:
     """`raw` in the spelling the tile IR uses (unchanged when it already is)."""
     fix = REWRITES.get(raw.name)
     return fix(raw) if fix is not None else raw
+
+
+# 3.8: `!tt.tensordesc<16x16xf32>` and make_tensor_descriptor's short result type `<16x16xf32>`
+_BARE_DESC_TYPE = re.compile(r"!tt\.tensordesc<(?!tensor<)([0-9][^<>]*)>")
+_BARE_DESC_RESULT = re.compile(
+    r"(tt\.make_tensor_descriptor\b[^\n]*:\s*<[^<>\n]*>,\s*)<(?!tensor<)([0-9][^<>\n]*)>"
+)
+
+
+def normalize_text(text: str) -> str:
+    """TTIR text with type spellings the grammar does not know turned into the 3.6/3.7 ones (the
+    text is returned as is when it has none)."""
+    if "tensordesc<" not in text and "make_tensor_descriptor" not in text:
+        return text
+    text = _BARE_DESC_TYPE.sub(r"!tt.tensordesc<tensor<\1>>", text)
+    return _BARE_DESC_RESULT.sub(r"\1<tensor<\2>>", text)
 
 
 def emits_block_pointers(ttir_passes: Any) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
+from lowering.compat import normalize_text
 from lowering.ir.module import Module
 from lowering.ttir.builder import IRBuilder
 from lowering.ttir.errors import TTIRError, TTIRParseError
@@ -39,6 +40,7 @@ def parse_raw(text: str) -> RawModule:
     """Parse TTIR text into raw records (no SSA resolution); raises `TTIRParseError`."""
     if not text.endswith("\n"):
         text += "\n"
+    text = normalize_text(text)  # other Triton releases' type spellings (lowering.compat)
     try:
         raw = ttir_parser().parse(text, start="start")
     except UnexpectedToken as exc:
