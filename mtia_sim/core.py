@@ -8,7 +8,6 @@ page with Python callbacks: a DOORBELL write decodes the descriptor and executes
 
 from __future__ import annotations
 
-import ctypes
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +45,7 @@ from mtia_sim.hostblas import limit_blas_threads
 from mtia_sim.isa import CommandDescriptor, Reg
 from mtia_sim.loader import Image
 from mtia_sim.memory import MemorySystem, page_aligned_buffer
+from mtia_sim.rv_registers import ARG_REGS, RegisterBatch, RegisterReader
 from mtia_sim.units import execute, replay
 
 MSTATUS_FS_INITIAL = 1 << 13
@@ -53,57 +53,10 @@ TCG_BUFFER_BYTES = 128 << 20  # translated-code cache (Unicorn's default reserve
 PLAN_CACHE_SIZE = 32768  # distinct (descriptor, PE) pairs whose replay closures are kept (~1.5 KB each)
 SEEN_CACHE_SIZE = 65536  # distinct (descriptor, PE) pairs remembered as seen once
 _NEW_EVENT = object.__new__
-ARG_REGS = (rv.UC_RISCV_REG_A0, rv.UC_RISCV_REG_A1, rv.UC_RISCV_REG_A2, rv.UC_RISCV_REG_A3,
-            rv.UC_RISCV_REG_A4, rv.UC_RISCV_REG_A5, rv.UC_RISCV_REG_A6)
 TRAP_NAMES = {0: "instruction address misaligned", 1: "instruction access fault", 2: "illegal instruction",
               3: "breakpoint (ebreak)", 4: "load address misaligned", 5: "load access fault",
               6: "store address misaligned", 7: "store access fault", 8: "ecall from U-mode",
               9: "ecall from S-mode", 11: "ecall from M-mode"}
-
-
-class _RegBatch:
-    """Writes a fixed list of registers with one uc_reg_write_batch call over preallocated ctypes
-    arrays (the Python binding builds several ctypes objects per register per call)."""
-
-    def __init__(self, uc: Uc, regs: tuple[int, ...]) -> None:
-        from unicorn.unicorn_py3 import unicorn as ucmod
-
-        n = len(regs)
-        self._call = ucmod.uclib.uc_reg_write_batch
-        self._uch = uc._uch  # type: ignore[attr-defined]
-        self._ids = (ctypes.c_int * n)(*regs)
-        self._vals = (ctypes.c_uint64 * n)()
-        base = ctypes.addressof(self._vals)
-        self._ptrs = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))
-        self._n = n
-
-    def write(self, values: tuple[int, ...]) -> None:
-        try:
-            self._vals[:] = list(values)
-        except (OverflowError, TypeError):  # negative or > 64-bit values: wrap them
-            self._vals[:] = [v & 0xFFFF_FFFF_FFFF_FFFF for v in values]
-        status = self._call(self._uch, self._ids, self._ptrs, self._n)
-        if status:
-            raise UcError(status)
-
-
-class _RegReader:
-    """Reads one register with a direct uc_reg_read into a preallocated value (no per-call objects)."""
-
-    def __init__(self, uc: Uc, reg: int) -> None:
-        from unicorn.unicorn_py3 import unicorn as ucmod
-
-        self._call = ucmod.uclib.uc_reg_read
-        self._uch = uc._uch  # type: ignore[attr-defined]
-        self._reg = reg
-        self._val = ctypes.c_uint64()
-        self._ref = ctypes.byref(self._val)
-
-    def read(self) -> int:
-        status = self._call(self._uch, self._reg, self._ref)
-        if status:
-            raise UcError(status)
-        return int(self._val.value)
 
 
 @dataclass
@@ -181,8 +134,8 @@ class Core:
         uc.hook_add(UC_HOOK_MEM_INVALID, self._on_fault)
         uc.hook_add(UC_HOOK_INTR, self._on_trap)
         uc.reg_write(rv.UC_RISCV_REG_MSTATUS, uc.reg_read(rv.UC_RISCV_REG_MSTATUS) | MSTATUS_FS_INITIAL)
-        self._entry_regs = _RegBatch(uc, (*ARG_REGS, rv.UC_RISCV_REG_SP, rv.UC_RISCV_REG_RA))
-        self._pc = _RegReader(uc, rv.UC_RISCV_REG_PC)
+        self._entry_regs = RegisterBatch(uc, (*ARG_REGS, rv.UC_RISCV_REG_SP, rv.UC_RISCV_REG_RA))
+        self._pc = RegisterReader(uc, rv.UC_RISCV_REG_PC)
         self.fp_quiet = False  # the caller already ignores numpy FP errors (Simulator.launch sets it)
         self.mapped_pe: int | None = None
         self._args: list[int] = []

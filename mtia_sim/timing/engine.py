@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import deque
 from collections.abc import Iterator
 
 from mtia_sim.events import CommandEvent, CoreEvent, EndEvent, FenceEvent, MemLevel, ProgramTrace
@@ -22,101 +21,13 @@ from mtia_sim.isa import Unit
 from mtia_sim.machine import MachineDescription
 from mtia_sim.timing import costs
 from mtia_sim.timing.fluid import FluidBandwidth, Transfer
+from mtia_sim.timing.replay_state import UNITS, Cmd, CoreState, PEState, ScalarAccess, UnitQueue
 from mtia_sim.timing.result import CommandRecord, ProgramRecord
 from mtia_sim.timing.sram_cache import SramCache
 
 _COMPLETE, _CORE = 0, 1  # at equal times, finish work before cores look at it
 _SAME_TIME = 1e-6  # cycles: events closer than this are handled before bandwidth is rebalanced
-_UNITS = (Unit.DMA, Unit.DPE, Unit.SIMD, Unit.RED, Unit.MLU)
 SCALAR_MEM = "scalar_mem"  # core stall: waiting for its own loads/stores to DRAM or SRAM
-
-
-class _ScalarAccess:
-    """A core's scalar loads/stores of one trace segment, in flight on the shared memories."""
-
-    __slots__ = ("core", "level", "traffic")
-
-    def __init__(self, core: _Core, level: MemLevel, traffic: float) -> None:
-        self.core = core
-        self.level = level
-        self.traffic = traffic
-
-
-class _Cmd:
-    __slots__ = ("rec", "reads", "writes", "unit", "lo", "hi", "deps_left", "dependents", "waiters", "done",
-                 "head_at", "transfer_start", "transfer_alone", "merge_left", "merged")
-
-    def __init__(self, rec: CommandRecord) -> None:
-        self.rec = rec
-        ev = rec.event
-        self.unit = ev.unit
-        self.reads = ev.reads
-        self.writes = ev.writes
-        self.lo = self.hi = 0  # bounding range of its local-store ranges (set by Replay._issue)
-        self.deps_left = 0
-        self.dependents: list[_Cmd] = []
-        self.waiters: list[_Core] = []
-        self.done = False
-        self.head_at: float | None = None
-        self.transfer_start = 0.0
-        self.transfer_alone = 0.0
-        self.merge_left = 0  # fills in flight this command's merged misses still wait for
-        self.merged: list[_Cmd] = []  # commands whose misses merged with this command's fill
-
-    def conflicts(self, other: _Cmd) -> bool:
-        """RAW, WAR or WAW on local-store ranges with an earlier command."""
-        for w in self.writes:
-            for r in other.reads:
-                if w.start < r.end and r.start < w.end:
-                    return True
-            for r in other.writes:
-                if w.start < r.end and r.start < w.end:
-                    return True
-        for r in self.reads:
-            for w in other.writes:
-                if w.start < r.end and r.start < w.end:
-                    return True
-        return False
-
-
-class _Unit:
-    """A unit's in-order queue and its in-flight slots (1, or dma_max_in_flight for DMA)."""
-
-    __slots__ = ("queue", "running", "blocked_cores")
-
-    def __init__(self, slots: int) -> None:
-        self.queue: deque[_Cmd] = deque()
-        self.running: list[_Cmd | None] = [None] * slots
-        self.blocked_cores: list[_Core] = []
-
-
-class _PE:
-    __slots__ = ("units", "outstanding")
-
-    def __init__(self, dma_slots: int) -> None:
-        self.units = {u: _Unit(dma_slots if u == Unit.DMA else 1) for u in _UNITS}
-        self.outstanding: list[_Cmd] = []  # the command processor's scoreboard
-
-
-class _Core:
-    __slots__ = ("pe", "core", "programs", "prog", "events", "idx", "time", "paid", "issued",
-                 "waiting", "blocked", "blocked_since", "wake_unit", "pending_mem")
-
-    def __init__(self, pe: int, core: int, programs: list[int]) -> None:
-        self.pe = pe
-        self.core = core
-        self.programs = deque(programs)
-        self.prog: ProgramRecord | None = None
-        self.events: list = []
-        self.idx = 0
-        self.time = 0.0
-        self.paid = False  # the current command's issue cost is already counted
-        self.issued: dict[Unit, list[_Cmd]] = {}  # this program's commands per unit (done ones pruned)
-        self.waiting: set[_Cmd] = set()
-        self.blocked: str | None = None
-        self.pending_mem: list[tuple[str, int, int]] = []  # scalar accesses still to make
-        self.blocked_since = 0.0
-        self.wake_unit: Unit | None = None
 
 
 class Replay:
@@ -128,7 +39,7 @@ class Replay:
         self.traces = traces
         capacity = machine.sram_bytes if sram_cache_bytes is None else sram_cache_bytes
         self.cache = SramCache(sram_mode, capacity, machine.sram_line_bytes)
-        self.fillers: dict[int, _Cmd] = {}  # fill id -> the command whose SRAM fill is in flight
+        self.fillers: dict[int, Cmd] = {}  # fill id -> the command whose SRAM fill is in flight
         self.fill_seq = 0
         self.heap: list[tuple[float, int, int, int, object, int]] = []
         self.seq = itertools.count()
@@ -138,8 +49,8 @@ class Replay:
         self.fluid_dirty = False
         self.fluid_epoch = 0  # only the latest "next transfer finishes" event is live
         self.link_ids = itertools.count()
-        self.pes: dict[int, _PE] = {}
-        self.cores: list[_Core] = []
+        self.pes: dict[int, PEState] = {}
+        self.cores: list[CoreState] = []
         self.commands: list[CommandRecord] = []
         self.programs: list[ProgramRecord] = []
         self.timeline: list[tuple[float, float, float]] = []  # (cycle, DRAM B/cycle, SRAM B/cycle)
@@ -157,8 +68,8 @@ class Replay:
                                  f"{self.m.cores_per_pe} cores per PE")
             by_core.setdefault((tr.pe, tr.core), []).append(i)
         for (pe, core), progs in sorted(by_core.items()):
-            self.pes.setdefault(pe, _PE(self.m.dma_max_in_flight))
-            c = _Core(pe, core, progs)
+            self.pes.setdefault(pe, PEState(self.m.dma_max_in_flight))
+            c = CoreState(pe, core, progs)
             self.cores.append(c)
             self._next_program(c, 0.0)
             self._push(0.0, _CORE, 0, c)
@@ -195,7 +106,7 @@ class Replay:
         return self.now
 
     # ---- cores ---------------------------------------------------------------------------
-    def _next_program(self, c: _Core, start: float) -> None:
+    def _next_program(self, c: CoreState, start: float) -> None:
         if not c.programs:
             c.prog = None
             return
@@ -209,11 +120,11 @@ class Replay:
         c.paid = False
         c.issued = {}
 
-    def _block(self, c: _Core, reason: str) -> None:
+    def _block(self, c: CoreState, reason: str) -> None:
         c.blocked = reason
         c.blocked_since = self.now
 
-    def _unblock(self, c: _Core) -> None:
+    def _unblock(self, c: CoreState) -> None:
         if c.blocked is None:
             return
         if c.blocked == SCALAR_MEM:
@@ -227,7 +138,7 @@ class Replay:
         c.blocked = None
         c.wake_unit = None
 
-    def _wait_for(self, c: _Core, cmds: list[_Cmd], reason: str) -> bool:
+    def _wait_for(self, c: CoreState, cmds: list[Cmd], reason: str) -> bool:
         """Block the core until `cmds` are done; False when they already are."""
         pending = [x for x in cmds if not x.done]
         for unit, xs in c.issued.items():  # prune finished commands
@@ -240,7 +151,7 @@ class Replay:
         self._block(c, reason)
         return True
 
-    def _run_core(self, c: _Core) -> None:
+    def _run_core(self, c: CoreState) -> None:
         if c.blocked is not None:
             self._unblock(c)
         now = self.now
@@ -282,7 +193,7 @@ class Replay:
                 self.now = now = c.time  # nothing else happens before: run ahead without the heap
                 self.events += 1
             if isinstance(ev, CommandEvent):
-                unit = self.pes[c.pe].units[ev.unit] if ev.unit in _UNITS else None
+                unit = self.pes[c.pe].units[ev.unit] if ev.unit in UNITS else None
                 if unit is None:
                     raise ValueError(f"program {prog.program_id}: command {ev.op!r} names unit {ev.unit!r}; "
                                      "commands go to DMA, DPE, SIMD, RED or MLU")
@@ -310,7 +221,7 @@ class Replay:
             raise TypeError(f"program {prog.program_id}: unknown event {ev!r} in its trace")
 
     # ---- scalar loads and stores ------------------------------------------------------------
-    def _scalar_access(self, c: _Core) -> None:
+    def _scalar_access(self, c: CoreState) -> None:
         """Make the next level's scalar accesses: the core stalls for each access's latency (an
         in-order core waits for every load), then its bytes (at least a burst per access) cross
         the shared memory's bandwidth."""
@@ -326,9 +237,9 @@ class Replay:
         latency = self.m.dram_latency_cycles if level == MemLevel.DRAM else self.m.sram_latency_cycles
         traffic = float(max(nbytes, count * self.m.dma_burst_bytes)) if count else float(nbytes)
         self._block(c, SCALAR_MEM)
-        self._push(self.now + count * latency, _COMPLETE, 3, _ScalarAccess(c, level, traffic))
+        self._push(self.now + count * latency, _COMPLETE, 3, ScalarAccess(c, level, traffic))
 
-    def _scalar_latency_done(self, acc: _ScalarAccess) -> None:
+    def _scalar_latency_done(self, acc: ScalarAccess) -> None:
         if acc.traffic <= 0:
             self._push(self.now, _CORE, 0, acc.core)
             return
@@ -340,12 +251,12 @@ class Replay:
         self.fluid_dirty = True
 
     # ---- commands ------------------------------------------------------------------------
-    def _issue(self, c: _Core, ev: CommandEvent) -> None:
+    def _issue(self, c: CoreState, ev: CommandEvent) -> None:
         assert c.prog is not None
         rec = CommandRecord(pe=c.pe, core=c.core, program=c.prog.program, event=ev, issue=self.now,
                             start=0.0, end=0.0, ideal_cycles=costs.ideal_cycles(self.m, ev))
         self.commands.append(rec)
-        cmd = _Cmd(rec)
+        cmd = Cmd(rec)
         pe = self.pes[c.pe]
         ranges = ev.reads + ev.writes if ev.writes and ev.reads else (ev.reads or ev.writes)
         if ranges:
@@ -372,7 +283,7 @@ class Replay:
         unit.queue.append(cmd)
         self._try_start(unit)
 
-    def _try_start(self, unit: _Unit) -> None:
+    def _try_start(self, unit: UnitQueue) -> None:
         """Start queued commands in order while a slot is free and the head's dependencies are done."""
         started = False
         while unit.queue:
@@ -406,7 +317,7 @@ class Replay:
             for core in blocked:
                 self._push(self.now, _CORE, 0, core)
 
-    def _fixed_done(self, cmd: _Cmd) -> None:
+    def _fixed_done(self, cmd: Cmd) -> None:
         rec = cmd.rec
         volume, shares = costs.transfer_demands(self.m, rec.pe, rec.event, next(self.link_ids), rec.routed)
         if volume <= 0:
@@ -434,10 +345,10 @@ class Replay:
         private = all(self.fluid.is_private(tr) for tr in finished)
         self.fluid.remove_all(finished)
         for tr in finished:
-            if isinstance(tr.owner, _ScalarAccess):
+            if isinstance(tr.owner, ScalarAccess):
                 self._push(self.now, _CORE, 0, tr.owner.core)
                 continue
-            cmd: _Cmd = tr.owner
+            cmd: Cmd = tr.owner
             cmd.rec.wait_bandwidth = max(0.0, (self.now - cmd.transfer_start) - cmd.transfer_alone)
             self._complete(cmd)
         if not private:
@@ -461,7 +372,7 @@ class Replay:
         if finish is not None:
             self._push(self.now + finish, _COMPLETE, 2, None, self.fluid_epoch)
 
-    def _complete(self, cmd: _Cmd) -> None:
+    def _complete(self, cmd: Cmd) -> None:
         rec = cmd.rec
         routed = rec.routed
         if routed is not None and routed.waits:  # merged misses: done when those fills are
@@ -503,4 +414,4 @@ class Replay:
 
 def iter_units() -> Iterator[Unit]:
     """The units that take commands, in track order."""
-    return iter(_UNITS)
+    return iter(UNITS)
