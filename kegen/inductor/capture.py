@@ -105,9 +105,7 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
             model = problem.Model(*problem.get_init_inputs()).eval()
             inputs = tuple(problem.get_inputs())
     except Exception as exc:
-        raise CaptureError(
-            f"building the reference with fake tensors failed ({type(exc).__name__}: {exc})"
-        ) from exc
+        model, inputs = _build_with_real_inputs(problem, fake, seed, exc)
     try:
         with fake, torch.no_grad(), compat.quiet_torch_internals():
             ep = torch.export.export(model, inputs, strict=False).run_decompositions(decomposition_table())
@@ -133,6 +131,27 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
         single_output=single,
         model_source_module=problem,
     )
+
+
+def _build_with_real_inputs(
+    problem: Any, fake: Any, seed: int, first: Exception
+) -> tuple[Any, tuple[Any, ...]]:
+    """The model under fake tensors, its inputs made for real and then faked: get_inputs that read
+    values (e.g. `int(lengths.sum())` sizing EmbeddingBag indices) cannot run on fake tensors."""
+    import torch
+
+    try:
+        torch.manual_seed(seed)
+        real = tuple(problem.get_inputs())
+        with fake:
+            torch.manual_seed(seed)
+            model = problem.Model(*problem.get_init_inputs()).eval()
+        inputs = tuple(fake.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in real)
+    except Exception as exc:
+        raise CaptureError(
+            f"building the reference with fake tensors failed ({type(first).__name__}: {first})"
+        ) from exc
+    return model, inputs
 
 
 def _graph_inputs(ep: Any) -> list[GraphInput]:

@@ -86,4 +86,7 @@ def decomposition_table() -> dict[Any, Any]:
     flash = aten._scaled_dot_product_flash_attention_for_cpu.default
     if flash in torch_table:
         table[flash] = torch_table[flash]
+    from kegen.inductor.host_ops import decompositions as host_op_forms
+
+    table.update(host_op_forms())  # e.g. aten._embedding_bag, which Inductor leaves on the host
     return table
