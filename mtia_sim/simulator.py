@@ -25,7 +25,7 @@ import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -40,9 +40,29 @@ from mtia_sim.units import execute
 
 if TYPE_CHECKING:
     from mtia_sim.machine import MachineDescription
+    from mtia_sim.timing.result import TimingResult
 
 INT_TYPES = {"i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "ptr", "int"}
 FLOAT_TYPES = {"f16", "bf16", "f32", "f64", "fp16", "fp32", "fp64", "float"}
+
+
+class TimingStep(Protocol):
+    """The timing step of a launch (`Simulator(timing=...)`): the programs' traces to a TimingResult
+    (None: no timing model). `image` is the launched image, for a step that keys on the kernel (a
+    memo); the traces are the whole input of the timing model with `machine` and `sram_mode`."""
+
+    def __call__(self, machine: MachineDescription, traces: list[ProgramTrace], sram_mode: str,
+                 image: Image) -> TimingResult | None: ...
+
+
+def replay_timing(machine: MachineDescription, traces: list[ProgramTrace], sram_mode: str,
+                  image: Image | None = None) -> TimingResult | None:
+    """The default timing step: replay the traces on the timing model (`mtia_sim.timing.simulate`)."""
+    try:
+        from mtia_sim.timing import simulate
+    except ImportError:
+        return None
+    return simulate(machine, traces, sram_mode=sram_mode)
 
 
 @dataclass
@@ -127,12 +147,16 @@ class Simulator:
     SRAM and the local stores are sized by the machine description. Memory contents (including
     local stores) persist across launches until overwritten.
 
+    `timing` is the launch's timing step (`TimingStep`; default `replay_timing`, the timing model):
+    a caller wraps it to memoise or observe timing without subclassing (lowering.backend.timing_memo).
+
     Stable API (also used by the evaluator's device process): alloc/free/write/read/to_device/
     from_device, map_host/unmap_host (zero copy), load_image, launch -> LaunchResult.
     """
 
     def __init__(self, machine: MachineDescription | str = "mtia-2i", *, dram_arena_bytes: int | None = None,
-                 max_instructions: int | None = None, max_commands: int = 10_000_000) -> None:
+                 max_instructions: int | None = None, max_commands: int = 10_000_000,
+                 timing: TimingStep | None = None) -> None:
         # defaults: KEGEN_SIM_DRAM_ARENA_BYTES (1 GiB), KEGEN_SIM_MAX_INSTRUCTIONS (2e8); see kegen.settings
         if dram_arena_bytes is None:
             dram_arena_bytes = _env_int("KEGEN_SIM_DRAM_ARENA_BYTES", 1 << 30)
@@ -151,6 +175,9 @@ class Simulator:
         self.memory = MemorySystem(num_pes=self.num_pes, local_store_bytes=int(machine.local_store_bytes),
                                    sram_bytes=sram, dram_bytes=dram, dram_window_bytes=window)
         self.core = Core(self.memory, max_instructions=max_instructions, max_commands=max_commands)
+        if timing is not None and not callable(timing):
+            raise TypeError(f"timing must be a callable TimingStep, got {type(timing).__name__}")
+        self.timing: TimingStep = replay_timing if timing is None else timing
         self._image: Image | None = None
 
     # -- memory -----------------------------------------------------------------------------------
@@ -294,15 +321,8 @@ class Simulator:
             traces = [t for t in found if t is not None]
             rank = {s.program_id: i for i, s in enumerate(specs)}
             log = sorted(self.core.debug_log, key=lambda e: rank[e[0]])
-            timing = self._time(traces, sram_mode)
+            timing = self.timing(self.machine, traces, sram_mode, image)
         return LaunchResult(
             programs=len(traces), instructions=sum(t.instructions for t in traces),
             commands=sum(1 for t in traces for e in t.events if isinstance(e, CommandEvent)),
             traces=traces, timing=timing, debug_log=log)
-
-    def _time(self, traces: list[ProgramTrace], sram_mode: str = "cache") -> Any:
-        try:
-            from mtia_sim.timing import simulate
-        except ImportError:
-            return None
-        return simulate(self.machine, traces, sram_mode=sram_mode)

@@ -140,13 +140,13 @@ class SimulatorSession:
         from lowering.backend.timing_memo import memo_simulator
 
         self.machine = machine
-        self.sim = memo_simulator(machine)
+        self.sim, self.memo = memo_simulator(machine)
         self._images: dict[bytes, Any] = {}
 
     @property
     def stats(self) -> Any:
         """Host seconds and counts of this session's launches (`timing_memo.SessionStats`)."""
-        return self.sim.memo_stats
+        return self.memo.stats
 
     def image(self, elf: bytes, name: str) -> Any:
         img = self._images.get(elf)
@@ -195,7 +195,7 @@ class SimulatorSession:
                 grid, self.sim.num_pes, self.sim.cores_per_pe
             )
             words += list(plan.extra_slots)
-            stats = self.sim.memo_stats
+            stats = self.memo.stats
             before, t0 = stats.timing_s + stats.digest_s, time.perf_counter()
             result = self.sim.launch(
                 image, plan.grid, words, arg_types=None, dual_core=dual_core, sram_mode=sram_mode

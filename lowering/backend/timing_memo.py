@@ -2,8 +2,9 @@
 launch's did is not replayed by the timing model again.
 
 The timing model is a pure function of (machine, the programs' traces, sram_mode): it reads nothing
-else and keeps no state between launches (mtia_sim.timing). A memo belongs to one simulator (one
-machine), and its key is a SHA-256 of the other inputs, the traces serialised in full (pickle
+else and keeps no state between launches (mtia_sim.timing). `TimingMemo` is a timing step the
+simulator is built with (`Simulator(machine, timing=TimingMemo())`). A memo serves one machine, and
+its key is a SHA-256 of the other inputs, the traces serialised in full (pickle
 without its memo, so equal content gives equal bytes whatever objects the functional model
 shared; every field, every span's row addresses).
 Nothing a kernel or a candidate controls enters the key except through the trace itself, so a hit
@@ -25,7 +26,15 @@ import pickle
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from mtia_sim.simulator import Simulator, TimingStep, replay_timing
+
+if TYPE_CHECKING:
+    from mtia_sim.events import ProgramTrace
+    from mtia_sim.loader import Image
+    from mtia_sim.machine import MachineDescription
+    from mtia_sim.timing.result import TimingResult
 
 MEMO_ENTRIES = 8  # timing results kept per simulator (a result holds its command records)
 PENDING_ENTRIES = 4  # first sightings kept undigested until their launch is seen again
@@ -70,71 +79,77 @@ def _events(traces: list[Any]) -> int:
     return sum(len(t.events) for t in traces)
 
 
-_classes: dict[type, type] = {}
+LaunchKey = tuple[int, tuple[tuple[int, int, int], ...], int, str]
 
 
-def memo_simulator(machine: str) -> Any:
-    """A `mtia_sim.Simulator` for `machine` whose timing step is memoised (see the module doc)."""
-    from mtia_sim.simulator import Simulator
+class TimingMemo:
+    """A `TimingStep` with a memo in front of `base` (default: the timing model); see the module doc.
 
-    cls = _classes.get(Simulator)
-    if cls is None:
-        methods = {"_time": _memo_time, "_remember": _remember}
-        cls = _classes[Simulator] = type("MemoSimulator", (Simulator,), methods)
-    sim = cls(machine=machine)
-    sim._base_time = Simulator._time
-    sim.memo_stats = SessionStats()
-    sim._memo = OrderedDict()
-    sim._memo_cost = {}  # (image id, grid, sram_mode) -> seconds its last timing took
-    sim._undigested = OrderedDict()  # launch key -> (traces, result) of its first sighting
-    sim._digest_rate = DIGEST_S_PER_EVENT
-    return sim
+    It serves one machine (the first it times; another raises ValueError). `stats` says what the
+    launches it timed cost.
+    """
+
+    def __init__(self, base: TimingStep = replay_timing) -> None:
+        self.base = base
+        self.stats = SessionStats()
+        self._machine: MachineDescription | None = None
+        self._memo: OrderedDict[str, TimingResult] = OrderedDict()
+        self._cost: dict[LaunchKey, float] = {}  # launch key -> seconds its last timing took
+        self._undigested: OrderedDict[LaunchKey, tuple[list[ProgramTrace], TimingResult]] = OrderedDict()
+        self._digest_rate = DIGEST_S_PER_EVENT
+
+    def __call__(self, machine: MachineDescription, traces: list[ProgramTrace], sram_mode: str,
+                 image: Image) -> TimingResult | None:
+        if self._machine is None:
+            self._machine = machine
+        elif machine is not self._machine and machine != self._machine:
+            raise ValueError(f"a TimingMemo serves one machine ({self._machine.name}), not {machine.name}")
+        stats = self.stats
+        stats.launches += 1
+        launch_key = (id(image), tuple(t.program_id for t in traces[-1:]), len(traces), sram_mode)
+        events = _events(traces)
+        last = self._cost.get(launch_key)
+        digest = None
+        if last is not None and last > WORTH * self._digest_rate * events:
+            pending = self._undigested.pop(launch_key, None)
+            if pending is not None:  # the launch first seen: digested now that it proved worth it
+                self._remember(self._digest(pending[0], sram_mode), pending[1])
+            digest = self._digest(traces, sram_mode)
+            hit = self._memo.get(digest)
+            if hit is not None:
+                self._memo.move_to_end(digest)
+                stats.memo_hits += 1
+                return hit
+            stats.memo_misses += 1
+        t0 = time.perf_counter()
+        result = self.base(machine, traces, sram_mode, image)
+        spent = time.perf_counter() - t0
+        stats.timing_s += spent
+        self._cost[launch_key] = spent
+        if result is not None and digest is not None:
+            self._remember(digest, result)
+        elif result is not None and last is None:  # kept (not digested) until this launch is seen again
+            self._undigested[launch_key] = (traces, result)
+            while len(self._undigested) > PENDING_ENTRIES:
+                self._undigested.popitem(last=False)
+        return result
+
+    def _digest(self, traces: list[ProgramTrace], sram_mode: str) -> str:
+        t0 = time.perf_counter()
+        digest = trace_digest(traces, sram_mode)
+        spent = time.perf_counter() - t0
+        self.stats.digest_s += spent
+        self._digest_rate = spent / max(_events(traces), 1)
+        return digest
+
+    def _remember(self, digest: str, result: TimingResult) -> None:
+        self._memo[digest] = result
+        self._memo.move_to_end(digest)
+        while len(self._memo) > MEMO_ENTRIES:
+            self._memo.popitem(last=False)
 
 
-def _memo_time(self: Any, traces: list[Any], sram_mode: str = "cache") -> Any:
-    """`Simulator._time` with the memo in front (bound as a method of the memo simulator)."""
-    stats: SessionStats = self.memo_stats
-    stats.launches += 1
-    launch_key = (id(self._image), tuple(t.program_id for t in traces[-1:]), len(traces), sram_mode)
-    events = _events(traces)
-    last = self._memo_cost.get(launch_key)
-    digest = None
-    if last is not None and last > WORTH * self._digest_rate * events:
-        pending = self._undigested.pop(launch_key, None)
-        if pending is not None:  # the launch first seen: digested now that it proved worth it
-            self._remember(_digest(self, pending[0], sram_mode), pending[1])
-        digest = _digest(self, traces, sram_mode)
-        hit = self._memo.get(digest)
-        if hit is not None:
-            self._memo.move_to_end(digest)
-            stats.memo_hits += 1
-            return hit
-        stats.memo_misses += 1
-    t0 = time.perf_counter()
-    result = self._base_time(self, traces, sram_mode)
-    spent = time.perf_counter() - t0
-    stats.timing_s += spent
-    self._memo_cost[launch_key] = spent
-    if result is not None and digest is not None:
-        self._remember(digest, result)
-    elif result is not None and last is None:  # kept (not digested) until this launch is seen again
-        self._undigested[launch_key] = (traces, result)
-        while len(self._undigested) > PENDING_ENTRIES:
-            self._undigested.popitem(last=False)
-    return result
-
-
-def _digest(self: Any, traces: list[Any], sram_mode: str) -> str:
-    t0 = time.perf_counter()
-    digest = trace_digest(traces, sram_mode)
-    spent = time.perf_counter() - t0
-    self.memo_stats.digest_s += spent
-    self._digest_rate = spent / max(_events(traces), 1)
-    return digest
-
-
-def _remember(self: Any, digest: str, result: Any) -> None:
-    self._memo[digest] = result
-    self._memo.move_to_end(digest)
-    while len(self._memo) > MEMO_ENTRIES:
-        self._memo.popitem(last=False)
+def memo_simulator(machine: str) -> tuple[Simulator, TimingMemo]:
+    """A `mtia_sim.Simulator` for `machine` whose timing step is a `TimingMemo`, and that memo."""
+    memo = TimingMemo()
+    return Simulator(machine, timing=memo), memo
