@@ -138,11 +138,12 @@ class Settings:
 
 
 def select_machine(machine: str | None) -> str:
-    """Make `machine` (None: KEGEN_MACHINE, else mtia-2i) the machine of this process and its children.
+    """Make `machine` (None: KEGEN_MACHINE, else mtia-2i) the machine of this process.
 
-    The mtia backend compiles for, and its driver and simulator run on, the machine named by
-    KEGEN_MACHINE (lowering.backend.options.default_machine), so commands that take `--machine`
-    call this before compiling or spawning evaluation workers. Raises ValueError naming the
+    The mtia backend compiles for, and its driver and simulator run on, the process's machine
+    (`lowering.backend.options.use_machine` / `default_machine`), so commands that take `--machine`
+    call this before compiling. Child processes get their machine as a value (an `EvalRequest`,
+    the evaluation worker's init message, `--machine` of a subprocess). Raises ValueError naming the
     shipped machines when `machine` is neither one of them nor a readable machine TOML file.
     """
     from mtia_sim.machine import MachineDescriptionError, list_machines, load_machine
@@ -153,7 +154,9 @@ def select_machine(machine: str | None) -> str:
     except (MachineDescriptionError, OSError) as exc:
         raise ValueError(f"unknown machine {name!r} ({exc}); use one of {', '.join(list_machines())} "
                          "or a machine TOML path") from None
-    os.environ["KEGEN_MACHINE"] = name
+    from lowering.backend.options import use_machine
+
+    use_machine(name)
     return name
 
 

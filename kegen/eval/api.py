@@ -47,7 +47,7 @@ def evaluate(
     from kegen.eval.trusted import sandbox
 
     if not config.fresh_process:  # the sandbox boots (torch, Triton) while this process imports its own
-        sandbox.prestart(sandbox.worker_env(config.target, config.machine))
+        sandbox.prestart(sandbox.worker_env(config.target))
     from kegen.eval.trusted.evaluator import Evaluator  # torch, Triton (imported here, on this thread)
 
     _warm_imports()

@@ -11,7 +11,6 @@ Or, for plain `torch.compile`: `kegen.inductor.enable()` once, then `torch.compi
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -99,19 +98,11 @@ def restore_default_driver() -> None:
 
 @contextmanager
 def machine_env(machine: str | None) -> Iterator[None]:
-    """KEGEN_MACHINE set to `machine` inside the block (nothing changes for None)."""
-    if machine is None:
+    """`machine` as the process's machine inside the block (nothing changes for None)."""
+    from lowering.backend.options import machine_scope
+
+    with machine_scope(machine):
         yield
-        return
-    old = os.environ.get("KEGEN_MACHINE")
-    os.environ["KEGEN_MACHINE"] = machine
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("KEGEN_MACHINE", None)
-        else:
-            os.environ["KEGEN_MACHINE"] = old
 
 
 def host_ops(code: str, lowered: bool = True) -> list[str]:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -11,17 +14,35 @@ SRAM_MODES = ("cache", "resident", "off")  # as mtia_sim.timing.sram_cache.SRAM_
 MACHINE_PREFIX = "mtia-"
 
 
-def default_machine() -> str:
-    """The machine kernels compile and run for when nothing names one: `KEGEN_MACHINE` (read through
-    kegen.settings when kegen is installed), else mtia-2i. The evaluator sets KEGEN_MACHINE for its
-    workers, so `kegen eval --machine X` reaches every compile in them."""
-    try:
-        from kegen.settings import SimSettings
-    except ImportError:  # lowering used without kegen
-        import os
+_selected: str | None = None  # the machine `use_machine` made this process's
 
-        return os.environ.get("KEGEN_MACHINE") or "mtia-2i"
-    return SimSettings.from_env().machine or "mtia-2i"
+
+def default_machine() -> str:
+    """The machine kernels compile and run for when nothing names one: the one `use_machine` selected
+    in this process (kegen's `--machine`; an evaluation worker's init message), else `KEGEN_MACHINE`
+    (a user running `kernel[grid](...)` directly), else mtia-2i."""
+    return _selected or os.environ.get("KEGEN_MACHINE") or "mtia-2i"
+
+
+def use_machine(machine: str | None) -> None:
+    """Make `machine` this process's default machine (None: back to KEGEN_MACHINE / mtia-2i).
+    Child processes do not inherit it: they are handed their machine as a value."""
+    global _selected
+    _selected = machine or None
+
+
+@contextmanager
+def machine_scope(machine: str | None) -> Iterator[None]:
+    """`machine` as the default machine inside the block (nothing changes for None)."""
+    if machine is None:
+        yield
+        return
+    before = _selected
+    use_machine(machine)
+    try:
+        yield
+    finally:
+        use_machine(before)
 
 
 def machine_arch(machine: str) -> str:

@@ -1,4 +1,5 @@
-"""`--machine` / KEGEN_MACHINE reaches the backend options (and cache key), the driver's target and
+"""`--machine` (a value: `use_machine`, the eval worker's init message) and KEGEN_MACHINE (the default
+for kernels a user runs directly) reach the backend options (and cache key), the driver's target and
 device properties, the compiled kernel and the simulator it runs on."""
 
 from __future__ import annotations
@@ -34,9 +35,19 @@ def test_arch_and_machine_names() -> None:
 
 
 def test_select_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
     monkeypatch.setenv("KEGEN_MACHINE", "mtia-2i")
     assert select_machine("mtia-300") == "mtia-300"
+    assert driver.current_target().arch == "300" and MtiaOptions().machine == "mtia-300"
+    assert os.environ["KEGEN_MACHINE"] == "mtia-2i"  # a value in this process, not the environment
+    from lowering.backend.options import machine_scope, use_machine
+
+    with machine_scope("mtia-v1"):
+        assert driver.current_target().arch == "v1"
     assert driver.current_target().arch == "300"
+    use_machine(None)
+    assert driver.current_target().arch == "2i"  # back to KEGEN_MACHINE
     with pytest.raises(ValueError, match="unknown machine 'mtia-9'.*mtia-2i"):
         select_machine("mtia-9")
 
@@ -83,8 +94,8 @@ def test_machine_changes_simulated_time(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.slow
 def test_kegen_eval_machine_flag_changes_simulated_time(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """`kegen eval --machine X` compiles and simulates on X (the evaluator passes KEGEN_MACHINE to its
-    worker): a streaming kernel is slower on v1 than on 300, as their DRAM bandwidths (176 vs 6100
+    """`kegen eval --machine X` compiles and simulates on X (the evaluator hands the machine to its
+    worker in the init message): a streaming kernel is slower on v1 than on 300, as their DRAM bandwidths (176 vs 6100
     GB/s), clocks and DMA queues say. Two machines keep it short; the driver test above covers all
     three, and their ratios, in process."""
     import json

@@ -66,6 +66,10 @@ class CandidateServer:
         from kegen.eval.wire import decode_values
 
         self.gpu = job.get("target") in GPU_TARGETS
+        if job.get("target") == "mtia" and isinstance(job.get("machine"), str) and job["machine"]:
+            from lowering.backend.options import use_machine
+
+            use_machine(job["machine"])  # every compile of this worker targets the evaluator's machine
         self.device = "cuda" if self.gpu else "cpu"
         self.check = bool(job.get("check_cheats", True))
         path = Path(str(job["candidate"]))

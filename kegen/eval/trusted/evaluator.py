@@ -167,6 +167,7 @@ class Evaluator:
     def _worker_config(self) -> dict[str, Any]:
         return {
             "target": self.cfg.target,
+            "machine": self.cfg.machine,  # the machine is a value in the init message, not the environment
             "allow_ops": list(self.cfg.allow_ops),
             "check_cheats": self.cfg.check_cheats,
         }
@@ -207,7 +208,7 @@ class Evaluator:
     def _open(self, source: Path) -> WorkerSession:
         if source == self.candidate:  # the candidate's clock starts with its worker
             self.deadline = max(self.deadline, time.monotonic() + self.cfg.timeout_s)
-        env = sandbox.worker_env(self.cfg.target, self.cfg.machine)
+        env = sandbox.worker_env(self.cfg.target)
         zygote = sandbox.acquire(env, fresh=self.cfg.fresh_process)
         self._zygote = zygote
         try:
@@ -220,6 +221,7 @@ class Evaluator:
                 timeout_s=self.cfg.timeout_s,
                 memory_limit_mb=self.cfg.memory_limit_mb,
                 out_device=self.device_name,
+                machine=self.cfg.machine,
             )
         except Exception:
             zygote.lock.release()

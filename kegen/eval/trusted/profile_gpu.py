@@ -245,13 +245,12 @@ def run_ncu(
     ncu: str, problem: Path, candidate: Path, config: EvalConfig, jit_names: set[str], timeout_s: float
 ) -> tuple[list[dict[str, Any]], str | None]:
     """ncu's per-launch rows for the candidate's forward, or ([], why not)."""
-    from kegen.eval.trusted import compile_cache, sandbox
+    from kegen.eval.trusted import compile_cache
 
     with tempfile.TemporaryDirectory(prefix="kegen-ncu-") as tmp:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # kegen as this process finds it
-        wenv = sandbox.worker_env(config.target, config.machine)
-        key = compile_cache.cache_key(candidate, wenv["KEGEN_TARGET"], wenv["KEGEN_MACHINE"])
+        key = compile_cache.cache_key(candidate, config.target, config.machine)
         if compile_cache.seed_job(key, Path(tmp)):  # the worker's kernels: no second compile
             env["TRITON_CACHE_DIR"] = str(Path(tmp, compile_cache.SEED_DIR))
         req = {

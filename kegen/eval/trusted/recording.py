@@ -155,7 +155,7 @@ def record_candidate(
             return Recording("failed", f"the problem could not be prepared: {type(exc).__name__}: {exc}")
         cand = Path(private) / "candidate.py"
         cand.write_text(code)
-        env = sandbox.worker_env("mtia", machine)
+        env = sandbox.worker_env("mtia")
         device = RecordingDevice(machine, salt)
         zygote = sandbox.acquire(env)
         try:
@@ -168,12 +168,17 @@ def record_candidate(
                 timeout_s=timeout_s,
                 memory_limit_mb=8192,
                 out_device="cpu",
+                machine=machine,
             )
         except Exception:
             zygote.lock.release()
             raise
         try:
-            session.init(init, PROBE_SEED, {"target": "mtia", "allow_ops": [], "check_cheats": False})
+            session.init(
+                init,
+                PROBE_SEED,
+                {"target": "mtia", "machine": machine, "allow_ops": [], "check_cheats": False},
+            )
             res = session.call(inputs)
         except CandidateError as exc:
             if exc.status == "compile_error":

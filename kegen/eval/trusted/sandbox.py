@@ -422,9 +422,10 @@ class _Pool:
 _pool = _Pool()
 
 
-def worker_env(target: str, machine: str) -> dict[str, str]:
-    """The environment a worker for `target` gets (zygotes are pooled by it)."""
-    env = {"KEGEN_TARGET": target, "KEGEN_MACHINE": machine}
+def worker_env(target: str) -> dict[str, str]:
+    """The environment a worker for `target` gets (zygotes are pooled by it). The machine is not in
+    it: each worker gets its machine as a value, in its init message."""
+    env = {"KEGEN_TARGET": target}
     if target == "cpu":
         env["TRITON_INTERPRET"] = "1"
     return env

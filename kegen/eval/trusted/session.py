@@ -53,6 +53,7 @@ class WorkerSession:
         timeout_s: float,
         memory_limit_mb: int,
         out_device: str,
+        machine: str = "",
     ) -> None:
         self.device, self.deadline, self.timeout_s = device, deadline, timeout_s
         self.memory_limit_mb, self.out_device = memory_limit_mb, out_device
@@ -62,9 +63,7 @@ class WorkerSession:
         self.cache_seed: str | None = None
         self.calls_ok = 0
         if env.get("TRITON_INTERPRET") != "1":
-            self.cache_key = compile_cache.cache_key(
-                source, env.get("KEGEN_TARGET", ""), env.get("KEGEN_MACHINE", "")
-            )
+            self.cache_key = compile_cache.cache_key(source, env.get("KEGEN_TARGET", ""), machine)
             if compile_cache.seed_job(self.cache_key, host_path.parent):
                 self.cache_seed = str(Path(self.inside_path).parent / compile_cache.SEED_DIR)
         job = {"env": env, "cpu_limit_s": int(timeout_s) + 30, "fsize_mb": max(64, memory_limit_mb // 4)}

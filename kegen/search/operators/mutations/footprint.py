@@ -23,7 +23,6 @@ import ast
 from collections.abc import Mapping
 
 from kegen.search.operators.mutations.base import MutationError, jit_functions, names_in
-from kegen.settings import SimSettings
 
 OPERAND_BYTES = 2  # fp16/bf16 operand elements
 ACC_BYTES = 4  # float32 accumulator elements
@@ -222,8 +221,12 @@ def local_store_bytes(device: str, dual_core: bool = False) -> int | None:
 
 
 def default_machine() -> str:
-    """The machine every compile targets (kegen.settings: KEGEN_MACHINE, else mtia-2i)."""
-    return SimSettings.from_env().machine or SimSettings.machine
+    """The machine every compile in this process targets (`--machine`, else KEGEN_MACHINE, else mtia-2i)."""
+    try:
+        from lowering.backend.options import default_machine as process_machine
+    except ImportError:  # the mtia backend is not installed
+        return "mtia-2i"
+    return process_machine()
 
 
 __all__ = [
