@@ -78,6 +78,17 @@ def add_rewrite_tensor_pointer(ttir_passes: Any, pm: Any) -> bool:
     return True
 
 
+# ops Triton 3.8's frontend and clean-up passes no longer leave in TTIR: block pointers are
+# materialised, a ptr_to_int/int_to_ptr round trip is folded (3.6/3.7 TTIR still has them; the
+# tile IR reads both)
+GONE_IN_38 = frozenset({"tt.make_tensor_ptr", "tt.advance", "tt.ptr_to_int", "tt.int_to_ptr"})
+
+
+def ops_not_emitted(ttir_passes: Any) -> frozenset[str]:
+    """TTIR ops this Triton no longer produces from Triton source (see `GONE_IN_38`)."""
+    return frozenset() if emits_block_pointers(ttir_passes) else GONE_IN_38
+
+
 class DriverUtilsCompat:
     """Driver-utility methods some Triton releases call and others do not (a base of the mtia
     driver's utilities)."""

@@ -115,8 +115,12 @@ REQUIRED_OPS = {
 
 
 def test_corpus_covers_the_issue_op_list() -> None:
+    from triton._C.libtriton import passes
+
+    from lowering.compat import ops_not_emitted
+
     seen = {op.name for name in CORPUS for op in _module(name).walk()}
-    missing = REQUIRED_OPS - seen
+    missing = REQUIRED_OPS - ops_not_emitted(passes.ttir) - seen  # Triton 3.8 folds/materialises some
     assert not missing, f"corpus never produces {sorted(missing)}"
 
 
