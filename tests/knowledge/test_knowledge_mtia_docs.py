@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from kegen.knowledge import mtia_docs
+from kegen.knowledge import mtia_docs, mtia_isa_tables
 from kegen.knowledge.store import shipped_root
 from mtia_sim import isa
 from mtia_sim.machine import load_machine
@@ -44,7 +44,7 @@ def test_check_fails_when_the_machine_description_changes(monkeypatch: pytest.Mo
 
 def test_check_fails_when_the_isa_gains_an_opcode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        mtia_docs, "_OP_NOTES", {k: v for k, v in mtia_docs._OP_NOTES.items() if k != "DPE_MATMUL"}
+        mtia_isa_tables, "_OP_NOTES", {k: v for k, v in mtia_isa_tables._OP_NOTES.items() if k != "DPE_MATMUL"}
     )
     with pytest.raises(KeyError, match="DPE_MATMUL"):
         mtia_docs.render_commands()
