@@ -2,13 +2,14 @@
 checked on the simulated MTIA, and torch.compile on mtia as the baseline.
 
     .venv/bin/python tools/bench_draft_coverage.py [--problems tools/draft_problems] [--out docs/results]
-        [--only SUBSTR] [--no-baseline] [--no-templates] [--memory]
+        [--only SUBSTR] [--no-baseline] [--no-templates] [--memory] [--per-version]
 
 Per problem: Inductor draft (time to draft), `kegen.eval.evaluate` of the draft on mtia (status,
 simulated time), the hand-written template draft where one matches (its simulated time and the
 ratio), and `compile_baseline` (torch.compile on mtia). Writes draft_coverage.{json,md} and
-compile_baseline.{json,md} under --out. `--memory` also drafts a KernelBench-size problem in a fresh
-process and records its peak memory (the trace uses fake tensors).
+compile_baseline.{json,md} under --out; with `--per-version`, draft_coverage_torch<X.Y.Z>.{json,md}
+(the torch, Triton and Python versions are recorded in every summary). `--memory` also drafts a
+KernelBench-size problem in a fresh process and records its peak memory (the trace uses fake tensors).
 """
 
 from __future__ import annotations
@@ -114,6 +115,20 @@ def memory_check() -> dict[str, Any]:
     }
 
 
+def versions() -> dict[str, str]:
+    """The torch, Triton and Python this measurement ran on."""
+    import platform
+
+    import torch
+    import triton
+
+    return {
+        "torch": str(torch.__version__),
+        "triton": str(triton.__version__),
+        "python": platform.python_version(),
+    }
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in rows if r["inductor"]["status"] == "ok"]
     ratios = [
@@ -134,6 +149,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         c[0] += r["inductor"]["status"] == "ok"
         c[1] += 1
     return {
+        "versions": versions(),
         "problems": len(rows),
         "correct_drafts": len(ok),
         "coverage": round(len(ok) / max(len(rows), 1), 3),
@@ -161,15 +177,21 @@ def _us(s: float | None) -> str:
 
 
 def write(
-    rows: list[dict[str, Any]], summary: dict[str, Any], memory: dict[str, Any] | None, out: Path
+    rows: list[dict[str, Any]],
+    summary: dict[str, Any],
+    memory: dict[str, Any] | None,
+    out: Path,
+    stem: str = "draft_coverage",
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     data = {"summary": summary, "memory": memory, "rows": rows}
-    (out / "draft_coverage.json").write_text(json.dumps(data, indent=1) + "\n")
+    (out / f"{stem}.json").write_text(json.dumps(data, indent=1) + "\n")
+    v = summary["versions"]
     lines = [
-        "# Draft coverage (Inductor drafts on the simulated MTIA, mtia-2i)",
+        f"# Draft coverage (Inductor drafts on the simulated MTIA, mtia-2i): torch {v['torch']}, "
+        f"Triton {v['triton']}, Python {v['python']}",
         "",
-        "Measured by `.venv/bin/python tools/bench_draft_coverage.py --memory` on the problems in",
+        "Measured by `tools/bench_draft_coverage.py` on the problems in",
         "`tools/draft_problems/` (KernelBench format, reduced shapes). Times are simulated device times per",
         "forward (us); ratio = Inductor draft time / hand-written template draft time.",
         "",
@@ -205,10 +227,11 @@ def write(
     failures = [r for r in rows if r["inductor"]["status"] != "ok"]
     if failures:
         lines += ["", "Failures:", ""] + [f"- {r['problem']}: {r['inductor']['message']}" for r in failures]
-    (out / "draft_coverage.md").write_text("\n".join(lines) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     base = [{"problem": r["problem"], **r["compile"]} for r in rows if "compile" in r]
     if base:
-        (out / "compile_baseline.json").write_text(json.dumps(base, indent=1) + "\n")
+        base_stem = "compile_baseline" + stem.removeprefix("draft_coverage")
+        (out / f"{base_stem}.json").write_text(json.dumps(base, indent=1) + "\n")
         md = [
             "# torch.compile on the simulated MTIA (mtia-2i): the compile baseline",
             "",
@@ -229,7 +252,7 @@ def write(
             host = ", ".join(c.get("host_ops", [])) or c.get("error", "") or "none"
             cells = [r["problem"], _us(c.get("seconds")), str(c.get("kernels", "-")), host, _us(seed), ratio]
             md.append("| " + " | ".join(cells) + " |")
-        (out / "compile_baseline.md").write_text("\n".join(md) + "\n")
+        (out / f"{base_stem}.md").write_text("\n".join(md) + "\n")
 
 
 def main() -> int:
@@ -241,6 +264,11 @@ def main() -> int:
     ap.add_argument("--no-templates", action="store_true")
     ap.add_argument(
         "--memory", action="store_true", help="also draft a KernelBench-size problem and record memory"
+    )
+    ap.add_argument(
+        "--per-version",
+        action="store_true",
+        help="write draft_coverage_torch<version>.{json,md} (one record per torch release)",
     )
     args = ap.parse_args()
     rows = []
@@ -256,7 +284,10 @@ def main() -> int:
     memory = memory_check() if args.memory else None
     summary = summarize(rows)
     print(json.dumps({"summary": summary, "memory": memory}, indent=1))
-    write(rows, summary, memory, args.out)
+    stem = "draft_coverage"
+    if args.per_version:
+        stem += "_torch" + summary["versions"]["torch"].split("+")[0]
+    write(rows, summary, memory, args.out, stem)
     return 0
 
 

@@ -4,6 +4,9 @@
 #   tools/bootstrap.sh                                   .venv, Python 3.11
 #   PYTHON=python3.13 VENV=.venv-py313 tools/bootstrap.sh  another interpreter (a name on PATH, a
 #                                                        path, or a version pyenv has, e.g. 3.13)
+#   KEGEN_TORCH_VERSION=2.14.1 VENV=.venv-t214 tools/bootstrap.sh  another torch (default 2.13.0)
+#   KEGEN_TRITON_VERSION=3.8.0 ...                       another Triton (default: the one torch
+#                                                        brings; 3.7.1 beside a CPU build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3.11}"
@@ -21,10 +24,17 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 # torch first and pinned, so nothing later pulls another build: the CPU build where the package
-# index has one for this interpreter (cp311 here; on 3.12/3.13 the index's 2.13.0 is the CUDA build,
-# which brings Triton 3.7). kegen's own metadata only asks for torch>=2.11 and keeps a torch that
-# is already installed.
+# index has one for this interpreter and version (2.13.0 on cp311 here; elsewhere the CUDA build,
+# which runs without a GPU). kegen's own metadata asks for a torch range and keeps a torch that is
+# already installed.
 "${PIP[@]}" "torch==${KEGEN_TORCH_VERSION:-2.13.0}"
+# Triton: the one a CUDA build of torch pins (2.11 -> 3.6, 2.13 -> 3.7, 2.14 -> 3.8); a CPU build
+# pins none, so it gets 3.7.1 (what torch 2.13 pairs with) unless KEGEN_TRITON_VERSION names another.
+if [ -n "${KEGEN_TRITON_VERSION:-}" ]; then
+  "${PIP[@]}" "triton==$KEGEN_TRITON_VERSION"
+elif ! "$VENV/bin/python" -c "import importlib.metadata as m; m.version('triton')" >/dev/null 2>&1; then
+  "${PIP[@]}" "triton==3.7.1"
+fi
 "${PIP[@]}" -e '.[mtia,ray,dev]'
 # Candidates are evaluated in a bubblewrap sandbox (docs/THREAT_MODEL.md); optional: kegen warns
 # in each result and runs unsandboxed where bwrap is missing.
