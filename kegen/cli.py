@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, str] = {
     "bench": "evaluate and search every problem of a suite and report pass rate and speedups",
     "report": "render a search run: fitness over time, search tree, best kernel's profile",
     "kb": "browse and extend the hardware knowledge base (list, show, search, add)",
+    "tune": "tune a whole model: hot kernels searched, winners installed, verified at every input variant",
 }
 
 EXIT_NOT_BUILT = 2
