@@ -11,6 +11,7 @@ nowhere else:
 - Inductor's CPU benchmarker: the registry (`register_benchmarker`, >= 2.12) or
   `Benchmarker.benchmark_cpu` (2.11) — `install_cpu_benchmarker`.
 - `torch.export`'s output spec: `spec_is_single`.
+- Checks in Inductor's output code (`INDUCTOR_RUNTIME_CHECKS`, `LAYOUT_CHECKS`).
 - Warnings torch's own internals raise on every draft (`quiet_torch_internals`).
 """
 
@@ -137,6 +138,15 @@ def install_cpu_benchmarker(bench: Callable[..., float], legacy: Callable[..., f
         register("cpu", bench, override=True)
     else:
         benchmarking.Benchmarker.benchmark_cpu = legacy  # type: ignore[method-assign]
+
+
+# Inductor's output code: checks of its own runtime a standalone draft drops (2.14 groups the input
+# checks in `assert_size_stride_grouped` and checks extern results with `assert_tensor_metadata`)
+INDUCTOR_RUNTIME_CHECKS = frozenset(
+    {"assert_size_stride", "assert_alignment", "assert_size_stride_grouped", "assert_tensor_metadata"}
+)
+# the checks that give one buffer's layout: call name -> (size argument, stride argument) positions
+LAYOUT_CHECKS: dict[str, tuple[int, int]] = {"assert_size_stride": (1, 2), "assert_tensor_metadata": (1, 2)}
 
 
 def spec_is_single(out_spec: Any, n_outputs: int) -> bool:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kegen import compat
 from kegen.inductor.capture import Capture, CaptureError, capture
 from kegen.inductor.extern_kernels import REPLACEMENTS, extern_sources
 from kegen.inductor.kernels_src import InductorKernel, choose_config, helper_sources, parse_kernel
@@ -34,7 +35,7 @@ from triton.language import math as tl_math  # noqa: F401
 from triton.language.extra import libdevice  # noqa: F401
 '''
 # statements of Inductor's call() that are bookkeeping for its own runtime
-_DROPPED_CALLS = {"assert_size_stride", "assert_alignment", "get_raw_stream", "args.clear"}
+_DROPPED_CALLS = {"get_raw_stream", "args.clear"} | compat.INDUCTOR_RUNTIME_CHECKS
 _HOST_ALLOWED = {"torch.as_strided", "torch.empty_strided", "operator.attrgetter"}
 
 
@@ -194,14 +195,13 @@ def _rewrite_calls(stmt: ast.stmt, following: list[ast.stmt], info: DraftInfo) -
         target = stmt.targets[0]
         for nxt in following[:3]:
             v = nxt.value if isinstance(nxt, ast.Expr) else None
-            if (
-                isinstance(v, ast.Call)
-                and _dotted(v.func) == "assert_size_stride"
-                and ast.unparse(v.args[0]) == ast.unparse(target)
-            ):
+            if not isinstance(v, ast.Call):
+                continue
+            layout = compat.LAYOUT_CHECKS.get(_dotted(v.func))
+            if layout is not None and ast.unparse(v.args[0]) == ast.unparse(target):
                 stmt.value.keywords += [
-                    ast.keyword("out_size", v.args[1]),
-                    ast.keyword("out_stride", v.args[2]),
+                    ast.keyword("out_size", v.args[layout[0]]),
+                    ast.keyword("out_stride", v.args[layout[1]]),
                 ]
                 break
     return ast.fix_missing_locations(stmt)
