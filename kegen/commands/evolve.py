@@ -173,6 +173,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\nbest speedup found: 1.000x (no child beat the seed)")
     print(f"stopped: {result.stop_reason}")
+    children = sum(1 for n in store.nodes(result.run_id) if n.parent_id is not None and n.evaluated)
+    if children > result.evaluations:  # the budget counts simulated candidates; screened ones are free
+        print(
+            f"candidates: {result.evaluations} evaluated against the budget, {children - result.evaluations} "
+            "more screened without simulation (duplicates or rejected) at no cost"
+        )
     if result.screening:
         from kegen.search.screening import screening_line
 

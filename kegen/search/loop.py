@@ -354,7 +354,8 @@ class SearchDriver:
             duration_s=out.duration_s,
         )
         self.store.backup(node_id, fitness)
-        if node.parent_id is not None and self.screening.charged(out):
+        charged = self.screening.charged(out)
+        if node.parent_id is not None and charged:
             improved = self.progress.observe(fitness, out.roofline_fraction)
         else:
             improved = False
@@ -364,11 +365,13 @@ class SearchDriver:
         self.last_verdict = out.status
         if improved or node.parent_id is None:
             self._write_best()
-        if self.bar is not None:
-            self.bar.update(1 if node.parent_id is not None else 0)
+        if self.bar is not None:  # counts what the budget counts (screened candidates are free)
+            self.bar.update(self.progress.evaluations - self.bar.n)
+            free = "" if charged else f" (free: {(out.metrics or {}).get('screen', 'screened')})"
             self.bar.set_postfix_str(
                 f"node {node_id} | best {self.progress.best_fitness:.3f}x | last {out.status}"
                 + (f" {fitness:.3f}x" if out.ok else "")
+                + free
             )
 
     def _write_best(self) -> None:
