@@ -8,7 +8,8 @@ script pays: zygote start, compiles, trials, timing, profile); each search run a
 `kegen evolve PROBLEM --seed SEED --budget 4 --jobs 1` with its own database, reported as its wall
 time divided by the evaluations it made. With `--old-commit` the old harness is checked out
 read-only with `git worktree add --detach` (never stash/reset) into a temporary directory, with the
-*current* `mtia_sim/` and `lowering/` copied over it, and old and new `kegen eval` runs alternate.
+*current* `mtia_sim/` and `lowering/` copied over it, and old and new runs (evals, then searches)
+alternate: the fair comparison on a loaded machine.
 Wall time depends on the machine's load; the CPU time of the whole process tree (evaluator,
 sandbox, zygote, workers) much less so.
 """
@@ -170,8 +171,8 @@ def bench_current(runs: int, search_runs: int, budget: int) -> dict[str, Any]:
     }
 
 
-def bench_vs_old(old_commit: str, runs: int) -> dict[str, Any]:
-    """`kegen eval` on the old in-process harness vs this tree, alternating."""
+def bench_vs_old(old_commit: str, runs: int, search_runs: int = 0, budget: int = 4) -> dict[str, Any]:
+    """`kegen eval` (and a search's wall per evaluation) on an old tree vs this tree, alternating."""
     tmp = Path(tempfile.mkdtemp(prefix="kegen-old-eval-"))
     old = old_tree(old_commit, tmp / "old")
     try:
@@ -191,6 +192,14 @@ def bench_vs_old(old_commit: str, runs: int) -> dict[str, Any]:
                     f"simulated {data.get('candidate_time_s')}",
                     flush=True,
                 )
+        per_eval: dict[str, list[float]] = {"old": [], "new": []}
+        for i in range(search_runs):
+            for name, tree in (("old", old), ("new", ROOT)):
+                wall, _, data = one_search(tree, tmp, budget)
+                n = int(data.get("evaluations") or 0)
+                if n:
+                    per_eval[name].append(wall / n)
+                print(f"search {i + 1} {name}: {wall:.2f} s for {n} evaluations", flush=True)
     finally:
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True
@@ -198,7 +207,16 @@ def bench_vs_old(old_commit: str, runs: int) -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
     med = {k: statistics.median(v) for k, v in rows.items()}
     med_cpu = {k: statistics.median(v) for k, v in cpus.items()}
+    search: dict[str, Any] = {}
+    if all(per_eval.values()):
+        med_search = {k: statistics.median(v) for k, v in per_eval.items()}
+        search = {
+            "search_per_eval_s": per_eval,
+            "search_per_eval_median_s": med_search,
+            "search_ratio_new_over_old": med_search["new"] / med_search["old"],
+        }
     return {
+        **search,
         "problem": PROBLEM,
         "candidate": SEED,
         "old_commit": old_commit,
@@ -226,7 +244,7 @@ def main() -> int:
     args = ap.parse_args()
     _become_subreaper()
     if args.old_commit:
-        out = bench_vs_old(args.old_commit, args.runs)
+        out = bench_vs_old(args.old_commit, args.runs, args.search_runs, args.budget)
     else:
         out = bench_current(args.runs, args.search_runs, args.budget)
     print(json.dumps(out, indent=1))
