@@ -1,0 +1,64 @@
+"""kegen tune end to end on a tiny model (real evaluations on the simulated chip)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from kegen.tune.capture import draft, load_model_file, shapes_of, write_variant_problems
+from kegen.tune.library import KernelLibrary
+from kegen.tune.problems import Counter
+from kegen.tune.verify import verify_variant
+
+MLP = """import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(8, 4)
+    def forward(self, x):
+        return torch.sigmoid(self.l(x))
+def get_inputs():
+    return [torch.randn(2, 8)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_verification_uninstalls_a_broken_kernel(tmp_path: Path) -> None:
+    src = tmp_path / "m.py"
+    src.write_text(MLP)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    inductor = draft(problem)
+    broken, n = re.subn(r"tl\.store\(([^,]+), (\w+)", r"tl.store(\1, \2 + 0.5", inductor, count=1)
+    assert n == 1
+    lib, counter = KernelLibrary(tmp_path / "lib.json"), Counter()
+    verdict, kept = verify_variant(0, problem, broken, inductor, "mtia", "mtia-2i", lib, counter,
+                                   shapes_of(mf.variants[0]), seed=123)
+    assert kept == inductor  # Inductor's kernel stays
+    assert verdict.ok and "winner uninstalled at variant 0" in verdict.uninstalled
+    assert counter.evaluations == 2
+
+
+def test_second_run_reuses_the_library_and_json_last_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kegen.cli import main
+
+    src = tmp_path / "m.py"
+    src.write_text(MLP)
+    common = [str(src), "--budget", "0", "--library", str(tmp_path / "lib.json"), "--json"]
+    assert main(["tune", *common, "--out", str(tmp_path / "r1")]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert first["status"] == "ok" and first["verified"] and first["variants_checked"] == 1
+    assert first["evaluations"] == 3  # torch.compile, eager, verification
+    assert first["speedup_vs_compile"] == pytest.approx(1.0)  # budget 0: Inductor's kernels kept
+    assert {"name", "share", "seed_time_s", "best_time_s", "speedup", "installed"} <= set(first["kernels"][0])
+    assert (tmp_path / "r1" / "report.html").is_file()
+    assert main(["tune", *common, "--out", str(tmp_path / "r2")]) == 0
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert second["evaluations"] == 0 and second["verified"]
+    assert second["machines"]["mtia-2i"]["compile_s"] == first["machines"]["mtia-2i"]["compile_s"]
