@@ -141,9 +141,10 @@ def install_filter(program: bytes) -> None:
     _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
 
 
-def lock_down(new_proc: bool) -> list[str]:
+def lock_down(new_proc: bool, seccomp: bool = True) -> list[str]:
     """In the worker before candidate code: fresh /proc (when `new_proc`, in its own PID
-    namespace), no capabilities, not dumpable, no new privileges, the worker's seccomp filter."""
+    namespace), no capabilities, not dumpable, no new privileges, the worker's seccomp filter
+    (unless `seccomp` is False: GPU workers, whose driver calls it would refuse)."""
     from kegen.eval.sandboxed.seccomp import worker_filter
 
     lost: list[str] = []
@@ -157,8 +158,10 @@ def lock_down(new_proc: bool) -> list[str]:
         _capset_none()
     except OSError as exc:
         lost.append(f"capabilities kept in the worker's own namespaces ({exc.strerror})")
-    program = worker_filter()
-    if program is None:
+    program = worker_filter() if seccomp else None
+    if program is None and not seccomp:
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    elif program is None:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         lost.append("no seccomp filter on this architecture (ptrace is refused by dumpability only)")
     else:

@@ -138,6 +138,17 @@ def _prctl(option: int, arg: int) -> None:
         pass
 
 
+GPU_LOST = (
+    "GPU target: no per-worker namespaces or seccomp filter (the GPU driver needs the host's device "
+    "files and calls; CUDA fails under them on the H200 host): isolate GPU evaluations per machine "
+    "(docs/THREAT_MODEL.md)"
+)
+
+
+def _gpu_target() -> bool:
+    return os.environ.get("KEGEN_TARGET") in ("nvidia", "amd")
+
+
 def _keeper(
     job: dict[str, Any], ctrl: socket.socket, proto_fd: int, err_fd: int, report: int, keep: list[str]
 ) -> None:
@@ -157,12 +168,16 @@ def _keeper(
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         from kegen.eval.sandboxed import isolate
 
-        isolate.set_dumpable(True)  # to write its own uid_map; W does not exist yet
-        try:
-            lost = isolate.enter(TMP_MB << 20, SHM_MB << 20, keep)
-            own_pid_ns = True
-        except OSError as exc:
-            lost, own_pid_ns = [f"no namespaces per worker ({exc}): workers share /tmp and /dev/shm"], False
+        if _gpu_target():  # CUDA/ROCm must reach the host's driver: no per-worker namespaces (H200, gVisor)
+            lost, own_pid_ns = [GPU_LOST], False
+        else:
+            isolate.set_dumpable(True)  # to write its own uid_map; W does not exist yet
+            try:
+                lost = isolate.enter(TMP_MB << 20, SHM_MB << 20, keep)
+                own_pid_ns = True
+            except OSError as exc:
+                why = f"no namespaces per worker ({exc}): workers share /tmp and /dev/shm"
+                lost, own_pid_ns = [why], False
         isolate.set_dumpable(False)
         pid = os.fork()
         if pid == 0:
@@ -192,7 +207,7 @@ def _worker(job: dict[str, Any], proto_fd: int, own_pid_ns: bool, lost: list[str
         os.setsid()
         from kegen.eval.sandboxed import isolate
 
-        lost.extend(isolate.lock_down(new_proc=own_pid_ns))
+        lost.extend(isolate.lock_down(new_proc=own_pid_ns, seccomp=not _gpu_target()))
         os.environ.update({str(k): str(v) for k, v in (job.get("env") or {}).items()})
         from kegen.eval.sandboxed import cworker
 

@@ -226,7 +226,10 @@ class Worker:
             p for p in descendants(self.zygote.host_pid, table) if p not in tree and p != self.keeper_host_pid
         ]
         kib = sum(table.get(p, (0, 0))[1] for p in tree)
-        return kib / 1024 + _tmpfs_bytes(self.host_pid) / 2**20, len(tree)
+        # only a worker with namespaces of its own has private tmpfs mounts; otherwise those paths
+        # are the machine's (shared by everything on it), not the worker's memory
+        private = not any(x.startswith(("no namespaces", "GPU target")) for x in self.isolation_lost)
+        return kib / 1024 + (_tmpfs_bytes(self.host_pid) / 2**20 if private else 0.0), len(tree)
 
     def read_stderr(self) -> None:
         while True:
