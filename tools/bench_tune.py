@@ -1,0 +1,103 @@
+"""Benchmark `kegen tune` on the three shipped models: writes docs/results/tune_mtia.{md,json}.
+
+.venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 6] [--models dlrm,encoder]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from kegen.models import SHIPPED, model_path
+from kegen.tune import TuneError, TuneOptions, tune_file
+from kegen.tune.run import geomean
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--machine", default="mtia-2i")
+    ap.add_argument("--budget", type=int, default=6)
+    ap.add_argument("--models", default=",".join(SHIPPED))
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "tune_mtia")
+    ap.add_argument("--library", type=Path, default=Path("/tmp/kegen_bench_tune_library.json"))
+    args = ap.parse_args()
+    rows = []
+    for name in args.models.split(","):
+        start = time.perf_counter()
+        opts = TuneOptions(
+            machines=(args.machine,),
+            budget=args.budget,
+            library=args.library,
+            out=Path(f"kegen-runs/bench-tune-{name}-{int(time.time())}"),
+        )
+        try:
+            s = tune_file(model_path(name), opts).summary()
+        except TuneError as exc:
+            rows.append({"model": name, "status": exc.kind, "error": str(exc)})
+            continue
+        m = s["machines"][args.machine]
+        rows.append(
+            {
+                "model": name,
+                "status": "ok",
+                "verified": s["verified"],
+                "variants": s["variants_checked"],
+                "eager_s": m["eager_s"],
+                "compile_s": m["compile_s"],
+                "tuned_s": m["tuned_s"],
+                "speedup_vs_compile": m["speedup_vs_compile"],
+                "speedup_vs_eager": m["speedup_vs_eager"],
+                "amdahl_bound": m["amdahl_bound"],
+                "evaluations": s["evaluations"],
+                "wall_s": time.perf_counter() - start,
+            }
+        )
+        print(json.dumps(rows[-1]), flush=True)
+    ok = [r for r in rows if r["status"] == "ok"]
+    summary = {
+        "machine": args.machine,
+        "budget": args.budget,
+        "models": rows,
+        "geomean_vs_compile": geomean([r["speedup_vs_compile"] for r in ok]),
+        "geomean_vs_eager": geomean([r["speedup_vs_eager"] or 0 for r in ok]),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
+    lines = [
+        f"# kegen tune on {args.machine} (budget {args.budget} evaluations per model)",
+        "",
+        "Written by tools/bench_tune.py. Times are simulated device time summed over the model's variants.",
+        "",
+        "| model | status | variants verified | eager | torch.compile | tuned | vs compile | vs eager "
+        "| Amdahl bound | evaluations | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["status"] != "ok":
+            lines.append(f"| {r['model']} | {r['status']}: {r['error'][:80]} | | | | | | | | | |")
+            continue
+        eager = f"{r['eager_s'] * 1e6:.1f} us" if r["eager_s"] else "-"
+        vs_eager = f"{r['speedup_vs_eager']:.3f}x" if r["speedup_vs_eager"] else "-"
+        lines.append(
+            f"| {r['model']} | ok | {r['variants'] if r['verified'] else 'NO'} | {eager} | "
+            f"{r['compile_s'] * 1e6:.1f} us | {r['tuned_s'] * 1e6:.1f} us | "
+                     f"{r['speedup_vs_compile']:.3f}x | "
+            f"{vs_eager} | {r['amdahl_bound']:.2f}x | {r['evaluations']} | {r['wall_s']:.0f} s |"
+        )
+    lines += [
+        "",
+        f"geomean vs torch.compile: {summary['geomean_vs_compile']:.3f}x; "
+        f"vs eager: {summary['geomean_vs_eager']:.3f}x",
+        "",
+    ]
+    args.out.with_suffix(".md").write_text("\n".join(lines))
+    print(f"geomean vs torch.compile {summary['geomean_vs_compile']:.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
