@@ -60,6 +60,16 @@ class CallRecord:
     def seconds(self) -> float:
         return self.launch_seconds + self.transfer_seconds
 
+    def transfer_summary(self) -> dict[str, dict[str, float]]:
+        """The transfers by kind: count, bytes and charged seconds (`details.transfers`)."""
+        out: dict[str, dict[str, float]] = {}
+        for t in self.transfers:
+            row = out.setdefault(t.kind, {"count": 0, "bytes": 0, "seconds": 0.0})
+            row["count"] += 1
+            row["bytes"] += t.nbytes
+            row["seconds"] += t.seconds
+        return out
+
 
 @dataclass
 class DeviceStats:

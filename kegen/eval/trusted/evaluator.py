@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import shutil
 import tempfile
 import time
 from dataclasses import replace
@@ -143,7 +142,7 @@ class Evaluator:
             samples, last = self._time(factory, ref, session)
             self.mark("timing")
             if last is not None and last.record is not None and last.record.transfers:
-                self.result["details"]["transfers"] = transfer_summary(last.record.transfers)
+                self.result["details"]["transfers"] = last.record.transfer_summary()
             if self.gpu:  # the kernel table, while the worker is open (kegen.eval.trusted.profile_gpu)
                 from kegen.eval.trusted.profile_gpu import kernel_pass
 
@@ -473,17 +472,6 @@ class Evaluator:
         run_once(self, factory, ref, session)
 
 
-def transfer_summary(transfers: list[Any]) -> dict[str, dict[str, float]]:
-    """Device-side data movement of one call by kind: count, bytes and charged seconds (mtia)."""
-    out: dict[str, dict[str, float]] = {}
-    for t in transfers:
-        row = out.setdefault(t.kind, {"count": 0, "bytes": 0, "seconds": 0.0})
-        row["count"] += 1
-        row["bytes"] += t.nbytes
-        row["seconds"] += t.seconds
-    return out
-
-
 def strict_tolerances(cfg: EvalConfig, dtype: str) -> EvalConfig:
     """`cfg` with tolerances no looser than the dtype's defaults (the precision trial's policy)."""
     atol, rtol = DEFAULT_TOLERANCES.get(dtype, DEFAULT_TOLERANCES["float32"])
@@ -496,7 +484,3 @@ def strict_tolerances(cfg: EvalConfig, dtype: str) -> EvalConfig:
 
 def _same(a: list[str], b: list[str]) -> bool:
     return a == b
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
