@@ -16,6 +16,8 @@ import numpy as np
 import torch
 
 PLACED_BASE = 1 << 40  # handles of storages the evaluator placed (inputs)
+MAX_STORAGES = 1 << 16  # live storages of one worker session
+MIN_CHARGE = 64  # bytes an allocation counts for at least (many tiny storages still add up)
 MAX_DIMS = 16
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -77,13 +79,15 @@ class DeviceMemory:
         nbytes = _int(nbytes, "a storage size")
         if handle >= PLACED_BASE or handle in self.storages:
             raise DeviceRequestError(f"storage handle {handle} is in use or reserved")
-        if self.allocated + nbytes > self.limit_bytes:
+        if len(self.storages) >= MAX_STORAGES:
+            raise DeviceRequestError(f"over {MAX_STORAGES} live device storages (free some: del tensors)")
+        if self.allocated + max(nbytes, MIN_CHARGE) > self.limit_bytes:
             raise DeviceRequestError(
                 f"device out of memory: allocating {nbytes} bytes would exceed the candidate's "
                 f"{self.limit_bytes >> 20} MiB (memory limit)"
             )
         self.storages[handle] = np.zeros(nbytes, dtype=np.uint8)
-        self.allocated += nbytes
+        self.allocated += max(nbytes, MIN_CHARGE)
 
     def free(self, handle: Any) -> None:
         handle = _int(handle, "a storage handle", 1)
@@ -91,7 +95,7 @@ class DeviceMemory:
             return  # inputs belong to the evaluator: it frees them after the call
         data = self.storages.pop(handle, None)
         if data is not None:
-            self.allocated -= data.size
+            self.allocated -= max(data.size, MIN_CHARGE)
 
     def place(self, t: torch.Tensor) -> dict[str, Any]:
         """Put an input tensor's storage into device memory; its description for the worker."""
