@@ -1,9 +1,9 @@
 """The mtia compilation pipeline: ttir → tile → llir → rvasm → elf, each stage a pure function of the
 previous stage's artifact (Triton's ``make_X(src, metadata, options)``).
 
-- `make_tile`: TTIR text → tile IR text. Parses the TTIR, runs the pass pipeline
-  (`lowering.passes.manager`), prints the module with locations (it parses back) and the analyses'
-  findings as comments.
+- `make_tile`: TTIR text → tile IR text. Parses the TTIR, runs the pass pipeline (`DEFAULT_PASSES`,
+  the one list of the default passes, run by `lowering.passes.manager`), prints the module with
+  locations (it parses back) and the analyses' findings as comments.
 - `make_llir`: tile IR text → LLVM IR text. Parses the tile IR, re-runs the (deterministic) passes,
   generates the control code and runs LLVM's -O pipeline; the local-store layout heads the text as
   `;` comments. Sets the metadata the driver needs (name, argument types, local-store peak, tags).
@@ -23,17 +23,92 @@ import contextlib
 import contextvars
 import functools
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from lowering.errors import LoweringError
-from lowering.passes.manager import Pass, PassContext, PassPipeline
+from lowering.options import MtiaOptions
+from lowering.passes.inline_calls import InlineCalls
+from lowering.passes.liveness import LivenessAnalysis
+from lowering.passes.manager import (
+    Pass,
+    PassContext,
+    PassPipeline,
+    check_name,
+    extra_passes,
+)
+from lowering.passes.manager import (
+    UnknownOptionError as UnknownOptionError,  # re-exported: the error of a bad option name
+)
+from lowering.passes.multibuffer import MultiBuffering
+from lowering.passes.pe_mapping import PEMapping
+from lowering.passes.pointer_analysis import PointerAnalysis
+from lowering.passes.unit_mapping import UnitMapping
 
 PIPELINE_VERSION = "2"
 STAGES = ("ttir", "tile", "llir", "rvasm", "elf")
 TEXT_STAGES = ("ttir", "tile", "llir", "rvasm")
 Stage = Callable[[Any, dict[str, Any]], Any]
+
+#: The default pass pipeline, in the order it runs (each pass's `requires` is checked against it).
+DEFAULT_PASSES: tuple[type[Pass], ...] = (
+    InlineCalls,
+    LivenessAnalysis,
+    PointerAnalysis,
+    MultiBuffering,
+    PEMapping,
+    UnitMapping,
+)
+#: Launch options the search varies besides the passes' declared parameters.
+LAUNCH_SPACE: dict[str, tuple[Any, ...]] = {"sram_mode": ("cache", "resident")}
+
+
+def default_pipeline(options: Any = None) -> PassPipeline:
+    """`DEFAULT_PASSES` configured from `options` (an options object or a mapping)."""
+    return PassPipeline.build(DEFAULT_PASSES, options)
+
+
+def known_passes() -> dict[str, type[Pass]]:
+    """Every pass a textual pipeline may name: the default ones in order, then those made known
+    with `register_pass` (or by `kegen.lowering.passes` entry points)."""
+    known: dict[str, type[Pass]] = {p.name: p for p in DEFAULT_PASSES}
+    for name, cls in extra_passes().items():
+        if name in known and known[name] is not cls:
+            raise TypeError(f"pass {cls.__qualname__} takes the name {name!r} of a default pass")
+        known[name] = cls
+    return known
+
+
+def parse_pipeline(spec: str, options: Any = None) -> PassPipeline:
+    """A pipeline from ``"inline-calls,pointer-analysis{block_dma=false},liveness"`` (names from
+    `known_passes()`; options converted by their fields' declared types)."""
+    return PassPipeline.parse(spec, known_passes(), options)
+
+
+def search_space() -> dict[str, tuple[Any, ...]]:
+    """The performance options and their candidate values, for the search to enumerate: the default
+    passes' declared parameters (`Pass.schedule_space()`), then the launch's SRAM mode."""
+    space: dict[str, tuple[Any, ...]] = {}
+    for cls in DEFAULT_PASSES:
+        for name, values in cls.schedule_space().items():
+            if name in space and space[name] != values:
+                raise TypeError(f"option {name!r} has two candidate lists: {space[name]} and {values}")
+            space[name] = values
+    return {**space, **LAUNCH_SPACE}
+
+
+def option_names() -> set[str]:
+    """Every option a default pass reads."""
+    return {n for cls in DEFAULT_PASSES for n in cls.option_names()}
+
+
+def check_option_names(names: Iterable[str], known: Iterable[str] = ()) -> None:
+    """Raise `UnknownOptionError` for a name that is neither a pass option nor in `known`, naming the
+    closest valid names and listing them all (``num_stage`` -> did you mean ``num_stages``?)."""
+    valid = option_names() | set(known)
+    for name in names:
+        check_name(name, valid, "unknown option")
 
 
 @dataclass(frozen=True)
@@ -44,7 +119,7 @@ class Instrumentation:
     print_after_all: bool = False
     print_after: frozenset[str] = frozenset()
     verify_each: bool = False
-    pipeline: str | None = None  # an explicit pass list (PassPipeline.parse), else the default
+    pipeline: str | None = None  # an explicit pass list (`parse_pipeline`), else `DEFAULT_PASSES`
     stream: TextIO | None = None
 
     def callback(self) -> Callable[[Pass, PassContext], None] | None:
@@ -92,9 +167,9 @@ def local_store_capacity(machine: str) -> int:
 
 
 def pass_pipeline(options: Any) -> PassPipeline:
-    """The pass pipeline for `options` (the instrumentation's explicit list, else every pass)."""
+    """The pass pipeline for `options` (the instrumentation's explicit list, else the default)."""
     spec = current_instrumentation().pipeline
-    return PassPipeline.parse(spec, options) if spec else PassPipeline.default(options)
+    return parse_pipeline(spec, options) if spec else default_pipeline(options)
 
 
 def run_passes(text: str, options: Any, *, instrumented: bool) -> PassContext:
@@ -281,9 +356,7 @@ def compile_ttir(
     text: str, options: Any = None, constexprs: Mapping[str, Any] | None = None
 ) -> CompiledKernel:
     """Compile TTIR text through every stage; every artifact is kept in `artifacts`. `options`:
-    an `MtiaOptions` (default: its defaults)."""
+    an `MtiaOptions` (default: its defaults, machine mtia-2i)."""
     if options is None:
-        from lowering.backend.options import MtiaOptions  # the default only; the core takes any options
-
         options = MtiaOptions()
     return compile_from("ttir", text, options, constexprs)

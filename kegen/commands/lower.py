@@ -89,17 +89,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pipeline",
         metavar="SPEC",
         help="passes to run, e.g. 'inline-calls,pointer-analysis{block_dma=false},liveness,...' "
-        "(default: every registered pass; `kegen lower --list-passes` shows them)",
+        "(default: lowering.pipeline.DEFAULT_PASSES; `kegen lower --list-passes` shows them)",
     )
     research.add_argument(
-        "--list-passes", action="store_true", help="list the registered passes and their options, then exit"
+        "--list-passes", action="store_true", help="list the known passes and their options, then exit"
     )
 
 
 def _value(text: str) -> Any:
-    from lowering.passes.manager import parse_value
-
-    return parse_value(text)
+    """A literal from the command line: true/false, an int, a float, else the string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text.strip()
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -237,8 +244,8 @@ def _mtia_options(args: argparse.Namespace) -> dict[str, Any]:
     """The --option pairs, checked against the mtia options and the passes' options."""
     from dataclasses import fields
 
-    from lowering.backend.options import MtiaOptions
-    from lowering.passes.manager import UnknownOptionError, check_option_names
+    from lowering.options import MtiaOptions
+    from lowering.pipeline import UnknownOptionError, check_option_names
 
     options = {k: _value(v) for k, v in _pairs(args.option, "option").items()}
     try:
@@ -249,17 +256,16 @@ def _mtia_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _instrumentation(args: argparse.Namespace) -> Any:
-    from lowering.passes.manager import PassPipeline, UnknownOptionError, registered_passes
-    from lowering.pipeline import Instrumentation
+    from lowering.pipeline import Instrumentation, UnknownOptionError, known_passes, parse_pipeline
 
     wanted = [p for item in args.print_after for p in item.split(",") if p]
-    known = registered_passes()
+    known = known_passes()
     unknown = [p for p in wanted if p not in known]
     if unknown:
         raise LowerUsageError(f"--print-after: no pass {', '.join(unknown)}; passes: {', '.join(known)}")
     if args.pipeline:
         try:
-            PassPipeline.parse(args.pipeline)
+            parse_pipeline(args.pipeline)
         except UnknownOptionError as exc:
             raise LowerUsageError(f"--pipeline: {exc}") from None
     return Instrumentation(
@@ -280,10 +286,10 @@ def list_passes() -> str:
     """One line per registered pass: name, kind, options (with candidates for search options)."""
     from dataclasses import fields
 
-    from lowering.passes.manager import registered_passes
+    from lowering.pipeline import known_passes
 
     lines = []
-    for name, cls in registered_passes().items():
+    for name, cls in known_passes().items():
         space = cls.schedule_space()
         opts = [f"{f.name}={f.default!r}" + (f" in {space[f.name]}" if f.name in space else "")
                 for f in fields(cls)]
@@ -294,7 +300,7 @@ def list_passes() -> str:
 
 def compile_from_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     """--from STAGE: run the stages after STAGE on the file; (artifacts by stage, stage to emit)."""
-    from lowering.backend.options import MtiaOptions
+    from lowering.backend.options import MtiaOptions, default_machine
     from lowering.pipeline import STAGES, compile_from
 
     if args.target != "mtia":
@@ -309,9 +315,7 @@ def compile_from_file(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     if not path.is_file():
         raise LowerUsageError(f"no such {args.from_stage} file: {path}")
     options = _mtia_options(args)
-    machine = getattr(args, "machine", None)
-    if machine:
-        options.setdefault("machine", machine)
+    options.setdefault("machine", getattr(args, "machine", None) or default_machine())
     try:
         mtia = MtiaOptions.from_dict(options)
     except (TypeError, ValueError) as exc:

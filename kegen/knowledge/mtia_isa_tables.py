@@ -204,12 +204,13 @@ def render_errors() -> str:
 
 
 def render_compiler_options() -> str:
-    """The mtia compile options the search may change, with defaults (lowering/backend/options.py)."""
+    """The mtia compile options the search may change, with defaults (lowering/options.py)."""
     from dataclasses import fields
 
-    from lowering.backend.options import MtiaOptions
+    from lowering.options import MtiaOptions
+    from lowering.pipeline import search_space
 
-    space = MtiaOptions.search_space()
+    space = search_space()
     defaults = {f.name: f.default for f in fields(MtiaOptions)}
     rows = [
         [f"`{name}`", f"`{defaults[name]!r}`", ", ".join(f"`{v!r}`" for v in values)]

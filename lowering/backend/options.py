@@ -1,4 +1,12 @@
-"""Compile options of the mtia target: a frozen dataclass with a stable hash."""
+"""The Triton adapter's side of the mtia options: the process's default machine and the mapping
+between machines and Triton target arches.
+
+The options themselves are the core's `lowering.options.MtiaOptions` (re-exported here): plain
+values, the machine among them. `default_machine()` is the one place the adapter reads
+`KEGEN_MACHINE`: the default for a `kernel[grid](...)` a user runs directly (the driver's current
+target follows it, and `MtiaBackend.parse_options` turns the target's arch back into the machine).
+kegen's commands and the evaluation worker hand their machine in as a value (`use_machine`).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +14,29 @@ import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
-from typing import Any
 
-PE_MAPPINGS = ("round_robin", "blocked")
-SRAM_MODES = ("cache", "resident", "off")  # as mtia_sim.timing.sram_cache.SRAM_MODES
-MACHINE_PREFIX = "mtia-"
+from lowering.options import (
+    DEFAULT_MACHINE,
+    MACHINE_PREFIX,
+    PE_MAPPINGS,
+    SRAM_MODES,
+    MtiaOptions,
+    machine_arch,
+)
 
+__all__ = [
+    "DEFAULT_MACHINE",
+    "MACHINE_PREFIX",
+    "PE_MAPPINGS",
+    "SRAM_MODES",
+    "MtiaOptions",
+    "arch_machine",
+    "default_machine",
+    "machine_arch",
+    "machine_digest",
+    "machine_scope",
+    "use_machine",
+]
 
 _selected: str | None = None  # the machine `use_machine` made this process's
 
@@ -21,7 +45,7 @@ def default_machine() -> str:
     """The machine kernels compile and run for when nothing names one: the one `use_machine` selected
     in this process (kegen's `--machine`; an evaluation worker's init message), else `KEGEN_MACHINE`
     (a user running `kernel[grid](...)` directly), else mtia-2i."""
-    return _selected or os.environ.get("KEGEN_MACHINE") or "mtia-2i"
+    return _selected or os.environ.get("KEGEN_MACHINE") or DEFAULT_MACHINE
 
 
 def use_machine(machine: str | None) -> None:
@@ -43,12 +67,6 @@ def machine_scope(machine: str | None) -> Iterator[None]:
         yield
     finally:
         use_machine(before)
-
-
-def machine_arch(machine: str) -> str:
-    """The Triton target arch of a machine: "mtia-2i" -> "2i"; a machine given as a TOML path or
-    under another name is its own arch."""
-    return machine.removeprefix(MACHINE_PREFIX) if machine.startswith(MACHINE_PREFIX) else machine
 
 
 def arch_machine(arch: str) -> str:
@@ -73,100 +91,3 @@ def machine_digest(machine: str) -> str:
 
     m = load_machine(machine)
     return hashlib.sha256(repr(sorted(m.to_dict().items())).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class MtiaOptions:
-    """Options of one mtia compilation.
-
-    Performance options (the search's moves): `num_stages` (multi-buffering depth of loads in
-    loops; 1 = single buffer), `pe_mapping` (program ids -> cores: "round_robin" launches one
-    program per grid point, dealt to PEs in turn; "blocked" launches one program per core that loops
-    over a contiguous block of program ids), `dual_core` (program ids fill both cores of each PE: PE-major
-    over 2 x 64 slots instead of 64), `block_dma` (pointer analysis turns affine loads/stores into
-    strided block DMA; False forces gather/scatter), `machine` (machine description name; default
-    `default_machine()`, i.e. KEGEN_MACHINE or mtia-2i; `arch` follows it unless given),
-    `opt_level` (LLVM optimisation level for the control code, 2 or 3), `red_accumulate` (atomics
-    whose result is unused, on affine blocks with a box mask or on scalar pointers, become one
-    RED_ACCUMULATE over the reduction network instead of per-element DMA_ATOMIC).
-    The other fields are what Triton's frontend reads from every backend's options.
-    """
-
-    num_stages: int = 1
-    pe_mapping: str = "round_robin"
-    dual_core: bool = False
-    block_dma: bool = True
-    machine: str = field(default_factory=default_machine)
-    opt_level: int = 2
-    red_accumulate: bool = True
-    sram_mode: str = "cache"  # how the on-chip SRAM serves DRAM tensors: mtia_sim.timing.sram_cache
-    # fields Triton's frontend and runtime read
-    num_warps: int = 1
-    num_ctas: int = 1
-    num_buffers_warp_spec: int = 0
-    num_consumer_groups: int = 0
-    reg_dec_producer: int = 0
-    reg_inc_consumer: int = 0
-    warp_size: int = 1
-    debug: bool = False
-    sanitize_overflow: bool = False
-    enable_fp_fusion: bool = True
-    launch_cooperative_grid: bool = False
-    launch_pdl: bool = False
-    supported_fp8_dtypes: tuple[str, ...] = ("fp8e5", "fp8e4nv")
-    deprecated_fp8_dot_operand_dtypes: tuple[str, ...] = ()
-    default_dot_input_precision: str = "ieee"
-    # Accepted so kernels written for GPUs compile unchanged. Because "tf32" is listed, Triton's
-    # `tl.dot` marks an fp32 dot without `input_precision` as tf32 in the TTIR; the MTIA DPE has no
-    # reduced-precision fp32 mode, so every fp32 dot runs as IEEE fp32 whatever the attribute says.
-    allowed_dot_input_precisions: tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
-    max_num_imprecise_acc_default: int = 0
-    extern_libs: tuple[tuple[str, str], ...] | None = None
-    backend_name: str = "mtia"
-    arch: str = ""
-    instrumentation_mode: str = ""
-    ir_override: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.pe_mapping not in PE_MAPPINGS:
-            raise ValueError(f"pe_mapping must be one of {PE_MAPPINGS}, got {self.pe_mapping!r}")
-        if self.num_stages < 1:
-            raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
-        if self.sram_mode not in SRAM_MODES:
-            raise ValueError(f"sram_mode must be one of {SRAM_MODES}, got {self.sram_mode!r}")
-        if self.opt_level < 2 or self.opt_level > 3:
-            raise ValueError(f"opt_level must be 2 or 3, got {self.opt_level}")
-        if not self.arch:
-            object.__setattr__(self, "arch", machine_arch(self.machine))
-        if isinstance(self.extern_libs, dict):
-            object.__setattr__(self, "extern_libs", tuple(sorted(self.extern_libs.items())))
-
-    def hash(self) -> str:
-        """A stable hex digest of every field (part of Triton's cache key)."""
-        key = "_".join(
-            f"{f.name}-{getattr(self, f.name)}" for f in sorted(fields(self), key=lambda f: f.name)
-        )
-        return hashlib.sha256(key.encode()).hexdigest()
-
-    @classmethod
-    def from_dict(cls, opts: dict[str, Any]) -> MtiaOptions:
-        """Build from Triton's option dict (unknown keys are ignored, None means default)."""
-        names = {f.name for f in fields(cls)}
-        args = {k: v for k, v in opts.items() if k in names and v is not None}
-        for k in (
-            "supported_fp8_dtypes",
-            "deprecated_fp8_dot_operand_dtypes",
-            "allowed_dot_input_precisions",
-        ):
-            if k in args:
-                args[k] = tuple(args[k])
-        return cls(**args)
-
-    @staticmethod
-    def search_space() -> dict[str, tuple[Any, ...]]:
-        """The performance options and their candidate values, for the search to enumerate: the
-        compiler passes' declared parameters (`lowering.passes.manager.search_space`), then the
-        launch's SRAM mode."""
-        from lowering.passes.manager import search_space
-
-        return {**search_space(), "sram_mode": ("cache", "resident")}

@@ -17,12 +17,12 @@ from llvmlite import ir
 from lowering.codegen import dtypes as dt
 from lowering.codegen.commands import CommandIssuer, Operand
 from lowering.codegen.emitter import I1, I32, I64, CoreEmitter, Word
+from lowering.codegen.local_alloc import Buffer, LocalStoreAllocator
 from lowering.codegen.values import Buf, DeferredScalar, Lowered, Splat, Symbolic, row_major
 from lowering.errors import LoweringError, UnsupportedError
 from lowering.ir.core import Block, Operation, Value
 from lowering.ir.module import Function
 from lowering.passes.liveness import Liveness
-from lowering.passes.local_alloc import Buffer, LocalStoreAllocator
 from lowering.passes.pointer_analysis import PointerInfo
 from mtia_sim import isa
 from mtia_sim.isa import DType

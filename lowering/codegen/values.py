@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from lowering.passes.local_alloc import Buffer
+from lowering.codegen.local_alloc import Buffer
 from mtia_sim.isa import ITEMSIZE, LOCAL_BASE, DType
 
 Scalar = ir.Value

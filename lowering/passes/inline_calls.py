@@ -9,7 +9,7 @@ from typing import ClassVar
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Block, Operation, Region, Value
 from lowering.ir.module import Function, Module
-from lowering.passes.manager import Pass, PassContext, register_pass
+from lowering.passes.manager import Pass, PassContext
 
 MAX_DEPTH = 16
 
@@ -44,7 +44,6 @@ def clone_op(op: Operation, vmap: dict[int, Value]) -> Operation:
     return new
 
 
-@register_pass
 @dataclass(frozen=True)
 class InlineCalls(Pass):
     """Pass: replace every `tt.call` in the kernel by the callee's body (result: how many)."""

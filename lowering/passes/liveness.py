@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from lowering.ir.core import Block, Operation, Value
 from lowering.ir.module import Function, Module
-from lowering.passes.manager import Pass, PassContext, register_pass
+from lowering.passes.manager import Pass, PassContext
 
 
 def _ancestor_in(op: Operation, block: Block) -> Operation | None:
@@ -40,7 +40,6 @@ def _defining_block_and_op(v: Value) -> tuple[Block | None, Operation | None]:
     return owner.parent, owner
 
 
-@register_pass
 @dataclass(frozen=True)
 class LivenessAnalysis(Pass):
     """Pass (analysis): `Liveness` of every value of the kernel."""

@@ -1,25 +1,27 @@
 """The pass manager of the tile IR (after xDSL's `ModulePass` / `PassPipeline`).
 
 A pass is a small frozen dataclass: a `name`, its options as typed fields, and one
-``apply(module, ctx)``. Registering it (`@register_pass`) is all it takes to join the default
-pipeline: nothing else lists the passes. A pass option is a field whose name is the compile option
-it follows (``num_stages``, ``block_dma``, ...); a field declared with ``search_field(default,
-candidates)`` is a performance option the search enumerates (`schedule_space()`; the backend's
-`search_space()` is the union over the passes).
+``apply(module, ctx)`` (abstract here). A pass option is a field whose name is the compile option it
+follows (``num_stages``, ``block_dma``, ...); a field declared with ``search_field(default,
+candidates)`` is a performance option the search enumerates (`schedule_space()`). This module is the
+mechanism only: the default pipeline is one explicit list in `lowering.pipeline` (`DEFAULT_PASSES`),
+which also knows the passes by name for textual pipelines.
 
-    pipeline = PassPipeline.default(options)          # options: MtiaOptions or a plain dict
+    pipeline = PassPipeline.build(passes, options)      # options: MtiaOptions or a plain dict
     ctx = PassContext(module, options)
     pipeline.run(ctx, callback=lambda p, ctx: print(p.name))
-    ctx.result("pointer-analysis")                    # what an analysis found
+    ctx.result("pointer-analysis")                      # what an analysis found
 
 Analyses leave their result in the context (`ctx.results[pass name]`); transformations edit the
-module in place. `run(..., verify=True)` runs the tile-IR verifier after every pass.
+module in place. `run(..., verify=True)` runs the tile-IR verifier after every pass. A pass outside
+the default list (a researcher's, or a plugin's `kegen.lowering.passes` entry point) is made known by
+name with `register_pass`, for ``--pipeline`` / `lowering.pipeline.parse_pipeline`.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+import abc
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
@@ -33,11 +35,9 @@ __all__ = [
     "PassPipeline",
     "UnknownOptionError",
     "register_pass",
-    "registered_passes",
+    "extra_passes",
     "search_field",
-    "search_space",
-    "option_names",
-    "check_option_names",
+    "check_name",
 ]
 
 ENTRY_POINT_GROUP = "kegen.lowering.passes"
@@ -81,7 +81,7 @@ class PassContext:
 
 
 @dataclass(frozen=True)
-class Pass:
+class Pass(abc.ABC):
     """Base of the tile-IR passes. Subclasses are frozen dataclasses with a `name`, option fields,
     `requires` (names of passes that must run before) and `apply(module, ctx)`."""
 
@@ -89,8 +89,9 @@ class Pass:
     requires: ClassVar[tuple[str, ...]] = ()
     analysis: ClassVar[bool] = False  # True: leaves a result in ctx.results, does not edit the IR
 
+    @abc.abstractmethod
     def apply(self, module: Module, ctx: PassContext) -> None:
-        raise NotImplementedError(f"pass {type(self).__name__} does not implement apply(module, ctx)")
+        """Run over `module`: edit it in place, or (an analysis) leave a result in `ctx.results`."""
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -115,87 +116,73 @@ class Pass:
                 kwargs[f.name] = value
         return cls(**kwargs)
 
+    @classmethod
+    def convert_option(cls, name: str, text: str) -> Any:
+        """The value of option `name` written as `text`, converted by the field's declared type
+        (bool: true/false; int; float; str); a clear error for a value of the wrong type."""
+        declared = typing.get_type_hints(cls).get(name)
+        if declared is None or name not in cls.option_names():
+            check_name(name, cls.option_names(), f"pass {cls.name} has no option")
+        return convert_value(text, declared, f"option {name} of pass {cls.name}")
+
+
+def convert_value(text: str, declared: Any, what: str) -> Any:
+    """`text` as a value of type `declared` (bool, int, float or str); UnknownOptionError otherwise."""
+    value = text.strip()
+    if declared is bool:
+        if value.lower() not in ("true", "false"):
+            raise UnknownOptionError(f"{what} is a bool: write true or false, not {value!r}")
+        return value.lower() == "true"
+    if declared in (int, float):
+        try:
+            return declared(value)
+        except ValueError:
+            raise UnknownOptionError(f"{what} is {declared.__name__}: {value!r} is not one") from None
+    if declared is str:
+        return value
+    raise UnknownOptionError(f"{what} has type {declared!r}, which a textual pipeline cannot give")
+
 
 P = TypeVar("P", bound=Pass)
-_REGISTRY: dict[str, type[Pass]] = {}
-_discovered = False
+_EXTRA: dict[str, type[Pass]] = {}
+_entry_points_loaded = False
 
 
 def register_pass(cls: type[P]) -> type[P]:
-    """Class decorator: make `cls` known to the pass manager (and part of the default pipeline)."""
+    """Make `cls` known by name to textual pipelines (`lowering.pipeline.parse_pipeline`). The
+    default pipeline is `lowering.pipeline.DEFAULT_PASSES`, which registering does not change."""
     if not cls.name:
         raise TypeError(f"pass {cls.__name__} needs a class attribute `name`")
-    other = _REGISTRY.get(cls.name)
+    other = _EXTRA.get(cls.name)
     if other is not None and other.__qualname__ != cls.__qualname__:
         raise TypeError(f"two passes are named {cls.name!r}: {other.__qualname__} and {cls.__qualname__}")
-    _REGISTRY[cls.name] = cls
+    _EXTRA[cls.name] = cls
     return cls
 
 
-def _discover() -> None:
-    """Import every module of `lowering.passes` and every `kegen.lowering.passes` entry point, so
-    their `@register_pass` classes register (once)."""
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    import lowering.passes as package
-
-    for info in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{info.name}")
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        ep.load()
+def unregister_pass(name: str) -> None:
+    """Forget a pass `register_pass` made known (nothing happens for an unknown name)."""
+    _EXTRA.pop(name, None)
 
 
-def registered_passes() -> dict[str, type[Pass]]:
-    """Every known pass by name, in dependency order (then registration order)."""
-    _discover()
-    ordered: dict[str, type[Pass]] = {}
+def extra_passes() -> dict[str, type[Pass]]:
+    """The passes made known with `register_pass` and by `kegen.lowering.passes` entry points (each
+    names a module whose import registers its passes, or a pass class), by name."""
+    global _entry_points_loaded
+    if not _entry_points_loaded:
+        _entry_points_loaded = True
+        from importlib.metadata import entry_points
 
-    def visit(name: str, chain: tuple[str, ...]) -> None:
-        if name in ordered:
-            return
-        if name in chain:
-            raise TypeError(f"passes require each other in a cycle: {' -> '.join((*chain, name))}")
-        cls = _REGISTRY.get(name)
-        if cls is None:
-            raise TypeError(f"pass {chain[-1]!r} requires unknown pass {name!r}")
-        for dep in cls.requires:
-            visit(dep, (*chain, name))
-        ordered[name] = cls
-
-    for name in _REGISTRY:
-        visit(name, ())
-    return ordered
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            loaded = ep.load()
+            if isinstance(loaded, type) and issubclass(loaded, Pass):
+                register_pass(loaded)
+    return dict(_EXTRA)
 
 
-def search_space() -> dict[str, tuple[Any, ...]]:
-    """The union of every registered pass's `schedule_space()` (a name declared twice must agree)."""
-    space: dict[str, tuple[Any, ...]] = {}
-    for cls in registered_passes().values():
-        for name, values in cls.schedule_space().items():
-            if name in space and space[name] != values:
-                raise TypeError(f"option {name!r} has two candidate lists: {space[name]} and {values}")
-            space[name] = values
-    return space
-
-
-def option_names() -> set[str]:
-    """Every option some registered pass reads."""
-    return {n for cls in registered_passes().values() for n in cls.option_names()}
-
-
-def check_option_names(names: Iterable[str], known: Iterable[str] = ()) -> None:
-    """Raise `UnknownOptionError` for a name that is neither a pass option nor in `known`, naming the
-    closest valid names and listing them all (``num_stage`` -> did you mean ``num_stages``?)."""
-    valid = option_names() | set(known)
-    for name in names:
-        _check_name(name, valid, "unknown option")
-
-
-def _check_name(name: str, valid: Iterable[str], what: str) -> None:
+def check_name(name: str, valid: Iterable[str], what: str) -> None:
+    """Raise `UnknownOptionError` when `name` is not in `valid`, naming the closest valid names and
+    listing them all (``num_stage`` -> did you mean ``num_stages``?)."""
     names = sorted(valid)
     if name not in names:
         hint = did_you_mean(name, names, n=3)
@@ -212,24 +199,23 @@ class PassPipeline:
     passes: tuple[Pass, ...]
 
     @classmethod
-    def default(cls, options: Any = None) -> PassPipeline:
-        """Every registered pass, in dependency order, configured from `options`."""
-        return cls(tuple(p.from_options(options) for p in registered_passes().values()))
+    def build(cls, passes: Iterable[type[Pass]], options: Any = None) -> PassPipeline:
+        """The passes `passes`, in that order, each configured from `options`."""
+        return cls(tuple(p.from_options(options) for p in passes))
 
     @classmethod
-    def parse(cls, spec: str, options: Any = None) -> PassPipeline:
-        """A pipeline from ``"inline-calls,pointer-analysis{block_dma=false},liveness"``: pass
-        names, each with optional ``{key=value ...}`` options over those taken from `options`."""
-        known = registered_passes()
+    def parse(cls, spec: str, known: Mapping[str, type[Pass]], options: Any = None) -> PassPipeline:
+        """A pipeline from ``"inline-calls,pointer-analysis{block_dma=false},liveness"``: names of
+        passes in `known`, each with optional ``{key=value ...}`` options over those taken from
+        `options`; each value is converted by the type its field declares."""
         out: list[Pass] = []
         for item in _split_spec(spec):
             name, _, rest = item.partition("{")
             name = name.strip()
-            _check_name(name, known, "unknown pass")
-            overrides = _parse_pairs(rest.rstrip("}"))
-            for key in overrides:
-                _check_name(key, known[name].option_names(), f"pass {name} has no option")
-            base = known[name].from_options(options)
+            check_name(name, known, "unknown pass")
+            pass_cls = known[name]
+            overrides = _parse_pairs(rest.rstrip("}"), pass_cls)
+            base = pass_cls.from_options(options)
             out.append(type(base)(**{**{f.name: getattr(base, f.name) for f in fields(base)}, **overrides}))
         return cls(tuple(out))
 
@@ -269,24 +255,11 @@ def _split_spec(spec: str) -> list[str]:
     return [i.strip() for i in items if i.strip()]
 
 
-def _parse_pairs(text: str) -> dict[str, Any]:
+def _parse_pairs(text: str, pass_cls: type[Pass]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for part in text.replace(",", " ").split():
         if "=" not in part:
             raise UnknownOptionError(f"bad pass option {part!r}: expected key=value")
         k, v = part.split("=", 1)
-        out[k] = parse_value(v)
+        out[k] = pass_cls.convert_option(k, v)
     return out
-
-
-def parse_value(text: str) -> Any:
-    """``true``/``false`` -> bool, integers and floats -> numbers, anything else -> the string."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text.strip()

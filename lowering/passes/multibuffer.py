@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from lowering.ir.module import Function, Module
-from lowering.passes.manager import Pass, PassContext, register_pass, search_field
+from lowering.passes.manager import Pass, PassContext, search_field
 from lowering.passes.pointer_analysis import PointerInfo
 
 
-@register_pass
 @dataclass(frozen=True)
 class MultiBuffering(Pass):
     """Pass (analysis): ring depth for each block load in a loop (result: id(load) -> depth;

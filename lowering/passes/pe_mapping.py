@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from lowering.ir.module import Module
-from lowering.passes.manager import Pass, PassContext, register_pass, search_field
+from lowering.passes.manager import Pass, PassContext, search_field
 
 PE_MAPPINGS = ("round_robin", "blocked")
 
@@ -26,7 +26,6 @@ class LaunchPlan:
     programs_per_core: int
 
 
-@register_pass
 @dataclass(frozen=True)
 class PEMapping(Pass):
     """Pass (launch side): how a grid becomes programs on the PE grid. Over the IR it only records

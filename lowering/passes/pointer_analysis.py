@@ -5,7 +5,7 @@ For every `tt.load` / `tt.store` whose pointer tensor is `base + sum_k coef_k * 
 is a conjunction of `index_k + c < bound` comparisons and uniform scalar conditions, the pass
 records a `BlockAccess`: the code generator emits one strided DMA_COPY with `valid` bounds.
 Anything else (indirect indices, modulo, non-prefix masks) is left to the gather/scatter fallback.
-With `accumulate`, a `tt.atomic_rmw` that `lowering.passes.accumulate` can turn into one
+With `accumulate`, a `tt.atomic_rmw` that `lowering.analysis.accumulate` can turn into one
 RED_ACCUMULATE gets a `BlockAccess` too when its pointers are affine and its mask is a box or absent.
 The pass also computes which tensor values must be materialised in the local store at all.
 """
@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lowering.analysis.accumulate import accumulate_form
 from lowering.ir.attributes import DenseAttr
 from lowering.ir.core import BlockArgument, Operation, Value
 from lowering.ir.module import Function, Module
-from lowering.passes.accumulate import accumulate_form
-from lowering.passes.manager import Pass, PassContext, register_pass
+from lowering.passes.manager import Pass, PassContext
 
 # Scalar expressions over kernel scalars: ("c", int) | ("v", Value) | (op, a, b) with op in add/sub/mul.
 SExpr = tuple[Any, ...]
@@ -198,7 +198,6 @@ _SIDE_EFFECT_PREFIXES = (
 )
 
 
-@register_pass
 @dataclass(frozen=True)
 class PointerAnalysis(Pass):
     """Pass (analysis): affine block accesses of the kernel (result: `PointerInfo`).

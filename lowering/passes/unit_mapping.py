@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from lowering.analysis.accumulate import accumulate_form
 from lowering.ir.core import Operation
 from lowering.ir.module import Module
-from lowering.passes.accumulate import accumulate_form
-from lowering.passes.manager import Pass, PassContext, register_pass, search_field
+from lowering.passes.manager import Pass, PassContext, search_field
 from lowering.passes.pointer_analysis import PointerInfo
 
 _UNIT_BY_PREFIX: tuple[tuple[str, str], ...] = (
@@ -75,7 +75,6 @@ def unit_of(op: Operation, pointers: PointerInfo, accumulate: bool = True) -> st
     return "SIMD"
 
 
-@register_pass
 @dataclass(frozen=True)
 class UnitMapping(Pass):
     """Pass (analysis): the unit that runs each op (result: id(op) -> unit name). With

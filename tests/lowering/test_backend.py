@@ -12,7 +12,7 @@ from triton.language.extra import libdevice
 from lowering.backend import driver
 from lowering.backend.compiler import MtiaBackend
 from lowering.backend.driver import MtiaDriver
-from lowering.backend.options import MtiaOptions
+from lowering.options import MtiaOptions
 from lowering.pipeline import STAGES, compile_ttir
 
 TARGET = GPUTarget("mtia", "2i", 1)

@@ -11,7 +11,8 @@ import triton
 import triton.language as tl
 
 from lowering.backend import driver
-from lowering.backend.options import MtiaOptions
+from lowering.options import MtiaOptions
+from lowering.pipeline import search_space
 from mtia_sim.events import CommandEvent
 from mtia_sim.isa import Op
 
@@ -177,7 +178,7 @@ def test_used_results_indirect_pointers_and_non_box_masks_keep_dma_atomic() -> N
 
 
 def test_red_accumulate_is_a_search_option() -> None:
-    assert MtiaOptions.search_space()["red_accumulate"] == (True, False)
+    assert search_space()["red_accumulate"] == (True, False)
     assert MtiaOptions().red_accumulate and MtiaOptions(red_accumulate=False).hash() != MtiaOptions().hash()
 
 

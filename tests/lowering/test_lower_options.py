@@ -7,7 +7,8 @@ import triton
 import triton.language as tl
 
 from lowering.backend import driver
-from lowering.backend.options import MtiaOptions
+from lowering.options import MtiaOptions
+from lowering.pipeline import search_space
 
 
 @triton.jit
@@ -96,7 +97,7 @@ def test_tile_size_changes_cycles_not_results() -> None:
 def test_options_hash_and_search_space() -> None:
     a, b = MtiaOptions(num_stages=2), MtiaOptions(num_stages=2)
     assert a.hash() == b.hash() and a.hash() != MtiaOptions(num_stages=3).hash()
-    space = MtiaOptions.search_space()
+    space = search_space()
     assert set(space) >= {"num_stages", "dual_core"}
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lowering.backend.options import MtiaOptions
+from lowering.codegen.local_alloc import LocalStoreAllocator
+from lowering.options import MtiaOptions
 from lowering.passes.liveness import liveness
-from lowering.passes.local_alloc import LocalStoreAllocator
 from lowering.passes.multibuffer import MultiBuffering, ring_depths
 from lowering.passes.pointer_analysis import analyze_pointers
 from lowering.pipeline import compile_ttir

@@ -17,14 +17,25 @@ from mtia_sim.machine import load_machine
 MACHINES = ("mtia-v1", "mtia-2i", "mtia-300")
 
 
-def test_options_follow_kegen_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("KEGEN_MACHINE", raising=False)
-    assert MtiaOptions().machine == "mtia-2i" and MtiaOptions().arch == "2i"
+def _parsed(options: dict[str, object] | None = None) -> MtiaOptions:
+    """What Triton's runtime gets for a launch now: the driver's target, then parse_options."""
+    from lowering.backend.compiler import MtiaBackend
+
+    return MtiaBackend(driver.current_target()).parse_options(dict(options or {}))
+
+
+def test_options_carry_the_machine_and_the_adapter_follows_kegen_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The core's options are plain values (the machine among them, default mtia-2i, whatever the
+    environment says); the Triton adapter's default for kernels run directly follows KEGEN_MACHINE."""
     monkeypatch.setenv("KEGEN_MACHINE", "mtia-v1")
-    v1 = MtiaOptions()
+    assert MtiaOptions().machine == "mtia-2i" and MtiaOptions().arch == "2i"
+    v1 = _parsed()
     assert (v1.machine, v1.arch) == ("mtia-v1", "v1")
     assert v1.hash() != MtiaOptions(machine="mtia-2i").hash()
     assert MtiaOptions(machine="mtia-300").arch == "300"
+    assert _parsed({"machine": "mtia-300"}).machine == "mtia-300"  # a launch may name its machine
+    monkeypatch.delenv("KEGEN_MACHINE")
+    assert _parsed().machine == "mtia-2i"
 
 
 def test_arch_and_machine_names() -> None:
@@ -39,7 +50,7 @@ def test_select_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("KEGEN_MACHINE", "mtia-2i")
     assert select_machine("mtia-300") == "mtia-300"
-    assert driver.current_target().arch == "300" and MtiaOptions().machine == "mtia-300"
+    assert driver.current_target().arch == "300" and _parsed().machine == "mtia-300"
     assert os.environ["KEGEN_MACHINE"] == "mtia-2i"  # a value in this process, not the environment
     from lowering.backend.options import machine_scope, use_machine
 

@@ -1,5 +1,6 @@
-"""The pass manager: registry, typed options (typos rejected), schedule spaces, pipelines with
-callbacks and the verifier between passes, and the `kegen lower` flags built on it."""
+"""The pass manager: the default pipeline as one list, abstract `apply`, typed options (typos and
+wrong types rejected), schedule spaces, pipelines with callbacks and the verifier between passes,
+and the `kegen lower` flags built on it."""
 
 from __future__ import annotations
 
@@ -12,22 +13,29 @@ from typing import ClassVar
 import pytest
 
 from kegen.cli import main
-from lowering.backend.options import MtiaOptions
 from lowering.ir.module import Module
 from lowering.ir.verifier import VerifierError
-from lowering.passes import manager
+from lowering.options import MtiaOptions
 from lowering.passes.manager import (
     Pass,
     PassContext,
     PassPipeline,
     UnknownOptionError,
-    check_option_names,
     register_pass,
-    registered_passes,
     search_field,
+    unregister_pass,
+)
+from lowering.pipeline import (
+    DEFAULT_PASSES,
+    Instrumentation,
+    check_option_names,
+    compile_ttir,
+    default_pipeline,
+    instrument,
+    known_passes,
+    parse_pipeline,
     search_space,
 )
-from lowering.pipeline import Instrumentation, compile_ttir, instrument
 from lowering.ttir.parser import parse_ttir
 
 GOLDEN = Path(__file__).parent / "golden_passes"
@@ -51,36 +59,46 @@ class CountOps(Pass):
 
 @pytest.fixture
 def extra_pass() -> Iterator[type[CountOps]]:
-    """Register CountOps for one test (no central list is edited), then forget it."""
+    """Make CountOps known by name for one test (no central list is edited), then forget it."""
     register_pass(CountOps)
     try:
         yield CountOps
     finally:
-        manager._REGISTRY.pop(CountOps.name, None)
+        unregister_pass(CountOps.name)
 
 
-def test_default_pipeline_is_the_registered_passes_in_dependency_order() -> None:
-    names = list(registered_passes())
-    assert {"inline-calls", "pointer-analysis", "liveness", "multi-buffering", "unit-mapping"} <= set(names)
-    for name, cls in registered_passes().items():
+def test_default_pipeline_is_one_explicit_list_in_dependency_order() -> None:
+    names = [p.name for p in DEFAULT_PASSES]
+    assert names == ["inline-calls", "liveness", "pointer-analysis", "multi-buffering", "pe-mapping", "unit-mapping"]
+    assert default_pipeline().names == names and list(known_passes()) == names
+    for cls in DEFAULT_PASSES:
         for dep in cls.requires:
-            assert names.index(dep) < names.index(name)
+            assert names.index(dep) < names.index(cls.name)
+
+
+def test_apply_is_abstract() -> None:
+    @dataclass(frozen=True)
+    class Forgetful(Pass):
+        name: ClassVar[str] = "forgetful"
+
+    with pytest.raises(TypeError, match="abstract"):
+        Forgetful()  # type: ignore[abstract]
 
 
 def test_search_space_comes_from_the_passes() -> None:
     space = search_space()
     assert space["num_stages"] == (1, 2, 3) and space["red_accumulate"] == (True, False)
     assert space["pe_mapping"] == ("round_robin", "blocked") and space["dual_core"] == (False, True)
-    for name, values in space.items():
-        assert MtiaOptions.search_space().get(name) == values, name
+    declared = {n: v for cls in DEFAULT_PASSES for n, v in cls.schedule_space().items()}
+    assert space == {**declared, "sram_mode": ("cache", "resident")}
 
 
 def test_options_configure_passes() -> None:
-    pipeline = PassPipeline.default(MtiaOptions(num_stages=3, block_dma=False))
+    pipeline = default_pipeline(MtiaOptions(num_stages=3, block_dma=False))
     by_name = {p.name: p for p in pipeline.passes}
     assert by_name["multi-buffering"].num_stages == 3  # type: ignore[attr-defined]
     assert by_name["pointer-analysis"].block_dma is False  # type: ignore[attr-defined]
-    assert PassPipeline.default({"num_stages": 2}).passes == PassPipeline.default(MtiaOptions(num_stages=2)).passes
+    assert default_pipeline({"num_stages": 2}).passes == default_pipeline(MtiaOptions(num_stages=2)).passes
 
 
 def test_unknown_option_names_the_typo_and_the_valid_names() -> None:
@@ -89,36 +107,51 @@ def test_unknown_option_names_the_typo_and_the_valid_names() -> None:
     msg = str(info.value)
     assert "'num_stage'" in msg and "did you mean 'num_stages'" in msg and "block_dma" in msg
     with pytest.raises(UnknownOptionError, match="pass multi-buffering has no option 'num_stage'"):
-        PassPipeline.parse("inline-calls,pointer-analysis,multi-buffering{num_stage=2}")
+        parse_pipeline("inline-calls,pointer-analysis,multi-buffering{num_stage=2}")
     with pytest.raises(UnknownOptionError, match="unknown pass 'pointer-analysys'.*pointer-analysis"):
-        PassPipeline.parse("pointer-analysys")
+        parse_pipeline("pointer-analysys")
 
 
 def test_parse_pipeline_with_options_and_missing_requirement() -> None:
-    p = PassPipeline.parse("inline-calls, pointer-analysis{block_dma=false}, multi-buffering{num_stages=2}")
+    p = parse_pipeline("inline-calls, pointer-analysis{block_dma=false}, multi-buffering{num_stages=2}")
     assert p.names == ["inline-calls", "pointer-analysis", "multi-buffering"]
     assert p.passes[1].block_dma is False and p.passes[2].num_stages == 2  # type: ignore[attr-defined]
     ctx = PassContext(parse_ttir(_ttir()))
     with pytest.raises(Exception, match="multi-buffering requires pointer-analysis"):
-        PassPipeline.parse("multi-buffering").run(ctx)
+        parse_pipeline("multi-buffering").run(ctx)
+
+
+def test_pipeline_options_follow_their_declared_types() -> None:
+    """A textual option takes its field's type: `true`/`false` for a bool, digits for an int, any
+    word for a str; a value of the wrong type is named instead of passing through as a string."""
+    p = parse_pipeline("pe-mapping{pe_mapping=blocked dual_core=TRUE}, multi-buffering{num_stages=3}")
+    assert p.passes[0].pe_mapping == "blocked" and p.passes[0].dual_core is True  # type: ignore[attr-defined]
+    assert p.passes[1].num_stages == 3  # type: ignore[attr-defined]
+    with pytest.raises(UnknownOptionError, match="num_stages of pass multi-buffering is int: 'two'"):
+        parse_pipeline("multi-buffering{num_stages=two}")
+    with pytest.raises(UnknownOptionError, match="block_dma of pass pointer-analysis is a bool.*'1'"):
+        parse_pipeline("pointer-analysis{block_dma=1}")
+    with pytest.raises(ValueError, match="pe_mapping must be one of"):
+        PassPipeline.parse("pe-mapping{pe_mapping=diagonal}", known_passes())
 
 
 def test_callback_runs_after_each_pass() -> None:
     seen: list[str] = []
     ctx = PassContext(parse_ttir(_ttir()), MtiaOptions())
-    PassPipeline.default(ctx.options).run(ctx, lambda p, c: seen.append(p.name), verify=True)
-    assert seen == list(registered_passes())
+    default_pipeline(ctx.options).run(ctx, lambda p, c: seen.append(p.name), verify=True)
+    assert seen == [p.name for p in DEFAULT_PASSES]
     assert ctx.result("pointer-analysis") is not None and "unit-mapping" in ctx.results
     with pytest.raises(Exception, match="pass result 'nope' is missing"):
         ctx.result("nope")
 
 
-def test_a_registered_pass_joins_the_pipeline(extra_pass: type[CountOps]) -> None:
+def test_a_registered_pass_is_known_by_name_not_added_to_the_default(extra_pass: type[CountOps]) -> None:
     assert extra_pass.schedule_space() == {"dialect": ("arith", "tt")}
     ctx = PassContext(parse_ttir(_ttir()), {"dialect": "tt"})
-    PassPipeline.default(ctx.options).run(ctx)
+    assert "count-ops" in known_passes() and "count-ops" not in default_pipeline().names
+    parse_pipeline("inline-calls,count-ops{dialect=tt}").run(ctx)
     assert ctx.results["count-ops"] > 0
-    assert "dialect" in search_space()
+    assert "dialect" not in search_space()
 
 
 def test_verify_each_names_the_pass_that_broke_the_ir(extra_pass: type[CountOps]) -> None:
@@ -133,10 +166,10 @@ def test_verify_each_names_the_pass_that_broke_the_ir(extra_pass: type[CountOps]
     register_pass(Breaker)
     try:
         with pytest.raises(VerifierError, match="after pass breaker"):
-            with instrument(Instrumentation(verify_each=True)):
+            with instrument(Instrumentation(verify_each=True, pipeline="inline-calls,breaker")):
                 compile_ttir(_ttir())
     finally:
-        manager._REGISTRY.pop("breaker", None)
+        unregister_pass("breaker")
 
 
 def test_print_after_through_instrumentation() -> None:
@@ -181,7 +214,7 @@ def _scale(kfile: Path) -> list[str]:
 def test_cli_print_after_all_and_verify_each(kfile: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = _lower(capsys, *_scale(kfile), "--emit", "tile", "--print-after-all", "--verify-each")
     assert rc == 0, err
-    assert [ln.split()[5] for ln in err.splitlines() if "IR Dump After" in ln] == list(registered_passes())
+    assert [ln.split()[5] for ln in err.splitlines() if "IR Dump After" in ln] == [p.name for p in DEFAULT_PASSES]
     assert "arith.mulf" in out
     rc, _, err = _lower(capsys, *_scale(kfile), "--emit", "tile", "--print-after", "unit-mapping")
     assert rc == 0 and err.count("IR Dump After") == 1 and "-> SIMD" in err

@@ -15,9 +15,9 @@ from triton import knobs
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from lowering.backend.options import MtiaOptions
 from lowering.corpus import CORPUS
 from lowering.ir.printer import print_module
+from lowering.options import MtiaOptions
 from lowering.pipeline import STAGES, compile_from, compile_ttir, make_tile
 from lowering.ttir.parser import parse_ttir
 from mtia_sim.loader import link

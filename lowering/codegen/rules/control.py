@@ -16,12 +16,12 @@ from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
+from lowering.codegen.local_alloc import Buffer
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, DeferredScalar
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Block, Operation, Value
-from lowering.passes.local_alloc import Buffer
 from mtia_sim.isa import ITEMSIZE, Op, ReduceOp, Reg, UnitMask
 
 Slot: TypeAlias = Any  # a stack slot (scalar), a pinned local-store Buf (tensor), or a ScalarSlot

@@ -7,6 +7,7 @@ from typing import Any
 
 from llvmlite import ir
 
+from lowering.analysis.accumulate import accumulate_form
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
 from lowering.codegen.lower import KernelLowering
@@ -14,7 +15,6 @@ from lowering.codegen.rules import rule
 from lowering.codegen.values import Buf, Splat
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
-from lowering.passes.accumulate import accumulate_form
 from lowering.passes.pointer_analysis import BlockAccess, SExpr
 from mtia_sim.isa import ITEMSIZE, AtomicOp, DType, Flags, Op, UnitMask
 
@@ -311,7 +311,7 @@ def _as_buf(ctx: KernelLowering, v: object, shape: tuple[int, ...], dtype: DType
 
 def _accumulate(ctx: KernelLowering, op: Operation) -> bool:
     """Issue an atomic whose result is unused as one RED_ACCUMULATE (reduction network) when the
-    passes allow it (`lowering.passes.accumulate`); False keeps the DMA_ATOMIC path. Blocks follow
+    passes allow it (`lowering.analysis.accumulate`); False keeps the DMA_ATOMIC path. Blocks follow
     the plan (pointer analysis records an access only for them); scalars follow `red_accumulate`."""
     form = accumulate_form(op)
     if form is None:

@@ -1,7 +1,7 @@
 """Source-to-source mutations of Triton candidates (AST rewrites), as a kernel engineer would try them.
 
 - `knobs`: constexpr block sizes (module constants, launch keywords, constexpr defaults; the
-  grid follows) and the mtia backend's launch options (every `MtiaOptions.search_space()` option).
+  grid follows) and the mtia backend's launch options (every `lowering.pipeline.search_space()` option).
 - `recipes`: algorithmic rewrites from the knowledge base (two-pass → online softmax, one block
   per row, grouped tile order for matmul).
 - `vectorize`: scalar-step row loops strip-mined to R rows per step (one masked 2-D block).

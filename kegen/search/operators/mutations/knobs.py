@@ -3,7 +3,7 @@
 Block knobs: module constants (`BLOCK_SIZE = 128`), integer keywords of launches
 (`kernel[grid](..., BLOCK=64)`; the same literal inside that launch's grid is rewritten too) and
 integer defaults of `tl.constexpr` parameters. Launch-option knobs: the mtia backend's performance
-options (`MtiaOptions.search_space()`: ints, strings, booleans) passed as launch keywords of the
+options (`lowering.pipeline.search_space()`: ints, strings, booleans) passed as launch keywords of the
 module's jit kernels; an absent keyword stands for the backend's default.
 """
 

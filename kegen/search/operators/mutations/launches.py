@@ -17,11 +17,11 @@ OPTION_DEFAULTS: dict[str, Any] = {"num_stages": 1, "pe_mapping": "round_robin",
 
 
 def option_space() -> dict[str, tuple[Any, ...]]:
-    """The mtia backend's performance options and values (from `lowering.backend.options`)."""
+    """The mtia backend's performance options and values (`lowering.pipeline.search_space()`)."""
     try:
-        from lowering.backend.options import MtiaOptions
+        from lowering.pipeline import search_space
 
-        return dict(MtiaOptions.search_space())
+        return dict(search_space())
     except Exception:  # the backend may be absent (other targets)
         return dict(DEFAULT_OPTION_SPACE)
 
@@ -29,10 +29,11 @@ def option_space() -> dict[str, tuple[Any, ...]]:
 def option_defaults() -> dict[str, Any]:
     """The backend's default value of each performance option (what a launch without it gets)."""
     try:
-        from lowering.backend.options import MtiaOptions
+        from lowering.options import MtiaOptions
+        from lowering.pipeline import search_space
 
         defaults = MtiaOptions()
-        return {name: getattr(defaults, name) for name in MtiaOptions.search_space()}
+        return {name: getattr(defaults, name) for name in search_space()}
     except Exception:  # the backend may be absent (other targets)
         return dict(OPTION_DEFAULTS)
 
