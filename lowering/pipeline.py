@@ -211,6 +211,7 @@ def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = No
     """Tile IR (or TTIR) text → optimised LLVM IR text and the facts the driver needs."""
     from lowering.codegen import target
     from lowering.codegen.lower import KernelLowering, LoweringPlan
+    from lowering.codegen.rules import RULES
 
     ctx = run_passes(src, options, instrumented=False)
     fn = ctx.kernel
@@ -221,7 +222,12 @@ def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = No
         ctx.result("unit-mapping"),
     )
     lowered = KernelLowering(
-        fn, plan, capacity=local_store_capacity(options.machine), options=options, constexprs=constexprs
+        fn,
+        plan,
+        RULES,
+        capacity=local_store_capacity(options.machine),
+        options=options,
+        constexprs=constexprs,
     ).lower()
     header = [f"; kernel {fn.name}", f"; local store: peak {lowered.local_store_peak} B"]
     header += [f";   {offset:>7} +{size:<7} {label}" for label, offset, size in lowered.buffers]

@@ -8,9 +8,9 @@ local-store allocator and are released after each value's last use (`LivenessAna
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from llvmlite import ir
 
@@ -77,6 +77,7 @@ class KernelLowering(CommandIssuer):
         self,
         fn: Function,
         plan: LoweringPlan,
+        rules: Mapping[str, Callable[[KernelLowering, Operation], None]],
         *,
         capacity: int,
         options: Any,
@@ -84,6 +85,7 @@ class KernelLowering(CommandIssuer):
     ) -> None:
         self.fn = fn
         self.plan = plan
+        self.rules = rules  # op name -> rule (`lowering.codegen.rules.RULES`)
         self.options = options
         self.em = CoreEmitter(fn.name)
         self.b = self.em.builder
@@ -108,9 +110,6 @@ class KernelLowering(CommandIssuer):
 
     # -- driving ------------------------------------------------------------------------------
     def lower(self) -> LoweredKernel:
-        from lowering.codegen.rules import RULES
-
-        self._rules = RULES
         if self.dual_core:
             core = self.em.mmio_read(isa.Reg.CORE_ID)
             self.core_offset = self.b.mul(self.b.and_(core, I64(1)), I64(self.core_share), name="core_offset")
@@ -179,8 +178,6 @@ class KernelLowering(CommandIssuer):
     def _emit_cfg(self, blocks: Sequence[Block]) -> None:
         """A function body with several blocks (cf.br / cf.cond_br from early returns): one LLVM
         block per tile block; block arguments live in slots. Buffers are never reused here."""
-        from lowering.codegen.rules.control import make_slots
-
         self.no_reuse = True
         fn = self.b.function
         for i, block in enumerate(blocks):
@@ -190,8 +187,6 @@ class KernelLowering(CommandIssuer):
         for i, block in enumerate(blocks):
             if i:
                 self.b.position_at_end(self.cfg_blocks[id(block)])
-                from lowering.codegen.rules.control import bind_slots
-
                 bind_slots(self, self.cfg_slots[id(block)], block.args)
             self.emit_block(block)
             if not self.b.block.is_terminated:
@@ -202,7 +197,7 @@ class KernelLowering(CommandIssuer):
             self.emit_op(op)
 
     def emit_op(self, op: Operation) -> None:
-        rule = self._rules.get(op.name)
+        rule = self.rules.get(op.name)
         self.current = op
         try:
             if rule is None:
@@ -387,3 +382,66 @@ class KernelLowering(CommandIssuer):
             b.position_after(self.em.desc)
             slot = b.alloca(ty, name=name)
         return slot
+
+
+# -- loop-carried and block-argument slots (scf.for / scf.while / scf.if, multi-block bodies) ------
+Slot: TypeAlias = Any  # a stack slot (scalar), a pinned local-store Buf (tensor), or a ScalarSlot
+
+
+@dataclass
+class ScalarSlot:
+    """A loop-carried scalar that units produce (a running max / sum): it stays in a 1-element
+    local-store buffer so the loop never waits for the units to hand it to the core."""
+
+    buf: Buf
+    ty: ir.Type
+
+
+def make_slots(
+    ctx: KernelLowering, values: Sequence[Value], name: str, on_units: Sequence[bool] = ()
+) -> list[Slot]:
+    slots: list[Slot] = []
+    for i, v in enumerate(values):
+        if v.type.is_tensor or (i < len(on_units) and on_units[i]):
+            shape = tuple(v.shape) if v.type.is_tensor else (1,)
+            buf = ctx.new_buf(v, shape, dt.to_dtype(v.type), name=f"{name} %{v.name_hint or '?'}")
+            buf.buffer.pinned += 1
+            if buf.buffer in ctx.temps:
+                ctx.temps.remove(buf.buffer)
+            slots.append(buf if v.type.is_tensor else ScalarSlot(buf, dt.core_type(v.type)))
+        else:
+            slots.append(ctx.alloca(dt.core_type(v.type), name=name))
+    return slots
+
+
+def store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
+    for slot, v in zip(slots, values, strict=True):
+        if isinstance(slot, Buf):
+            ctx.store_into(slot, ctx.tensor(v))
+        elif isinstance(slot, ScalarSlot):
+            d = ctx.deferred(v)
+            if d is not None:
+                if d.buf.buffer is not slot.buf.buffer:
+                    ctx.copy(slot.buf, d.buf.view((1,), (0,)))
+            else:
+                ctx.fill(slot.buf, ctx.scalar(v), slot.buf.dtype)
+        else:
+            ctx.b.store(ctx.scalar(v), slot)
+
+
+def bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
+    for slot, v in zip(slots, values, strict=True):
+        if isinstance(slot, Buf):
+            ctx.bind(v, slot.view(slot.shape, slot.strides))
+        elif isinstance(slot, ScalarSlot):
+            ctx.bind(v, DeferredScalar(slot.buf.view((1,), (0,)), slot.ty))
+        else:
+            ctx.bind(v, ctx.b.load(slot))
+
+
+def unpin(ctx: KernelLowering, slots: Sequence[Slot]) -> None:
+    for slot in slots:
+        buf = slot.buf if isinstance(slot, ScalarSlot) else slot
+        if isinstance(buf, Buf):
+            buf.buffer.pinned -= 1
+            ctx.alloc.release(buf.buffer)

@@ -1,9 +1,42 @@
-"""The op table of the tile IR: one `_op(...)` declaration per op (operands, results, attributes,
-syntax, type rule), filed into `lowering.ir.registry.OP_SPECS` when the registry is imported."""
+"""The op table of the tile IR: `OP_SPECS`, filled by one `_op(...)` declaration per op (operands,
+results, attributes, syntax, type rule). Readers use `lowering.ir.registry`."""
 
 from __future__ import annotations
 
-from lowering.ir.registry import _BOOL, _INT, AttrSpec, _enum, _op
+from lowering.ir.op_spec import AttrSpec, OperandSpec, OpSpec
+
+OP_SPECS: dict[str, OpSpec] = {}
+
+
+def _op(
+    name: str,
+    syntax: str,
+    operands: str = "",
+    num_results: int | None = 1,
+    *,
+    attrs: dict[str, AttrSpec] | None = None,
+    num_regions: int = 0,
+    terminator: bool = False,
+    rule: str | None = None,
+    summary: str = "",
+) -> None:
+    """Register an op. `operands` is a space-separated list of ``name``, ``name?`` or ``name*``."""
+    specs = []
+    for word in operands.split():
+        kind = word[-1] if word[-1] in "?*" else "1"
+        specs.append(OperandSpec(word.rstrip("?*"), kind))
+    OP_SPECS[name] = OpSpec(
+        name, syntax, tuple(specs), num_results, dict(attrs or {}), num_regions, terminator, rule, summary
+    )
+
+
+def _enum(which: str, required: bool = True, default: str | None = None) -> AttrSpec:
+    return AttrSpec("enum", required, which, default)
+
+
+_INT = AttrSpec("int", True)
+_BOOL = AttrSpec("bool")
+
 
 # ------------------------------------------------------------------------------ arith
 _op(

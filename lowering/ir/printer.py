@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lowering.ir.attr_format import (  # re-exported: the printer's public helpers
     format_attr,
@@ -21,9 +21,11 @@ from lowering.ir.attr_format import (  # re-exported: the printer's public helpe
 )
 from lowering.ir.core import Block, Operation, Region, Value
 from lowering.ir.location import Location
-from lowering.ir.module import Function, Module
 from lowering.ir.printer_forms import _WRITERS, _enum_as_int, _functional_types
 from lowering.ir.registry import OP_SPECS
+
+if TYPE_CHECKING:  # annotations only: Module.__str__ prints with this module
+    from lowering.ir.module import Function, Module
 
 __all__ = ["print_module", "print_function", "print_op", "format_attr", "format_float", "Printer"]
 

@@ -4,7 +4,7 @@ syntax name of the op registry (`lowering.ir.registry`), used by `lowering.ir.pr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lowering.ir.attr_format import dense_body, format_attr, format_attr_dict, format_float, quote
 from lowering.ir.attributes import (
@@ -12,12 +12,36 @@ from lowering.ir.attributes import (
     IntAttr,
     UnitAttr,
 )
-from lowering.ir.core import Block, Operation, Value
+from lowering.ir.core import Block, Operation, Region, Value
+from lowering.ir.location import Location
 from lowering.ir.registry import ENUMS, OP_SPECS, named_operands, registrar
 from lowering.ir.types import FloatType, IntType, Type, i32
 
-if TYPE_CHECKING:
-    from lowering.ir.printer import Printer
+
+class Printer(Protocol):
+    """What a writer uses of `lowering.ir.printer.Printer` (SSA names, lines, nested regions)."""
+
+    def define(self, v: Value) -> str: ...
+
+    def define_results(self, op: Operation) -> str: ...
+
+    def ref(self, v: Value) -> str: ...
+
+    def refs(self, vs: Sequence[Value]) -> str: ...
+
+    def typed_refs(self, vs: Sequence[Value]) -> str: ...
+
+    def block_name(self, b: Block) -> str: ...
+
+    def loc(self, loc: Location) -> str: ...
+
+    def emit(self, depth: int, text: str) -> None: ...
+
+    def simple(self, op: Operation, depth: int, body: str) -> None: ...
+
+    def with_regions(
+        self, op: Operation, depth: int, head: str, parts: list[tuple[str, Region, bool]], tail: str = ""
+    ) -> None: ...
 
 _ENUM_INT_TYPE = {"cmpi": IntType(64), "cmpf": IntType(64)}
 

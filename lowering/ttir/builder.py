@@ -11,6 +11,7 @@ from lowering.ir.location import UNKNOWN_LOC, Location
 from lowering.ir.module import Function, Module
 from lowering.ir.registry import OP_SPECS, supported_ops
 from lowering.ir.types import Type
+from lowering.ttir import forms_scalar, forms_tensor  # noqa: F401 - importing them fills READERS
 from lowering.ttir.custom_forms import READERS, Cursor, Parsed, normalize_enum_attrs
 from lowering.ttir.errors import TTIRParseError, UnsupportedOpError
 from lowering.ttir.raw import Item, RawFunc, RawModule, RawOp, RawRegion

@@ -2,7 +2,8 @@
 
 The grammar keeps a custom op's body as a flat list of `Item`s; a reader walks it with a `Cursor`
 and returns the op's operands, result types, attributes, regions and successors, as MLIR's own
-custom parsers do. ``READERS[spec.syntax]`` is the reader of an op.
+custom parsers do. ``READERS[spec.syntax]`` is the reader of an op; the families of readers live in
+`forms_scalar` and `forms_tensor`, whose import fills `READERS` (the builder imports them).
 """
 
 from __future__ import annotations
@@ -215,9 +216,3 @@ def _trailing(cur: Cursor, p: Parsed) -> None:
     cur.accept_attr_dict(p.attrs)
     cur.expect_punct(":")
 
-
-# ---------------------------------------------------------------------------------------- families
-
-
-# The readers register themselves in READERS when imported (they import the names above).
-from lowering.ttir import forms_scalar, forms_tensor  # noqa: E402, F401

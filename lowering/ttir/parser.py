@@ -10,11 +10,12 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from lowering.compat import normalize_text
 from lowering.ir.module import Module
+from lowering.ir.types import Type
 from lowering.ttir.builder import IRBuilder
 from lowering.ttir.errors import TTIRError, TTIRParseError
 from lowering.ttir.raw import RawModule, RawTransformer
 
-__all__ = ["parse_ttir", "ttir_parser", "GRAMMAR_PATH"]
+__all__ = ["parse_ttir", "parse_type_text", "ttir_parser", "GRAMMAR_PATH"]
 
 GRAMMAR_PATH = Path(__file__).with_name("ttir.lark")
 
@@ -27,13 +28,21 @@ def ttir_parser() -> Lark:
         parser="lalr",
         lexer="contextual",
         start=["start", "stype"],
-        transformer=RawTransformer(),
+        transformer=RawTransformer(parse_type_text),
         maybe_placeholders=False,
         propagate_positions=False,
         # no cache file: lark's is a pickle in the shared temp dir, which anyone (a candidate in an
         # unsandboxed worker) could plant; building costs ~0.1 s once per process
         cache=False,
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_type_text(text: str) -> Type:
+    """A type from its MLIR text (``tensor<64x!tt.ptr<f32>>``), with the grammar's `stype` rule; cached."""
+    t = ttir_parser().parse(text, start="stype")
+    assert isinstance(t, Type)
+    return t
 
 
 def parse_raw(text: str) -> RawModule:

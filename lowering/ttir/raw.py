@@ -23,11 +23,9 @@ from lowering.ttir.raw_attrs import (
     TypeAttrRules,
     _symbol_name,
     decode_string,
-    parse_type_text,
 )
 
 __all__ = [
-    "parse_type_text",
     "Item",
     "RawOp",
     "RawBlock",

@@ -4,9 +4,9 @@ decoders they use (strings, hex floats, dense elements). `lowering.ttir.raw.RawT
 
 from __future__ import annotations
 
-import functools
 import re
 import struct
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -146,16 +146,6 @@ _LOC_FILE = re.compile(r'loc\(("(?:[^"\\]|\\.)*"):([0-9]+):([0-9]+)\)')
 _LOC_NAMED_REF = re.compile(r'loc\(("(?:[^"\\]|\\.)*")\((#[A-Za-z0-9_.$\-]+)\)\)')
 
 
-@functools.lru_cache(maxsize=4096)
-def parse_type_text(text: str) -> Type:
-    """A type from its MLIR text (``tensor<64x!tt.ptr<f32>>``), with the grammar's `stype` rule; cached."""
-    from lowering.ttir.parser import ttir_parser
-
-    t = ttir_parser().parse(text, start="stype")
-    assert isinstance(t, Type)
-    return t
-
-
 def _symbol_name(tok: Token) -> str:
     s = str(tok)[1:]
     return decode_string(s) if s.startswith('"') else s
@@ -177,19 +167,23 @@ def _scalar_token(tok: Token) -> Any:
 
 
 def _attr_text(v: Any) -> str:
-    from lowering.ir.printer import format_attr
+    from lowering.ir.attr_format import format_attr
 
     return format_attr(v)
 
 
 @v_args(inline=True)
 class TypeAttrRules(Transformer):  # type: ignore[type-arg]
-    """Types, attribute values and locations (they need no context)."""
+    """Types, attribute values and locations (they need no context). A type token's text is read by
+    `parse_type` (the parser's own `stype` rule, `lowering.ttir.parser.parse_type_text`)."""
 
+    def __init__(self, parse_type: Callable[[str], Type]) -> None:
+        super().__init__()
+        self._parse_type = parse_type
 
     # ------------------------------------------------------------------ types
     def type_token(self, tok: Token) -> Type:
-        return parse_type_text(str(tok))
+        return self._parse_type(str(tok))
 
     def int_type(self, tok: Token) -> Type:
         s = str(tok)

@@ -1,31 +1,9 @@
-"""The rule table: tile-IR op name -> function(lowering, op). One module per group of ops."""
+"""The rules that lower tile-IR ops, one module per group of ops; importing this package fills the
+rule table (`RULES`, op name -> function(lowering, op)) that `KernelLowering` is handed."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from lowering.codegen.lower import KernelLowering
-
-Rule = Callable[["KernelLowering", Any], None]
-RULES: dict[str, Rule] = {}
-
-
-def rule(*names: str) -> Callable[[Rule], Rule]:
-    """Register `fn` as the lowering of the ops `names`."""
-
-    def deco(fn: Rule) -> Rule:
-        for n in names:
-            if n in RULES:
-                raise ValueError(f"two lowering rules for {n}")
-            RULES[n] = fn
-        return fn
-
-    return deco
-
-
-from lowering.codegen.rules import (  # noqa: E402,F401
+from lowering.codegen.rules import (  # noqa: F401 - each module files its rules in RULES
     arith,
     casts,
     constants,
@@ -37,3 +15,6 @@ from lowering.codegen.rules import (  # noqa: E402,F401
     reduce,
     tensor,
 )
+from lowering.codegen.rules.table import RULES, Rule, rule
+
+__all__ = ["RULES", "Rule", "rule"]

@@ -8,82 +8,24 @@ the compute of the current one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from collections.abc import Callable
 
 from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
 from lowering.codegen.local_alloc import Buffer
-from lowering.codegen.lower import KernelLowering
-from lowering.codegen.rules import rule
-from lowering.codegen.values import Buf, DeferredScalar
+from lowering.codegen.lower import (
+    KernelLowering,
+    bind_slots,
+    make_slots,
+    store_slots,
+    unpin,
+)
+from lowering.codegen.rules.table import rule
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Block, Operation, Value
 from mtia_sim.isa import ITEMSIZE, Op, ReduceOp, Reg, UnitMask
-
-Slot: TypeAlias = Any  # a stack slot (scalar), a pinned local-store Buf (tensor), or a ScalarSlot
-
-
-@dataclass
-class ScalarSlot:
-    """A loop-carried scalar that units produce (a running max / sum): it stays in a 1-element
-    local-store buffer so the loop never waits for the units to hand it to the core."""
-
-    buf: Buf
-    ty: ir.Type
-
-
-def make_slots(
-    ctx: KernelLowering, values: Sequence[Value], name: str, on_units: Sequence[bool] = ()
-) -> list[Slot]:
-    slots: list[Slot] = []
-    for i, v in enumerate(values):
-        if v.type.is_tensor or (i < len(on_units) and on_units[i]):
-            shape = tuple(v.shape) if v.type.is_tensor else (1,)
-            buf = ctx.new_buf(v, shape, dt.to_dtype(v.type), name=f"{name} %{v.name_hint or '?'}")
-            buf.buffer.pinned += 1
-            if buf.buffer in ctx.temps:
-                ctx.temps.remove(buf.buffer)
-            slots.append(buf if v.type.is_tensor else ScalarSlot(buf, dt.core_type(v.type)))
-        else:
-            slots.append(ctx.alloca(dt.core_type(v.type), name=name))
-    return slots
-
-
-def store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
-    for slot, v in zip(slots, values, strict=True):
-        if isinstance(slot, Buf):
-            ctx.store_into(slot, ctx.tensor(v))
-        elif isinstance(slot, ScalarSlot):
-            d = ctx.deferred(v)
-            if d is not None:
-                if d.buf.buffer is not slot.buf.buffer:
-                    ctx.copy(slot.buf, d.buf.view((1,), (0,)))
-            else:
-                ctx.fill(slot.buf, ctx.scalar(v), slot.buf.dtype)
-        else:
-            ctx.b.store(ctx.scalar(v), slot)
-
-
-def bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
-    for slot, v in zip(slots, values, strict=True):
-        if isinstance(slot, Buf):
-            ctx.bind(v, slot.view(slot.shape, slot.strides))
-        elif isinstance(slot, ScalarSlot):
-            ctx.bind(v, DeferredScalar(slot.buf.view((1,), (0,)), slot.ty))
-        else:
-            ctx.bind(v, ctx.b.load(slot))
-
-
-def unpin(ctx: KernelLowering, slots: Sequence[Slot]) -> None:
-    for slot in slots:
-        buf = slot.buf if isinstance(slot, ScalarSlot) else slot
-        if isinstance(buf, Buf):
-            buf.buffer.pinned -= 1
-            ctx.alloc.release(buf.buffer)
 
 
 def produced_by_units(v: Value, loop_args: set[int], depth: int = 0) -> bool:

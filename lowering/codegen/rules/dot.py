@@ -5,7 +5,7 @@ from __future__ import annotations
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import f64_bits
 from lowering.codegen.lower import KernelLowering
-from lowering.codegen.rules import rule
+from lowering.codegen.rules.table import rule
 from lowering.codegen.values import Buf, Splat
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation, Value

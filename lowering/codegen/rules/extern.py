@@ -8,8 +8,8 @@ from llvmlite import ir
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I64
 from lowering.codegen.lower import KernelLowering
-from lowering.codegen.rules import rule
 from lowering.codegen.rules.arith import simd_binary, unit_scalar
+from lowering.codegen.rules.table import rule
 from lowering.codegen.values import Splat
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation

@@ -8,7 +8,7 @@ from llvmlite import ir
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64, Word
 from lowering.codegen.lower import KernelLowering
-from lowering.codegen.rules import rule
+from lowering.codegen.rules.table import rule
 from lowering.codegen.values import Buf, Splat, TensorDescriptor
 from lowering.errors import LoweringError, UnsupportedError
 from lowering.ir.core import Operation

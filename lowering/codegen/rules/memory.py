@@ -11,7 +11,7 @@ from lowering.analysis.accumulate import accumulate_form
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
 from lowering.codegen.lower import KernelLowering
-from lowering.codegen.rules import rule
+from lowering.codegen.rules.table import rule
 from lowering.codegen.values import Buf, Splat
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
