@@ -2,7 +2,8 @@
 
 Built from the timing model's schedule (`mtia_sim.timing`); every figure is derived from command
 and program records, so the counters always add up to the schedule. `Counters.to_dict()` is plain
-JSON.
+JSON whose keys are declared, with unit and meaning, in `mtia_sim.stats` (LAUNCH, UNIT, BANDWIDTH,
+ROOFLINE; stall reasons in STALLS).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mtia_sim.events import MemLevel
 from mtia_sim.isa import Unit
 from mtia_sim.machine import MachineDescription
+from mtia_sim.stats import WAIT_BANDWIDTH, WAIT_DEPENDENCY, WAIT_UNIT
 
 if TYPE_CHECKING:  # records import nothing from here, but mtia_sim.timing imports this module
     from mtia_sim.timing.result import CommandRecord, ProgramRecord
@@ -22,11 +24,6 @@ if TYPE_CHECKING:  # records import nothing from here, but mtia_sim.timing impor
 UNIT_NAMES = tuple(u.name for u in Unit)  # CORE, DMA, DPE, SIMD, RED, MLU
 LEVELS = tuple(level.value for level in MemLevel)
 _LEVEL_KEY = {level: level.value for level in MemLevel}  # MemLevel (or its string) -> plain str key
-
-# stall reasons of commands (cores have core_<why>_<UNIT>, see mtia_sim.timing.engine)
-WAIT_UNIT = "unit_busy"
-WAIT_DEPENDENCY = "dependency"
-WAIT_BANDWIDTH = "shared_bandwidth"
 
 
 def _add(table: dict[str, Any], key: str, value: float) -> None:

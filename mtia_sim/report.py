@@ -2,7 +2,8 @@
 
 The text is what a person or the next prompt reads: the summary (time, achieved FLOP/s and bandwidth
 against the peaks, roofline position and bound), the hottest units and commands, the top stall
-reasons with a hint each, and a per-unit utilisation table.
+reasons with a hint each (what usually helps, `mtia_sim.stats.STALLS`: the same table kegen's prompts
+read), and a per-unit utilisation table. Numbers are written by `mtia_sim.stats` (`fmt_si`, `fmt_pct`).
 """
 
 from __future__ import annotations
@@ -11,47 +12,25 @@ import math
 from pathlib import Path
 from typing import Any
 
-from mtia_sim.counters import WAIT_UNIT
 from mtia_sim.machine import MachineDescription
+from mtia_sim.stats import WAIT_UNIT, fmt_pct, fmt_si, stall_reason
 from mtia_sim.timing import TimingResult, as_timing_result
 
 _LEVEL_NAMES = {"dram": "DRAM", "sram": "SRAM", "local": "local store", "remote_local": "remote local (NoC)"}
 
-_HINTS = {
-    "fence_wait_DMA": "cores wait for DMA at fences: prefetch the next tile while computing "
-                      "(multi-buffering)",
-    "end_wait_DMA": "programs end waiting for their DMA transfers: overlap them with other work "
-                    "(or the launch is memory-bound)",
-    "queue_full": "command queues are full: the core issues faster than the unit drains (that unit is busy)",
-    "dependency": "the unit idles waiting for commands it depends on (often DMA loads): give each stage its "
-                  "own buffer so they overlap, or speed up the producer",
-    "shared_bandwidth": "transfers slowed by shared DRAM/SRAM bandwidth: move fewer bytes or reuse tiles",
-    "fence_wait": "cores wait at fences: fence less often, overlap units",
-    "end_wait": "programs end waiting for their last commands",
-    "scalar_mem": "the core's own loads/stores reach DRAM/SRAM (latency per access): move data with DMA "
-                  "(tl.load/tl.store on blocks) instead of scalar loops",
-}
-
 
 def _si(x: float | None, unit: str) -> str:
-    if x is None or not math.isfinite(x):
-        return "n/a"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
+    return fmt_si(x, unit, spec=".3g", small=".3g", missing="n/a")
 
 
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.1f}%"
+    return fmt_pct(x, ".1f", missing="n/a")
 
 
 def _hint(reason: str) -> str:
-    _, _, why = reason.partition(":")
-    for key in (why, why.rsplit("_", 1)[0], why.rsplit("_", 2)[0]):
-        if key in _HINTS:
-            return _HINTS[key]
-    return ""
+    """What usually helps against a stall reason (`mtia_sim.stats.STALLS`), '' for an undeclared one."""
+    declared = stall_reason(reason)
+    return declared.remedy if declared is not None else ""
 
 
 def _lanes(result: TimingResult, unit: str) -> int:

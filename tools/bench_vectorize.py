@@ -21,6 +21,7 @@ from typing import Any
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.profiling import diagnose
+from kegen.profiling.render import diagnosis_line
 from kegen.search.operators.mutations.knobs import apply_launch_options
 from kegen.search.operators.mutations.vectorize import vectorize
 from kegen.suites import find_suite
@@ -36,7 +37,7 @@ def measure(problem: Path, source: str, config: EvalConfig) -> dict[str, Any]:
         out |= {"time_s": t, "roofline_time_s": roof, "roofline_fraction": roof / t if t and roof else None}
         diag = diagnose(r.profile)
         out["stalls"] = [(reason, round(share, 3)) for reason, share in diag.stalls]
-        out["diagnosis"] = diag.text()
+        out["diagnosis"] = diagnosis_line(diag)
     return out
 
 

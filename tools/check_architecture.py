@@ -106,11 +106,10 @@ LAYERS: tuple[Layer, ...] = (
 # "cycle"; subject is a module (size, layer), a folder (folder) or a cycle's first module in
 # sorted order (cycle). A prefix ending in "." matches every subject under it.
 ALLOWED: tuple[tuple[str, str], ...] = (
-    # issue 28, being removed by other work now: circles in the compiler core, the simulator and
-    # the profile renderer; the machine as a value (no kegen.settings in the backend options)
+    # issue 28, being removed by other work now: circles in the compiler core and the simulator; the
+    # machine as a value (no kegen.settings in the backend options)
     ("cycle", "lowering."),
     ("cycle", "mtia_sim."),
-    ("cycle", "kegen.profiling."),
     ("layer:lowering-core", "lowering.pipeline"),
     ("layer:lowering-not-kegen", "lowering.backend.options"),
     # issue 28: modules over the budget

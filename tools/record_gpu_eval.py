@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from kegen.eval import EvalConfig, evaluate  # noqa: E402
 from kegen.eval.profile import Profile  # noqa: E402
+from kegen.profiling.render import terminal  # noqa: E402
 
 FIX = ROOT / "tests" / "eval" / "fixtures"
 CASES = [  # (problem, candidate, expected status)
@@ -77,7 +78,7 @@ def main() -> int:
                     f"{inclusive['median_s'] * 1e6:.2f} us"
                 )
             if result.profile:
-                block += "\n" + Profile.from_dict(result.profile).format_text(full=True)
+                block += "\n" + terminal(Profile.from_dict(result.profile), full=True)
         except Exception as exc:  # record and go on: the file says what failed
             data = {"status": "error", "message": f"{type(exc).__name__}: {exc}"}
             block = f"error: {data['message']}"

@@ -52,9 +52,10 @@ def diagnosis_text(profile: dict[str, Any] | None) -> str:
     if not profile:
         return ""
     from kegen.profiling.diagnosis import diagnose
+    from kegen.profiling.render import diagnosis_line
 
     try:
-        text = diagnose(profile).text()
+        text = diagnosis_line(diagnose(profile))
     except Exception as exc:  # a profile the diagnosis cannot read must not fail the bench
         return f"diagnosis failed: {type(exc).__name__}: {exc}"
     return "" if text == "no profile available" else text

@@ -14,6 +14,7 @@ from kegen.eval.cli_common import (
 )
 from kegen.eval.errors import ProblemError
 from kegen.eval.profile import Profile
+from kegen.profiling.render import terminal
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,5 +71,5 @@ def run(args: argparse.Namespace) -> int:
         return problem_error(exc, args.json)
     text = result.verdict_text()
     if result.profile:
-        text += "\n" + Profile.from_dict(result.profile).format_text()
+        text += "\n" + terminal(Profile.from_dict(result.profile))
     return report(result, args.json, text)

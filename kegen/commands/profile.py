@@ -18,7 +18,7 @@ from kegen.eval.cli_common import (
 )
 from kegen.eval.errors import ProblemError
 from kegen.eval.profile import Profile
-from kegen.profiling.render import source_view
+from kegen.profiling.render import source_view, terminal
 from kegen.profiling.source import fill_source_text
 
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         prof = Profile.from_dict(result.profile)
         code = _read(args.candidate)
         fill_source_text(prof.lines, code)
-        parts.append(prof.format_text(full=True))
+        parts.append(terminal(prof, full=True))
         if args.source:
             parts += ["", "source view (per Triton source line, all launches):", source_view(prof)]
         parts.extend(prof.raw.get("mtia_report_text", []) or [])

@@ -17,6 +17,7 @@ from typing import Any
 
 from kegen.profiling.schema import Bottleneck, LaunchStat, Profile
 from kegen.profiling.stalls import stall_info
+from mtia_sim.stats import fmt_pct
 
 DRAM_SATURATED = 0.6
 UNIT_SATURATED = 0.6
@@ -36,10 +37,6 @@ CATEGORY = {
 }
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
 def _top_stall(c: dict[str, Any], st: LaunchStat) -> str | None:
     reasons = c.get("stall_reasons") or {}
     if not reasons:
@@ -49,7 +46,7 @@ def _top_stall(c: dict[str, Any], st: LaunchStat) -> str | None:
     lanes = (st.cores_used if unit == "CORE" else st.pes_used) or 1
     k = float(c.get("kernel_cycles", 0.0) or 0.0)
     share = float(cycles) / (k * lanes) if k else 0.0
-    return f"top stall {reason}: {_pct(share)} of {unit} time ({stall_info(reason).meaning})"
+    return f"top stall {reason}: {fmt_pct(share)} of {unit} time ({stall_info(reason).meaning})"
 
 
 def launch_bottleneck(st: LaunchStat, c: dict[str, Any]) -> Bottleneck:
@@ -62,13 +59,13 @@ def launch_bottleneck(st: LaunchStat, c: dict[str, Any]) -> Bottleneck:
     evidence = [
         f"grid {tuple(st.grid)} = {st.programs} programs on {st.pes_used} of {st.pes_total} PEs"
         + (f" ({st.pes_total - st.pes_used} PEs idle)" if st.pes_used < st.pes_total else ""),
-        f"busiest unit {unit or '-'}: {_pct(util)} busy on the active PEs",
-        f"DRAM {_pct(dram_frac)} of peak bandwidth",
+        f"busiest unit {unit or '-'}: {fmt_pct(util)} busy on the active PEs",
+        f"DRAM {fmt_pct(dram_frac)} of peak bandwidth",
     ]
     if st.imbalance > 1.2:
         evidence.append(f"load imbalance {st.imbalance:.2f}x (slowest PE over the mean)")
     if overhead > 0.1:
-        evidence.append(f"launch overhead {_pct(overhead)} of the launch")
+        evidence.append(f"launch overhead {fmt_pct(overhead)} of the launch")
     stall = _top_stall(c, st)
     if stall:
         evidence.append(stall)
@@ -95,9 +92,9 @@ def profile_bottleneck(prof: Profile) -> Bottleneck | None:
     occ = prof.metric("occupancy_pct")
     evidence = []
     if prof.metric("dram_bw_pct") is not None:
-        evidence.append(f"DRAM {_pct(dram)} of peak bandwidth")
+        evidence.append(f"DRAM {fmt_pct(dram)} of peak bandwidth")
     if prof.metric("sm_throughput_pct") is not None:
-        evidence.append(f"SM throughput {_pct(sm)} of peak")
+        evidence.append(f"SM throughput {fmt_pct(sm)} of peak")
     if occ is not None:
         evidence.append(f"achieved occupancy {occ:.0f}%")
     if not evidence:

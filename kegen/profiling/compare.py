@@ -8,15 +8,10 @@ one line why the child is faster or slower, naming the bottleneck it fixed when 
 from __future__ import annotations
 
 from kegen.profiling.schema import Profile
+from mtia_sim.stats import fmt_time
 
 UTIL_CHANGE = 0.10  # a unit's utilisation change worth saying (absolute)
 TIME_CHANGE = 0.05  # a kernel's time change worth saying (relative)
-
-
-def _t(t: float | None) -> str:
-    if t is None:
-        return "?"
-    return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.2f} us"
 
 
 def _ratio(old: float | None, new: float | None) -> str:
@@ -40,9 +35,8 @@ def _pes(p: Profile) -> tuple[int, int]:
 
 def changes(parent: Profile, child: Profile) -> list[str]:
     """The differences worth saying, most important first."""
-    out = [
-        f"time {_t(parent.time_s)} -> {_t(child.time_s)} ({_ratio(parent.time_s, child.time_s) or 'same'})"
-    ]
+    speed = _ratio(parent.time_s, child.time_s) or "same"
+    out = [f"time {fmt_time(parent.time_s)} -> {fmt_time(child.time_s)} ({speed})"]
     occ = _occupancy_change(parent, child)
     if occ:
         out.append(occ)
@@ -52,13 +46,13 @@ def changes(parent: Profile, child: Profile) -> list[str]:
     old_k = {k.name: k for k in parent.kernels}
     new_k = {k.name: k for k in child.kernels}
     for name in old_k.keys() - new_k.keys():
-        out.append(f"kernel {name} is gone ({_t(old_k[name].total_s)} in the parent)")
+        out.append(f"kernel {name} is gone ({fmt_time(old_k[name].total_s)} in the parent)")
     for name in new_k.keys() - old_k.keys():
-        out.append(f"new kernel {name}: {_t(new_k[name].total_s)}")
+        out.append(f"new kernel {name}: {fmt_time(new_k[name].total_s)}")
     for name in old_k.keys() & new_k.keys():
         a, b = old_k[name].total_s, new_k[name].total_s
         if a and abs(b - a) / a >= TIME_CHANGE:
-            out.append(f"kernel {name} {_t(a)} -> {_t(b)} ({_ratio(a, b)})")
+            out.append(f"kernel {name} {fmt_time(a)} -> {fmt_time(b)} ({_ratio(a, b)})")
     for lv in child.memory:
         old = parent.level(lv.level)
         if old and old.bytes_total and abs(lv.bytes_total - old.bytes_total) / old.bytes_total >= TIME_CHANGE:

@@ -2,7 +2,8 @@
 
 One object read by every consumer: the prompts (what to say), the offline operator (which
 mutation to try: each mutation declares the remedy kinds it provides and works against), the
-knowledge retrieval (by `bound`, the bottleneck's category) and the report.
+knowledge retrieval (by `bound`, the bottleneck's category) and the report. Its one-line text is
+`kegen.profiling.render.diagnosis_line`.
 """
 
 from __future__ import annotations
@@ -64,24 +65,6 @@ class Diagnosis:
         if self.remedies:
             return dict(self.remedies)
         return dict(LEGACY_REMEDIES.get(self.bound or "", {}))
-
-    def text(self) -> str:
-        """One line: limiter, time, roofline, utilisation, stalls."""
-        if self.bottleneck is None and not self.stalls and not self.utilisation:
-            return "no profile available"
-        b = self.bottleneck
-        parts = [f"{b.category}-bound: limited by {b.name} ({b.kind})" if b else "limiter unknown"]
-        if self.time_s is not None:
-            parts.append(f"time {self.time_s * 1e6:.2f} us")
-        if self.roofline_fraction is not None:
-            parts.append(f"{self.roofline_fraction:.1%} of roofline")
-        if self.idle_pes >= IDLE_PES:
-            parts.append(f"{self.idle_pes:.0%} of PEs idle")
-        if self.utilisation:
-            parts.append("busy on active PEs " + ", ".join(f"{u} {v:.0%}" for u, v in self.utilisation[:3]))
-        if self.stalls:
-            parts.append("top stalls " + ", ".join(f"{s} {v:.0%}" for s, v in self.stalls))
-        return "; ".join(parts)
 
 
 def diagnose_profile(prof: Profile) -> Diagnosis:

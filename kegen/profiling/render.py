@@ -1,5 +1,7 @@
 """One renderer per audience: `terminal` (kegen eval/profile), `prompt` (the LLM), `html` (the report),
-plus `source_view` (per Triton source line, `kegen profile --source`).
+plus `source_view` (per Triton source line, `kegen profile --source`), `diagnosis_line` (a diagnosis
+in one line) and `reference_section` (the problem's roofline for drafting prompts). Numbers are written
+by `mtia_sim.stats` (`fmt_si`, `fmt_time`, `fmt_pct`, `fmt_value`: the simulator's report uses them too).
 
 The prompt renderer has detail levels so the prompt's token budget can shrink the profile
 section step by step instead of cutting it at a character count.
@@ -15,41 +17,34 @@ from kegen.profiling.compare import changes
 from kegen.profiling.diagnosis import REMEDIES, Diagnosis, diagnose_profile
 from kegen.profiling.schema import METRICS, Profile
 from kegen.profiling.stalls import stall_info
+from mtia_sim.stats import fmt_pct, fmt_si, fmt_time, fmt_value
 
 PROMPT_DETAIL_MAX = 3
-
-
-def fmt_time(t: float | None) -> str:
-    if t is None:
-        return "?"
-    return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.2f} us"
-
-
-def fmt_si(x: float | None, unit: str) -> str:
-    if x is None:
-        return "?"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= scale:
-            return f"{x / scale:.2f} {prefix}{unit}"
-    return f"{x:.0f} {unit}"
 
 
 def fmt_metric(name: str, v: float) -> str:
     """A metric value in its declared unit (`METRICS`)."""
     unit = METRICS[name].unit if name in METRICS else ("%" if name.endswith("_pct") else "")
-    if unit == "%":
-        return f"{v:.1f}%"
-    if unit == "s":
-        return fmt_time(v)
-    if unit in ("B", "B/s", "FLOP", "FLOP/s"):
-        return fmt_si(v, unit)
-    if unit == "ratio":
-        return f"{v:.2f}"
-    return f"{v:g}"
+    return fmt_value(v, unit)
 
 
-def _pct(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.0f}%"
+def diagnosis_line(d: Diagnosis) -> str:
+    """A diagnosis in one line: limiter, time, roofline, utilisation, stalls (prompt detail 0)."""
+    if d.bottleneck is None and not d.stalls and not d.utilisation:
+        return "no profile available"
+    b = d.bottleneck
+    parts = [f"{b.category}-bound: limited by {b.name} ({b.kind})" if b else "limiter unknown"]
+    if d.time_s is not None:
+        parts.append(f"time {d.time_s * 1e6:.2f} us")
+    if d.roofline_fraction is not None:
+        parts.append(f"{d.roofline_fraction:.1%} of roofline")
+    if d.idle_pes >= IDLE_PES:
+        parts.append(f"{d.idle_pes:.0%} of PEs idle")
+    if d.utilisation:
+        parts.append("busy on active PEs " + ", ".join(f"{u} {v:.0%}" for u, v in d.utilisation[:3]))
+    if d.stalls:
+        parts.append("top stalls " + ", ".join(f"{s} {v:.0%}" for s, v in d.stalls))
+    return "; ".join(parts)
 
 
 # --- sections shared by the terminal and the prompt --------------------------------------------------
@@ -88,7 +83,8 @@ def _launch_rows(p: Profile) -> list[str]:
         row = (
             f"  {s.kernel[:28]:<28} grid {str(tuple(s.grid)):<14} {s.programs:>6} programs "
             f"{s.pes_used:>3}/{s.pes_total} PEs{f' ({idle} idle)' if idle else ''}  "
-            f"{fmt_time(s.time_s)} ({s.time_s / total:.0%})  busiest {s.busiest_unit} {_pct(s.busiest_util)}"
+            f"{fmt_time(s.time_s)} ({s.time_s / total:.0%})  "
+            f"busiest {s.busiest_unit} {fmt_pct(s.busiest_util)}"
         )
         rows.append(row + (f"  imbalance {s.imbalance:.2f}x" if s.imbalance > 1.2 else ""))
     return rows
@@ -101,7 +97,7 @@ def _unit_rows(p: Profile, top: int | None) -> list[str]:
         top_stall = max(stalls.items(), key=lambda kv: kv[1], default=None)
         st = f"{top_stall[0].split(':', 1)[1]} {top_stall[1]:.0%}" if top_stall else "-"
         rows.append(
-            f"  {u.name:<6} {_pct(u.utilization_active):>16} {_pct(u.utilization):>10} "
+            f"  {u.name:<6} {fmt_pct(u.utilization_active):>16} {fmt_pct(u.utilization):>10} "
             f"{u.commands if u.commands is not None else '-':>9}  {st}"
         )
     return rows
@@ -110,13 +106,13 @@ def _unit_rows(p: Profile, top: int | None) -> list[str]:
 def _memory_rows(p: Profile) -> list[str]:
     rows = []
     for lv in p.memory:
-        peak = f", {_pct(lv.utilization)} of {fmt_si(lv.peak_bw, 'B/s')}" if lv.peak_bw else ""
+        peak = f", {fmt_pct(lv.utilization)} of {fmt_si(lv.peak_bw, 'B/s')}" if lv.peak_bw else ""
         comp = (
             f"; compulsory {fmt_si(lv.compulsory_bytes, 'B')} ({lv.bytes_total / lv.compulsory_bytes:.2f}x)"
             if lv.compulsory_bytes
             else ""
         )
-        hit = f", hit rate {_pct(lv.hit_rate)}" if lv.hit_rate is not None else ""
+        hit = f", hit rate {fmt_pct(lv.hit_rate)}" if lv.hit_rate is not None else ""
         rows.append(
             f"  {lv.level:<12} read {fmt_si(lv.bytes_read, 'B')}, written {fmt_si(lv.bytes_written, 'B')}, "
             f"{fmt_si(lv.achieved_bw, 'B/s')}{peak}{hit}{comp}"
@@ -227,7 +223,7 @@ def prompt(p: Profile, *, parent: Profile | None = None, detail: int = PROMPT_DE
     """The profile section of a prompt, measured on this candidate; `detail` 0..3 (less is shorter)."""
     d = diagnose_profile(p)
     if detail <= 0:
-        return d.text()
+        return diagnosis_line(d)
     out = [f"- {_header(p)}"]
     occ = _occupancy_line(p)
     if occ:
@@ -294,7 +290,7 @@ def html(p: Profile) -> str:
                         s.programs,
                         f"{s.pes_used}/{s.pes_total}",
                         fmt_time(s.time_s),
-                        f"{s.busiest_unit} {_pct(s.busiest_util)}",
+                        f"{s.busiest_unit} {fmt_pct(s.busiest_util)}",
                     ]
                     for s in p.launches
                 ],
@@ -304,7 +300,10 @@ def html(p: Profile) -> str:
         parts.append(
             table(
                 ["unit", "busy (active PEs)", "busy (chip)", "commands"],
-                [[u.name, _pct(u.utilization_active), _pct(u.utilization), u.commands] for u in p.units],
+                [
+                    [u.name, fmt_pct(u.utilization_active), fmt_pct(u.utilization), u.commands]
+                    for u in p.units
+                ],
             )
         )
     if p.memory:
@@ -317,7 +316,7 @@ def html(p: Profile) -> str:
                         fmt_si(m.bytes_read, "B"),
                         fmt_si(m.bytes_written, "B"),
                         fmt_si(m.achieved_bw, "B/s"),
-                        _pct(m.utilization),
+                        fmt_pct(m.utilization),
                         fmt_si(m.compulsory_bytes, "B") if m.compulsory_bytes else "-",
                     ]
                     for m in p.memory

@@ -5,7 +5,9 @@ profiler and ncu on GPUs (`kegen.eval.trusted.profile_gpu`) or from host timing 
 is stored as JSON in the graph store (`to_dict` / `from_dict`, tolerant of older shapes) and read
 by the renderers (`kegen.profiling.render`), the diagnosis (`kegen.profiling.diagnosis`), the
 prompts and the report. Every scalar metric is declared in `METRICS` (name, unit, description),
-the way gem5 registers its statistics; docs/PROFILE.md lists them.
+the way gem5 registers its statistics: those the simulator measures are built from its own
+declarations (`mtia_sim.stats`, where the counters are produced); docs/PROFILE.md lists them.
+Rendering lives in `kegen.profiling.render` (a `Profile` does not render itself).
 """
 
 from __future__ import annotations
@@ -13,69 +15,78 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from mtia_sim.stats import BANDWIDTH, LAUNCH, LEVELS, UNITS, Stat
 
-@dataclass(frozen=True)
-class MetricDef:
-    """A self-describing metric: name, unit of measure and what it measures."""
-
-    name: str
-    unit: str
-    description: str
+MetricDef = Stat  # one declaration type for the simulator's counters and the profile's metrics
 
 
-def _defs(*rows: tuple[str, str, str]) -> dict[str, MetricDef]:
-    return {name: MetricDef(name, unit, desc) for name, unit, desc in rows}
+def _summed(name: str, counter: str) -> MetricDef:
+    """A simulator launch counter (`mtia_sim.stats.LAUNCH`) summed over the launches of one forward."""
+    c = LAUNCH[counter]
+    return MetricDef(name, c.unit, f"{c.description}, summed over the launches of one forward")
 
 
-METRICS: dict[str, MetricDef] = _defs(
-    ("time_s", "s", "time of one forward (all launches, launch overhead included)"),
-    ("kernel_time_s", "s", "time inside kernels (launch overhead excluded)"),
-    ("launch_overhead_s", "s", "time spent launching kernels (host to device)"),
-    ("launches", "count", "kernel launches in one forward"),
-    ("programs", "count", "grid points (Triton programs) launched in one forward"),
-    ("pes_used", "count", "processing elements that ran at least one program (largest launch)"),
-    ("pes_total", "count", "processing elements on the chip"),
-    ("idle_pe_pct", "%", "time-weighted share of the chip's PEs that had no program"),
-    ("load_imbalance", "ratio", "slowest active PE's busy time over the mean (1.0 = balanced)"),
-    ("flops", "FLOP", "arithmetic operations executed (a multiply-add counts 2)"),
-    ("achieved_flops", "FLOP/s", "flops / time_s"),
-    ("compute_pct", "%", "achieved FLOP/s over the chip's peak for this mix of commands"),
-    ("dram_bytes", "B", "bytes read and written in DRAM"),
-    (
-        "compulsory_dram_bytes",
-        "B",
-        "the problem's minimum DRAM traffic (inputs read once, outputs written once)",
-    ),
-    ("dram_excess", "ratio", "dram_bytes / compulsory_dram_bytes (1.0 = no redundant traffic)"),
-    ("achieved_dram_bw", "B/s", "dram_bytes / time_s"),
-    ("dram_bw_pct", "%", "achieved DRAM bandwidth over the peak"),
-    ("sram_bytes", "B", "bytes read and written in on-chip SRAM"),
-    ("local_bytes", "B", "bytes read and written in the PEs' local stores"),
-    ("remote_local_bytes", "B", "bytes moved to or from other PEs' local stores over the network on chip"),
-    ("sram_hit_rate_pct", "%", "bytes read through the SRAM cache that hit, over all bytes read through it"),
-    ("occupancy_pct", "%", "GPU: achieved active warps over the maximum per SM (ncu)"),
-    ("sm_throughput_pct", "%", "GPU: SM throughput over its peak (ncu)"),
-    ("l2_hit_rate_pct", "%", "GPU: L2 sector hit rate (ncu)"),
-    ("roofline_fraction", "ratio", "the problem's roofline time over the measured time (1.0 = at the roof)"),
-)
+def _level_bytes(level: str) -> MetricDef:
+    """Bytes at one memory level (`mtia_sim.stats.LEVELS`), from the counters' bandwidth table."""
+    return MetricDef(f"{level}_bytes", BANDWIDTH["bytes"].unit, f"bytes read and written in {LEVELS[level]}")
+
+
+# The profile's scalars. MTIA: read from the simulator's counters, each declared where it is produced
+# (`mtia_sim.stats`); the rest derived by `kegen.profiling.mtia` over the launches of a forward, from the
+# problem's roofline, or measured by ncu on GPUs (`kegen.eval.trusted.profile_gpu`).
+METRICS: dict[str, MetricDef] = {
+    m.name: m
+    for m in (
+        _summed("time_s", "seconds"),
+        _summed("kernel_time_s", "kernel_seconds"),
+        MetricDef(
+            "launch_overhead_s",
+            "s",
+            "time spent launching kernels (launch_cycles / clock_hz), summed over one forward",
+        ),
+        MetricDef("launches", "count", "kernel launches in one forward"),
+        MetricDef("programs", "count", "grid points (Triton programs) launched in one forward"),
+        MetricDef("pes_used", "count", "processing elements that ran at least one program (largest launch)"),
+        MetricDef("pes_total", "count", "processing elements on the chip"),
+        MetricDef("idle_pe_pct", "%", "time-weighted share of the chip's PEs that had no program"),
+        MetricDef("load_imbalance", "ratio", "slowest active PE's busy time over the mean (1.0 = balanced)"),
+        _summed("flops", "flops"),
+        MetricDef("achieved_flops", "FLOP/s", "flops / time_s"),
+        MetricDef("compute_pct", "%", "achieved FLOP/s over the chip's peak for this mix of commands"),
+        _level_bytes("dram"),
+        MetricDef(
+            "compulsory_dram_bytes",
+            "B",
+            "the problem's minimum DRAM traffic (inputs read once, outputs written once)",
+        ),
+        MetricDef("dram_excess", "ratio", "dram_bytes / compulsory_dram_bytes (1.0 = no redundant traffic)"),
+        MetricDef("achieved_dram_bw", "B/s", "dram_bytes / time_s"),
+        MetricDef("dram_bw_pct", "%", "achieved DRAM bandwidth over the peak"),
+        _level_bytes("sram"),
+        _level_bytes("local"),
+        _level_bytes("remote_local"),
+        MetricDef(
+            "sram_hit_rate_pct",
+            "%",
+            "bytes read through the SRAM cache that hit, over all bytes read through it (hit_rate x 100)",
+        ),
+        MetricDef("occupancy_pct", "%", "GPU: achieved active warps over the maximum per SM (ncu)"),
+        MetricDef("sm_throughput_pct", "%", "GPU: SM throughput over its peak (ncu)"),
+        MetricDef("l2_hit_rate_pct", "%", "GPU: L2 sector hit rate (ncu)"),
+        MetricDef(
+            "roofline_fraction",
+            "ratio",
+            "the problem's roofline time over the measured time (1.0 = at the roof)",
+        ),
+    )
+}
 
 UNIT_DESCRIPTIONS = {
-    "CORE": "RISC-V control cores: scalar code, address math, command issue",
-    "DMA": "DMA engine: moves tiles between DRAM/SRAM and the local store",
-    "DPE": "dot-product engine: matrix multiplies (tl.dot)",
-    "SIMD": "vector unit: elementwise math, exp, compares",
-    "RED": "reduction engine: row reductions (tl.sum, tl.max), cross-PE accumulation",
-    "MLU": "memory layout unit: transposes and layout changes",
+    **UNITS,
     "SM": "GPU streaming multiprocessors (ncu sm__throughput)",
     "DRAM": "GPU device memory (ncu dram__throughput)",
 }
-LEVEL_DESCRIPTIONS = {
-    "dram": "off-chip DRAM",
-    "sram": "on-chip SRAM shared by all PEs",
-    "local": "each PE's local store (scratchpad)",
-    "remote_local": "another PE's local store, over the network on chip",
-    "l2": "GPU L2 cache",
-}
+LEVEL_DESCRIPTIONS = {**LEVELS, "l2": "GPU L2 cache"}
 
 
 @dataclass
@@ -225,12 +236,6 @@ class Profile:
 
     def level(self, name: str) -> MemoryLevelStat | None:
         return next((m for m in self.memory if m.level == name), None)
-
-    def format_text(self, *, top: int = 8, full: bool = False) -> str:
-        """The terminal rendering (`kegen.profiling.render.terminal`)."""
-        from kegen.profiling.render import terminal
-
-        return terminal(self, top=top, full=full)
 
 
 _FIELDS = {f.name for f in fields(Profile)}

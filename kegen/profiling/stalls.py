@@ -1,14 +1,16 @@
 """Stall reasons: what each one means, the usual remedy, and the remedy kinds it points to.
 
-MTIA reasons are `UNIT:why` (`SIMD:dependency`, `CORE:fence_wait_DMA`); GPU reasons are ncu's
-warp-stall names (`long_scoreboard`). A reason is matched on its `why` part, then on shorter
-prefixes of it (`fence_wait_DMA` -> `fence_wait`), so reasons the simulator adds later still get
-the closest description. Remedy kinds are the vocabulary of `kegen.profiling.diagnosis.REMEDIES`.
+MTIA reasons are `UNIT:why` (`SIMD:dependency`, `CORE:fence_wait_DMA`), declared with their meaning
+and remedy by the simulator (`mtia_sim.stats.STALLS`, which also matches a reason on shorter
+prefixes of its `why`: `fence_wait_DMA` -> `fence_wait`); GPU reasons are ncu's warp-stall names
+(`long_scoreboard`). Remedy kinds are the vocabulary of `kegen.profiling.diagnosis.REMEDIES`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from mtia_sim.stats import STALLS, stall_reason
 
 
 @dataclass(frozen=True)
@@ -20,53 +22,20 @@ class StallInfo:
     remedies: tuple[str, ...] = ()
 
 
-_MTIA = {
-    "dependency": StallInfo(
-        "the unit idles waiting for a command it depends on (usually a DMA load into the local store)",
-        "overlap the producer with the consumer: multi-buffer (num_stages) or make the producer faster",
-        ("overlap",),
-    ),
-    "shared_bandwidth": StallInfo(
-        "transfers ran slower than alone because other PEs shared the DRAM/SRAM bandwidth",
-        "move fewer bytes (fuse passes, reuse tiles); the kernel is near the memory roof",
-        ("fewer_bytes",),
-    ),
-    "unit_busy": StallInfo(
-        "commands queued behind earlier commands on the same busy unit",
-        "that unit is the limiter: give it less or larger work, or spread work over more PEs",
-        ("bigger_commands", "parallelism"),
-    ),
-    "fence_wait": StallInfo(
-        "the control core waits at a fence for a unit to finish",
-        "fence less often: prefetch the next tile while computing (multi-buffering)",
-        ("overlap",),
-    ),
-    "end_wait": StallInfo(
-        "programs end waiting for their last commands (typically the final DMA store)",
-        "overlap the tail with other programs' work; more programs per PE hide it",
-        ("overlap", "parallelism"),
-    ),
-    "queue_full": StallInfo(
-        "the core cannot issue: the unit's command queue is full (that unit is busy)",
-        "the named unit is the limiter: fewer, larger commands for it, or more PEs sharing the work",
-        ("bigger_commands", "parallelism"),
-    ),
-    "scalar": StallInfo(
-        "the control core waits on scalar loads or stores to memory",
-        "keep scalars in registers; load vectors with tl.load blocks instead of element by element",
-        ("bigger_commands",),
-    ),
-    "cache_miss": StallInfo(
-        "accesses missed the SRAM cache and went to DRAM",
-        "reuse tiles while they are on chip (tile order, larger tiles)",
-        ("fewer_bytes",),
-    ),
-    "replacement": StallInfo(
-        "the PE waited while a new job (program) was loaded",
-        "fewer, longer programs per PE amortise the switch",
-        ("bigger_commands",),
-    ),
+# MTIA reasons are declared, with meaning and remedy, where the simulator produces them
+# (`mtia_sim.stats.STALLS`); here they get the remedy kinds the diagnosis weighs.
+_MTIA_KINDS: dict[str, tuple[str, ...]] = {
+    "dependency": ("overlap",),
+    "shared_bandwidth": ("fewer_bytes",),
+    "unit_busy": ("bigger_commands", "parallelism"),
+    "fence_wait": ("overlap",),
+    "end_wait": ("overlap", "parallelism"),
+    "queue_full": ("bigger_commands", "parallelism"),
+    "scalar_mem": ("bigger_commands",),
+    "cache_miss": ("fewer_bytes",),
+    "replacement": ("bigger_commands",),
 }
+_MTIA = {name: StallInfo(r.meaning, r.remedy, _MTIA_KINDS.get(name, ())) for name, r in STALLS.items()}
 
 _GPU = {
     "long_scoreboard": StallInfo(
@@ -122,20 +91,11 @@ UNKNOWN = StallInfo("a stall reason this version of kegen does not describe", "s
 def stall_info(reason: str) -> StallInfo:
     """The meaning and remedy of a stall reason (MTIA `UNIT:why` or an ncu warp-stall name)."""
     unit, sep, why = reason.partition(":")
-    if not sep:
-        why = unit
-    why = why.strip()
+    why = (why if sep else unit).strip()
     if why in _GPU:
         return _GPU[why]
-    parts = why.split("_")
-    for n in range(len(parts), 0, -1):
-        key = "_".join(parts[:n])
-        if key in _MTIA:
-            return _MTIA[key]
-    for key, info in _MTIA.items():  # a newer reason that names a known one (e.g. "sram_cache_miss")
-        if key in why:
-            return info
-    return UNKNOWN
+    declared = stall_reason(why)
+    return _MTIA[declared.name] if declared is not None else UNKNOWN
 
 
 def stall_unit(reason: str) -> str:

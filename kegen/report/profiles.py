@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from kegen.profiling import Profile, diagnose_profile
 from kegen.profiling.compare import explain
+from kegen.profiling.render import diagnosis_line, terminal
 from kegen.profiling.render import html as profile_html
-from kegen.profiling.render import terminal
 from kegen.profiling.source import fill_source_text
 from kegen.search.store import GraphStore, Node
 
@@ -39,7 +39,7 @@ def path_explanation(store: GraphStore, node: Node) -> list[str]:
         what = n.description or "seed"
         if prev is None or prof is None:
             d = diagnose_profile(prof) if prof is not None else None
-            tail = f"; {d.text()}" if d is not None else ""
+            tail = f"; {diagnosis_line(d)}" if d is not None else ""
             lines.append(f"node {n.id} ({what}): {n.fitness:.3f}x{tail}")
         else:
             lines.append(f"node {n.id} <- {n.parent_id} ({what}): {explain(prev, prof)}")

@@ -67,10 +67,11 @@ def tree_text(store: GraphStore, run_id: str) -> str:
 def profile_text(profile: dict) -> str:
     """A one-line reading of a stored profile: measured limiter, time, roofline, utilisation, stalls."""
     from kegen.profiling import diagnose
+    from kegen.profiling.render import diagnosis_line
 
     if not profile:
         return "(no profile recorded)"
-    return diagnose(profile).text()
+    return diagnosis_line(diagnose(profile))
 
 
 def text_report(store: GraphStore, run_id: str) -> str:

@@ -21,6 +21,7 @@ from kegen.eval.timing import TimingStats
 from kegen.eval.trusted import checks
 from kegen.eval.trusted.checker import compare_outputs, same_values
 from kegen.eval.trusted.roofline import MachinePeak, problem_roofline
+from kegen.profiling.render import terminal
 
 
 def test_result_round_trips_through_json_and_drops_infinities() -> None:
@@ -158,7 +159,7 @@ def test_profile_round_trip_and_text() -> None:
     )
     back = Profile.from_dict(json.loads(json.dumps(prof.to_dict())))
     assert back == prof
-    text = back.format_text()
+    text = terminal(back)
     assert "add_kernel" in text and "DMA" in text and "memory-bound" in text and "50.0%" in text
 
 

@@ -12,7 +12,7 @@ from kegen.eval.trusted.profile_gpu import merge_ncu
 from kegen.profiling import METRICS, Profile, diagnose, from_host_timing, from_mtia_launches
 from kegen.profiling.bottleneck import launch_bottleneck
 from kegen.profiling.compare import changes, explain
-from kegen.profiling.render import html, prompt, source_view, terminal
+from kegen.profiling.render import diagnosis_line, html, prompt, source_view, terminal
 from kegen.profiling.schema import LaunchStat
 from kegen.profiling.stalls import UNKNOWN, stall_info, stall_unit
 from mtia_sim.events import CommandEvent, MemLevel
@@ -163,8 +163,8 @@ def test_diagnosis_of_measured_profiles() -> None:
     assert gemm.bottleneck.name == "DMA" and {"fewer_bytes", "bigger_commands"} <= set(dict(gemm.remedies))
     legacy = diagnose({"bound": "memory", "utilisation": {"dma": 0.8}, "top_stall_reasons": [["x", 0.5]]})
     assert legacy.bound == "memory" and legacy.weights() == {"fewer_bytes": 1.0}
-    assert "memory-bound" in legacy.text()
-    assert diagnose({}).text() == "no profile available" and diagnose(None).weights() == {}
+    assert "memory-bound" in diagnosis_line(legacy)
+    assert diagnosis_line(diagnose({})) == "no profile available" and diagnose(None).weights() == {}
 
 
 def test_comparison_explains_the_fixed_idle_pes() -> None:
