@@ -480,26 +480,17 @@ def loop_hints_barrier(x_ptr, out_ptr, n, K, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, acc + tl.flip(acc, 0) * 0.0, mask=mask)
 
 
-def _hints_args(seed: int) -> Args:
-    return {"x_ptr": torch.randn(3, 50, generator=gen(seed)), "out_ptr": torch.zeros(50), "n": 50, "K": 3}
-
-
 LOOP_HINTS = CorpusEntry(
     "loop_hints_barrier",
     loop_hints_barrier,
     {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "K": "i32"},
     {"BLOCK": 32},
-    _hints_args,
+    lambda s: {"x_ptr": torch.randn(3, 50, generator=gen(s)), "out_ptr": torch.zeros(50), "n": 50, "K": 3},
     (2,),
     lambda a: {"out_ptr": (a["x_ptr"].sum(0) + 6.0) * 4.0},
     ("out_ptr",),
-    (
-        "tt.num_stages loop attribute",
-        "loop unrolled by factor 2",
-        "tt.divisibility/contiguity op attributes",
-        "gpu.barrier",
-        "tl.flip",
-    ),
+    ("tt.num_stages loop attribute", "loop unrolled by factor 2", "tt.divisibility/contiguity op attributes",
+     "gpu.barrier", "tl.flip"),
     atol=1e-5,
 )
 
