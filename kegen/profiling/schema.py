@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from mtia_sim.stats import BANDWIDTH, LAUNCH, LEVELS, UNITS, Stat
+from mtia_sim.stats import BANDWIDTH, LAUNCH, LEVELS, UNITS, Stat, table
 
 MetricDef = Stat  # one declaration type for the simulator's counters and the profile's metrics
 
@@ -31,54 +31,40 @@ def _level_bytes(level: str) -> MetricDef:
     return MetricDef(f"{level}_bytes", BANDWIDTH["bytes"].unit, f"bytes read and written in {LEVELS[level]}")
 
 
-# The profile's scalars. MTIA: read from the simulator's counters, each declared where it is produced
-# (`mtia_sim.stats`); the rest derived by `kegen.profiling.mtia` over the launches of a forward, from the
-# problem's roofline, or measured by ncu on GPUs (`kegen.eval.trusted.profile_gpu`).
+# The profile's scalars. MTIA: those that are simulator counters are built from the simulator's own
+# declarations (`mtia_sim.stats`, where they are produced); the rest are computed by
+# `kegen.profiling.mtia` over the launches of a forward, from the problem's roofline, or measured by
+# ncu on GPUs (`kegen.eval.trusted.profile_gpu`).
+_FROM_SIMULATOR = (
+    _summed("time_s", "seconds"),
+    _summed("kernel_time_s", "kernel_seconds"),
+    _summed("flops", "flops"),
+    *(_level_bytes(level) for level in LEVELS),
+)
 METRICS: dict[str, MetricDef] = {
-    m.name: m
-    for m in (
-        _summed("time_s", "seconds"),
-        _summed("kernel_time_s", "kernel_seconds"),
-        MetricDef(
-            "launch_overhead_s",
-            "s",
-            "time spent launching kernels (launch_cycles / clock_hz), summed over one forward",
-        ),
-        MetricDef("launches", "count", "kernel launches in one forward"),
-        MetricDef("programs", "count", "grid points (Triton programs) launched in one forward"),
-        MetricDef("pes_used", "count", "processing elements that ran at least one program (largest launch)"),
-        MetricDef("pes_total", "count", "processing elements on the chip"),
-        MetricDef("idle_pe_pct", "%", "time-weighted share of the chip's PEs that had no program"),
-        MetricDef("load_imbalance", "ratio", "slowest active PE's busy time over the mean (1.0 = balanced)"),
-        _summed("flops", "flops"),
-        MetricDef("achieved_flops", "FLOP/s", "flops / time_s"),
-        MetricDef("compute_pct", "%", "achieved FLOP/s over the chip's peak for this mix of commands"),
-        _level_bytes("dram"),
-        MetricDef(
-            "compulsory_dram_bytes",
-            "B",
-            "the problem's minimum DRAM traffic (inputs read once, outputs written once)",
-        ),
-        MetricDef("dram_excess", "ratio", "dram_bytes / compulsory_dram_bytes (1.0 = no redundant traffic)"),
-        MetricDef("achieved_dram_bw", "B/s", "dram_bytes / time_s"),
-        MetricDef("dram_bw_pct", "%", "achieved DRAM bandwidth over the peak"),
-        _level_bytes("sram"),
-        _level_bytes("local"),
-        _level_bytes("remote_local"),
-        MetricDef(
-            "sram_hit_rate_pct",
-            "%",
-            "bytes read through the SRAM cache that hit, over all bytes read through it (hit_rate x 100)",
-        ),
-        MetricDef("occupancy_pct", "%", "GPU: achieved active warps over the maximum per SM (ncu)"),
-        MetricDef("sm_throughput_pct", "%", "GPU: SM throughput over its peak (ncu)"),
-        MetricDef("l2_hit_rate_pct", "%", "GPU: L2 sector hit rate (ncu)"),
-        MetricDef(
-            "roofline_fraction",
-            "ratio",
-            "the problem's roofline time over the measured time (1.0 = at the roof)",
-        ),
-    )
+    **{m.name: m for m in _FROM_SIMULATOR},
+    **table(
+        """
+launch_overhead_s      s       time spent launching kernels (launch_cycles / clock_hz) in one forward
+launches               count   kernel launches in one forward
+programs               count   grid points (Triton programs) launched in one forward
+pes_used               count   processing elements that ran at least one program (largest launch)
+pes_total              count   processing elements on the chip
+idle_pe_pct            %       time-weighted share of the chip's PEs that had no program
+load_imbalance         ratio   slowest active PE's busy time over the mean (1.0 = balanced)
+achieved_flops         FLOP/s  flops / time_s
+compute_pct            %       achieved FLOP/s over the chip's peak for this mix of commands
+compulsory_dram_bytes  B       the problem's minimum DRAM traffic (inputs read once, outputs written once)
+dram_excess            ratio   dram_bytes / compulsory_dram_bytes (1.0 = no redundant traffic)
+achieved_dram_bw       B/s     dram_bytes / time_s
+dram_bw_pct            %       achieved DRAM bandwidth over the peak
+sram_hit_rate_pct      %       bytes read through the SRAM cache that hit, over all bytes read through it
+occupancy_pct          %       GPU: achieved active warps over the maximum per SM (ncu)
+sm_throughput_pct      %       GPU: SM throughput over its peak (ncu)
+l2_hit_rate_pct        %       GPU: L2 sector hit rate (ncu)
+roofline_fraction      ratio   the problem's roofline time over the measured time (1.0 = at the roof)
+"""
+    ),
 }
 
 UNIT_DESCRIPTIONS = {

@@ -20,7 +20,7 @@ from mtia_sim.machine import load_machine
 from mtia_sim.report import report_dict
 from mtia_sim.timing import simulate
 from mtia_sim.timing.native import STALL_NAMES
-from mtia_sim.timing.synthetic import dma, fence, gemm_tiles, matmul, program
+from mtia_sim.timing.synthetic import dma, dram_stream, fence, gemm_tiles, matmul, program
 
 M = load_machine("mtia-2i")
 KB = 1024
@@ -29,17 +29,13 @@ DOC = Path(__file__).parents[2] / "docs" / "PROFILE.md"
 
 @pytest.fixture(scope="module")
 def runs() -> list:
-    """A memory-bound pipeline (DMA -> DPE with fences) and matmuls queueing behind each other."""
-    traces = []
-    for pe in range(4):
-        evs = [CoreEvent(40)]
-        for i in range(3):
-            buf = (i % 2) * 64 * KB
-            evs += [dma(64 * KB, local_addr=buf, tag=1), matmul(128, 128, 128, a=buf, c=200 * KB, tag=2),
-                    fence(UnitMask.DPE)]  # fmt: skip
-        evs.append(dma(64 * KB, src=MemLevel.LOCAL, dst=MemLevel.DRAM, local_addr=200 * KB, tag=3))
-        traces.append(program(pe, evs, program_id=(pe, 0, 0)))
-    return [simulate(M, traces), simulate(M, gemm_tiles(M, tile=64, steps=8, pes=2))]
+    """A load -> matmul -> fence -> store chain per PE (dependency and fence stalls), a DRAM stream
+    (shared bandwidth) and matmuls queueing behind each other (unit_busy)."""
+    chain = [dma(64 * KB, local_addr=0, tag=1), matmul(128, 128, 128, a=0, c=96 * KB, tag=2), fence(UnitMask.DPE),
+             dma(64 * KB, src=MemLevel.LOCAL, dst=MemLevel.DRAM, local_addr=96 * KB, tag=3)]  # fmt: skip
+    traces = [program(pe, [CoreEvent(10), *chain], program_id=(pe, 0, 0)) for pe in range(4)]
+    return [simulate(M, traces), simulate(M, dram_stream(M, 128 * KB, pes=8)),
+            simulate(M, gemm_tiles(M, tile=64, steps=8, pes=2))]  # fmt: skip
 
 
 def test_every_counter_the_simulator_emits_is_declared(runs) -> None:
@@ -62,7 +58,7 @@ def test_every_stall_reason_is_declared_once_for_report_and_prompts(runs) -> Non
     for r in runs:
         for unit in r.counters.totals.values():
             reasons |= {f"{unit.unit}:{why}" for why in unit.stall_cycles}
-    assert {"DPE:dependency", "DPE:unit_busy", "CORE:fence_wait_DPE", "CORE:end_wait_DMA"} <= reasons
+    assert {"DPE:dependency", "DPE:unit_busy", "DMA:shared_bandwidth", "CORE:fence_wait_DPE"} <= reasons
     for reason in reasons:
         declared = stats.stall_reason(reason)
         assert declared is not None, f"undeclared stall reason {reason}"
