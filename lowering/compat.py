@@ -13,8 +13,9 @@ module imports no Triton itself (the compiler core below the backend stays Trito
   dropped the `rewrite_tensor_pointer` pass.
 - Driver (`DriverUtilsCompat`): 3.8 unloads a kernel's module when the compiled kernel is freed
   (`driver.active.utils.unload_module`).
-- Kernel metadata (`kernel_metadata`): 3.9 reads the warp size from the compiled kernel's metadata
-  (3.6-3.8 from the driver's target).
+- Options (`carry_runtime_options`): 3.9's runtime passes `fpsan_homomorphic_casts` to every
+  backend and rejects a launch whose parsed options lack it. (3.9 also reads `warp_size` from the
+  kernel's metadata, which `MtiaOptions.warp_size` provides for every release.)
 """
 
 from __future__ import annotations
@@ -98,8 +99,15 @@ class DriverUtilsCompat:
         return None
 
 
-def kernel_metadata(warp_size: int) -> dict[str, Any]:
-    """Entries the compiled kernel's metadata must hold for this Triton's runtime: 3.9 checks
-    `metadata.warp_size` when it loads a kernel (3.6-3.8 ask the driver's target; the entry is
-    ignored there)."""
-    return {"warp_size": warp_size}
+# options Triton's runtime passes to every backend and then requires in the parsed options (3.9:
+# `fpsan_homomorphic_casts`, for NVIDIA's float sanitizer); mtia carries them and ignores them
+RUNTIME_PASSED_OPTIONS: dict[str, Any] = {"fpsan_homomorphic_casts": False}
+
+
+def carry_runtime_options(options: Any, passed: dict[str, Any]) -> Any:
+    """`options` (a backend's parsed options) with each `RUNTIME_PASSED_OPTIONS` entry it has no
+    field for set as a plain attribute (the value `passed` gave, else the default); returns it."""
+    for name, default in RUNTIME_PASSED_OPTIONS.items():
+        if name not in vars(options):
+            object.__setattr__(options, name, passed.get(name, default))
+    return options

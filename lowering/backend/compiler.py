@@ -84,7 +84,8 @@ class MtiaBackend(BaseBackend):
         args.setdefault("arch", arch)
         if not args.get("machine"):
             args["machine"] = arch_machine(arch)
-        return MtiaOptions.from_dict(args)
+        # options some Triton releases pass to every backend and then require (lowering.compat)
+        return compat.carry_runtime_options(MtiaOptions.from_dict(args), args)
 
     def pack_metadata(self, metadata: Any) -> tuple[Any, ...]:
         return (metadata.num_warps, metadata.num_ctas, metadata.shared)
@@ -111,11 +112,6 @@ class MtiaBackend(BaseBackend):
         pm.run(mod, "make_ttir")
         return mod
 
-    def _ttir_stage(self, mod: Any, metadata: dict[str, Any], options: MtiaOptions) -> Any:
-        """`make_ttir`, and the metadata entries this Triton's runtime reads (lowering.compat)."""
-        metadata.update(compat.kernel_metadata(int(self.target.warp_size)))
-        return self.make_ttir(mod, metadata, options)
-
     def add_stages(
         self, stages: dict[str, Any], options: MtiaOptions, language: Language = Language.TRITON
     ) -> None:
@@ -127,7 +123,7 @@ class MtiaBackend(BaseBackend):
         if language != Language.TRITON:
             raise NotImplementedError("target mtia compiles Triton kernels only (not Gluon)")
         install_override_parser()
-        stages["ttir"] = lambda src, metadata: self._ttir_stage(src, metadata, options)
+        stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
         stages.update(pipeline.make_stages(options))
 
 

@@ -27,7 +27,9 @@ def test_a_missing_option_is_dropped_with_one_warning_per_process(monkeypatch: A
 def test_welford_off_is_emulated_where_torch_lacks_the_option(monkeypatch: Any) -> None:
     from torch._inductor import lowering
 
-    original = lowering.use_two_step_variance
+    current = lowering.use_two_step_variance  # kegen.inductor.enable() may have emulated it already
+    original = getattr(current, "_kegen_original", current)
+    monkeypatch.setattr(lowering, "use_two_step_variance", original)  # the state is restored after
     monkeypatch.setattr(compat, "_has_option", lambda config, key: key != "mtia.disable_welford_reduction")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # emulated: no warning
