@@ -131,6 +131,9 @@ class Evaluator:
         self.mark("reference")
         session = self._open(self.candidate)
         self.mark("worker_started")
+        lost = getattr(session.worker, "isolation_lost", None)
+        if lost:  # what per-worker isolation could not set up here (docs/THREAT_MODEL.md)
+            self.result["details"]["isolation_lost"] = list(lost)
         try:
             session.init(init, init_seed, self._worker_config())
             self.mark("candidate_built")
