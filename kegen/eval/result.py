@@ -8,6 +8,8 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Any
 
+from mtia_sim.stats import fmt_time
+
 try:
     from enum import StrEnum
 except ImportError:  # Python < 3.11 (GPU machines): the same behaviour
@@ -104,7 +106,7 @@ class EvalResult:
         if self.details.get("sandbox_warning"):
             lines.append(f"  warning: {self.details['sandbox_warning']}")
         for name, t in self.times.items():
-            lines.append(f"  time {name:<10} {_fmt_time(t)}")
+            lines.append(f"  time {name:<10} {fmt_time(t)}")
         for name, s in self.speedups.items():
             label = "of roofline" if name == "roofline" else f"vs {name}"
             lines.append(
@@ -116,12 +118,6 @@ class EvalResult:
             + ")"
         )
         return "\n".join(lines)
-
-
-def _fmt_time(t: float) -> str:
-    if t >= 1e-3:
-        return f"{t * 1e3:.3f} ms"
-    return f"{t * 1e6:.2f} us"
 
 
 def json_safe(value: Any) -> Any:

@@ -5,12 +5,7 @@ from __future__ import annotations
 from kegen.report.llm import llm_nodes_text, llm_summary
 from kegen.report.profiles import best_profile_text
 from kegen.search.store import GraphStore, Node
-
-
-def _fmt_time(t: float | None) -> str:
-    if t is None:
-        return "-"
-    return f"{t * 1e3:.3f} ms" if t >= 1e-3 else f"{t * 1e6:.2f} us"
+from mtia_sim.stats import fmt_time
 
 
 def _cut(text: str, n: int) -> str:
@@ -28,9 +23,10 @@ def summary_table(store: GraphStore, run_id: str, limit: int = 30) -> str:
         ev = store.evaluation(n.id)
         mark = "*" if n.id == best_id else " "
         sp = f"{n.fitness:.3f}x" if n.correct else "-"
+        t = fmt_time(ev.candidate_time_s if ev else None, "-")
         rows.append(
             f"{n.id:>4}{mark}{(n.parent_id if n.parent_id is not None else '-'):>6} "
-            f"{(n.verdict or n.status):<15} {sp:>8} {_fmt_time(ev.candidate_time_s if ev else None):>10}  "
+            f"{(n.verdict or n.status):<15} {sp:>8} {t:>10}  "
             f"{_cut(n.description, 70)}"
         )
     if len(nodes) > limit:
@@ -97,7 +93,7 @@ def text_report(store: GraphStore, run_id: str) -> str:
         out.append(f"best: node {b.id}, {b.fitness:.3f}x over the seed — {b.description}")
         if ev is not None:
             out.append(
-                f"  time {_fmt_time(ev.candidate_time_s)} (seed {_fmt_time(ev.baseline_time_s)})"
+                f"  time {fmt_time(ev.candidate_time_s, '-')} (seed {fmt_time(ev.baseline_time_s, '-')})"
                 + (f", {ev.roofline_fraction:.1%} of roofline" if ev.roofline_fraction else "")
             )
             out.append(f"  profile: {profile_text(ev.profile)}")
