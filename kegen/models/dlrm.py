@@ -34,7 +34,8 @@ class Model(nn.Module):
         feats = [x] + [bag(indices[t], offsets) for t, bag in enumerate(self.bags)]
         z = torch.stack(feats, dim=1)  # (B, n, dim)
         inter = torch.bmm(z, z.transpose(1, 2))  # pairwise dot products
-        flat = inter[:, self.iu0, self.iu1]
+        iu0, iu1 = self.get_buffer("iu0"), self.get_buffer("iu1")
+        flat = inter[:, iu0, iu1]
         return torch.sigmoid(self.top(torch.cat([x, flat], dim=1)))
 
 
