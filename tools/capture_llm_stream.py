@@ -1,6 +1,6 @@
 """Capture the raw server-sent events of one streamed chat completion (what a server really sends).
 
-Evidence for kegen's stream reader (kegen/search/operators/llm_client.py): which fields the last
+Evidence for kegen's stream reader (kegen/search/operators/llm/client.py): which fields the last
 chunks carry (`usage`, llama.cpp's `timings`/`tokens_predicted`, `finish_reason`), and how the
 stream's content chunks and kegen's estimate compare with the server's own usage for the same request
 sent without streaming (temperature 0: the same reply). By default it

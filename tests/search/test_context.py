@@ -6,7 +6,7 @@ import json
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo, load_knowledge_base
-from kegen.search.operators.prompt import render_prompt
+from kegen.search.operators.llm.prompt import render_prompt
 from kegen.search.policies.base import Selection
 from tests.search.search_helpers import EXAMPLES, HERE, new_run
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kegen.search.operators.budget import estimate_tokens
-from kegen.search.operators.llm_client import ChatClient, context_overflow
+from kegen.search.operators.llm.client import ChatClient, context_overflow
 from tests.search.llm_fake_server import FakeLLM
 
 FIXTURES = Path(__file__).parent / "fixtures_llm"

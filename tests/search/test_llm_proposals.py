@@ -12,7 +12,7 @@ from kegen.search.config import OperatorConfig
 from kegen.search.operators import Proposal
 from kegen.search.operators.extract import extract_code
 from kegen.search.operators.llm import LLMOperator
-from kegen.search.operators.prompt import read_template
+from kegen.search.operators.llm.prompt import read_template
 from tests.search.llm_fake_server import FakeLLM
 from tests.search.test_llm_operator import EDITS, GOOD, SEED, make_ctx
 
@@ -158,8 +158,8 @@ def test_unreachable_endpoint_falls_back_at_once(ctx) -> None:
 
 
 def test_a_codeless_reply_made_of_prompt_lines_is_an_echo() -> None:
-    from kegen.search.operators.llm_client import ChatResult
-    from kegen.search.operators.llm_replies import read_reply
+    from kegen.search.operators.llm.client import ChatResult
+    from kegen.search.operators.llm.replies import read_reply
 
     system = read_template("system.md")
     copied = "\n".join(line for line in system.splitlines() if "```" not in line and "<<<" not in line)

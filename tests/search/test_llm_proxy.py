@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from kegen.search.operators.llm_client import ChatClient
-from kegen.search.operators.llm_proxy import parse_proxy, proxy_for
+from kegen.search.operators.llm.client import ChatClient
+from kegen.search.operators.llm.proxy import parse_proxy, proxy_for
 from tests.search.llm_fake_proxy import FakeProxy
 from tests.search.llm_fake_server import FakeLLM
 

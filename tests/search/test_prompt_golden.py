@@ -15,7 +15,7 @@ import pytest
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.context import ContextBuilder, ProblemInfo
-from kegen.search.operators.prompt import build_prompt, render_prompt
+from kegen.search.operators.llm.prompt import build_prompt, render_prompt
 from kegen.search.policies.base import Selection
 from tests.search.search_helpers import EXAMPLES, HERE, ROOT, new_run
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 class LLMCallRecord:
     """Usage of one chat completion (all attempts of it).
 
-    `reply_kind` is `kegen.search.operators.llm_replies`' reading of the outcome (code, echo,
+    `reply_kind` is `kegen.search.operators.llm.replies`' reading of the outcome (code, echo,
     truncated, timeout, ...); `tokens_estimated` marks counts estimated from the text because the
     server sent no usage (a call cut off by its deadline or cancelled).
     """

@@ -1,7 +1,7 @@
 """What the graph store keeps beside the tree: prompts, LLM calls and artifacts (a `GraphStore` mixin).
 
 An LLM call row holds its usage (tokens, estimated or from the server), latency, attempts, how it
-ended (`finish_reason`, `reply_kind`: see kegen.search.operators.llm_replies) and the reply text;
+ended (`finish_reason`, `reply_kind`: see kegen.search.operators.llm.replies) and the reply text;
 calls abandoned when a search stopped have no node. Databases written before these columns existed
 are migrated in place (columns added, old rows read as unknown).
 """

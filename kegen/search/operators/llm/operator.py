@@ -4,7 +4,7 @@ A proposal has one deadline (`OperatorConfig.timeout_s`, and never past the sear
 failures (429, 5xx, a dropped connection) are retried with backoff inside it, a timeout is not (the
 deadline is spent). The prompt is fitted to the served context window (configured, else read from
 the server) minus the reply budget; a 400 naming the window teaches the operator the real size and
-the prompt is fitted again once. Every outcome is read by `llm_replies.read_reply` and recorded
+the prompt is fitted again once. Every outcome is read by `replies.read_reply` and recorded
 with the call (finish reason, reply kind, tokens, estimated or not). After `fallback_after`
 unusable replies in a row, or an unreachable endpoint, the offline operator writes the remaining
 children (recorded in the proposals' meta with the endpoint and models that failed; `restore` brings
@@ -25,9 +25,9 @@ from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import LLMCallRecord, Operator, Proposal
 from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.context import OperatorContext
-from kegen.search.operators.llm_client import ChatClient, ChatResult, context_overflow
-from kegen.search.operators.llm_replies import USABLE, Reading, read_reply
-from kegen.search.operators.prompt import render_prompt
+from kegen.search.operators.llm.client import ChatClient, ChatResult, context_overflow
+from kegen.search.operators.llm.prompt import render_prompt
+from kegen.search.operators.llm.replies import USABLE, Reading, read_reply
 
 CHAT_OVERHEAD_TOKENS = 64  # the chat template's role markers around system and user messages
 MIN_PROMPT_TOKENS = 512

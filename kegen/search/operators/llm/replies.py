@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kegen.search.operators.extract import extract_code, normalize
-from kegen.search.operators.llm_client import ChatResult, context_overflow
+from kegen.search.operators.llm.client import ChatResult, context_overflow
 
 USABLE = "code"
 CALL_FAILURES = ("timeout", "context_overflow", "http_error", "unreachable", "bad_response", "cancelled")

@@ -17,7 +17,7 @@ The served context window is read from the server where it says it (`served_cont
 names the window (llama.cpp, llama-cpp-python, vLLM and OpenAI all word it) is parsed by
 `context_overflow`.
 
-Proxies come from the environment as urllib reads them (`kegen.search.operators.llm_proxy`): an http
+Proxies come from the environment as urllib reads them (`kegen.search.operators.llm.proxy`): an http
 endpoint through the proxy with absolute URIs, an https one through a CONNECT tunnel.
 """
 
@@ -34,7 +34,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from kegen.search.operators.budget import estimate_tokens
-from kegen.search.operators.llm_proxy import Proxy, proxy_for
+from kegen.search.operators.llm.proxy import Proxy, proxy_for
 
 RETRYABLE_STATUS = (408, 409, 429, 500, 502, 503, 504)
 _OVERFLOW = (
