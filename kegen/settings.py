@@ -43,8 +43,8 @@ class LLMSettings:
     api_key: str = ""
     models: tuple[str, ...] = ("gpt-4o-mini",)
     temperature: float = 0.7
-    max_tokens: int = 4096
-    timeout_s: float = 120.0
+    max_tokens: int = 0  # KEGEN_LLM_MAX_TOKENS: the reply budget (0: auto)
+    timeout_s: float = 0.0  # KEGEN_LLM_TIMEOUT_S: one proposal's deadline (0: auto)
     max_retries: int = 4
     cost_per_1k_input: float = 0.0
     cost_per_1k_output: float = 0.0
@@ -58,8 +58,8 @@ class LLMSettings:
             api_key=_env_str("KEGEN_LLM_API_KEY", _env_str("OPENAI_API_KEY", "")),
             models=models or ("gpt-4o-mini",),
             temperature=_env_float("KEGEN_LLM_TEMPERATURE", 0.7),
-            max_tokens=_env_int("KEGEN_LLM_MAX_TOKENS", 4096),
-            timeout_s=_env_float("KEGEN_LLM_TIMEOUT_S", 120.0),
+            max_tokens=_env_int("KEGEN_LLM_MAX_TOKENS", 0),
+            timeout_s=_env_float("KEGEN_LLM_TIMEOUT_S", 0.0),
             max_retries=_env_int("KEGEN_LLM_MAX_RETRIES", 4),
             cost_per_1k_input=_env_float("KEGEN_LLM_COST_PER_1K_INPUT", 0.0),
             cost_per_1k_output=_env_float("KEGEN_LLM_COST_PER_1K_OUTPUT", 0.0),

@@ -13,7 +13,7 @@ from typing import Any
 from kegen.settings import LLMSettings, Settings
 
 POLICIES = ("uct", "greedy", "evolutionary")
-OPERATORS = ("offline", "llm")
+OPERATORS = ("offline", "llm", "agent")
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,16 @@ class PolicyConfig:
 
 @dataclass(frozen=True)
 class OperatorConfig:
-    """How children are written: `offline` (mutations, no network) or `llm` (OpenAI-compatible)."""
+    """How children are written: `offline` (mutations, no network), `llm` (one OpenAI-compatible chat
+    call per child) or `agent` (the LLM calls kegen's tools before it answers; docs/LLM.md)."""
 
     name: str = "offline"
     base_url: str = ""
     api_key: str = ""
     models: tuple[str, ...] = ("gpt-4o-mini",)
     temperature: float = 0.7
-    max_tokens: int = 4096  # the reply budget (lowered to half the served context when that is smaller)
-    timeout_s: float = 120.0  # the deadline of one proposal: every attempt and backoff together
+    max_tokens: int = 0  # the reply budget (0: auto, from the context and speed; else at most half of it)
+    timeout_s: float = 0.0  # the deadline of one proposal, every attempt included (0: auto, from the speed)
     max_retries: int = 4  # retries of fast failures (429, 5xx, dropped connection) within the deadline
     backoff_base_s: float = 1.0
     backoff_max_s: float = 30.0
@@ -59,6 +60,10 @@ class OperatorConfig:
     context_tokens: int = 0  # the served context window; 0: read it from the server, else unknown
     fallback_after: int = 4  # unusable replies in a row before the offline operator takes over (0: never)
     parallel: int = 0  # LLM proposals in flight at once; 0: one per evaluation slot
+    max_calls: int = 0  # proposals that may ask the LLM (0: no limit); then the offline operator writes
+    tool_calls: int = 6  # the agent's tool calls per proposal
+    tool_tokens: int = 0  # the agent's tool results per proposal, tokens (0: a third of the window)
+    tool_wall_s: float = 180.0  # the agent's time in tools per proposal, seconds
 
     @classmethod
     def from_settings(cls, llm: LLMSettings, **overrides: Any) -> OperatorConfig:

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.llm.proxy import Proxy, proxy_for
+from kegen.search.operators.llm.stream import ChatResult, MalformedReply, Stream, error_message
 
-RETRYABLE_STATUS = (408, 409, 429, 500, 502, 503, 504)
 _OVERFLOW = (
     # vLLM / OpenAI / llama-cpp-python: "maximum context length is C tokens. However, you requested
     # T tokens (P in the messages, M in the completion)"
@@ -47,36 +46,6 @@ _OVERFLOW = (
     # llama-cpp-python (raw) and llama.cpp: "Requested tokens (P) exceed context window of C"
     re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)"),
 )
-
-
-@dataclass
-class ChatResult:
-    """What one streamed completion produced, however it ended.
-
-    `status`: ok | timeout | cancelled | http_error | connection_error | malformed. `text` holds what
-    arrived (a partial reply when the call did not finish). Token counts come from the server
-    (`tokens_source` usage | timings) when it sent them, else they are estimated from the text
-    (`tokens_estimated`, `tokens_source` estimated).
-    """
-
-    status: str
-    text: str = ""
-    finish_reason: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    tokens_estimated: bool = False
-    tokens_source: str = "usage"  # usage | timings (llama.cpp's) | estimated
-    latency_s: float = 0.0
-    http_status: int | None = None
-    error: str | None = None
-    retry_after: float | None = None  # the server's Retry-After, seconds
-
-    @property
-    def retryable(self) -> bool:
-        """A failure that another attempt may not repeat (rate limits, 5xx, dropped connections)."""
-        if self.status == "connection_error":
-            return True
-        return self.status == "http_error" and self.http_status in RETRYABLE_STATUS
 
 
 @dataclass(frozen=True)
@@ -239,32 +208,40 @@ class ChatClient:
             meta = m.get("meta") or {}
             if isinstance(meta, dict) and isinstance(meta.get("n_ctx"), int) and meta["n_ctx"] > 0:
                 return int(meta["n_ctx"]), "/v1/models meta.n_ctx"
+        slots = self.get_json(root + "/slots", timeout)  # llama-server: one entry per slot
+        for slot in slots if isinstance(slots, list) else []:
+            if isinstance(slot, dict) and isinstance(slot.get("n_ctx"), int) and slot["n_ctx"] > 0:
+                return int(slot["n_ctx"]), "/slots n_ctx"
         return None
 
     # ---- one completion -----------------------------------------------------------------------
     def complete(
         self,
         model: str,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
         *,
         max_tokens: int,
         temperature: float,
         deadline: float,
+        tools: list[dict[str, Any]] | None = None,
     ) -> ChatResult:
-        """One streamed completion that ends by `deadline` (a `time.monotonic()` value) at the latest."""
+        """One streamed completion that ends by `deadline` (a `time.monotonic()` value) at the latest;
+        `tools` (OpenAI function definitions) are offered to the model when given."""
         start = time.monotonic()
-        prompt_chars = "".join(m["content"] for m in messages)
-        body = json.dumps(
-            {
-                "model": model,
-                "messages": messages,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-            }
-        )
-        acc = _Stream()
+        prompt_chars = "".join(_message_text(m) for m in messages)
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"], request["tool_choice"] = tools, "auto"
+            prompt_chars += json.dumps(tools)
+        body = json.dumps(request)
+        acc = Stream(start, max_tokens)
         if self.cancelled:
             return ChatResult("cancelled", error="the search stopped before the call was made")
         conn = self._connect(deadline - start)
@@ -281,7 +258,7 @@ class ChatClient:
                     via = f" (the proxy {self.proxy.url} wants credentials: check {self.proxy.source})"
                 out = acc.result(
                     "http_error", start, prompt_chars, http_status=resp.status,
-                    error=f"HTTP {resp.status}: {_error_message(text)}{via}",
+                    error=f"HTTP {resp.status}: {error_message(text)}{via}",
                 )  # fmt: skip
                 try:
                     out.retry_after = float(resp.getheader("Retry-After") or "")
@@ -307,7 +284,7 @@ class ChatClient:
                 "timeout", start, prompt_chars,
                 error=f"no complete reply within the call's deadline ({time.monotonic() - start:.1f} s)",
             )  # fmt: skip
-        except _Malformed as exc:
+        except MalformedReply as exc:
             return acc.result("malformed", start, prompt_chars, error=f"malformed reply: {exc}")
         except (OSError, http.client.HTTPException) as exc:
             if self.cancelled:
@@ -318,10 +295,6 @@ class ChatClient:
             self._release(conn)
 
 
-class _Malformed(ValueError):
-    pass
-
-
 def _set_timeout(conn: http.client.HTTPConnection, deadline: float) -> None:
     left = deadline - time.monotonic()
     if left <= 0:
@@ -330,104 +303,9 @@ def _set_timeout(conn: http.client.HTTPConnection, deadline: float) -> None:
         conn.sock.settimeout(left)
 
 
-def _error_message(text: str) -> str:
-    try:
-        err = json.loads(text)
-    except ValueError:
-        return text.strip()[:500]
-    if isinstance(err, dict):
-        e = err.get("error", err)
-        if isinstance(e, dict) and e.get("message"):
-            return str(e["message"])[:1000]
-        if isinstance(e, str):
-            return e[:1000]
-    return text.strip()[:500]
-
-
-class _Stream:
-    """Accumulates server-sent events (or one JSON body) into text, finish reason and usage."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.finish: str | None = None
-        self.usage: dict[str, Any] | None = None
-        self.timings: dict[str, Any] | None = None  # llama.cpp's native counts on the last chunk
-        self.chunks = 0
-        self.done = False
-
-    def line(self, raw: bytes) -> bool:
-        """Take one SSE line; True at the end of the stream."""
-        line = raw.decode(errors="replace").strip()
-        if not line.startswith("data:"):
-            return False
-        data = line[5:].strip()
-        if data == "[DONE]":
-            self.done = True
-            return True
-        try:
-            event = json.loads(data)
-        except ValueError as exc:
-            raise _Malformed(f"an event is not JSON: {data[:80]!r}") from exc
-        if isinstance(event, dict) and "error" in event:
-            raise _Malformed(f"the server sent an error mid-stream: {_error_message(data)}")
-        self._take(event, delta=True)
-        return False
-
-    def whole(self, body: bytes) -> None:
-        try:
-            event = json.loads(body)
-        except ValueError as exc:
-            raise _Malformed(f"the body is not JSON: {body[:80]!r}") from exc
-        self._take(event, delta=False)
-        self.done = True
-
-    def _take(self, event: Any, delta: bool) -> None:
-        if not isinstance(event, dict):
-            raise _Malformed("an event is not a JSON object")
-        if isinstance(event.get("usage"), dict):
-            self.usage = event["usage"]
-        if isinstance(event.get("timings"), dict) and isinstance(event["timings"].get("predicted_n"), int):
-            self.timings = event["timings"]
-        for choice in event.get("choices") or []:
-            part = (choice.get("delta") if delta else choice.get("message")) or {}
-            content = part.get("content") if isinstance(part, dict) else None
-            if content:
-                self.parts.append(str(content))
-                self.chunks += 1
-            if choice.get("finish_reason"):
-                self.finish = str(choice["finish_reason"])
-        if not delta and not event.get("choices"):
-            raise _Malformed("the body has no choices")
-
-    def result(
-        self,
-        status: str,
-        start: float,
-        prompt_chars: str,
-        http_status: int | None = None,
-        error: str | None = None,
-    ) -> ChatResult:
-        text = "".join(self.parts)
-        u, source = self.usage or {}, "usage"
-        if not (self.usage and self.done) and self.timings is not None:
-            t, source = self.timings, "timings"
-            u = {"prompt_tokens": int(t.get("prompt_n") or 0) + int(t.get("cache_n") or 0),
-                 "completion_tokens": t["predicted_n"]}  # fmt: skip
-        prompt = int(u.get("prompt_tokens") or 0)
-        completion = int(u.get("completion_tokens") or 0)
-        estimated = not (u and self.done)
-        if estimated:  # no final usage: what the server said so far, else the text's estimate
-            prompt = prompt or (estimate_tokens(prompt_chars) if http_status is None else 0)
-            completion = max(completion, self.chunks, estimate_tokens(text) if text else 0)
-        return ChatResult(
-            status=status,
-            text=text,
-            finish_reason=self.finish,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            tokens_estimated=estimated and (prompt + completion) > 0,
-            tokens_source="estimated" if estimated else source,
-            latency_s=time.monotonic() - start,
-            http_status=http_status,
-            error=error,
-        )
+def _message_text(message: dict[str, Any]) -> str:
+    """The text a message puts in the prompt: its content and any tool calls it carries."""
+    text = str(message.get("content") or "")
+    for call in message.get("tool_calls") or []:
+        text += json.dumps(call)
+    return text

@@ -1,10 +1,14 @@
 """The LLM operator: one streamed chat completion per child from any OpenAI-compatible endpoint.
 
-A proposal has one deadline (`OperatorConfig.timeout_s`, and never past the search's end): fast
-failures (429, 5xx, a dropped connection) are retried with backoff inside it, a timeout is not (the
-deadline is spent). The prompt is fitted to the served context window (configured, else read from
-the server) minus the reply budget; a 400 naming the window teaches the operator the real size and
-the prompt is fitted again once. Every outcome is read by `replies.read_reply` and recorded
+A proposal has one deadline (`OperatorConfig.timeout_s`, else sized from the prompt, the reply
+budget and the server's measured speed: `sizing`; never past the search's end): fast failures (429,
+5xx, a dropped connection) are retried with backoff inside it, a timeout is not (the deadline is
+spent). The prompt is fitted to the served context window (configured, else read from the server,
+else assumed for a local server) minus the reply budget; a 400 naming the window teaches the
+operator the real size and the prompt is fitted again once. With a correct parent the prompt asks
+for edits of it, also in the draft phase (`prompt.template_name`). At most `max_calls` proposals ask
+the LLM; then, as after the fallback, the offline operator writes the remaining children.
+Every outcome is read by `replies.read_reply` and recorded
 with the call (finish reason, reply kind, tokens, estimated or not). After `fallback_after`
 unusable replies in a row, or an unreachable endpoint, the offline operator writes the remaining
 children (recorded in the proposals' meta with the endpoint and models that failed; `restore` brings
@@ -20,6 +24,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import LLMCallRecord, Operator, Proposal
@@ -27,7 +32,9 @@ from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.llm.client import ChatClient, ChatResult, context_overflow
 from kegen.search.operators.llm.prompt import render_prompt
+from kegen.search.operators.llm.proxy import is_loopback
 from kegen.search.operators.llm.replies import USABLE, Reading, read_reply
+from kegen.search.operators.llm.sizing import LOCAL_CONTEXT, Sizer, measure
 
 CHAT_OVERHEAD_TOKENS = 64  # the chat template's role markers around system and user messages
 MIN_PROMPT_TOKENS = 512
@@ -89,6 +96,8 @@ class LLMOperator(Operator):
         self.search_deadline: float | None = None
         self.context: int | None = config.context_tokens or None
         self.context_source = "configured" if self.context else "unknown"
+        self.sizer = Sizer(config.max_tokens, config.timeout_s, local=is_loopback(self.client.host))
+        self.proposals = 0  # proposals that asked the LLM (the limit is config.max_calls)
         self._probed = bool(self.context)
         self.token_scale = 1.0  # real tokens per estimated token, learned from a context overflow
         self.unusable_in_a_row = 0
@@ -146,28 +155,44 @@ class LLMOperator(Operator):
         with self._lock:
             if not self._probed:
                 self._probed = True
-                found = self.client.served_context(timeout=min(5.0, self.config.timeout_s))
+                found = self.client.served_context(timeout=5.0)
                 if found is not None:
                     self.context, self.context_source = found
+                elif self.sizer.local:
+                    self.context = LOCAL_CONTEXT
+                    self.context_source = (
+                        f"assumed ({LOCAL_CONTEXT} tokens): the local server does not say its window;"
+                        " pass --llm-context"
+                    )
             ctx, scale = self.context, self.token_scale
+        reply = self.sizer.reply_tokens(ctx)
         if not ctx:
-            return self.config.prompt_budget_tokens, self.config.max_tokens
-        reply = max(1, min(self.config.max_tokens, ctx // 2))
+            return self.config.prompt_budget_tokens, reply
         prompt = int((ctx - reply - CHAT_OVERHEAD_TOKENS) / scale)
         return max(prompt, MIN_PROMPT_TOKENS), reply
 
-    def _deadline(self) -> float:
-        d = time.monotonic() + self.config.timeout_s
+    def _deadline(self, prompt_tokens: int, reply_tokens: int) -> float:
+        d = time.monotonic() + self.sizer.timeout_s(int(prompt_tokens * self.token_scale), reply_tokens)
         if self.search_deadline is not None:
             d = min(d, self.search_deadline - SEARCH_END_MARGIN_S)
         return d
 
     # ---- one proposal -------------------------------------------------------------------------
     def propose(self, ctx: OperatorContext) -> Proposal:
+        if self.fallback_reason is None and self.config.max_calls and self.proposals >= self.config.max_calls:
+            with self._lock:
+                self.fallback_reason = self.fallback_reason or (
+                    f"the limit of {self.config.max_calls} LLM proposals was reached (--llm-calls)"
+                )
+            p = self._offline_proposal(ctx)
+            p.meta.update(llm_fallback=self.fallback_reason, llm_endpoint=self.config.base_url)
+            p.meta["llm_models"] = list(self.config.models)
+            return p
         if self.fallback_reason is not None:
             return self._offline_proposal(ctx)
         with self._lock:
             model = self.bandit.choose()
+            self.proposals += 1
         rec, reading, template, user = self._call(model, ctx)
         proposal = Proposal(
             reading.code,
@@ -186,38 +211,20 @@ class LLMOperator(Operator):
         return proposal
 
     def _call(self, model: str, ctx: OperatorContext) -> tuple[LLMCallRecord, Reading, str, str]:
-        deadline = self._deadline()
         prompt_budget, reply_tokens = self.budgets()
         template, system, user = render_prompt(ctx, prompt_budget)
+        deadline = self._deadline(estimate_tokens(system + user), reply_tokens)
         rec = LLMCallRecord(model=model, attempts=0)
-        refitted = False
-        result = ChatResult("cancelled", error="no time was left in the search for this call")
-        for attempt in range(self.config.max_retries + 2):
-            if time.monotonic() >= deadline or self.client.cancelled:
-                break
-            rec.attempts += 1
+        msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        result = self.turn(rec, msgs, reply_tokens, deadline)
+        overflow = context_overflow(result.error or "") if result.http_status == 400 else None
+        if overflow is not None:  # fit the prompt to the window the server named, once
+            self._learn(overflow.context, overflow.prompt_tokens, system + user)
+            prompt_budget, reply_tokens = self.budgets()
+            template, system, user = render_prompt(ctx, prompt_budget)
             msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-            result = self.client.complete(
-                model, msgs, max_tokens=reply_tokens, temperature=self.config.temperature, deadline=deadline
-            )
-            _account(rec, result)
-            overflow = context_overflow(result.error or "") if result.http_status == 400 else None
-            if overflow is not None and not refitted:
-                refitted = True
-                self._learn(overflow.context, overflow.prompt_tokens, system + user)
-                prompt_budget, reply_tokens = self.budgets()
-                template, system, user = render_prompt(ctx, prompt_budget)
-                continue
-            if not result.retryable or attempt >= self.config.max_retries:
-                break
-            delay = self._backoff(attempt, result.retry_after)
-            if time.monotonic() + delay >= deadline:
-                break
-            time.sleep(delay)
-        rec.cost = (
-            rec.prompt_tokens * self.config.cost_per_1k_input
-            + rec.completion_tokens * self.config.cost_per_1k_output
-        ) / 1000.0
+            result = self.turn(rec, msgs, reply_tokens, deadline)
+        self._cost(rec)
         rec.reply, rec.finish_reason = result.text or None, result.finish_reason
         reading = read_reply(result, system + "\n" + user, ctx.parent_code, reply_tokens)
         if reading.kind == "context_overflow":
@@ -232,6 +239,44 @@ class LLMOperator(Operator):
         rec.status = "ok" if result.status == "ok" else "error"
         rec.error = None if result.status == "ok" else result.error
         return rec, reading, template, user
+
+    def turn(
+        self,
+        rec: LLMCallRecord,
+        messages: list[dict[str, Any]],
+        reply_tokens: int,
+        deadline: float,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ChatResult:
+        """One chat completion of `rec.model` with retries of fast failures inside `deadline`; its
+        tokens and latency are added to `rec`, its speed to the sizer."""
+        result = ChatResult("cancelled", error="no time was left in the search for this call")
+        for attempt in range(self.config.max_retries + 1):
+            if time.monotonic() >= deadline or self.client.cancelled:
+                break
+            rec.attempts += 1
+            result = self.client.complete(
+                rec.model, messages, max_tokens=reply_tokens, temperature=self.config.temperature,
+                deadline=deadline, tools=tools,
+            )  # fmt: skip
+            _account(rec, result)
+            if result.status == "ok":
+                r = result
+                speed = measure(r.prompt_tokens, r.completion_tokens, r.first_token_s, r.latency_s)
+                self.sizer.observe(speed)
+            if not result.retryable or attempt >= self.config.max_retries:
+                break
+            delay = self._backoff(attempt, result.retry_after)
+            if time.monotonic() + delay >= deadline:
+                break
+            time.sleep(delay)
+        return result
+
+    def _cost(self, rec: LLMCallRecord) -> None:
+        rec.cost = (
+            rec.prompt_tokens * self.config.cost_per_1k_input
+            + rec.completion_tokens * self.config.cost_per_1k_output
+        ) / 1000.0
 
     def _learn(self, context: int, prompt_tokens: int | None, sent: str) -> None:
         """The server named its window (and maybe the prompt's real size): fit later prompts to it."""

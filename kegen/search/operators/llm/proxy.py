@@ -77,7 +77,7 @@ def proxy_for(scheme: str, host: str, port: int | None) -> Proxy | None:
         return None
     if explicit:
         return parse_proxy(explicit, "KEGEN_LLM_PROXY")
-    if _is_loopback(host):
+    if is_loopback(host):
         return None
     proxies = urllib.request.getproxies()
     url = proxies.get(scheme)
@@ -93,7 +93,7 @@ def _source(scheme: str) -> str:
     return f"the system's {scheme} proxy setting"
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     h = host.strip("[]").lower()
     if h == "localhost" or h.endswith(".localhost"):
         return True
