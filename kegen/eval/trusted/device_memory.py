@@ -15,22 +15,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from kegen.eval.wire import DTYPES, MAX_DIMS  # what a tensor may be on the wire, and on the device
+
 PLACED_BASE = 1 << 40  # handles of storages the evaluator placed (inputs)
 MAX_STORAGES = 1 << 16  # live storages of one worker session
 MIN_CHARGE = 64  # bytes an allocation counts for at least (many tiny storages still add up)
-MAX_DIMS = 16
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float64": torch.float64,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-    "int8": torch.int8,
-    "uint8": torch.uint8,
-    "int16": torch.int16,
-    "int32": torch.int32,
-    "int64": torch.int64,
-    "bool": torch.bool,
-}
 
 
 class DeviceRequestError(ValueError):
