@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from kegen.search.config import OperatorConfig
 from kegen.search.operators.context import ContextBuilder, ProblemInfo, load_knowledge_base
@@ -85,6 +86,9 @@ def test_context_for_a_failed_parent_and_the_root(store) -> None:
     assert "Last correct ancestor" in user and "16 of 64 PEs" in user  # the performance to keep
     ctx = builder.build(Selection(root, phase="draft"))
     assert {x.description for x in ctx.siblings} == {"split rows over 4 programs", "break it"}
+    name, _, user = render_prompt(ctx)  # a correct root: the draft phase asks for edits of it
+    assert name == "optimize.tmpl" and "split rows over 4 programs" in user
+    ctx.parent = replace(ctx.parent, status="failed")  # no correct starting point: a draft prompt
     name, _, user = render_prompt(ctx)
     assert name == "draft.tmpl" and "split rows over 4 programs" in user and "Recognised ops: softmax" in user
     # drafting carries the reference roofline and the problem's shapes

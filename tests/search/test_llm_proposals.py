@@ -96,6 +96,7 @@ def test_prompt_fits_the_served_window_and_refits_after_an_overflow(ctx) -> None
     big = replace(ctx, knowledge=[(f"doc {i}", "word " * 400) for i in range(4)])
     with FakeLLM([("reply", GOOD)], n_ctx=3000, props=True) as fake:
         op = _op(fake.url)
+        op.knowledge_share = 1.0  # every document may fill the prompt: it overflows the window
         p = op.propose(big)
         sizes = [len("".join(m["content"] for m in r["messages"])) for r in fake.requests]
     assert p.code is not None and p.llm_calls[0].attempts == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import pytest
 
@@ -39,6 +40,8 @@ def _context(store, case: str, knowledge: list[tuple[str, str]] | None = None):
     ctx = ContextBuilder(store, run, info, OperatorConfig(kb_budget_chars=0)).build(Selection(root, phase=phase))
     if knowledge is not None:
         ctx.knowledge = knowledge
+    if phase == "draft":  # the draft template is for a root that is not correct (else: edits of it)
+        ctx.parent = replace(ctx.parent, status="failed")
     return ctx
 
 
@@ -67,14 +70,15 @@ def test_draft_prompt_carries_the_reference_roofline_and_shapes(store) -> None:
 
 def test_token_budget_shrinks_knowledge_then_attempts_then_profile(store) -> None:
     docs = [(f"doc {i}", "word " * 2000) for i in range(4)]  # ~11k characters each
+    # knowledge_share=1.0: the documents may fill the prompt (by default they get a quarter of it)
     ctx = _context(store, "softmax_optimize", knowledge=docs)
-    *_, full = build_prompt(ctx, budget_tokens=100_000)
+    *_, full = build_prompt(ctx, budget_tokens=100_000, knowledge_share=1.0)
     assert full.fits and full.levels == {"profile": 0, "attempts": 0, "knowledge": 0, "failure": 0}
-    *_, mid = build_prompt(ctx, budget_tokens=full.tokens - 3000)
+    *_, mid = build_prompt(ctx, budget_tokens=full.tokens - 3000, knowledge_share=1.0)
     assert mid.fits and mid.levels["profile"] == 0 and mid.levels["knowledge"] >= 1
     seen_profile_shrink = False
     for budget in range(full.tokens, 500, -250):
-        _, system, user, f = build_prompt(ctx, budget_tokens=budget)
+        _, system, user, f = build_prompt(ctx, budget_tokens=budget, knowledge_share=1.0)
         assert abs(f.tokens - estimate_tokens(system) - estimate_tokens(user)) <= 8  # per-part rounding
         if f.levels["attempts"] > 0:  # attempts shrink only after all knowledge is gone
             assert f.levels["knowledge"] == 4

@@ -31,7 +31,7 @@ from kegen.search.operators.base import LLMCallRecord, Operator, Proposal
 from kegen.search.operators.budget import estimate_tokens
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.llm.client import ChatClient, ChatResult, context_overflow
-from kegen.search.operators.llm.prompt import render_prompt
+from kegen.search.operators.llm.prompt import KNOWLEDGE_SHARE, render_prompt
 from kegen.search.operators.llm.proxy import is_loopback
 from kegen.search.operators.llm.replies import USABLE, Reading, read_reply
 from kegen.search.operators.llm.sizing import LOCAL_CONTEXT, Sizer, measure
@@ -82,6 +82,7 @@ class LLMOperator(Operator):
 
     name = "llm"
     concurrent = True
+    knowledge_share = KNOWLEDGE_SHARE  # of the prompt's budget for hardware notes, at most
 
     def __init__(self, config: OperatorConfig, seed: int = 0, client: ChatClient | None = None) -> None:
         if not config.base_url and client is None:
@@ -212,7 +213,7 @@ class LLMOperator(Operator):
 
     def _call(self, model: str, ctx: OperatorContext) -> tuple[LLMCallRecord, Reading, str, str]:
         prompt_budget, reply_tokens = self.budgets()
-        template, system, user = render_prompt(ctx, prompt_budget)
+        template, system, user = render_prompt(ctx, prompt_budget, self.knowledge_share)
         deadline = self._deadline(estimate_tokens(system + user), reply_tokens)
         rec = LLMCallRecord(model=model, attempts=0)
         msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -221,7 +222,7 @@ class LLMOperator(Operator):
         if overflow is not None:  # fit the prompt to the window the server named, once
             self._learn(overflow.context, overflow.prompt_tokens, system + user)
             prompt_budget, reply_tokens = self.budgets()
-            template, system, user = render_prompt(ctx, prompt_budget)
+            template, system, user = render_prompt(ctx, prompt_budget, self.knowledge_share)
             msgs = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             result = self.turn(rec, msgs, reply_tokens, deadline)
         self._cost(rec)

@@ -5,7 +5,13 @@ measured profile: optimise prompts the parent's profile and its change from the 
 repair prompts the failure and the last correct ancestor's profile; draft prompts the reference's
 roofline with the problem's shapes, bytes and FLOPs, and the starting point's profile. The whole
 prompt fits a token budget (`kegen.search.operators.budget`): knowledge shrinks first, then the
-attempts, then the profile.
+attempts, then the profile. The hardware notes take at most `KNOWLEDGE_SHARE` of the budget (the
+documents chosen for the measured bottleneck come first; an agent reads more through its
+`search_knowledge` tool).
+
+The draft template ("write a first candidate") is used only when there is no correct starting point:
+in the draft phase a correct parent (a `--seed`, or kegen's own draft) gets the optimize template, so
+even a small model is asked for edits of working code.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from kegen.search.operators.context import Attempt, OperatorContext
 
 TEMPLATES = {"draft": "draft.tmpl", "optimize": "optimize.tmpl", "debug": "debug.tmpl"}
 PRIORITY = {"failure": 0, "profile": 1, "attempts": 2, "knowledge": 3}
+KNOWLEDGE_SHARE = 0.25  # of the prompt's token budget, at most
 NO_PROFILE = "(no profile: the candidate was not measured)"
 
 
@@ -85,9 +92,28 @@ def _profile_variants(ctx: OperatorContext) -> list[str]:
     return [profile_prompt(prof, parent=parent, detail=d) for d in range(PROMPT_DETAIL_MAX, -1, -1)]
 
 
-def _sections(ctx: OperatorContext) -> list[Section]:
+def template_name(ctx: OperatorContext) -> str:
+    """The template of this step: draft only without a correct starting point (see the module doc)."""
+    phase = "optimize" if ctx.phase == "draft" and ctx.parent.correct else ctx.phase
+    return TEMPLATES.get(phase, "optimize.tmpl")
+
+
+def knowledge_items(ctx: OperatorContext, budget_tokens: int, share: float = KNOWLEDGE_SHARE) -> list[str]:
+    """The knowledge documents (most relevant first) that fit `share` of the prompt's budget."""
+    out: list[str] = []
+    room = int(budget_tokens * share)
+    for title, text in ctx.knowledge:
+        item = f"### {title}\n{text}"
+        if estimate_tokens(item) > room:
+            continue
+        out.append(item)
+        room -= estimate_tokens(item)
+    return out
+
+
+def _sections(ctx: OperatorContext, budget_tokens: int, share: float) -> list[Section]:
     attempts = [attempt_line(a) for a in ctx.attempts]
-    knowledge = [f"### {title}\n{text}" for title, text in ctx.knowledge]
+    knowledge = knowledge_items(ctx, budget_tokens, share)
     sections = [
         Section("profile", PRIORITY["profile"], _profile_variants(ctx)),
         Section("attempts", PRIORITY["attempts"], dropping(attempts, "\n", "- nothing yet")),
@@ -105,10 +131,10 @@ def _sections(ctx: OperatorContext) -> list[Section]:
 
 
 def build_prompt(
-    ctx: OperatorContext, budget_tokens: int = DEFAULT_PROMPT_TOKENS
+    ctx: OperatorContext, budget_tokens: int = DEFAULT_PROMPT_TOKENS, knowledge_share: float = KNOWLEDGE_SHARE
 ) -> tuple[str, str, str, Fitted]:
     """(template name, system message, user message, what the budget chose) for this step."""
-    name = TEMPLATES.get(ctx.phase, "optimize.tmpl")
+    name = template_name(ctx)
     system = read_template("system.md")
     fixed = {
         "target": ctx.problem.target,
@@ -125,13 +151,15 @@ def build_prompt(
     skeleton = template.safe_substitute(
         fixed, profile="", attempts="", knowledge="", failure="", diagnosis=""
     )
-    sections = _sections(ctx)
+    sections = _sections(ctx, budget_tokens, knowledge_share)
     fitted = fit(estimate_tokens(system) + estimate_tokens(skeleton), sections, budget_tokens)
     user = template.safe_substitute(fixed, **fitted.texts, diagnosis=fitted.texts["profile"])
     return name, system, user, fitted
 
 
-def render_prompt(ctx: OperatorContext, budget_tokens: int = DEFAULT_PROMPT_TOKENS) -> tuple[str, str, str]:
+def render_prompt(
+    ctx: OperatorContext, budget_tokens: int = DEFAULT_PROMPT_TOKENS, knowledge_share: float = KNOWLEDGE_SHARE
+) -> tuple[str, str, str]:
     """(template name, system message, user message) for this step, within `budget_tokens`."""
-    name, system, user, _ = build_prompt(ctx, budget_tokens)
+    name, system, user, _ = build_prompt(ctx, budget_tokens, knowledge_share)
     return name, system, user
