@@ -99,7 +99,10 @@ def template_name(ctx: OperatorContext) -> str:
 
 
 def knowledge_items(ctx: OperatorContext, budget_tokens: int, share: float = KNOWLEDGE_SHARE) -> list[str]:
-    """The knowledge documents (most relevant first) that fit `share` of the prompt's budget."""
+    """The knowledge documents (most relevant first) that fit `share` of the prompt's budget (all of
+    them for a share of 1: the budget's fitting alone decides)."""
+    if share >= 1.0:
+        return [f"### {title}\n{text}" for title, text in ctx.knowledge]
     out: list[str] = []
     room = int(budget_tokens * share)
     for title, text in ctx.knowledge:
