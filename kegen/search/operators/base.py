@@ -47,6 +47,7 @@ class Proposal:
     prompt: str | None = None
     llm_calls: list[LLMCallRecord] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the agent's (stored per node)
 
 
 class Operator(ABC):

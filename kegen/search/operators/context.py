@@ -77,6 +77,7 @@ class OperatorContext:
     profile: Profile | None = None  # the parent's measured profile
     grandparent_profile: Profile | None = None  # the parent's parent's (for "change from the parent")
     reference: dict[str, Any] = field(default_factory=dict)  # the problem's roofline (drafting)
+    grandparent_code: str = ""  # the parent's parent's code (what the parent changed: the agent's diff)
 
     @property
     def ancestors(self) -> list[Attempt]:
@@ -148,6 +149,7 @@ class ContextBuilder:
             profile=profile,
             grandparent_profile=grand,
             reference=self._reference(profile),
+            grandparent_code=(ancestors[0].code or "") if ancestors else "",
         )
 
     def _attempt(self, node: Node, relation: str, parent_profile: Profile | None = None) -> Attempt:
