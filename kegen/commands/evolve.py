@@ -6,6 +6,7 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from kegen.executor.cli import add_executor_arguments, check_executor_arguments
 from kegen.search.config import (
@@ -23,6 +24,18 @@ from kegen.settings import load_settings, select_machine
 from kegen.targets import TARGETS
 
 
+class _Deprecated(argparse.Action):
+    """An old flag name kept as an alias: it sets the new one and says so on stderr."""
+
+    NEW = {"--max-tokens": "--token-limit", "--llm-max-tokens": "--llm-reply-tokens"}
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        new = self.NEW.get(option_string or "", self.dest)
+        what = "the search's limit on LLM tokens" if new == "--token-limit" else "one reply's token budget"
+        print(f"kegen evolve: {option_string} is deprecated; it is {what}: use {new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "problem", type=Path, help="problem file (KernelBench format: Model, get_inputs, ...)"
@@ -37,7 +50,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--machine", default=None, help="machine description for mtia (default: mtia-2i)")
     parser.add_argument("--policy", default="uct", choices=POLICIES)
     parser.add_argument(
-        "--operator", default=None, choices=OPERATORS, help="offline (default without an LLM endpoint) or llm"
+        "--operator",
+        default=None,
+        choices=OPERATORS,
+        help="offline (default without an LLM endpoint), llm (one call per child) or agent (the LLM calls"
+        " kegen's tools first: compile, run, profile, knowledge; single-shot when the server has no tools)",
     )
     parser.add_argument(
         "--model", action="append", help="LLM model name (repeat for several: a bandit picks)"
@@ -46,9 +63,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument(
         "--llm-context", type=int, help="the served context window in tokens (default: ask the server)"
     )
-    llm.add_argument("--llm-max-tokens", type=int, help="reply budget in tokens (default 4096)")
     llm.add_argument(
-        "--llm-timeout", type=float, help="deadline of one proposal in s, retries included (default 120)"
+        "--llm-reply-tokens",
+        type=int,
+        dest="llm_reply_tokens",
+        help="the reply budget of one LLM call in tokens (default: a quarter of the context, 256-4096)",
+    )
+    llm.add_argument(
+        "--llm-max-tokens", type=int, dest="llm_reply_tokens", action=_Deprecated,
+        help="deprecated: --llm-reply-tokens",
+    )
+    llm.add_argument(
+        "--llm-timeout",
+        type=float,
+        help="deadline of one proposal in s, retries included (default: from the prompt, the reply budget"
+        " and the server's measured speed; 120 s for a remote server before it is measured)",
+    )
+    llm.add_argument(
+        "--llm-calls",
+        type=int,
+        help="proposals that may ask the LLM (default 3 x --budget); then the offline operator writes."
+        " Replies without code cost no evaluation",
+    )
+    llm.add_argument(
+        "--llm-tool-calls", type=int, help="the agent's tool calls per proposal (default 6; 0: single-shot)"
     )
     llm.add_argument("--llm-retries", type=int, help="retries of 429/5xx/dropped connections (default 4)")
     llm.add_argument(
@@ -63,7 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--budget", type=int, default=12, help="number of candidates to evaluate (default 12)"
     )
     parser.add_argument("--time-limit", help="wall-time limit, e.g. 600, 10m, 1h")
-    parser.add_argument("--max-tokens", type=int, help="stop after this many LLM tokens")
+    parser.add_argument(
+        "--token-limit", type=int, dest="token_limit", help="stop the search after this many LLM tokens"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, dest="token_limit", action=_Deprecated, help="deprecated: --token-limit"
+    )
     parser.add_argument("--max-cost", type=float, help="stop after this LLM cost")
     parser.add_argument("--plateau", type=int, help="stop after this many evaluations without a gain")
     parser.add_argument(
@@ -104,17 +147,19 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
         name=op_name,
         models=tuple(args.model) if args.model else None,
         context_tokens=args.llm_context,
-        max_tokens=args.llm_max_tokens,
+        max_tokens=args.llm_reply_tokens,
         timeout_s=args.llm_timeout,
         max_retries=args.llm_retries,
         fallback_after=args.llm_fallback,
         parallel=args.llm_parallel,
+        max_calls=args.llm_calls if args.llm_calls is not None else 3 * args.budget,
+        tool_calls=args.llm_tool_calls,
     )
     time_limit = parse_duration(args.time_limit) if args.time_limit else None
     termination = TerminationConfig(
         max_evaluations=args.budget,
         time_limit_s=time_limit,
-        max_tokens=args.max_tokens,
+        max_tokens=args.token_limit,
         max_cost=args.max_cost,
         plateau_steps=args.plateau,
         target_speedup=args.target_speedup,
@@ -133,7 +178,7 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
         policy=replace(
             PolicyConfig(name=args.policy),
             draft_children=args.draft,
-            debug_probability=0.15 if op_name == "llm" else 0.0,
+            debug_probability=0.15 if op_name in ("llm", "agent") else 0.0,
         ),
         operator=operator,
         termination=termination,
@@ -173,7 +218,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\nbest speedup found: 1.000x (no child beat the seed)")
     print(f"stopped: {result.stop_reason}")
-    children = sum(1 for n in store.nodes(result.run_id) if n.parent_id is not None and n.evaluated)
+    from kegen.search.loop import NO_CANDIDATE
+
+    done = [n for n in store.nodes(result.run_id) if n.parent_id is not None and n.evaluated]
+    children = sum(1 for n in done if n.verdict not in NO_CANDIDATE)
+    if no_code := len(done) - children:  # LLM replies without code are recorded but never evaluated
+        print(f"replies without code: {no_code} (recorded on their nodes, not charged to the budget)")
     if children > result.evaluations:  # the budget counts simulated candidates; screened ones are free
         print(
             f"candidates: {result.evaluations} evaluated against the budget, {children - result.evaluations} "

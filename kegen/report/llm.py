@@ -1,9 +1,11 @@
 """The LLM's part of a run: calls by reply kind, tokens, latencies, the fallback, and per node the
-failure message, prompt, reply, finish reason, tokens and latency (text and HTML)."""
+failure message, prompt, reply, finish reason, tokens and latency, and the agent's tool calls with
+their results (text and HTML)."""
 
 from __future__ import annotations
 
 import html
+import json
 import statistics
 from typing import Any
 
@@ -79,6 +81,25 @@ def _call_line(c: dict[str, Any]) -> str:
     )
 
 
+def tool_calls(store: GraphStore, run_id: str) -> dict[int, list[dict[str, Any]]]:
+    """The agent's tool calls per node (the `tool_calls` artifacts)."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for art in store.artifacts(run_id):
+        if art["kind"] == "tool_calls" and art["node_id"] is not None:
+            try:
+                out.setdefault(int(art["node_id"]), []).extend(json.loads(art["content"] or "[]"))
+            except ValueError:
+                continue
+    return out
+
+
+def _tool_line(t: dict[str, Any]) -> str:
+    return (
+        f"tool {t.get('name')}({str(t.get('arguments') or '')[:80]}) -> {t.get('status')},"
+        f" {t.get('tokens', 0)} tokens, {float(t.get('wall_s') or 0):.1f} s"
+    )
+
+
 def _failure(store: GraphStore, n: Node) -> str | None:
     if n.correct or not n.evaluated:
         return None
@@ -92,6 +113,7 @@ def llm_nodes_text(store: GraphStore, run_id: str) -> str:
     for c in store.llm_calls(run_id):
         if c["node_id"] is not None:
             by_node.setdefault(int(c["node_id"]), []).append(c)
+    tools = tool_calls(store, run_id)
     out: list[str] = []
     for node_id, calls in by_node.items():
         n = store.node(node_id)
@@ -102,6 +124,8 @@ def llm_nodes_text(store: GraphStore, run_id: str) -> str:
             out.append("  " + _call_line(c))
             if c["error"]:
                 out.append(f"  error: {c['error']}")
+        for t in tools.get(node_id, []):
+            out += ["  " + _tool_line(t), _head(str(t.get("result") or ""), 4)]
         for template, text in store.prompts(n.id):
             out += [f"    prompt ({template}, {len(text)} chars):", _head(text)]
         for c in calls:
@@ -119,6 +143,7 @@ def llm_html(store: GraphStore, run_id: str) -> str:
     for c in store.llm_calls(run_id):
         if c["node_id"] is not None:
             by_node.setdefault(int(c["node_id"]), []).append(c)
+    tools = tool_calls(store, run_id)
     for node_id, calls in by_node.items():
         n = store.node(node_id)
         kinds = ", ".join(str(c["reply_kind"]) for c in calls)
@@ -129,6 +154,9 @@ def llm_html(store: GraphStore, run_id: str) -> str:
             body.append(f"<p>{html.escape(_call_line(c))}</p>")
             if c["error"]:
                 body.append(f"<p><b>error:</b> {html.escape(c['error'])}</p>")
+        for t in tools.get(node_id, []):
+            result = html.escape(str(t.get("result") or ""))
+            body.append(f"<p><b>{html.escape(_tool_line(t))}</b></p><pre>{result}</pre>")
         for template, text in store.prompts(n.id):
             body.append(f"<p><b>prompt</b> ({html.escape(template)})</p><pre>{html.escape(text)}</pre>")
         for c in calls:

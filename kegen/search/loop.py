@@ -35,6 +35,8 @@ from kegen.search.store import GraphStore, Node
 from kegen.search.termination import SearchProgress, Termination
 
 MAX_FAILED_PROPOSALS = 25
+UNCHARGED = "no_candidate"  # metrics key of a child with no code: it costs no evaluation
+NO_CANDIDATE = ("no_code", "invalid_code")  # verdicts of such children
 MIN_PROPOSAL_S = 3.0  # no concurrent (LLM) proposal starts with less of the time limit left
 
 
@@ -247,15 +249,19 @@ class SearchDriver:
             self.store.add_artifact(self.run_id, node_id, "operator_meta", content=json.dumps(proposal.meta))
         if fallback := proposal.meta.get("llm_fallback"):
             self.store.add_artifact(self.run_id, node_id, "llm_fallback", content=str(fallback))
+        if proposal.tool_calls:  # the agent's tool calls and results (kegen report shows them)
+            calls = json.dumps(proposal.tool_calls)
+            self.store.add_artifact(self.run_id, node_id, "tool_calls", content=calls)
         self._store_calls(node_id, proposal)
-        if proposal.code is None:
+        if proposal.code is None:  # nothing to evaluate: recorded, but the evaluation budget is not spent
             self.failed_in_a_row += 1
             self._record(
                 node_id,
-                Outcome(status=proposal.verdict or "no_code", message=proposal.error or ""),
+                Outcome(status=proposal.verdict or "no_code", message=proposal.error or "",
+                        metrics={UNCHARGED: True}),
                 proposal,
                 parent.fitness,
-            )
+            )  # fmt: skip
             return
         self.failed_in_a_row = 0
         self._submit(executor, self.store.node(node_id), proposal, parent.fitness)
@@ -354,7 +360,7 @@ class SearchDriver:
             duration_s=out.duration_s,
         )
         self.store.backup(node_id, fitness)
-        charged = self.screening.charged(out)
+        charged = self.screening.charged(out) and not (out.metrics or {}).get(UNCHARGED)
         if node.parent_id is not None and charged:
             improved = self.progress.observe(fitness, out.roofline_fraction)
         else:
@@ -396,7 +402,9 @@ class SearchDriver:
 
     def _restore_progress(self) -> None:
         nodes = self.store.nodes(self.run_id)
-        children = [n for n in nodes if n.parent_id is not None and n.evaluated]
+        children = [
+            n for n in nodes if n.parent_id is not None and n.evaluated and n.verdict not in NO_CANDIDATE
+        ]
         self.progress.evaluations = len(children)
         ok = [n.fitness for n in nodes if n.correct]
         self.progress.best_fitness = max(ok, default=0.0)

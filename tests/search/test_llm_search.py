@@ -76,13 +76,14 @@ def test_summary_and_report_show_reply_kinds_prompts_and_replies(tmp_path, store
     script = [
         ("echo",),
         ("length", "Bigger blocks:\n```python\nimport torch\n"),
-        ("reply", _good(256)),
         ("status", 400, "unsupported parameter"),
+        ("reply", _good(256)),
     ]
-    with FakeLLM(script) as fake:
+    with FakeLLM(script) as fake:  # replies without code are free: one evaluation takes four calls
         r = run_search(
-            _config(tmp_path, budget=4, operator=_llm(fake.url, max_retries=0, fallback_after=0)), store
+            _config(tmp_path, budget=1, operator=_llm(fake.url, max_retries=0, fallback_after=0)), store
         )
+    assert r.evaluations == 1 and len(fake.requests) == 4
     summary = llm_summary(store, r.run_id) or ""
     for kind in ("echo 1", "truncated 1", "code 1", "http_error 1"):
         assert kind in summary
@@ -91,7 +92,7 @@ def test_summary_and_report_show_reply_kinds_prompts_and_replies(tmp_path, store
     assert (
         "reply truncated, finish length" in text and "failure: the reply was cut at the token limit" in text
     )
-    assert "prompt (draft.tmpl" in text and "unsupported parameter" in text and "reply echo" in text
+    assert "prompt (optimize.tmpl" in text and "unsupported parameter" in text and "reply echo" in text
     page = write_report(store, r.run_id, tmp_path / "report").read_text()
     assert page.count("<details>") == 4 and "unsupported parameter" in page and "&lt;&lt;&lt;&lt;" in page
 
@@ -138,17 +139,20 @@ def test_the_fallback_is_restored_on_resume(tmp_path, store) -> None:
     and another endpoint is asked afresh."""
     with FakeLLM(default=("reply", "I cannot help with that.")) as fake:
         op = _llm(fake.url, fallback_after=2)
-        first = run_search(_config(tmp_path, budget=1, operator=op), store)  # one unusable reply
+        one_call = TerminationConfig(max_evaluations=1, max_tokens=1)  # stops after one (free) reply
+        first = run_search(_config(tmp_path, operator=op, termination=one_call), store)
+        assert len(fake.requests) == 1 and first.evaluations == 0
         resumed = run_search(_config(tmp_path, budget=3, operator=op, resume=first.run_id), store)
         assert len(fake.requests) == 2  # the streak carried over: the second reply made it fall back
         again = run_search(_config(tmp_path, budget=5, operator=op, resume=first.run_id), store)
         assert len(fake.requests) == 2, "the resumed run asked the failing model again"
     assert resumed.run_id == again.run_id == first.run_id and again.evaluations == 5
     ops = [n.operator for n in store.nodes(first.run_id)[1:]]
-    assert ops == ["llm", "llm", "offline", "offline", "offline"]
+    assert ops == ["llm", "llm", "offline", "offline", "offline", "offline", "offline"]
     with FakeLLM(default=("reply", "Still no code.")) as other:
         run_search(
             _config(tmp_path, budget=6, operator=_llm(other.url, fallback_after=2), resume=first.run_id),
             store,
         )
-    assert len(other.requests) == 1 and store.nodes(first.run_id)[-1].operator == "llm"
+    # asked afresh: one more unusable reply (free), then the offline operator writes the sixth
+    assert len(other.requests) == 1 and [n.operator for n in store.nodes(first.run_id)[8:]] == ["llm", "offline"]

@@ -100,9 +100,9 @@ def test_llm_operator_in_the_loop(tmp_path, store) -> None:
         r = run_search(
             _config(
                 tmp_path,
-                budget=3,
+                budget=2,
                 operator=op,
-                termination=TerminationConfig(max_evaluations=3, max_tokens=100_000),
+                termination=TerminationConfig(max_evaluations=2, max_tokens=100_000),  # no_code is free
             ),
             store,
         )
@@ -113,7 +113,7 @@ def test_llm_operator_in_the_loop(tmp_path, store) -> None:
     assert store.evaluation(nodes[2].id).message == "the reply has no fenced Python code block"
     usage = store.llm_usage(r.run_id)
     assert usage["calls"] == 3 and usage["tokens"] == 3600 and usage["cost"] == pytest.approx(3.0)
-    assert store.prompts(nodes[1].id)[0][0] == "draft.tmpl"
+    assert store.prompts(nodes[1].id)[0][0] == "optimize.tmpl"  # a correct seed: edits of it
     assert r.best.fitness > 1.0
 
 

@@ -8,7 +8,7 @@ from kegen.search.operators.context import ContextBuilder, OperatorContext
 
 
 def make_operator(config: OperatorConfig, seed: int = 0) -> Operator:
-    """The operator named by `config.name` ("offline" or "llm")."""
+    """The operator named by `config.name` ("offline", "llm" or "agent")."""
     if config.name == "offline":
         from kegen.search.operators.offline import OfflineOperator
 
@@ -17,7 +17,11 @@ def make_operator(config: OperatorConfig, seed: int = 0) -> Operator:
         from kegen.search.operators.llm import LLMOperator
 
         return LLMOperator(config, seed=seed)
-    raise ValueError(f"unknown operator {config.name!r}; choose offline or llm")
+    if config.name == "agent":
+        from kegen.search.operators.llm.agent import AgentOperator
+
+        return AgentOperator(config, seed=seed)
+    raise ValueError(f"unknown operator {config.name!r}; choose offline, llm or agent")
 
 
 __all__ = ["ContextBuilder", "Operator", "OperatorContext", "Proposal", "make_operator"]
