@@ -28,7 +28,7 @@ from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.llm.client import ChatClient, context_overflow
 from kegen.search.operators.llm.operator import LLMOperator, _first_sentence
 from kegen.search.operators.llm.prompt import render_prompt
-from kegen.search.operators.llm.replies import read_reply
+from kegen.search.operators.llm.replies import Reading, read_reply
 from kegen.search.operators.llm.stream import ChatResult
 from kegen.search.operators.llm.tool_worker import ToolEval, ToolRunner
 from kegen.search.operators.llm.tools import TOOL_SPECS, ToolBox, ToolBudget
@@ -143,6 +143,8 @@ class AgentOperator(LLMOperator):
                 text = box.call(call["name"], call["arguments"], turn)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": text})
         reading = read_reply(result, system + "\n" + user, ctx.parent_code, reply_tokens)
+        if reading.kind == "empty" and result.tool_calls:
+            reading = Reading("no_code", error="the model called tools again after its tool budget was spent")
         last = records[-1]
         last.reply_kind = reading.kind
         last.status = "ok" if result.status == "ok" else "error"

@@ -86,7 +86,8 @@ def cap(text: str, tokens: int) -> str:
     limit = int(max(tokens, 16) * CHARS_PER_TOKEN)
     if len(text) <= limit:
         return text
-    return text[: limit - 60] + f"\n[... {len(text) - limit + 60} more characters cut]"
+    keep = max(limit - 48, 0)
+    return text[:keep] + f"\n[... {len(text) - keep} more characters cut]"
 
 
 class ToolBox:
@@ -191,21 +192,23 @@ class ToolBox:
 
 
 def _fit(result: dict[str, Any], tokens: int) -> str:
-    """The result as JSON within `tokens`: its longest text fields are cut first."""
+    """The result as JSON within `tokens` (valid JSON: its longest text fields are cut first)."""
     text = json.dumps(result)
-    while estimate_tokens(text) > tokens:
-        longest = max(
-            ((k, v) for k, v in result.items() if isinstance(v, str) and len(v) > 80),
-            key=lambda kv: len(kv[1]),
-            default=None,
-        )
-        if longest is None:
-            return cap(text, tokens)
-        k, v = longest
-        over = len(text) - int(tokens * CHARS_PER_TOKEN)
-        result = {**result, k: cap(v, max(estimate_tokens(v) - estimate_tokens("x" * over) - 20, 16))}
+    limit = int(tokens * CHARS_PER_TOKEN)
+    for _ in range(8):
+        if len(text) <= limit:
+            return text
+        texts = [(k, v) for k, v in result.items() if isinstance(v, str) and len(v) > 64]
+        if not texts:
+            break
+        k, v = max(texts, key=lambda kv: len(kv[1]))
+        keep = max(len(v) - (len(text) - limit) - 64, 0)  # JSON escapes may need another round
+        result = {**result, k: v[:keep] + f"\n[... {len(v) - keep} more characters cut]"}
         text = json.dumps(result)
-    return text
+    if len(text) <= limit:
+        return text
+    head = text[: max(limit - 80, 0)]
+    return json.dumps({"error": "the result was too large for the tool budget", "head": head})
 
 
 def _compile_result(out: dict[str, Any], stage: str, kernel: Any) -> dict[str, Any]:
