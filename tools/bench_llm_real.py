@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [
             sys.executable, "-m", "kegen", "evolve", str(args.problem), "--operator", "llm",
             "--budget", str(args.budget), "--jobs", str(args.jobs), "--time-limit", args.time_limit,
-            "--llm-context", str(args.n_ctx), "--llm-max-tokens", str(args.max_tokens),
+            "--llm-context", str(args.n_ctx), "--llm-reply-tokens", str(args.max_tokens),
             "--llm-timeout", str(args.llm_timeout), "--llm-parallel", str(args.llm_parallel),
             "--db", str(work / "search.db"),
             "--out", str(work / "run"), "--no-warm-start", "--no-progress",
