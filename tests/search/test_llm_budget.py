@@ -121,3 +121,18 @@ def test_flag_names_and_their_deprecated_aliases(tmp_path, monkeypatch, capsys) 
     assert (
         plain.operator.max_calls == 15 and plain.operator.max_tokens == 0 and plain.operator.timeout_s == 0.0
     )
+
+
+def test_hardware_notes_take_at_most_a_quarter_of_the_prompt(store) -> None:
+    from kegen.search.operators.budget import estimate_tokens
+    from kegen.search.operators.llm.prompt import build_prompt
+    from tests.search.test_llm_operator import make_ctx
+
+    ctx = make_ctx(store)
+    ctx.knowledge = [(f"notes {i}", f"fact {i} " * 150) for i in range(6)]  # the bottleneck's first
+    for budget in (3000, 12000):
+        _, system, user, fitted = build_prompt(ctx, budget)
+        share = estimate_tokens(fitted.texts["knowledge"]) / (estimate_tokens(system) + estimate_tokens(user))
+        assert 0.0 < share <= 0.25 and "### notes 0" in user and "### notes 5" not in user
+    *_, everything = build_prompt(ctx, 12000, knowledge_share=1.0)
+    assert "### notes 5" in everything.texts["knowledge"]

@@ -98,13 +98,18 @@ def template_name(ctx: OperatorContext) -> str:
     return TEMPLATES.get(phase, "optimize.tmpl")
 
 
-def knowledge_items(ctx: OperatorContext, budget_tokens: int, share: float = KNOWLEDGE_SHARE) -> list[str]:
-    """The knowledge documents (most relevant first) that fit `share` of the prompt's budget (all of
-    them for a share of 1: the budget's fitting alone decides)."""
+def knowledge_items(
+    ctx: OperatorContext, budget_tokens: int, share: float = KNOWLEDGE_SHARE, rest_tokens: int = 0
+) -> list[str]:
+    """The knowledge documents (most relevant first) that keep to `share` of the prompt: of its budget,
+    and of the whole prompt when the rest of it is `rest_tokens` (all of them for a share of 1: the
+    budget's fitting alone decides)."""
     if share >= 1.0:
         return [f"### {title}\n{text}" for title, text in ctx.knowledge]
     out: list[str] = []
     room = int(budget_tokens * share)
+    if rest_tokens:
+        room = min(room, int(rest_tokens * share / (1.0 - share)))
     for title, text in ctx.knowledge:
         item = f"### {title}\n{text}"
         if estimate_tokens(item) > room:
@@ -114,12 +119,15 @@ def knowledge_items(ctx: OperatorContext, budget_tokens: int, share: float = KNO
     return out
 
 
-def _sections(ctx: OperatorContext, budget_tokens: int, share: float) -> list[Section]:
+def _sections(ctx: OperatorContext, budget_tokens: int, share: float, fixed_tokens: int) -> list[Section]:
     attempts = [attempt_line(a) for a in ctx.attempts]
-    knowledge = knowledge_items(ctx, budget_tokens, share)
+    profile = _profile_variants(ctx)
+    tried = dropping(attempts, "\n", "- nothing yet")
+    rest = fixed_tokens + estimate_tokens(profile[0]) + estimate_tokens(tried[0])
+    knowledge = knowledge_items(ctx, budget_tokens, share, rest)
     sections = [
-        Section("profile", PRIORITY["profile"], _profile_variants(ctx)),
-        Section("attempts", PRIORITY["attempts"], dropping(attempts, "\n", "- nothing yet")),
+        Section("profile", PRIORITY["profile"], profile),
+        Section("attempts", PRIORITY["attempts"], tried),
         Section("knowledge", PRIORITY["knowledge"], dropping(knowledge, "\n\n", "(none selected)")),
     ]
     failure = ctx.failure or "(none)"
@@ -154,8 +162,9 @@ def build_prompt(
     skeleton = template.safe_substitute(
         fixed, profile="", attempts="", knowledge="", failure="", diagnosis=""
     )
-    sections = _sections(ctx, budget_tokens, knowledge_share)
-    fitted = fit(estimate_tokens(system) + estimate_tokens(skeleton), sections, budget_tokens)
+    fixed_tokens = estimate_tokens(system) + estimate_tokens(skeleton)
+    sections = _sections(ctx, budget_tokens, knowledge_share, fixed_tokens)
+    fitted = fit(fixed_tokens, sections, budget_tokens)
     user = template.safe_substitute(fixed, **fitted.texts, diagnosis=fitted.texts["profile"])
     return name, system, user, fitted
 
