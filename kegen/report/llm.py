@@ -57,6 +57,12 @@ def llm_summary(store: GraphStore, run_id: str) -> str | None:
         + f"), cost {s['cost']:.4f}; latency median {s['latency_median_s']:.1f} s,"
         f" p90 {s['latency_p90_s']:.1f} s",
     ]
+    if tools := [t for calls in tool_calls(store, run_id).values() for t in calls]:
+        names: dict[str, int] = {}
+        for t in tools:
+            names[str(t.get("name"))] = names.get(str(t.get("name")), 0) + 1
+        by_name = ", ".join(f"{k} {n}" for k, n in sorted(names.items()))
+        lines.append(f"  tool calls: {len(tools)} ({by_name}); per node in kegen report")
     if s["abandoned_calls"]:
         lines.append(f"  {s['abandoned_calls']} calls abandoned when the search stopped (tokens counted)")
     if s["fallback"]:

@@ -100,6 +100,7 @@ def test_deadlines_follow_the_measured_speed() -> None:
     local.observe(Speed(prompt_tps=80.0, generation_tps=5.0))
     assert local.timeout_s(3000, 1024) == pytest.approx(1.5 * (3000 / 80 + 1024 / 5) + 5)
     assert local.reply_tokens(8192) == min(2048, int(5.0 * 240))  # shrunk to what it writes in 4 minutes
+    assert local.prompt_tokens(12000, 512) == 80 * 90  # a prompt it reads in 90 s
     assert Sizer(700, 45.0, local=True).timeout_s(3000, 1024) == 45.0
     assert Sizer(700, 45.0, local=True).reply_tokens(1024) == 512  # explicit: at most half the window
 

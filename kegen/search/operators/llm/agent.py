@@ -162,7 +162,8 @@ class AgentOperator(LLMOperator):
             tool_calls=box.records,
         )
         if reading.code is not None:
-            proposal.description += f" after {len(box.records)} tool calls: {_first_sentence(result.text)}"
+            used = f" after {len(box.records)} tool calls" if box.records else ""
+            proposal.description += f"{used}: {_first_sentence(result.text)}"
         self._note(reading, proposal)
         return proposal
 

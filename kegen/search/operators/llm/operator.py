@@ -170,7 +170,7 @@ class LLMOperator(Operator):
         if not ctx:
             return self.config.prompt_budget_tokens, reply
         prompt = int((ctx - reply - CHAT_OVERHEAD_TOKENS) / scale)
-        return max(prompt, MIN_PROMPT_TOKENS), reply
+        return self.sizer.prompt_tokens(max(prompt, MIN_PROMPT_TOKENS), MIN_PROMPT_TOKENS), reply
 
     def _deadline(self, prompt_tokens: int, reply_tokens: int) -> float:
         d = time.monotonic() + self.sizer.timeout_s(int(prompt_tokens * self.token_scale), reply_tokens)

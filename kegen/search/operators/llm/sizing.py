@@ -9,6 +9,7 @@ out of time nor writes past its window:
 - the reply budget (`--llm-reply-tokens`, else auto): a quarter of the window (256..4096 tokens),
   4096 when the window is unknown; an explicit budget is held to half the window. Auto budgets also
   shrink to what the measured generation speed writes in `AUTO_GENERATION_S`;
+- the prompt (auto deadlines): at most what the measured prompt speed reads in `PROMPT_READ_S`;
 - the deadline (`--llm-timeout`, else auto): the time to read the prompt and write the reply at the
   measured speeds (the slowest of the last calls), times `DEADLINE_SLACK`; before any measurement a
   local server is assumed to read `GUESS_PROMPT_TPS` and write `GUESS_GENERATION_TPS` tokens/s, and a
@@ -28,6 +29,7 @@ GUESS_GENERATION_TPS = 8.0
 DEADLINE_SLACK = 1.5
 MIN_TIMEOUT_S, MAX_TIMEOUT_S = 30.0, 900.0
 AUTO_GENERATION_S = 240.0
+PROMPT_READ_S = 90.0  # an auto-sized prompt is read in this long at the measured prompt speed
 REPLY_MIN, REPLY_MAX = 256, 4096
 KEEP = 5  # measurements kept (the slowest counts)
 
@@ -84,6 +86,14 @@ class Sizer:
         if gen is not None:
             reply = min(reply, max(REPLY_MIN, int(gen * AUTO_GENERATION_S)))
         return reply
+
+    def prompt_tokens(self, budget: int, floor: int) -> int:
+        """The prompt budget held to what the measured prompt speed reads in `PROMPT_READ_S` (auto
+        deadlines only; never below `floor`)."""
+        prompt_tps, _ = self.speeds()
+        if self.explicit_timeout or prompt_tps is None:
+            return budget
+        return min(budget, max(floor, int(prompt_tps * PROMPT_READ_S)))
 
     def timeout_s(self, prompt_tokens: int, reply_tokens: int) -> float:
         """The deadline of one call that sends `prompt_tokens` and may write `reply_tokens`."""
