@@ -88,6 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     llm.add_argument(
         "--llm-tool-calls", type=int, help="the agent's tool calls per proposal (default 6; 0: single-shot)"
     )
+    llm.add_argument(
+        "--llm-review",
+        action="store_true",
+        default=None,
+        help="a second call reviews each child against its parent (shortcuts, shape assumptions): recorded",
+    )
     llm.add_argument("--llm-retries", type=int, help="retries of 429/5xx/dropped connections (default 4)")
     llm.add_argument(
         "--llm-fallback",
@@ -154,6 +160,7 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
         parallel=args.llm_parallel,
         max_calls=args.llm_calls if args.llm_calls is not None else 3 * args.budget,
         tool_calls=args.llm_tool_calls,
+        review=args.llm_review,
     )
     time_limit = parse_duration(args.time_limit) if args.time_limit else None
     termination = TerminationConfig(

@@ -64,6 +64,7 @@ class OperatorConfig:
     tool_calls: int = 6  # the agent's tool calls per proposal
     tool_tokens: int = 0  # the agent's tool results per proposal, tokens (0: a third of the window)
     tool_wall_s: float = 180.0  # the agent's time in tools per proposal, seconds
+    review: bool = False  # a reviewer call flags shortcuts and shape assumptions of each child (recorded)
 
     @classmethod
     def from_settings(cls, llm: LLMSettings, **overrides: Any) -> OperatorConfig:

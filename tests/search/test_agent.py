@@ -131,3 +131,18 @@ def test_a_search_with_the_real_sandboxed_profile_tool(tmp_path, store) -> None:
     assert {u["name"] for u in result["units"]} >= {"DMA"} and result["stalls"]
     assert "tool profile(" in text_report(store, r.run_id)
     assert "draft" not in {t for t, _ in store.prompts(node.id)}  # a seeded search: no draft prompt
+
+
+def test_the_reviewer_pass_is_recorded_and_the_child_still_evaluated(tmp_path, store) -> None:
+    script = [("reply", GOOD), ("reply", "- assumes COLS is a multiple of 128: no mask on the last block")]
+    with ToolLLM(script, default=("reply", "OK")) as fake:
+        op = OperatorConfig(name="llm", base_url=fake.url, models=("m",), kb_budget_chars=0, review=True)
+        r = run_search(_config(tmp_path, budget=1, operator=op), store)
+    assert "You review" not in fake.requests[0]["messages"][0]["content"]  # the proposal, then the review
+    assert "You review a Triton candidate" in fake.requests[1]["messages"][0]["content"]
+    assert "+NORM_BLOCK_SIZE = 128" in fake.requests[1]["messages"][1]["content"]  # the child's diff
+    node = store.nodes(r.run_id)[1]
+    kinds = [c["reply_kind"] for c in store.llm_calls(r.run_id)]
+    assert kinds == ["code", "review"] and node.verdict == "ok" and r.evaluations == 1
+    (meta,) = [a for a in store.artifacts(r.run_id) if a["kind"] == "operator_meta"]
+    assert "no mask on the last block" in json.loads(meta["content"])["review"]

@@ -165,7 +165,7 @@ class AgentOperator(LLMOperator):
             used = f" after {len(box.records)} tool calls" if box.records else ""
             proposal.description += f"{used}: {_first_sentence(result.text)}"
         self._note(reading, proposal)
-        return proposal
+        return self.reviewed(proposal, model, ctx)
 
 
 def _refuses_tools(result: ChatResult) -> str | None:

@@ -126,6 +126,7 @@ class LLMOperator(Operator):
             return
         meta = proposal.meta
         with self._lock:
+            self.proposals += 1  # toward the limit on LLM proposals (config.max_calls)
             kind = meta.get("reply_kind")
             if kind == USABLE:
                 self.unusable_in_a_row = 0
@@ -209,6 +210,17 @@ class LLMOperator(Operator):
         if reading.code is not None:
             proposal.description += f": {_first_sentence(rec.reply or '')}"
         self._note(reading, proposal)
+        return self.reviewed(proposal, model, ctx)
+
+    def reviewed(self, proposal: Proposal, model: str, ctx: OperatorContext) -> Proposal:
+        """With `config.review`, the reviewer pass's call and finding added to a proposal with code."""
+        if not self.config.review or proposal.code is None or self.client.cancelled:
+            return proposal
+        from kegen.search.operators.llm.review import review
+
+        rec, finding = review(self, model, ctx, proposal.code)
+        proposal.llm_calls.append(rec)
+        proposal.meta["review"] = finding
         return proposal
 
     def _call(self, model: str, ctx: OperatorContext) -> tuple[LLMCallRecord, Reading, str, str]:
