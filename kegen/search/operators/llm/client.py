@@ -13,7 +13,8 @@ sends neither (captured from 0.3.36: tests/search/fixtures_llm/) but one content
 the estimate is at least the number of content chunks.
 
 The served context window is read from the server where it says it (`served_context`): llama.cpp's
-`/props` (`n_ctx`), `/v1/models` (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`). A 400 that
+`/props` (`n_ctx`), `/v1/models` (vLLM's `max_model_len`, llama.cpp's `meta.n_ctx`), llama-server's
+`/slots` (`n_ctx`). A 400 that
 names the window (llama.cpp, llama-cpp-python, vLLM and OpenAI all word it) is parsed by
 `context_overflow`.
 
