@@ -106,6 +106,7 @@ def collect(db: Path, run_id: str, wall_s: float, args: argparse.Namespace, extr
             "max_tokens": args.max_tokens,
             "llm_timeout_s": args.llm_timeout,
             "llm_parallel": args.llm_parallel,
+            "kegen_defaults": bool(args.kegen_defaults),  # True: the LLM flags above were not passed
         },
         "stop_reason": run.stop_reason,
         "wall_s": round(wall_s, 1),
@@ -139,7 +140,8 @@ def collect(db: Path, run_id: str, wall_s: float, args: argparse.Namespace, extr
 
 def write_results(res: dict, out: Path, log_tail: str) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "llm_real.json").write_text(json.dumps(res, indent=2) + "\n")
+    stem = "llm_real_defaults" if res["config"].get("kegen_defaults") else "llm_real"
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=2) + "\n")
     llm = res["llm"]
     md = [
         "# A real LLM in the search loop (tools/bench_llm_real.py)",
@@ -181,7 +183,7 @@ def write_results(res: dict, out: Path, log_tail: str) -> None:
         "```",
         "",
     ]
-    (out / "llm_real.md").write_text("\n".join(md))
+    (out / f"{stem}.md").write_text("\n".join(md))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=1, help="llama.cpp threads (1 does better on a loaded machine)"
     )
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results")
+    ap.add_argument(
+        "--kegen-defaults", action="store_true",
+        help="run `kegen evolve` with no LLM tuning flags (its own reply budget, deadline and window); "
+        "results go to llm_real_defaults.{json,md}",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llama_cpp.server") is None:
         print(INSTALL, file=sys.stderr)
@@ -224,8 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [
             sys.executable, "-m", "kegen", "evolve", str(args.problem), "--operator", "llm",
             "--budget", str(args.budget), "--jobs", str(args.jobs), "--time-limit", args.time_limit,
-            "--llm-context", str(args.n_ctx), "--llm-reply-tokens", str(args.max_tokens),
-            "--llm-timeout", str(args.llm_timeout), "--llm-parallel", str(args.llm_parallel),
+            *([] if args.kegen_defaults else [
+                "--llm-context", str(args.n_ctx), "--llm-reply-tokens", str(args.max_tokens),
+                "--llm-timeout", str(args.llm_timeout), "--llm-parallel", str(args.llm_parallel)]),
             "--db", str(work / "search.db"),
             "--out", str(work / "run"), "--no-warm-start", "--no-progress",
         ]  # fmt: skip
@@ -247,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         cut = next((i for i, line in enumerate(tail) if line.startswith("LLM:")), max(len(tail) - 12, 0))
         write_results(res, args.out, "\n".join(tail[cut:]))
         print(json.dumps(res, indent=2))
-        print(f"recorded in {args.out / 'llm_real.md'} (work dir {work})")
+        stem = "llm_real_defaults" if args.kegen_defaults else "llm_real"
+        print(f"recorded in {args.out / (stem + '.md')} (work dir {work})")
         return 0
     finally:
         server.terminate()
