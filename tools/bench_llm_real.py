@@ -152,9 +152,13 @@ def write_results(res: dict, out: Path, log_tail: str) -> None:
         "| figure | value |",
         "|---|---|",
         f"| config | budget {res['config']['budget']}, --jobs {res['config']['jobs']}, time limit "
-        f"{res['config']['time_limit']}, n_ctx {res['config']['n_ctx']}, reply budget "
-        f"{res['config']['max_tokens']}, proposal deadline {res['config']['llm_timeout_s']} s, "
-        f"{res['config']['llm_parallel']} LLM call(s) in flight |",
+        f"{res['config']['time_limit']}, server n_ctx {res['config']['n_ctx']}, "
+        + (
+            "no LLM flags: kegen's own reply budget, deadline, window and calls in flight |"
+            if res["config"].get("kegen_defaults")
+            else f"reply budget {res['config']['max_tokens']}, proposal deadline "
+            f"{res['config']['llm_timeout_s']} s, {res['config']['llm_parallel']} LLM call(s) in flight |"
+        ),
         f"| stop reason | {res['stop_reason']} |",
         f"| wall time | {res['wall_s']} s (server start {res['server_start_s']} s, not included) |",
         f"| evaluations | {res['evaluations']} |",
