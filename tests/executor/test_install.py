@@ -27,7 +27,7 @@ def test_metadata_fits_existing_environments():
     assert not any(s.operator in ("==", "===") for s in torch)
     assert torch.contains("2.11.0") and torch.contains("2.13.0+cu130") and torch.contains("2.14.1")
     triton = reqs["triton"].specifier
-    assert triton.contains("3.6.0") and triton.contains("3.7.1")
+    assert triton.contains("3.6.0") and triton.contains("3.7.1") and triton.contains("3.8.0")
     assert not set(SIM_DEPS) & set(reqs), "simulator dependencies belong in the mtia extra"
     extras = project["optional-dependencies"]
     assert {Requirement(r).name for r in extras["mtia"]} == set(SIM_DEPS)
