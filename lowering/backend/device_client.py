@@ -30,7 +30,7 @@ import torch
 
 from lowering.backend.device_tensor import DeviceStorage, DeviceTensor
 from lowering.backend.device_wire import recv_frame, send_frame
-from lowering.backend.launch import scalar_slot
+from lowering.backend.launch import scalar_slot, storage_span
 
 MAX_QUEUED_BYTES = 64 << 20  # uploads queued beyond this are sent at once
 
@@ -178,8 +178,7 @@ def _launch_slots(args: list[Any], arg_types: list[str]) -> tuple[list[list[Any]
         elif isinstance(value, torch.Tensor):
             if value.device.type != "cpu":
                 raise ValueError(f"mtia kernels take mtia device tensors; got a tensor on {value.device}")
-            st = value.untyped_storage()
-            host, nbytes = int(st.data_ptr()), int(st.nbytes())
+            host, nbytes = storage_span(value)
             if host not in host_index:
                 host_index[host] = len(blobs)
                 blobs.append(ctypes.string_at(host, nbytes) if nbytes else b"")

@@ -333,13 +333,10 @@ def _clone(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
 def _to_copy(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
     src = args[0]
     dev = kwargs.get("device")
-    if (
-        dev is not None
-        and torch.device(dev).type != "cpu"
-        or kwargs.get("layout") not in (None, torch.strided)
-    ):
+    target = torch.device(dev).type if dev is not None else None
+    if target not in (None, "cpu") or kwargs.get("layout") not in (None, torch.strided):
         raise DeviceDataError(_op_name(func), "only dtype conversions run on the device")
-    if dev is not None and torch.device(dev).type == "cpu" and kwargs.get("dtype") is None:
+    if target == "cpu" and kwargs.get("dtype") is None:
         raise DeviceDataError(
             f"{_op_name(func)} to the host (.cpu(), .to('cpu'))",
             "device data cannot be copied to the candidate",

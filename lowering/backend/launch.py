@@ -48,7 +48,7 @@ class PackedLaunch:
     data: list[bytes | memoryview] = field(default_factory=list)
 
 
-def _storage_span(t: Any) -> tuple[int, int]:
+def storage_span(t: Any) -> tuple[int, int]:
     """(host address, byte size) of the storage behind tensor `t`."""
     st = t.untyped_storage()
     return int(st.data_ptr()), int(st.nbytes())
@@ -104,7 +104,7 @@ def pack_launch(args: list[Any], arg_types: list[str], *, copy: bool = True) -> 
             raise TypeError(f"pointer argument of type {ty} must be a torch tensor, got {type(value)}")
         if value.device.type != "cpu":
             raise ValueError(f"mtia kernels take CPU tensors; got a tensor on {value.device}")
-        host, nbytes = _storage_span(value)
+        host, nbytes = storage_span(value)
         if host not in index:
             index[host] = len(packed.keys)
             packed.keys.append(host)

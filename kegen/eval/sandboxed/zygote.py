@@ -32,6 +32,8 @@ import socket
 import sys
 from typing import Any
 
+from kegen.targets import GPU_TARGETS
+
 PREIMPORTS = (
     "torch",
     "torch.utils.flop_counter",
@@ -146,7 +148,7 @@ GPU_LOST = (
 
 
 def _gpu_target() -> bool:
-    return os.environ.get("KEGEN_TARGET") in ("nvidia", "amd")
+    return os.environ.get("KEGEN_TARGET") in GPU_TARGETS
 
 
 def _keeper(
@@ -184,7 +186,7 @@ def _keeper(
             os.close(report)
             _worker(job, proto_fd, own_pid_ns, lost)
         os.close(proto_fd)
-        os.write(report, json.dumps({"pid": pid, "lost": lost}).encode())
+        os.write(report, json.dumps({"pid": pid, "lost": lost, "private_mounts": own_pid_ns}).encode())
         os.close(report)
         _, status = os.waitpid(pid, 0)
         if os.WIFSIGNALED(status):
@@ -304,7 +306,12 @@ def serve(ctrl_fd: int) -> None:
                 del fds[:2]
                 keeper, report = _spawn(job, ctrl, proto_fd, err_fd, keep)
                 keepers[keeper] = int(report["pid"])
-                answer = {"pid": int(report["pid"]), "keeper": keeper, "lost": report.get("lost") or []}
+                answer = {
+                    "pid": int(report["pid"]),
+                    "keeper": keeper,
+                    "lost": report.get("lost") or [],
+                    "private_mounts": bool(report.get("private_mounts")),
+                }
                 ctrl.sendall((json.dumps(answer) + "\n").encode())
         while True:
             try:

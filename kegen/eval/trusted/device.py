@@ -114,6 +114,7 @@ class MtiaDevice:
             self.session = SimulatorSession(machine)
         self.memory = DeviceMemory(0)
         self.call: CallRecord | None = None
+        self.pending_error: str | None = None  # a failed request outside a call (construction)
         self.outside_calls = 0  # launches requested while no call was in progress (init, warm-up)
         self.stats = DeviceStats()
 
@@ -127,11 +128,11 @@ class MtiaDevice:
     def open(self, limit_bytes: int) -> None:
         """A fresh, empty memory for a new worker session (nothing of an earlier one survives)."""
         self.memory = DeviceMemory(limit_bytes)
-        self.call = None
+        self.call, self.pending_error = None, None
 
     def close(self) -> None:
         self.memory = DeviceMemory(0)
-        self.call = None
+        self.call, self.pending_error = None, None
 
     def begin_call(self) -> None:
         self.call = CallRecord()
@@ -168,8 +169,6 @@ class MtiaDevice:
             self.stats.serve_s += spent
             if self.call is not None:
                 self.call.host_s += spent
-
-    pending_error: str | None = None  # a failed request outside a call (construction), reported at init
 
     def _charge(self, kind: str, nbytes: int, seconds: float) -> None:
         if self.call is not None:

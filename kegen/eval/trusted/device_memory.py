@@ -53,6 +53,18 @@ def _ints(value: Any, what: str) -> tuple[int, ...]:
     return tuple(_int(v, what) for v in value)
 
 
+def host_layout(t: torch.Tensor) -> tuple[np.ndarray, int, list[int]]:
+    """How an input tensor goes to the device: (its bytes as uint8 -- a view, not a copy --, element
+    offset, strides). A contiguous tensor goes as itself, any other with its whole storage."""
+    base = t.detach()
+    if base.is_contiguous():
+        data = base.reshape(-1).view(torch.uint8).numpy() if base.numel() else np.zeros(0, np.uint8)
+        return data, 0, [int(s) for s in base.stride()]
+    st = base.untyped_storage()
+    data = np.frombuffer(bytes(st), dtype=np.uint8)
+    return data, int(base.storage_offset()), [int(s) for s in base.stride()]
+
+
 class DeviceMemory:
     """Storages of one worker session; `limit_bytes` caps what the candidate may allocate."""
 
@@ -89,24 +101,15 @@ class DeviceMemory:
     def place(self, t: torch.Tensor) -> dict[str, Any]:
         """Put an input tensor's storage into device memory; its description for the worker."""
         handle, self._next_placed = self._next_placed, self._next_placed + 1
-        base = t.detach()
-        if base.is_contiguous():
-            data = (
-                base.reshape(-1).view(torch.uint8).numpy().copy() if base.numel() else np.zeros(0, np.uint8)
-            )
-            offset, strides = 0, list(base.stride())
-        else:
-            st = base.untyped_storage()
-            data = np.frombuffer(bytes(st), dtype=np.uint8).copy()
-            offset, strides = int(base.storage_offset()), list(base.stride())
-        self.storages[handle] = data
+        data, offset, strides = host_layout(t)
+        self.storages[handle] = data.copy()
         return {
             "dev": handle,
             "nbytes": int(data.size),
-            "offset": int(offset),
-            "shape": [int(s) for s in base.shape],
-            "strides": [int(s) for s in strides],
-            "dtype": str(base.dtype).removeprefix("torch."),
+            "offset": offset,
+            "shape": [int(s) for s in t.shape],
+            "strides": strides,
+            "dtype": str(t.dtype).removeprefix("torch."),
         }
 
     def storage(self, handle: Any) -> np.ndarray:

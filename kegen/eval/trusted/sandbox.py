@@ -40,6 +40,7 @@ from typing import Any
 
 from kegen.eval.sandboxed.seccomp import unix_socket_filter
 from kegen.proctree import descendants, process_table
+from kegen.targets import GPU_TARGETS
 
 START_TIMEOUT_S = 180.0
 SANDBOX_INBOX = "/tmp/kegen-in"
@@ -206,6 +207,8 @@ class Worker:
         self.keeper_host_pid = zygote.host_pid_of(int(keeper)) if isinstance(keeper, int) else None
         # what per-worker isolation could not set up (sentences; empty where all of it holds)
         self.isolation_lost: list[str] = [str(x) for x in msg.get("lost") or []]
+        # /tmp, /dev/shm and /run are the worker's own tmpfs (counted in its memory), not the machine's
+        self.private_mounts = bool(msg.get("private_mounts"))
         self.stderr = b""
         self.killed = False
 
@@ -226,10 +229,8 @@ class Worker:
             p for p in descendants(self.zygote.host_pid, table) if p not in tree and p != self.keeper_host_pid
         ]
         kib = sum(table.get(p, (0, 0))[1] for p in tree)
-        # only a worker with namespaces of its own has private tmpfs mounts; otherwise those paths
-        # are the machine's (shared by everything on it), not the worker's memory
-        private = not any(x.startswith(("no namespaces", "GPU target")) for x in self.isolation_lost)
-        return kib / 1024 + (_tmpfs_bytes(self.host_pid) / 2**20 if private else 0.0), len(tree)
+        tmpfs = _tmpfs_bytes(self.host_pid) / 2**20 if self.private_mounts else 0.0
+        return kib / 1024 + tmpfs, len(tree)
 
     def read_stderr(self) -> None:
         while True:
@@ -288,7 +289,7 @@ class _Zygote:
         pass_fds = [theirs.fileno()]
         seccomp_fd = None
         if self.kind.name == "bwrap":
-            gpu = env.get("KEGEN_TARGET") in ("nvidia", "amd")
+            gpu = env.get("KEGEN_TARGET") in GPU_TARGETS
             prefix = _bwrap_args(shutil.which("bwrap") or "bwrap", self.inbox, gpu)
             program = unix_socket_filter()
             if program is not None:

@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from kegen.eval.errors import CandidateError
 from kegen.eval.trusted import compile_cache, sandbox
 from kegen.eval.trusted.device import CallRecord, MtiaDevice
-from kegen.eval.trusted.device_memory import DeviceRequestError
-from kegen.eval.wire import decode_values, encode_values, tensor_u8
+from kegen.eval.trusted.device_memory import DeviceRequestError, host_layout
+from kegen.eval.wire import decode_values, encode_values
 from lowering.backend.device_wire import WireError, recv_frame, send_frame
 
 MAX_PROCESSES = 256
@@ -320,8 +319,6 @@ def _mutated_inputs(device: MtiaDevice, placed: list[tuple[int, torch.Tensor]]) 
         now = device.memory.storages.get(handle)
         if now is None:
             continue
-        t = original.detach()
-        before = tensor_u8(t) if t.is_contiguous() else np.frombuffer(bytes(t.untyped_storage()), np.uint8)
-        if not same_bytes(now, before):
+        if not same_bytes(now, host_layout(original)[0]):
             return f"candidate modified input {j} in place (the reference does not)"
     return None
