@@ -14,12 +14,13 @@ function calling do); `n_ctx` is said by `/slots` (llama-server's) when `slots` 
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.search.scripted_server import JsonHandler, ScriptedServer
 
-class ToolLLM:
+
+class ToolLLM(ScriptedServer):
     """The server and its script; a context manager (`url` is the …/v1 base URL)."""
 
     def __init__(
@@ -31,45 +32,12 @@ class ToolLLM:
         tools: bool = True,
         slots: int = 0,
     ) -> None:
-        self.script, self.default = list(script or []), default
         self.stream, self.tools, self.slots = stream, tools, slots
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.srv.daemon_threads = True
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
-
-    def __enter__(self) -> ToolLLM:
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.srv.shutdown()
-        self.srv.server_close()
-
-    def next_step(self) -> tuple[Any, ...]:
-        with self._lock:
-            return self.script.pop(0) if self.script else self.default
+        super().__init__(script, default, _handler)
 
 
 def _handler(fake: ToolLLM) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a: object) -> None:
-            pass
-
-        def _json(self, code: int, obj: Any) -> None:
-            payload = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
+    class Handler(JsonHandler):
         def do_GET(self) -> None:  # noqa: N802
             if self.path == "/slots" and fake.slots:
                 self._json(200, [{"id": 0, "n_ctx": fake.slots, "is_processing": False}])

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import json
 import ssl
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.search.scripted_server import JsonHandler, ScriptedServer
 
 CHARS_PER_TOKEN = 3
 
 
-class FakeLLM:
+class FakeLLM(ScriptedServer):
     """The server and its script; use as a context manager (`url` is the …/v1 base URL)."""
 
     def __init__(
@@ -43,54 +44,20 @@ class FakeLLM:
         models: bool = False,
         tls: tuple[str, str] | None = None,
     ) -> None:
-        self.script = list(script or [])
-        self.default = default
         self.n_ctx, self.props, self.models = n_ctx, props, models
-        self.requests: list[dict[str, Any]] = []
         self.aborted = 0
         self.active = 0
         self.max_active = 0
         self.spans: list[tuple[float, float]] = []  # (start, end) of each chat request, monotonic
-        self._lock = threading.Lock()
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.srv.daemon_threads = True
+        super().__init__(script, default, _handler)
         if tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*tls)
             self.srv.socket = context.wrap_socket(self.srv.socket, server_side=True)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
-
-    def __enter__(self) -> FakeLLM:
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.srv.shutdown()
-        self.srv.server_close()
-
-    def next_step(self) -> tuple[Any, ...]:
-        with self._lock:
-            return self.script.pop(0) if self.script else self.default
-
 
 def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a: object) -> None:  # quiet
-            pass
-
-        def _json(self, code: int, obj: Any) -> None:
-            payload = json.dumps(obj).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
+    class Handler(JsonHandler):
         def do_GET(self) -> None:  # noqa: N802
             if self.path == "/props" and fake.props:
                 self._json(200, {"default_generation_settings": {"n_ctx": fake.n_ctx}, "total_slots": 1})
