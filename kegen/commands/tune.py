@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
         report = tune_file(model, opts, resume=args.resume)
     except TuneError as exc:
         return fail(exc.kind, str(exc))
-    (report.run_dir / "model.txt").write_text(str(Path(model).resolve()))
     summary = report.summary()
     (report.run_dir / "report.html").write_text(html_report(summary))
     (report.run_dir / "report.json").write_text(json.dumps(summary, indent=1))

@@ -113,6 +113,8 @@ def tune_file(
     if resume and not (run_dir / "state.json").is_file():
         raise TuneError(f"--resume {run_dir}: no state.json there (not a kegen tune run directory)")
     run_dir.mkdir(parents=True, exist_ok=True)
+    # written first: `kegen tune --resume RUN` after a kill -9 finds the model here
+    (run_dir / "model.txt").write_text(str(Path(model_path).resolve()))
     state = State(run_dir / "state.json")
     if state.get("captured") is None:
         check_capturable(mf)
