@@ -115,6 +115,16 @@ def tune_file(
     run_dir.mkdir(parents=True, exist_ok=True)
     # written first: `kegen tune --resume RUN` after a kill -9 finds the model here
     (run_dir / "model.txt").write_text(str(Path(model_path).resolve()))
+    if not resume:
+        options_file = {
+            "target": opts.target,
+            "machines": list(opts.machines),
+            "budget": opts.budget,
+            "library": str(Path(opts.library).resolve()) if opts.library else None,
+            "retune": opts.retune,
+            "executor": opts.executor,
+        }
+        (run_dir / "options.json").write_text(json.dumps(options_file, indent=1))
     state = State(run_dir / "state.json")
     if state.get("captured") is None:
         check_capturable(mf)
