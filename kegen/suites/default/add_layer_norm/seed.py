@@ -1,4 +1,5 @@
-"""Seed: one program per row; the residual add is recomputed in a statistics pass and a normalize pass."""
+"""Seed: one program per row; the residual add is recomputed in a mean pass, a variance pass (centered, so rows
+with a large offset keep their precision) and a normalize pass."""
 
 import torch
 import torch.nn as nn
@@ -11,15 +12,20 @@ def add_layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride, eps
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc_sq = tl.zeros((BLOCK,), dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
         mask = start + offs < n_cols
         h = tl.load(x_ptr + row * stride + start + offs, mask=mask, other=0.0) \
             + tl.load(r_ptr + row * stride + start + offs, mask=mask, other=0.0)
         acc += h
-        acc_sq += h * h
     mean = tl.sum(acc, axis=0) / n_cols
-    var = tl.sum(acc_sq, axis=0) / n_cols - mean * mean
+    acc_sq = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        h = tl.load(x_ptr + row * stride + start + offs, mask=mask, other=0.0) \
+            + tl.load(r_ptr + row * stride + start + offs, mask=mask, other=0.0)
+        d = tl.where(mask, h - mean, 0.0)
+        acc_sq += d * d
+    var = tl.sum(acc_sq, axis=0) / n_cols
     rstd = 1.0 / tl.sqrt(var + eps)
     for start in range(0, n_cols, BLOCK):
         mask = start + offs < n_cols

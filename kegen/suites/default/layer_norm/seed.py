@@ -1,4 +1,5 @@
-"""Seed: one program per row; a statistics pass and a normalize pass in chunks of 128."""
+"""Seed: one program per row; a mean pass, a variance pass (centered, so rows with a large offset keep
+their precision) and a normalize pass, in chunks of 128."""
 
 import torch
 import torch.nn as nn
@@ -11,13 +12,17 @@ def layer_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y, ep
     row = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    acc_sq = tl.zeros((BLOCK,), dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
         x = tl.load(x_ptr + row * stride_x + start + offs, mask=start + offs < n_cols, other=0.0)
         acc += x
-        acc_sq += x * x
     mean = tl.sum(acc, axis=0) / n_cols
-    var = tl.sum(acc_sq, axis=0) / n_cols - mean * mean
+    acc_sq = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        mask = start + offs < n_cols
+        x = tl.load(x_ptr + row * stride_x + start + offs, mask=mask, other=0.0)
+        d = tl.where(mask, x - mean, 0.0)
+        acc_sq += d * d
+    var = tl.sum(acc_sq, axis=0) / n_cols
     rstd = 1.0 / tl.sqrt(var + eps)
     for start in range(0, n_cols, BLOCK):
         mask = start + offs < n_cols
