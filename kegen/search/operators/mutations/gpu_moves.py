@@ -1,0 +1,180 @@
+"""The offline operator's moves for GPU targets (nvidia, Hopper): whole-kernel rewrites and config sweeps.
+
+- GEMM class (matmul, linear + bias + activation, bmm): the seed rewritten as a persistent kernel
+  (grouped tile order, grid = SMs), the same with TMA tensor descriptors, or split-K (partial sums,
+  then the epilogue), each in a few tile configurations (`templates.gpu_gemm`).
+- attention: a FlashAttention-style forward (exp2, scale folded into Q, pipelined K/V tiles;
+  `templates.gpu_attention`).
+- convolution: an implicit GEMM over the NCHW/NCL activations with pre-packed weights
+  (`templates.gpu_conv`).
+A rewritten module offers config moves instead: the other configurations of its family, a few per
+step as the operator ranks them. Each list is ordered by how often the configuration won on the
+H200 for the production shapes (docs/results/nvidia_moves_h200.md): the priors decrease along it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.templates import gpu_attention, gpu_conv, gpu_gemm
+from kegen.search.operators.templates.gpu_attention import AttentionConfig
+from kegen.search.operators.templates.gpu_conv import ConvConfig
+from kegen.search.operators.templates.gpu_gemm import GemmConfig
+from kegen.search.operators.templates.gpu_match import match_gemm
+
+REWRITE_PRIOR = 2.5  # a whole-kernel rewrite outranks a tile or knob step on a plain seed
+CONFIG_PRIOR = 1.4
+STEP = 0.05  # prior lost per place along a configuration list
+
+GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
+    "persistent": (
+        GemmConfig(128, 256, 64, 8, 8, 3),
+        GemmConfig(128, 128, 64, 8, 8, 4),
+        GemmConfig(128, 128, 64, 8, 4, 4),
+        GemmConfig(64, 128, 64, 8, 4, 4),
+        GemmConfig(64, 64, 64, 8, 4, 4),
+    ),
+    "tma": (
+        GemmConfig(128, 256, 64, 8, 8, 3),
+        GemmConfig(128, 128, 64, 8, 8, 4),
+        GemmConfig(128, 128, 64, 8, 4, 3),
+    ),
+    "split_k": (
+        GemmConfig(64, 64, 64, 8, 4, 4, split_k=4),
+        GemmConfig(128, 128, 64, 8, 8, 3, split_k=2),
+    ),
+}
+ATTENTION_CONFIGS = (
+    AttentionConfig(128, 64, 4, 3),
+    AttentionConfig(128, 128, 8, 3),
+    AttentionConfig(128, 64, 8, 3),
+    AttentionConfig(64, 64, 4, 4),
+)
+CONV_CONFIGS = (
+    ConvConfig(128, 128, 64, 8, 8, 3),
+    ConvConfig(128, 128, 32, 8, 4, 4),
+    ConvConfig(64, 128, 64, 8, 4, 4),
+    ConvConfig(128, 64, 64, 8, 4, 4),
+)
+GEMM_REMEDIES = {
+    "persistent": ("overlap", "parallelism", "fewer_launches"),
+    "tma": ("overlap", "fewer_bytes", "bigger_commands"),
+    "split_k": ("parallelism", "balance"),
+}
+
+
+def _move(
+    name: str,
+    family: str,
+    description: str,
+    apply: Callable[[str], str],
+    prior: float,
+    remedies: Sequence[str],
+) -> Mutation:
+    return Mutation(
+        name, family, description, apply, helps=("compute", "latency"), prior=prior, remedies=tuple(remedies)
+    )
+
+
+def _gemm_moves(source: str) -> list[Mutation]:
+    variant = gpu_gemm.variant_of(source)
+    if variant is not None:
+        return [
+            _move(
+                f"gpu_gemm_config={c.label}",
+                "gpu_gemm_config",
+                f"GPU GEMM ({variant}): tiles {c.label}",
+                lambda s, c=c: gpu_gemm.set_config(s, c),
+                CONFIG_PRIOR - STEP * i,
+                GEMM_REMEDIES[variant],
+            )
+            for i, c in enumerate(GEMM_CONFIGS[variant])
+        ]
+    try:
+        g = match_gemm(source)
+    except MutationError:
+        return []
+    out = []
+    for variant, configs in GEMM_CONFIGS.items():
+        if variant == "tma" and not gpu_gemm.HAS_TMA:
+            continue
+        if variant != "persistent" and g.batch_axes:
+            continue
+        for i, c in enumerate(configs):
+            out.append(
+                _move(
+                    f"gpu_gemm_{variant}={c.label}@{g.kernel.name}",
+                    f"gpu_gemm_{variant}",
+                    f"rewrite {g.kernel.name} as a {variant.replace('_', '-')} GPU GEMM, tiles {c.label}",
+                    lambda s, v=variant, c=c: gpu_gemm.rewrite(s, v, c),
+                    REWRITE_PRIOR - STEP * i - (0.2 if variant == "split_k" else 0.0),
+                    GEMM_REMEDIES[variant],
+                )
+            )
+    return out
+
+
+def _family_moves(
+    source: str,
+    marker: str,
+    family: str,
+    what: str,
+    configs: Sequence[Any],
+    rewrite: Callable[[str, Any], str],
+    set_config: Callable[[str, Any], str],
+) -> list[Mutation]:
+    remedies = ("overlap", "cheaper_math", "fewer_bytes")
+    if marker in source:
+        return [
+            _move(
+                f"{family}_config={c.label}",
+                f"{family}_config",
+                f"GPU {what}: sizes {c.label}",
+                lambda s, c=c: set_config(s, c),
+                CONFIG_PRIOR - STEP * i,
+                remedies,
+            )
+            for i, c in enumerate(configs)
+        ]
+    try:
+        rewrite(source, configs[0])
+    except MutationError:
+        return []
+    return [
+        _move(
+            f"{family}={c.label}",
+            family,
+            f"rewrite as the GPU {what}, sizes {c.label}",
+            lambda s, c=c: rewrite(s, c),
+            REWRITE_PRIOR - STEP * i,
+            remedies,
+        )
+        for i, c in enumerate(configs)
+    ]
+
+
+def gpu_mutations(source: str) -> list[Mutation]:
+    """Every GPU rewrite or config move that applies to `source` (empty when none does)."""
+    attention = _family_moves(
+        source,
+        gpu_attention.MARKER,
+        "gpu_attention",
+        "FlashAttention-style forward",
+        ATTENTION_CONFIGS,
+        gpu_attention.rewrite,
+        gpu_attention.set_config,
+    )
+    conv = _family_moves(
+        source,
+        gpu_conv.MARKER,
+        "gpu_conv",
+        "implicit-GEMM convolution",
+        CONV_CONFIGS,
+        gpu_conv.rewrite,
+        gpu_conv.set_config,
+    )
+    if attention or conv:
+        return attention + conv
+    return _gemm_moves(source)

@@ -1,0 +1,213 @@
+"""GPU rewrite of an attention seed: a FlashAttention-style forward.
+
+The seed is recognised as one `@triton.jit` kernel with two dots and a row max/exp (an online or
+plain softmax between them), launched once from `forward(q, k, v)` with the softmax scale as the
+argument of the parameter the first dot is multiplied by. The rewrite: q, k, v of shape
+(batch, heads, seq, head_dim) made contiguous; one program per (BLOCK_M queries, batch*head);
+the scale times log2(e) folded into the Q tile once, so the loop's softmax is `exp2(s - m)`;
+K and V tiles streamed through a pipelined loop (`num_stages`); masks only where the sequence
+does not divide the blocks (EVEN) and the causal variant (queries past the diagonal skipped) when
+the seed masks keys after queries. Sizes and launch options are module constants (ATTN_*).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from kegen.search.operators.mutations.base import MutationError, jit_functions
+from kegen.search.operators.templates.gpu_launch import find_launch
+
+MARKER = "# kegen-gpu: attention"
+_SCALE_NAMES = {"math", "q", "k", "v", "batch", "heads", "seq", "head_dim", "float", "int"}
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Query block, key block, warps and pipeline stages."""
+
+    block_m: int = 128
+    block_n: int = 64
+    warps: int = 4
+    stages: int = 3
+
+    @property
+    def label(self) -> str:
+        return f"{self.block_m}x{self.block_n} w{self.warps} s{self.stages}"
+
+    def constants(self) -> str:
+        return (
+            f"ATTN_BLOCK_M = {self.block_m}\nATTN_BLOCK_N = {self.block_n}\n"
+            f"ATTN_WARPS = {self.warps}\nATTN_STAGES = {self.stages}\n"
+        )
+
+
+_KERNEL = """
+@triton.jit
+def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, qk_scale, HEAD_DIM: tl.constexpr,
+                         BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         CAUSAL: tl.constexpr, EVEN: tl.constexpr):
+    pid_m = tl.program_id(0)
+    base = tl.program_id(1).to(tl.int64) * seq * HEAD_DIM
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    q_off = base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    q_ok = (offs_m[:, None] < seq) & (offs_d[None, :] < HEAD_DIM)
+    if EVEN:
+        q = tl.load(q_ptr + q_off)
+    else:
+        q = tl.load(q_ptr + q_off, mask=q_ok, other=0.0)
+    q = (q * qk_scale).to(q_ptr.dtype.element_ty)  # softmax scale and log2(e) folded in once
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], tl.float32)
+    hi = seq
+    if CAUSAL:
+        hi = tl.minimum((pid_m + 1) * BLOCK_M, seq)
+    for start in range(0, hi, BLOCK_N):
+        keys = start + offs_n
+        kv_off = base + keys[:, None] * HEAD_DIM + offs_d[None, :]
+        if EVEN:
+            k = tl.load(k_ptr + kv_off)
+        else:
+            k = tl.load(k_ptr + kv_off, mask=(keys[:, None] < seq) & (offs_d[None, :] < HEAD_DIM), other=0.0)
+        s = tl.dot(q, tl.trans(k))
+        if not EVEN:
+            s = tl.where(keys[None, :] < seq, s, float("-inf"))
+        if CAUSAL:
+            s = tl.where(offs_m[:, None] >= keys[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if EVEN:
+            v = tl.load(v_ptr + kv_off)
+        else:
+            v = tl.load(v_ptr + kv_off, mask=(keys[:, None] < seq) & (offs_d[None, :] < HEAD_DIM), other=0.0)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    acc = acc / l_i[:, None]
+    if EVEN:
+        tl.store(o_ptr + q_off, acc.to(o_ptr.dtype.element_ty))
+    else:
+        tl.store(o_ptr + q_off, acc.to(o_ptr.dtype.element_ty), mask=q_ok)
+"""
+
+_FORWARD = """
+    def forward(self, {args}):
+        q, k, v = {q}.contiguous(), {k}.contiguous(), {v}.contiguous()
+        batch, heads, seq, head_dim = q.shape
+        o = torch.empty_like(q)
+        block_d = triton.next_power_of_2(head_dim)
+        even = seq % ATTN_BLOCK_M == 0 and seq % ATTN_BLOCK_N == 0 and block_d == head_dim
+        qk_scale = float({scale}) * 1.4426950408889634
+        grid = (triton.cdiv(seq, ATTN_BLOCK_M), batch * heads)
+        attention_fwd_kernel[grid](q, k, v, o, seq, qk_scale, HEAD_DIM=head_dim, BLOCK_D=block_d,
+                                   BLOCK_M=ATTN_BLOCK_M, BLOCK_N=ATTN_BLOCK_N, CAUSAL={causal}, EVEN=even,
+                                   num_warps=ATTN_WARPS, num_stages=ATTN_STAGES)
+        return o
+"""
+
+
+def _calls(fn: ast.AST, attr: str) -> list[ast.Call]:
+    return [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == attr
+    ]
+
+
+def _scale_param(fn: ast.FunctionDef) -> str:
+    """The parameter the first dot's result is multiplied by (the softmax scale)."""
+    params = {a.arg for a in fn.args.args}
+    for n in ast.walk(fn):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult):
+            for dot, other in ((n.left, n.right), (n.right, n.left)):
+                if _calls(dot, "dot") and isinstance(other, ast.Name) and other.id in params:
+                    return other.id
+    raise MutationError("no dot multiplied by a scale parameter")
+
+
+def _is_causal(fn: ast.FunctionDef) -> bool:
+    """Whether a `tl.where` compares a row index with a column index (`offs_m[:, None] >= keys[None, :]`)."""
+    for call in _calls(fn, "where"):
+        for n in ast.walk(call.args[0]) if call.args else ():
+            if isinstance(n, ast.Compare) and isinstance(n.ops[0], (ast.GtE, ast.Gt, ast.LtE, ast.Lt)):
+                sides = [ast.unparse(x) for x in (n.left, *n.comparators)]
+                if any(s.endswith("[:, None]") for s in sides) and any(
+                    s.endswith("[None, :]") for s in sides
+                ):
+                    return True
+    return False
+
+
+def _model_init(tree: ast.Module, source: str) -> str:
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    init = (
+        next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if cls
+        else None
+    )
+    if init is None:
+        raise MutationError("ModelNew has no __init__")
+    seg = ast.get_source_segment(source, init, padded=True)
+    assert seg is not None
+    return seg
+
+
+def rewrite(source: str, config: AttentionConfig) -> str:
+    """The module rewritten as the FlashAttention-style forward; MutationError when the seed is not
+    an attention kernel launched from forward(q, k, v)."""
+    if MARKER in source:
+        raise MutationError("already rewritten for the GPU (use a config move)")
+    tree = ast.parse(source)
+    kernels = [f for f in jit_functions(tree) if len(_calls(f, "dot")) == 2 and _calls(f, "max")]
+    kernels = [f for f in kernels if _calls(f, "exp") or _calls(f, "exp2")]
+    if len(jit_functions(tree)) != 1 or len(kernels) != 1:
+        raise MutationError("not a single attention kernel (two dots around a row max / exp)")
+    fn = kernels[0]
+    launch = find_launch(source, fn.name)
+    if len(launch.forward_args) != 3:
+        raise MutationError("the kernel is not launched from forward(q, k, v)")
+    scale = launch.args.get(_scale_param(fn))
+    if scale is None:
+        raise MutationError("the launch passes no softmax scale")
+    q, k, v = launch.forward_args
+    scale = re.sub(rf"\b{q}\.shape\b", "q.shape", scale)
+    unknown = {n.id for n in ast.walk(ast.parse(scale)) if isinstance(n, ast.Name)} - _SCALE_NAMES
+    if unknown:
+        raise MutationError(f"the scale reads names of the seed's forward: {', '.join(sorted(unknown))}")
+    init = _model_init(tree, source)
+    forward = _FORWARD.format(
+        args=", ".join(launch.forward_args), q=q, k=k, v=v, scale=scale, causal=_is_causal(fn)
+    )
+    imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return (
+        imports
+        + "\n"
+        + MARKER
+        + "\n"
+        + config.constants()
+        + "\n"
+        + _KERNEL
+        + "\n\nclass ModelNew(nn.Module):\n"
+        + init
+        + "\n"
+        + forward
+    )
+
+
+_CONST = re.compile(r"^(ATTN_(?:BLOCK_M|BLOCK_N|WARPS|STAGES)) = \d+$", re.M)
+
+
+def set_config(source: str, config: AttentionConfig) -> str:
+    """A rewritten attention module with its sizes replaced."""
+    if MARKER not in source:
+        raise MutationError("not a GPU attention rewrite")
+    values = dict(re.findall(r"^(ATTN_\w+) = (\d+)$", config.constants(), re.M))
+    out = _CONST.sub(lambda m: f"{m.group(1)} = {values[m.group(1)]}", source)
+    if out == source:
+        raise MutationError("the module already has this configuration")
+    return out

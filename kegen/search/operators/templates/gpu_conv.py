@@ -1,0 +1,242 @@
+"""GPU rewrite of a conv1d / conv2d seed: an implicit GEMM with pre-packed weights.
+
+The seed is recognised by its model: `ModelNew.__init__` builds one `nn.Conv1d` / `nn.Conv2d`
+(stride, dilation and groups left at 1) and forward launches one kernel whose epilogue is only the
+bias and the store. The rewrite reads the activations in place (NCHW / NCL: a tile of output
+pixels is contiguous along the image rows, so the pixel axis is the GEMM's M), and the weights
+packed once into (taps, C_in, C_out) -- K rows of the GEMM, C_out contiguous -- by a cached
+transform keyed on the weight's storage and version (re-packed when the weight changes; the
+evaluator builds the model on the device, so the packing is a device copy). One flat loop runs
+over taps x C_in blocks so the pipeliner overlaps every load; programs walk (pixel, channel)
+tiles in grouped order. Sizes and launch options are module constants (CONV_*).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from kegen.search.operators.mutations.base import MutationError, jit_functions
+from kegen.search.operators.templates.gpu_launch import find_launch
+
+MARKER = "# kegen-gpu: conv"
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """Pixel block (M), output-channel block (N), input-channel block (K), grouping, warps, stages."""
+
+    block_p: int = 128
+    block_co: int = 128
+    block_ci: int = 64
+    group_m: int = 8
+    warps: int = 8
+    stages: int = 3
+
+    @property
+    def label(self) -> str:
+        return f"{self.block_p}x{self.block_co}x{self.block_ci} g{self.group_m} w{self.warps} s{self.stages}"
+
+    def constants(self) -> str:
+        return (
+            f"CONV_BLOCK_P = {self.block_p}\nCONV_BLOCK_CO = {self.block_co}\n"
+            f"CONV_BLOCK_CI = {self.block_ci}\n"
+            f"CONV_GROUP_M = {self.group_m}\nCONV_WARPS = {self.warps}\nCONV_STAGES = {self.stages}\n"
+        )
+
+
+_KERNEL = """
+@triton.jit
+def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, BATCH, C_IN, C_OUT, H, W, OH, OW,
+                      KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
+                      HAS_BIAS: tl.constexpr, EVEN_CI: tl.constexpr, BLOCK_P: tl.constexpr,
+                      BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    n_pix = OH * OW
+    num_pid_m = tl.cdiv(BATCH * n_pix, BLOCK_P)
+    num_pid_n = tl.cdiv(C_OUT, BLOCK_CO)
+    in_group = GROUP_M * num_pid_n
+    first_m = (pid // in_group) * GROUP_M
+    group_m = tl.minimum(num_pid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % group_m
+    pid_n = (pid % in_group) // group_m
+    offs_p = pid_m * BLOCK_P + tl.arange(0, BLOCK_P)
+    offs_co = pid_n * BLOCK_CO + tl.arange(0, BLOCK_CO)
+    p_ok = offs_p < BATCH * n_pix
+    img = offs_p // n_pix
+    pix = offs_p % n_pix
+    oh = pix // OW
+    ow = pix % OW
+    x_img = img * (C_IN * H * W)
+    co_ok = offs_co < C_OUT
+    rk = tl.arange(0, BLOCK_CI)
+    n_ci = tl.cdiv(C_IN, BLOCK_CI)
+    acc = tl.zeros([BLOCK_P, BLOCK_CO], tl.float32)
+    for it in range(0, KH * KW * n_ci):
+        tap = it // n_ci
+        ci = (it % n_ci) * BLOCK_CI + rk
+        ih = oh + (tap // KW - PAD_H)
+        iw = ow + (tap % KW - PAD_W)
+        ok = p_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        a_ptrs = x_ptr + (x_img + ih * W + iw)[:, None] + ci[None, :] * (H * W)
+        b_ptrs = w_ptr + (tap * C_IN + ci)[:, None] * C_OUT + offs_co[None, :]
+        if EVEN_CI:
+            a = tl.load(a_ptrs, mask=ok[:, None], other=0.0)
+            b = tl.load(b_ptrs, mask=co_ok[None, :], other=0.0)
+        else:
+            a = tl.load(a_ptrs, mask=ok[:, None] & (ci[None, :] < C_IN), other=0.0)
+            b = tl.load(b_ptrs, mask=(ci[:, None] < C_IN) & co_ok[None, :], other=0.0)
+        acc = tl.dot(a, b, acc)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + offs_co, mask=co_ok, other=0.0).to(tl.float32)[None, :]
+    y_off = (img * (C_OUT * n_pix) + pix)[:, None] + offs_co[None, :] * n_pix
+    tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=p_ok[:, None] & co_ok[None, :])
+"""
+
+_MODEL_TAIL = '''
+    def _packed_weight(self, w):
+        """(C_out, C_in, *taps) -> (taps, C_in, C_out), packed once per weight storage and version."""
+        key = (w.data_ptr(), w._version, tuple(w.shape), w.device)
+        if getattr(self, "_kegen_pack_key", None) != key:
+            self._kegen_pack = w.detach().permute(*range(2, w.dim()), 1, 0).contiguous()
+            self._kegen_pack_key = key
+        return self._kegen_pack
+
+    def forward(self, {x}):
+        conv = self.{attr}
+        nd = {x}.dim() - 2
+        if tuple(conv.stride) != (1,) * nd or tuple(conv.dilation) != (1,) * nd or conv.groups != 1 \\
+                or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError("the implicit-GEMM kernel covers stride 1, dilation 1, groups 1, zero padding")
+        x = {x}.contiguous()
+        w = self._packed_weight(conv.weight)
+        b = conv.bias.detach() if conv.bias is not None else None
+        batch, c_in = x.shape[0], x.shape[1]
+        c_out = conv.out_channels
+        if nd == 1:
+            h, w_ = 1, x.shape[2]
+            kh, kw = 1, conv.kernel_size[0]
+            ph, pw = 0, conv.padding[0]
+        else:
+            h, w_ = x.shape[2], x.shape[3]
+            kh, kw = conv.kernel_size
+            ph, pw = conv.padding
+        oh, ow = h + 2 * ph - kh + 1, w_ + 2 * pw - kw + 1
+        shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
+        y = torch.empty(shape, dtype=x.dtype, device=x.device)
+        grid = (triton.cdiv(batch * oh * ow, CONV_BLOCK_P) * triton.cdiv(c_out, CONV_BLOCK_CO),)
+        conv_igemm_kernel[grid](x, w, w if b is None else b, y, batch, c_in, c_out, h, w_, oh, ow,
+                                KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                                EVEN_CI=c_in % CONV_BLOCK_CI == 0, BLOCK_P=CONV_BLOCK_P,
+                                BLOCK_CO=CONV_BLOCK_CO, BLOCK_CI=CONV_BLOCK_CI, GROUP_M=CONV_GROUP_M,
+                                num_warps=CONV_WARPS, num_stages=CONV_STAGES)
+        return y
+'''
+
+_CONV_CLASSES = ("Conv1d", "Conv2d")
+
+
+def _conv_attr(init: ast.FunctionDef) -> str:
+    """The `self.<attr>` holding the model's one Conv1d/Conv2d (directly or through a local)."""
+    built: dict[str, ast.Call] = {}
+    attrs = []
+    for n in ast.walk(init):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1):
+            continue
+        calls = [
+            c
+            for c in ast.walk(n.value)
+            if isinstance(c, ast.Call) and ast.unparse(c.func).split(".")[-1] in _CONV_CLASSES
+        ]
+        locals_read = {x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)} & set(built)
+        target = ast.unparse(n.targets[0])
+        if calls or locals_read:
+            call = calls[0] if calls else built[next(iter(locals_read))]
+            if target.startswith("self."):
+                attrs.append((target[5:], call))
+            else:
+                built[target] = call
+    if len(attrs) != 1:
+        raise MutationError(f"{len(attrs)} convolution modules in ModelNew.__init__ (want one)")
+    attr, call = attrs[0]
+    for kw in call.keywords:
+        if kw.arg in ("stride", "dilation", "groups") and ast.unparse(kw.value) not in (
+            "1",
+            "(1, 1)",
+            "(1,)",
+        ):
+            raise MutationError(f"the convolution sets {kw.arg}={ast.unparse(kw.value)}")
+    if len(call.args) > 3:
+        raise MutationError("the convolution passes stride (or more) positionally")
+    return attr
+
+
+def _epilogue_is_bias_store(fn: ast.FunctionDef) -> bool:
+    """Whether everything after the kernel's last top-level loop only loads, adds and stores."""
+    loops = [i for i, s in enumerate(fn.body) if isinstance(s, ast.For)]
+    if not loops:
+        return False
+    for s in fn.body[loops[-1] + 1 :]:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] not in ("load", "store", "to"):
+                return False
+            if isinstance(n, ast.BinOp) and not isinstance(n.op, (ast.Add, ast.Mult, ast.BitAnd)):
+                return False
+            if isinstance(n, ast.AugAssign) and not isinstance(n.op, ast.Add):
+                return False
+    return True
+
+
+def rewrite(source: str, config: ConvConfig) -> str:
+    """The module rewritten as the implicit-GEMM convolution; MutationError when it is not a
+    one-convolution model with a bias-only epilogue."""
+    if MARKER in source:
+        raise MutationError("already rewritten for the GPU (use a config move)")
+    tree = ast.parse(source)
+    kernels = jit_functions(tree)
+    if len(kernels) != 1 or not _epilogue_is_bias_store(kernels[0]):
+        raise MutationError("not one convolution kernel with a bias-only epilogue")
+    launch = find_launch(source, kernels[0].name)
+    if len(launch.forward_args) != 1:
+        raise MutationError("the kernel is not launched from forward(x)")
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    init = (
+        next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if cls
+        else None
+    )
+    if init is None:
+        raise MutationError("ModelNew has no __init__")
+    attr = _conv_attr(init)
+    init_src = ast.get_source_segment(source, init, padded=True)
+    assert init_src is not None
+    imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    tail = _MODEL_TAIL.replace("{x}", launch.forward_args[0]).replace("{attr}", attr)
+    return (
+        imports
+        + "\n"
+        + MARKER
+        + "\n"
+        + config.constants()
+        + "\n"
+        + _KERNEL
+        + "\n\nclass ModelNew(nn.Module):\n"
+        + init_src
+        + "\n"
+        + tail
+    )
+
+
+_CONST = re.compile(r"^(CONV_(?:BLOCK_P|BLOCK_CO|BLOCK_CI|GROUP_M|WARPS|STAGES)) = \d+$", re.M)
+
+
+def set_config(source: str, config: ConvConfig) -> str:
+    """A rewritten convolution module with its sizes replaced."""
+    if MARKER not in source:
+        raise MutationError("not a GPU convolution rewrite")
+    values = dict(re.findall(r"^(CONV_\w+) = (\d+)$", config.constants(), re.M))
+    out = _CONST.sub(lambda m: f"{m.group(1)} = {values[m.group(1)]}", source)
+    if out == source:
+        raise MutationError("the module already has this configuration")
+    return out
