@@ -22,6 +22,7 @@ from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
+from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
@@ -60,6 +61,8 @@ class OfflineOperator(Operator):
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
             plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
             plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
+            if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
+                plans += gpu_mutations(ctx.parent_code)
         except SyntaxError:
             return []
         # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
