@@ -8,8 +8,10 @@ source without compiling or running its kernels.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,10 @@ class Capture:
     single_output: bool
     model_source_module: Any = None
     notes: list[str] = field(default_factory=list)
+    # with keep_graph: Inductor's post-grad FX graph (a GraphModule; placeholders in `inputs` order)
+    # and each kernel launch or extern call of call(), in order, with the graph nodes it computes
+    post_grad: Any = None
+    kernel_nodes: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def load_problem(path: Path) -> Any:
@@ -79,8 +85,10 @@ def _forward_args(model: Any, n: int) -> list[str]:
     return names[:n] if len(names) >= n else [f"input{i}" for i in range(n)]
 
 
-def capture(problem_path: Path, seed: int = 0) -> Capture:
-    """Trace the problem's Model with fake tensors and return Inductor's output code (not run)."""
+def capture(problem_path: Path, seed: int = 0, keep_graph: bool = False) -> Capture:
+    """Trace the problem's Model with fake tensors and return Inductor's output code (not run).
+    `keep_graph` also keeps the post-grad FX graph and which graph nodes each kernel computes
+    (Inductor's own fusion groups: `Capture.post_grad`, `Capture.kernel_nodes`)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -121,7 +129,8 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
         )
     gm = ep.graph_module
     vals = [n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"]
-    code = _compile_code(gm, vals)
+    kept: dict[str, Any] = {}
+    code = _compile_code(gm, vals, kept if keep_graph else None)
     single = compat.spec_is_single(ep.call_spec.out_spec, len(outputs))
     return Capture(
         code=code,
@@ -130,6 +139,8 @@ def capture(problem_path: Path, seed: int = 0) -> Capture:
         user_outputs=len(outputs),
         single_output=single,
         model_source_module=problem,
+        post_grad=kept.get("graph"),
+        kernel_nodes=kept.get("kernels", []),
     )
 
 
@@ -171,15 +182,26 @@ def _graph_inputs(ep: Any) -> list[GraphInput]:
     return result
 
 
-def _compile_code(gm: Any, example_inputs: list[Any]) -> str:
+def _compile_code(gm: Any, example_inputs: list[Any], kept: dict[str, Any] | None = None) -> str:
     import torch
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import get_code
 
     from kegen import compat
 
+    options = dict(DRAFT_CONFIG)
+    keeping: Any = contextlib.nullcontext()
+    if kept is not None:
+        options["post_grad_custom_post_pass"] = _keep_graph_pass(kept)
+        options["trace.provenance_tracking_level"] = 1
+        keeping = _kernel_provenance(kept.setdefault("kernels", []))
     try:
-        with compat.patched_inductor_options(DRAFT_CONFIG), torch.no_grad(), compat.quiet_torch_internals():
+        with (
+            compat.patched_inductor_options(options),
+            torch.no_grad(),
+            compat.quiet_torch_internals(),
+            keeping,
+        ):
             codes = get_code(lambda: compile_fx(gm, example_inputs))
     except Exception as exc:
         raise CaptureError(
@@ -188,6 +210,55 @@ def _compile_code(gm: Any, example_inputs: list[Any]) -> str:
     if not codes:
         raise CaptureError("Inductor produced no output code for the reference")
     return codes[0]
+
+
+def _keep_graph_pass(kept: dict[str, Any]) -> Any:
+    """A post-grad pass that changes nothing and keeps a copy of the graph Inductor lowers."""
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class KeepGraph(CustomGraphPass):
+        """A post-grad pass that changes nothing and keeps a copy of the graph Inductor lowers."""
+
+        def __init__(self, kept: dict[str, Any]) -> None:
+            self.kept = kept
+
+        def __call__(self, graph: Any) -> None:
+            import copy
+
+            import torch
+
+            self.kept["graph"] = torch.fx.GraphModule(torch.nn.Module(), copy.deepcopy(graph))
+
+        def uuid(self) -> Any:
+            return "kegen-keep-post-grad-graph"
+
+    return KeepGraph(kept)
+
+
+@contextlib.contextmanager
+def _kernel_provenance(out: list[tuple[str, list[str]]]) -> Iterator[None]:
+    """Record, for each kernel Inductor emits (in call() order), the post-grad nodes it computes:
+    Inductor's provenance tracking (trace.provenance_tracking_level) keeps them only while it compiles."""
+    import torch._inductor.codegen.triton as triton_codegen
+    import torch._inductor.debug as debug
+
+    original = debug.set_kernel_post_grad_provenance_tracing
+
+    def record(node_schedule: Any, kernel_name: str, is_extern: bool = False) -> Any:
+        handle = original(node_schedule, kernel_name, is_extern)
+        if handle is not None:
+            key = f"{kernel_name}:{handle}"
+            nodes = debug._inductor_triton_kernel_to_post_grad_node_info.get(key, [])
+            out.append((kernel_name, list(nodes)))
+        return handle
+
+    debug.set_kernel_post_grad_provenance_tracing = record
+    triton_codegen.set_kernel_post_grad_provenance_tracing = record
+    try:
+        yield
+    finally:
+        debug.set_kernel_post_grad_provenance_tracing = original
+        triton_codegen.set_kernel_post_grad_provenance_tracing = original
 
 
 def _first_line(exc: BaseException) -> str:
