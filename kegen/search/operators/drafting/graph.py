@@ -97,15 +97,19 @@ def load_problem_module(path: Path) -> Any:
 
 def trace(problem_path: Path) -> Traced:
     """Import the problem, build its model (seed 0) and trace it with shapes propagated over fake
-    inputs (`Traced.inputs` are fake tensors: shapes and dtypes, no data)."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    inputs (`Traced.inputs` are fake tensors: shapes and dtypes, no data); a `get_inputs` whose sizes
+    depend on its own values (`int(offsets[-1])`) is run for real."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException, FakeTensorMode
     from torch.fx.passes.shape_prop import ShapeProp
 
     mod = load_problem_module(Path(problem_path))
     torch.manual_seed(0)
     model = mod.Model(*mod.get_init_inputs())
     fake = FakeTensorMode(allow_non_fake_inputs=True)
-    with fake:  # shapes only: nothing is allocated or run at the problem's size
+    try:
+        with fake:  # shapes only: nothing is allocated or run at the problem's size
+            inputs = mod.get_inputs()
+    except DataDependentOutputException:  # get_inputs reads its own values (bag offsets, lengths)
         inputs = mod.get_inputs()
     gm = torch.fx.symbolic_trace(model)
     ShapeProp(gm, fake_mode=fake).propagate(*inputs)
