@@ -1,5 +1,5 @@
 """Rebuilding the reference model's weights in ModelNew.__init__: constructor calls (nn.Linear,
-nn.RMSNorm, nn.Embedding, nn.Parameter(torch.randn/rand/ones/zeros)) accepted only where seeded
+nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Parameter(torch.randn/rand/ones/zeros)) accepted only where seeded
 construction provably gives the reference's values (checked at draft time)."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ def module_ctor(m: nn.Module) -> str | None:
         ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
     elif isinstance(m, nn.Embedding) and m.padding_idx is None and m.max_norm is None:
         ctor = f"nn.Embedding({m.num_embeddings}, {m.embedding_dim})"
+    elif isinstance(m, nn.EmbeddingBag) and m.padding_idx is None and m.max_norm is None:
+        ctor = f"nn.EmbeddingBag({m.num_embeddings}, {m.embedding_dim}, mode={m.mode!r})"
     else:
         return None
     dtype = next(m.parameters()).dtype
