@@ -1,6 +1,6 @@
 """Rebuilding the reference model's weights in ModelNew.__init__: constructor calls (nn.Linear,
-nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Parameter(torch.randn/rand/ones/zeros)) accepted only where seeded
-construction provably gives the reference's values (checked at draft time)."""
+nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Parameter(torch.randn/rand/ones/zeros)) accepted only
+where seeded construction provably gives the reference's values (checked at draft time)."""
 
 from __future__ import annotations
 
