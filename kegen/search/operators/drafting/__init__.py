@@ -13,7 +13,8 @@ candidate from its Triton template. The op classes:
 - matmul / mm / bmm (operands may be transposed views or fp32 upcasts) with an elementwise epilogue
   that may read a bias row, a residual or a scalar input;
 - stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
-- row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter.
+- row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
+  embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
 Modules and parameters of the model are rebuilt in ModelNew.__init__ only where seeded construction
 provably gives equal values (checked at draft time).
@@ -34,7 +35,7 @@ from pathlib import Path
 from torch.fx import Node
 
 from kegen.search.operators.drafting.elementwise import draft_broadcast, draft_elementwise
-from kegen.search.operators.drafting.gather import draft_gather
+from kegen.search.operators.drafting.gather import draft_embedding_bag, draft_gather
 from kegen.search.operators.drafting.graph import (
     KNOWN_MODULES,
     KNOWN_TARGETS,
@@ -115,6 +116,7 @@ RULES: tuple[Rule, ...] = (
     Rule("matmul", "matmul", draft_matmul),
     Rule("linear", "matmul", draft_linear),
     Rule("gather", "gather", draft_gather),
+    Rule("embedding_bag", "embedding", draft_embedding_bag),
     Rule("elementwise", "elementwise", draft_elementwise),
     Rule("broadcast", "elementwise", draft_broadcast),
 )

@@ -1,5 +1,6 @@
-"""Drafting row gathers: index_select(table, 0, idx), F.embedding and nn.Embedding, the table an
-input or a parameter of the model."""
+"""Drafting row gathers: index_select(table, 0, idx), F.embedding and nn.Embedding; and embedding
+bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean) as the segment-gather kernel of
+`templates.embedding`. The table is an input or a parameter of the model."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ from torch.fx import Node
 from kegen.search.operators import templates
 from kegen.search.operators.drafting.graph import GATHER, Traced, dim_arg, rank_of
 from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import embedding
 
 _EMBEDDING_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2.0, "scale_grad_by_freq": False}
 _EMBEDDING_DEFAULTS |= {"sparse": False}
+# F.embedding_bag's parameters after (input, weight, offsets) and the values the template covers
+_BAG_PARAMS = ("max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights")
+_BAG_PARAMS += ("include_last_offset", "padding_idx")
+_BAG_DEFAULTS = _EMBEDDING_DEFAULTS | {"per_sample_weights": None, "include_last_offset": False}
+_BAG_DEFAULTS |= {"mode": "mean"}
 
 
 def draft_gather(t: Traced) -> str | None:
@@ -51,3 +58,43 @@ def draft_gather(t: Traced) -> str | None:
     if init is None:
         return None
     return templates.gather_rows(64, ", ".join(t.args), (table_src, t.arg(idx)), init)
+
+
+def draft_embedding_bag(t: Traced) -> str | None:
+    """Embedding bags over 1-D indices with offsets, sum or mean pooling: nn.EmbeddingBag(...)(idx,
+    offsets) or F.embedding_bag(idx, table, offsets, mode=..., include_last_offset=...)."""
+    if len(t.ops) != 1 or t.out is not t.ops[0]:
+        return None
+    n, mod = t.ops[0], t.module(t.ops[0])
+    if isinstance(mod, nn.EmbeddingBag):
+        if mod.padding_idx is not None or mod.max_norm is not None or n.kwargs or len(n.args) != 2:
+            return None
+        idx, off = n.args
+        opts = {"mode": mod.mode, "include_last_offset": mod.include_last_offset}
+        init = twins(t)
+        table_src = f"self.{str(n.target).replace('.', '_')}.weight.detach()"
+    elif n.target is F.embedding_bag:
+        if len(n.args) < 3:
+            return None
+        idx, table, off = n.args[:3]
+        opts = _BAG_DEFAULTS | dict(zip(_BAG_PARAMS, n.args[3:], strict=False)) | dict(n.kwargs)
+        fixed = {k: v for k, v in _BAG_DEFAULTS.items() if k not in ("mode", "include_last_offset")}
+        if any(opts.get(k) != v for k, v in fixed.items()):
+            return None
+        if isinstance(table, Node) and table.op == "get_attr":
+            init, table_src = twins(t), f"self.{str(table.target).replace('.', '_')}.detach()"
+        elif table in t.ph and rank_of(table) == 2:
+            init, table_src = [], t.arg(table)
+        else:
+            return None
+    else:
+        return None
+    if init is None or idx not in t.ph or off not in t.ph or rank_of(idx) != 1 or rank_of(off) != 1:
+        return None
+    if opts["mode"] not in ("sum", "mean"):
+        t.notes.append(f"embedding_bag mode={opts['mode']!r} (the template pools sum and mean)")
+        return None
+    return embedding.embedding_bag(
+        t.args, table_src, t.arg(idx), t.arg(off), opts["mode"] == "mean", bool(opts["include_last_offset"]),
+        init=init,
+    )

@@ -1,0 +1,108 @@
+"""Triton template for embedding bags with offsets (sum / mean pooling): the segment gather.
+
+One program pools BAG_GROUP consecutive bags. Their rows are contiguous in `indices`
+(`offsets[b] .. offsets[b + 1]`), so the program walks that one index range in steps of ROW_BLOCK
+positions across bag boundaries: one index load, one DMA gather of ROW_BLOCK table rows, and one
+matmul of the bags' membership mask ([BAG_GROUP, ROW_BLOCK], 0/1 in the table's dtype) with the
+rows accumulates every bag of the group at once in fp32 on the dot-product unit. The mean's
+division by the bag size is applied to the accumulator before the single store. Empty bags give 0,
+as torch's do. `LAST` is 1 when `offsets` ends with the total (`include_last_offset=True`); else
+the last bag ends at `n_idx`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kegen.search.operators.templates import HEADER
+
+BAG_GROUP, ROW_BLOCK = 16, 64  # the tuned defaults on mtia-2i (docs/results/memory_moves_mtia.md)
+
+_KERNEL = """
+@triton.jit
+def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.constexpr, MEAN: tl.constexpr,
+{pad}BAGS: tl.constexpr, ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    bags = pid * BAGS + tl.arange(0, BAGS)
+    bmask = bags < num_bags
+    starts = tl.load(off_ptr + bags, mask=bmask, other=0)
+    ends = tl.load(off_ptr + bags + 1, mask=bags + 1 < num_bags + LAST, other=n_idx)
+    lo = tl.load(off_ptr + pid * BAGS)
+    hi = tl.max(tl.where(bmask, ends, lo), axis=0)
+    cols = tl.arange(0, BLOCK_D).to(tl.int64)
+    cmask = cols < dim
+    acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32)
+    for s in range(lo, hi, ROWS):
+        pos = s + tl.arange(0, ROWS)
+        pmask = pos < hi
+        rows = tl.load(idx_ptr + pos, mask=pmask, other=0)
+        vals = tl.load(w_ptr + (rows * dim)[:, None] + cols[None, :], mask=pmask[:, None] & cmask[None, :],
+                       other=0.0)
+        member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
+        acc += tl.dot(member.to(vals.dtype), vals)
+    if MEAN:
+        acc = acc / tl.maximum(ends - starts, 1).to(tl.float32)[:, None]
+    tl.store(y_ptr + bags[:, None] * dim + cols[None, :], acc.to(y_ptr.dtype.element_ty),
+             mask=bmask[:, None] & cmask[None, :])
+"""
+
+
+def bag_kernel(name: str = "embedding_bag_kernel") -> str:
+    """The segment-gather kernel's source under `name` (a top-level `@triton.jit` function)."""
+    return _KERNEL.format(name=name, pad=" " * (len(name) + 5))
+
+
+def bag_launch(name: str, operands: Sequence[str], mean: bool, last: bool, indent: str = "") -> str:
+    """The launch of `bag_kernel(name)` (two lines, the second indented by `indent` + 4) over the
+    caller's expressions `operands` = (table, idx, off, out, num_bags, n_idx, dim); the table and
+    the output are contiguous [*, dim], `idx` and `off` 1-D."""
+    table, idx, off, out, num_bags, n_idx, dim = operands
+    return (
+        f"{name}[(triton.cdiv({num_bags}, BAG_GROUP),)]({table}, {idx}, {off}, {out}, {num_bags}, {n_idx}, "
+        f"{dim},\n{indent}    LAST={int(last)}, MEAN={mean}, BAGS=BAG_GROUP, ROWS=ROW_BLOCK, "
+        f"BLOCK_D=triton.next_power_of_2({dim}))"
+    )
+
+
+def constants(bags: int = BAG_GROUP, rows: int = ROW_BLOCK) -> str:
+    """The module constants the launch reads (tuned by the block-size knobs)."""
+    return f"BAG_GROUP = {bags}\nROW_BLOCK = {rows}\n"
+
+
+def embedding_bag(
+    args: Sequence[str],
+    table: str,
+    idx: str,
+    off: str,
+    mean: bool,
+    last: bool,
+    dtype: str | None = None,
+    init: Sequence[str] = (),
+    bags: int = BAG_GROUP,
+    rows: int = ROW_BLOCK,
+) -> str:
+    """A whole candidate: F.embedding_bag(idx, table, off, mode='mean' if mean else 'sum',
+    include_last_offset=last) over 1-D indices; `table`, `idx`, `off` are forward-time expressions
+    over `args`, `dtype` the output's (default the table's), `init` rebuilds the model's parameters."""
+    init_body = "\n".join(f"        {line}" for line in ("super().__init__()", *init))
+    operands = ("table", "idx", "off", "y", "num_bags", "idx.numel()", "table.shape[1]")
+    launch = bag_launch("embedding_bag_kernel", operands, mean, last, " " * 8)
+    out_dtype = dtype or "table.dtype"
+    body = (
+        f"        table = {table}.contiguous()\n"
+        f"        idx = {idx}.reshape(-1).contiguous()\n"
+        f"        off = {off}.contiguous()\n"
+        f"        num_bags = off.numel() - {int(last)}\n"
+        f"        y = torch.empty((num_bags, table.shape[1]), dtype={out_dtype}, device=table.device)\n"
+        f"        {launch}\n"
+        "        return y"
+    )
+    return (
+        HEADER
+        + "\n"
+        + constants(bags, rows)
+        + "\n"
+        + bag_kernel()
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
+        + f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{body}\n"
+    )
