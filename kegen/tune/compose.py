@@ -76,58 +76,78 @@ def _v(name: str) -> str:
     return f"v_{name}"
 
 
-def compose(
-    part: Partition,
-    sources: list[str],
-    cap: Any,
-    model: str,
-    variant: int,
-    installed: list[bool] | None = None,
-) -> str:
-    """One candidate running `sources[k]` (a KernelBench candidate for group k's problem) per group."""
+def layout(part: Partition, cap: Any) -> dict[str, Any]:
+    """What `compose` needs of a partition and its capture, as JSON data (kept in the run's state)."""
     from kegen.inductor.draft import reference_source
 
-    if len(sources) != len(part.groups):
-        raise ValueError(f"{len(sources)} sources for {len(part.groups)} groups")
-    installed = installed or [False] * len(sources)
-    imports: list[str] = []
-    bodies: list[str] = []
-    for g, src in zip(part.groups, sources, strict=True):
-        imp, body = prefixed(src, f"g{g.index}_")
-        imports += [i for i in imp if i not in imports]
-        bodies.append(f"# --- group {g.index}: {g.kernel} ({', '.join(g.nodes)})\n{body}")
-    needs_reference = any(i.kind != "user" for i in cap.inputs)
-    placeholders = [n.name for n in part.graph.graph.nodes if n.op == "placeholder"]
-    init = ["super().__init__()"]
-    if needs_reference:
-        init.append("self.reference = Reference(*args, **kwargs)")
-    init += [f"self.g{g.index} = g{g.index}_ModelNew()" for g in part.groups]
-    args = list(cap.forward_args)
-    fwd: list[str] = []
-    for name, gi in zip(placeholders, cap.inputs, strict=True):
-        if gi.kind == "user":
-            fwd.append(f"{_v(name)} = {args[gi.index]}")
-        elif gi.kind == "parameter":
-            fwd.append(f"{_v(name)} = self.reference.get_parameter({gi.target!r})")
-        elif gi.kind == "buffer":
-            fwd.append(f"{_v(name)} = self.reference.get_buffer({gi.target!r})")
-        else:
-            fwd.append(f"{_v(name)} = operator.attrgetter({gi.target!r})(self.reference)")
-    for name in part.glue:
-        root, size, stride, offset = part.views[name]
-        fwd.append(f"{_v(name)} = torch.as_strided({_v(root)}, {tuple(size)}, {tuple(stride)}, {offset})")
-    for g in part.groups:
-        ins = [
-            f"torch.as_strided({_v(i)}, ({g.flat[i]},), (1,), 0)" if i in g.flat else _v(i) for i in g.inputs
-        ]
-        call = f"self.g{g.index}({', '.join(ins)})"
-        outs = [_v(o) for o in g.outputs]
-        fwd.append(f"{outs[0]} = {call}" if len(outs) == 1 else f"{', '.join(outs)}, = {call}")
     out_node = next(n for n in part.graph.graph.nodes if n.op == "output")
     results = out_node.args[0]
     results = list(results) if isinstance(results, list | tuple) else [results]
-    outs = [_v(r.name) for r in results[: cap.user_outputs]]
-    ret = outs[0] if cap.single_output and len(outs) == 1 else f"({', '.join(outs)},)"
+    needs_reference = any(i.kind != "user" for i in cap.inputs)
+    return {
+        "placeholders": [n.name for n in part.graph.graph.nodes if n.op == "placeholder"],
+        "inputs": [[i.kind, i.target, i.index] for i in cap.inputs],
+        "forward_args": list(cap.forward_args),
+        "glue": [[name, *part.views[name]] for name in part.glue],
+        "groups": [
+            {
+                "index": g.index,
+                "kernel": g.kernel,
+                "name": g.name,
+                "nodes": g.nodes,
+                "inputs": g.inputs,
+                "outputs": g.outputs,
+                "flat": g.flat,
+            }
+            for g in part.groups
+        ],
+        "outputs": [r.name for r in results[: cap.user_outputs]],
+        "single_output": bool(cap.single_output),
+        "reference": re.sub(r"\n{3,}", "\n\n\n", reference_source(cap)) if needs_reference else "",
+    }
+
+
+def compose(
+    lay: dict[str, Any], sources: list[str], model: str, variant: int, installed: list[bool] | None = None
+) -> str:
+    """One candidate running `sources[k]` (a KernelBench candidate for group k's problem) per group."""
+    groups = lay["groups"]
+    if len(sources) != len(groups):
+        raise ValueError(f"{len(sources)} sources for {len(groups)} groups")
+    installed = installed or [False] * len(sources)
+    imports: list[str] = []
+    bodies: list[str] = []
+    for g, src in zip(groups, sources, strict=True):
+        imp, body = prefixed(src, f"g{g['index']}_")
+        imports += [i for i in imp if i not in imports]
+        bodies.append(f"# --- group {g['index']}: {g['kernel']} ({', '.join(g['nodes'])})\n{body}")
+    init = ["super().__init__()"]
+    if lay["reference"]:
+        init.append("self.reference = Reference(*args, **kwargs)")
+    init += [f"self.g{g['index']} = g{g['index']}_ModelNew()" for g in groups]
+    args = lay["forward_args"]
+    fwd: list[str] = []
+    for name, (kind, target, index) in zip(lay["placeholders"], lay["inputs"], strict=True):
+        if kind == "user":
+            fwd.append(f"{_v(name)} = {args[index]}")
+        elif kind == "parameter":
+            fwd.append(f"{_v(name)} = self.reference.get_parameter({target!r})")
+        elif kind == "buffer":
+            fwd.append(f"{_v(name)} = self.reference.get_buffer({target!r})")
+        else:
+            fwd.append(f"{_v(name)} = operator.attrgetter({target!r})(self.reference)")
+    for name, root, size, stride, offset in lay["glue"]:
+        fwd.append(f"{_v(name)} = torch.as_strided({_v(root)}, {tuple(size)}, {tuple(stride)}, {offset})")
+    for g in groups:
+        flat = g["flat"]
+        ins = [
+            f"torch.as_strided({_v(i)}, ({flat[i]},), (1,), 0)" if i in flat else _v(i) for i in g["inputs"]
+        ]
+        call = f"self.g{g['index']}({', '.join(ins)})"
+        outs = [_v(o) for o in g["outputs"]]
+        fwd.append(f"{outs[0]} = {call}" if len(outs) == 1 else f"{', '.join(outs)}, = {call}")
+    outs = [_v(r) for r in lay["outputs"]]
+    ret = outs[0] if lay["single_output"] and len(outs) == 1 else f"({', '.join(outs)},)"
     model_new = [
         "class ModelNew(nn.Module):",
         "    def __init__(self, *args, **kwargs):",
@@ -138,14 +158,13 @@ def compose(
         f"        return {ret}",
     ]
     names = ", ".join(
-        f"{g.name}: {'winner' if inst else 'Inductor'}"
-        for g, inst in zip(part.groups, installed, strict=True)
+        f"{g['name']}: {'winner' if i else 'Inductor'}" for g, i in zip(groups, installed, strict=True)
     )
     parts = [HEADER.format(model=model, variant=variant, installed=names)]
     base = ["import operator", "import torch", "import torch.nn as nn"]
     parts.append("\n".join(base + [i for i in imports if i not in base]))
     parts += bodies
-    if needs_reference:
-        parts.append(re.sub(r"\n{3,}", "\n\n\n", reference_source(cap)))
+    if lay["reference"]:
+        parts.append(lay["reference"])
     parts.append("\n".join(model_new))
     return "\n\n\n".join(p.strip("\n") for p in parts) + "\n"

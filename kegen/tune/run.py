@@ -22,7 +22,9 @@ from kegen.tune.capture import (
     write_variant_problems,
 )
 from kegen.tune.install import TunedModel, choose, kernel_rows
+from kegen.tune.kernels import plan_variant, tune_kernels
 from kegen.tune.library import KernelLibrary
+from kegen.tune.partition import PartitionError
 from kegen.tune.problems import Counter, measure, search
 from kegen.tune.triage import triage
 from kegen.tune.verify import fresh_seed, verify_variant
@@ -134,9 +136,11 @@ def tune_file(
     lib = KernelLibrary(opts.library or _default_library())
     counter = Counter()
     report = TuneReport(str(model_path), run_dir)
+    plans, why = _plans(mf, problems, state, run_dir / "problems")
     drafts = {}
     for k, p in enumerate(problems):
-        fused = state.get(f"draft/{k}") or state.put(f"draft/{k}", draft(p))
+        whole = plans[k]["whole"] if plans else None
+        fused = state.get(f"draft/{k}") or state.put(f"draft/{k}", whole or draft(p))
         try:
             eager = state.get(f"eager_draft/{k}") or state.put(f"eager_draft/{k}", draft(p, fused=False))
         except TuneError:
@@ -145,8 +149,9 @@ def tune_file(
         (run_dir / "problems" / f"variant{k}_inductor.py").write_text(fused)
     for machine in opts.machines:
         report.machines[machine] = _tune_machine(
-            mf, problems, drafts, shapes, machine, opts, lib, counter, state, run_dir
+            mf, problems, drafts, shapes, machine, opts, lib, counter, state, run_dir, plans
         )
+        report.machines[machine]["mode"] = "per-kernel" if plans else f"whole-variant ({why})"
         report.tuned[machine] = TunedModel(
             mf,
             {
@@ -170,6 +175,7 @@ def _tune_machine(
     counter: Counter,
     state: State,
     run_dir: Path,
+    plans: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     t = opts.target
     seeds, eagers = [], []
@@ -197,6 +203,14 @@ def _tune_machine(
                 measure(p, eager, t, machine, lib, counter, "eager", shapes[k], retune=opts.retune).to_dict(),
             )
         eagers.append(e)
+    if plans:
+        return _machine_summary(
+            machine,
+            seeds,
+            eagers,
+            shapes,
+            tune_kernels(mf, problems, plans, seeds, shapes, machine, opts, lib, counter, state, run_dir),
+        )
     tri = [triage(s["profile"], opts.coverage) for s in seeds]
     gains = {
         str(k): budget_mod.expected_gain(s["time_s"], tr.hot_share, s["roofline"])
@@ -299,6 +313,75 @@ def _tune_machine(
         ],
         "host_ops": [],
         "installed_sources": installed_sources,
+    }
+
+
+def _plans(
+    mf: ModelFile, problems: list[Path], state: State, out_dir: Path
+) -> tuple[list[dict[str, Any]] | None, str]:
+    """Every variant cut into per-kernel problems (kept in state.json), or None and why not: then
+    the run tunes each variant's whole model as one problem (the fallback)."""
+    plans = []
+    for k, p in enumerate(problems):
+        plan = state.get(f"plan/{k}")
+        if plan is None:
+            try:
+                plan = plan_variant(mf, p, k, out_dir)
+            except (PartitionError, TuneError) as exc:
+                plan = {"error": f"{type(exc).__name__}: {exc}"}
+            state.put(f"plan/{k}", plan)
+        if "error" in plan:
+            return None, f"variant {k} not cut into kernels: {plan['error'][:200]}"
+        plans.append(plan)
+    return plans, ""
+
+
+def _machine_summary(
+    machine: str,
+    seeds: list[dict[str, Any]],
+    eagers: list[dict[str, Any] | None],
+    shapes: list[Any],
+    found: dict[str, Any],
+) -> dict[str, Any]:
+    """The report entries of a per-kernel tuned machine."""
+    verdicts = found["variants"]
+    ok = all(v["ok"] for v in verdicts)
+    compile_s = sum(s["time_s"] for s in seeds)
+    tuned_s = sum(
+        v["time_s"] if v["ok"] and v["time_s"] else s["time_s"] for v, s in zip(verdicts, seeds, strict=True)
+    )
+    eager_s = sum(e["time_s"] for e in eagers if e) if all(e and e.get("ok") for e in eagers) else None
+    tri = found["triage"]
+    return {
+        "machine": machine,
+        "verified": ok,
+        "variants_checked": len(verdicts),
+        "eager_s": eager_s,
+        "compile_s": compile_s,
+        "tuned_s": tuned_s,
+        "speedup_vs_compile": compile_s / tuned_s if tuned_s else None,
+        "speedup_vs_eager": eager_s / tuned_s if eager_s and tuned_s else None,
+        "amdahl_bound": tri.amdahl_bound if tri else 1.0,
+        "hot": tri.hot if tri else [],
+        "hot_share": tri.hot_share if tri else 0.0,
+        "budget": found["budget"],
+        "kernels": found["rows"],
+        "variants": [
+            {
+                "variant": k,
+                "shapes": shapes[k],
+                "compile_s": s["time_s"],
+                "tuned_s": v["time_s"],
+                "verified": v["ok"],
+                "installed": v["composed"],
+                "winners": len(v["winners"]),
+                "uninstalled": v["uninstalled"],
+                "roofline": s["roofline"],
+            }
+            for k, (s, v) in enumerate(zip(seeds, verdicts, strict=True))
+        ],
+        "host_ops": [],
+        "installed_sources": found["sources"],
     }
 
 

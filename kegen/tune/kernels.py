@@ -1,0 +1,271 @@
+"""Per-kernel tuning: every hot Inductor kernel of every variant searched as a standalone problem.
+
+Per variant: the partition (`partition.py`) gives one problem per kernel group, Inductor drafts each
+(the group's seed), and the composed wrapper (`compose.py`) runs the groups in order. Per machine:
+the composed seed's profile gives each group's time (its kernels carry the `gK_` prefix), triage
+picks the hot groups, one `--budget` is split over (variant, group) problems by the time each
+group spends above its launch floor, the existing search runs on each, and a group's winner goes
+in only where it beat Inductor's draft of the group. The tuned wrapper is then verified against
+eager at fresh inputs and installed only where it is faster than Inductor's whole-model draft:
+the tuned model is never slower than torch.compile.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kegen.tune import budget as budget_mod
+from kegen.tune.capture import ModelFile, TuneError, draft
+from kegen.tune.compose import compose, layout
+from kegen.tune.library import KernelLibrary
+from kegen.tune.partition import PartitionError, cut, graph_args, problem_source, record_values
+from kegen.tune.problems import Counter, measure, search
+from kegen.tune.triage import triage
+from kegen.tune.verify import fresh_seed, verify_variant
+
+
+def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[str, Any]:
+    """Variant k cut into kernel groups: {"whole" (Inductor's draft of the model), "layout",
+    "groups" [{"name", "kernel", "problem", "seed_path"}], "composed" (the wrapper of the seeds)}.
+    Raises PartitionError or TuneError when the model cannot be cut."""
+    from kegen.inductor.capture import CaptureError, capture
+    from kegen.inductor.draft import write_candidate
+
+    try:
+        cap = capture(problem, keep_graph=True)
+        whole, _ = write_candidate(cap, problem)
+    except CaptureError as exc:
+        raise TuneError(f"Inductor cannot draft {problem.name}: {exc}", "capture") from exc
+    if cap.post_grad is None or not cap.kernel_nodes:
+        raise PartitionError("Inductor kept no post-grad graph or kernel provenance")
+    values = record_values(cap.post_grad, graph_args(cap, mf.build(0), mf.variants[k]))
+    part = cut(cap.post_grad, cap.kernel_nodes, values)
+    lay = layout(part, cap)
+    d = out_dir / f"variant{k}"
+    d.mkdir(parents=True, exist_ok=True)
+    groups, seeds = [], []
+    for g in part.groups:
+        p = d / f"{g.name}.py"
+        p.write_text(problem_source(part, g, mf.path.name, k))
+        seeds.append(draft(p))
+        sp = d / f"{g.name}_inductor.py"
+        sp.write_text(seeds[-1])
+        groups.append({"name": g.name, "kernel": g.kernel, "problem": str(p), "seed_path": str(sp)})
+    return {"whole": whole, "layout": lay, "groups": groups, "composed": compose(lay, seeds, mf.path.name, k)}
+
+
+def group_profile(profile: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """A composed candidate's profile summed per group (kernel names carry the `gK_` prefix)."""
+    times = {g["name"]: 0.0 for g in groups}
+    calls = dict.fromkeys(times, 0)
+    floors = dict.fromkeys(times, 0.0)
+    by_prefix = {f"g{i}_": g["name"] for i, g in enumerate(groups)}
+
+    def group_of(kernel: str) -> str | None:
+        head = kernel.split("_", 1)[0] + "_"
+        return by_prefix.get(head)
+
+    for kern in profile.get("kernels", []):
+        if (name := group_of(kern["name"])) is not None:
+            times[name] += float(kern["total_s"])
+            calls[name] += int(kern.get("calls", 1))
+    for launch in profile.get("launches", []):
+        if (name := group_of(launch["kernel"])) is not None:
+            floors[name] += float(launch.get("launch_overhead_s", 0.0))
+    return {
+        "time_s": profile.get("time_s"),
+        "kernels": [{"name": n, "total_s": t, "calls": calls[n]} for n, t in times.items()],
+        "launches": [{"kernel": n, "launch_overhead_s": f} for n, f in floors.items()],
+    }
+
+
+def tune_kernels(
+    mf: ModelFile,
+    problems: list[Path],
+    plans: list[dict[str, Any]],
+    seeds: list[dict[str, Any]],
+    shapes: list[Any],
+    machine: str,
+    opts: Any,
+    lib: KernelLibrary,
+    counter: Counter,
+    state: Any,
+    run_dir: Path,
+) -> dict[str, Any]:
+    """One machine's per-kernel tuning; `seeds` are the whole-model drafts' measurements (the
+    torch.compile times). Returns the machine's report entries (see run._tune_machine)."""
+    t = opts.target
+    composed, gprof = [], []
+    for k, (p, plan) in enumerate(zip(problems, plans, strict=True)):
+        key = f"{machine}/composed/{k}"
+        m = state.get(key) or state.put(
+            key,
+            measure(
+                p, plan["composed"], t, machine, lib, counter, "composed", shapes[k], retune=opts.retune
+            ).to_dict(),
+        )
+        composed.append(m)
+        gprof.append(group_profile(m["profile"], plan["groups"]) if m["ok"] else None)
+    tri = [triage(gp, opts.coverage) if gp else None for gp in gprof]
+    gains: dict[str, float] = {}
+    for k, tr in enumerate(tri):
+        for ks in tr.kernels if tr else []:
+            if ks.name in tr.hot:
+                gi = next(i for i, g in enumerate(plans[k]["groups"]) if g["name"] == ks.name)
+                gains[f"{k}/{gi}"] = max(0.0, ks.seconds - ks.launch_overhead_s)
+    alloc = budget_mod.allocate(opts.budget, gains)
+    found: dict[str, dict[str, Any]] = {}
+    for pk, n in alloc.items():
+        if n <= 0:
+            continue
+        k, gi = (int(x) for x in pk.split("/"))
+        g = plans[k]["groups"][gi]
+        key = f"{machine}/ksearch/{pk}"
+        found[pk] = state.get(key) or state.put(
+            key,
+            search(
+                Path(g["problem"]),
+                Path(g["seed_path"]),
+                n,
+                t,
+                machine,
+                run_dir / "search" / f"{machine}-v{k}-{g['name']}",
+                lib,
+                counter,
+                [shapes[k], g["name"]],
+                opts.executor,
+                opts.retune,
+            ),
+        )
+    variants, installed_sources, notes = [], [], []
+    tuned_profiles: list[dict[str, Any] | None] = []
+    winners_in: dict[str, bool] = {}
+    changes: dict[str, str] = {}
+    for k, (p, plan) in enumerate(zip(problems, plans, strict=True)):
+        key = f"{machine}/kverify/{k}"
+        v = state.get(key)
+        if v is None:
+            v = _install_variant(
+                k, p, plan, found, composed[k], seeds[k], shapes[k], t, machine, opts, lib, counter
+            )
+            state.put(key, v)
+        variants.append(v)
+        installed_sources.append(v["source"])
+        tuned_profiles.append(group_profile(v["profile"], plan["groups"]) if v["composed"] else None)
+        if v["uninstalled"]:
+            notes.append(v["uninstalled"])
+        for gi, g in enumerate(plan["groups"]):
+            f = found.get(f"{k}/{gi}")
+            if f and f.get("source") and f.get("change"):
+                changes.setdefault(g["name"], f["change"])
+            winners_in[g["name"]] = winners_in.get(g["name"], False) or gi in v["winners"]
+    rows = _rows(plans, gprof, tuned_profiles, tri[0], winners_in, changes)
+    return {
+        "variants": variants,
+        "sources": installed_sources,
+        "rows": rows,
+        "triage": tri[0],
+        "budget": alloc,
+    }
+
+
+def _install_variant(
+    k: int,
+    problem: Path,
+    plan: dict[str, Any],
+    found: dict[str, dict[str, Any]],
+    composed: dict[str, Any],
+    seed: dict[str, Any],
+    shapes: Any,
+    target: str,
+    machine: str,
+    opts: Any,
+    lib: KernelLibrary,
+    counter: Counter,
+) -> dict[str, Any]:
+    """Variant k's installed candidate: the composed wrapper with every group's winner that beat
+    Inductor's draft of the group, verified at fresh inputs, if it is faster than Inductor's whole
+    draft; else the whole draft. A winner set that breaks the variant is uninstalled."""
+    groups = plan["groups"]
+    sources = [Path(g["seed_path"]).read_text() for g in groups]
+    winners = []
+    for gi in range(len(groups)):
+        f = found.get(f"{k}/{gi}")
+        if f and f.get("source") and float(f.get("speedup", 1.0)) > 1.0:
+            sources[gi] = f["source"]
+            winners.append(gi)
+    seed_verify = fresh_seed()
+    uninstalled = ""
+    tuned = None
+    if composed["ok"]:
+        src = compose(plan["layout"], sources, problem.name, k, [i in winners for i in range(len(groups))])
+        m = measure(problem, src, target, machine, lib, counter, "verify", shapes, seed_verify, opts.retune)
+        if not m.ok and winners:
+            names = ", ".join(groups[i]["name"] for i in winners)
+            uninstalled = f"variant {k}: winners of {names} uninstalled ({m.message[:160]})"
+            winners = []
+            src = plan["composed"]
+            m = measure(
+                problem, src, target, machine, lib, counter, "verify", shapes, seed_verify, opts.retune
+            )
+        if m.ok and m.time_s is not None:
+            tuned = (src, m)
+    if tuned is not None and tuned[1].time_s < seed["time_s"]:
+        src, m = tuned
+        return {
+            "ok": True,
+            "time_s": m.time_s,
+            "profile": m.profile,
+            "source": src,
+            "composed": True,
+            "winners": winners,
+            "uninstalled": uninstalled,
+            "seed": seed_verify,
+        }
+    verdict, src = verify_variant(
+        k, problem, None, plan["whole"], target, machine, lib, counter, shapes, seed_verify, opts.retune
+    )
+    return {
+        "ok": verdict.ok,
+        "time_s": verdict.time_s,
+        "profile": verdict.profile,
+        "source": src,
+        "composed": False,
+        "winners": [],
+        "uninstalled": uninstalled,
+        "seed": seed_verify,
+    }
+
+
+def _rows(
+    plans: list[dict[str, Any]],
+    seed_profiles: list[dict[str, Any] | None],
+    tuned_profiles: list[dict[str, Any] | None],
+    tri: Any,
+    installed: dict[str, bool],
+    changes: dict[str, str],
+) -> list[dict[str, Any]]:
+    """The per-kernel table summed over variants: each group's time in the composed seed (Inductor's
+    kernel) and in the installed candidate (Inductor's kernel where the whole draft stayed)."""
+    seed: dict[str, float] = {}
+    best: dict[str, float] = {}
+    for sp, tp in zip(seed_profiles, tuned_profiles, strict=True):
+        s = {r["name"]: float(r["total_s"]) for r in (sp or {}).get("kernels", [])}
+        b = {r["name"]: float(r["total_s"]) for r in (tp or {}).get("kernels", [])}
+        for name, v in s.items():
+            seed[name] = seed.get(name, 0.0) + v
+            best[name] = best.get(name, 0.0) + b.get(name, v)
+    shares = {ks.name: ks.share for ks in tri.kernels} if tri else {}
+    return [
+        {
+            "name": name,
+            "share": shares.get(name, 0.0),
+            "seed_time_s": seed[name],
+            "best_time_s": best[name],
+            "speedup": seed[name] / best[name] if best[name] > 0 else 1.0,
+            "installed": installed.get(name, False),
+            "change": changes.get(name, "") if installed.get(name, False) else "",
+        }
+        for name in sorted(seed, key=lambda n: -seed[n])
+    ]
