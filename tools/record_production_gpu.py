@@ -237,10 +237,25 @@ def _search_record(store: Any, res: Any, args: argparse.Namespace, elapsed: floa
         "best_source": best.code if best is not None else None,
         "root_profile": _profile_summary(root_ev.profile if root_ev else {}),
         "best_profile": _profile_summary(best_ev.profile if best_ev else {}),
+        "compile_candidate": _compile_candidate(store, res),
         "evals_to_90pct_of_best": to_90,
         "eval_wall_s": walls,
         "eval_wall_median_s": statistics.median(walls) if walls else None,
         "eval_wall_median_after_first_s": statistics.median(walls[1:]) if len(walls) > 1 else None,
+    }
+
+
+def _compile_candidate(store: Any, res: Any) -> dict[str, Any]:
+    """Whether torch.compile's own kernels were a candidate of the search (GPU targets, issue 26) and
+    whether they won (the best node is that candidate)."""
+    from kegen.search.compile_candidate import OPERATOR, compile_candidate_won
+
+    node = next((n for n in store.nodes(res.run_id) if n.operator == OPERATOR), None)
+    best_id = res.best.id if res.best is not None else None
+    return {
+        "present": node is not None,
+        "won": compile_candidate_won(store, res.run_id, best_id),
+        "fitness": node.fitness if node is not None and node.evaluated else None,
     }
 
 

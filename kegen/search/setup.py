@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kegen.search.compile_candidate import add_compile_candidate
 from kegen.search.config import SearchConfig
 from kegen.search.store import GraphStore, code_hash
 
@@ -79,6 +80,8 @@ def start_run(c: SearchConfig, store: GraphStore, problem_path: Path, source: st
                 run_id, parent_id=root_id, code=draft.source, operator="draft",
                 description=draft.description, target=c.eval.target,
             )  # fmt: skip
+    drafted = {code_hash(seed_code)} | {code_hash(d.source) for d in alt_drafts}
+    add_compile_candidate(store, run_id, root_id, problem_path, c.eval.target, drafted)  # GPU targets
     if c.store.warm_start:
         for node, past in store.best_from_past_runs(key, run_id, c.store.warm_start_nodes):
             if node.code and node.code_hash != code_hash(seed_code):
