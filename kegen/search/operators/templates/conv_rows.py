@@ -1,0 +1,139 @@
+"""mtia rewrite of a conv1d / conv2d seed: output rows as the GEMM's N axis, weights pre-packed per tap.
+
+The seeds' implicit GEMM tiles output pixels flattened over the image (`pix // W`, `pix % W`), so
+every tap gathers its input tile through a 2-D pointer tile and recomputes a 2-D boundary mask on
+the SIMD (docs/results/gemm_class_moves.md: conv2d_fp16 at 35% of its roofline, DMA idle on
+dependencies). Here one program computes `BLOCK_CO` output channels of `BLOCK_W` pixels of one
+output row: each tap's input tile is `x[n, ci, oh + kh - PAD_H, ow + kw - PAD_W]`, affine in
+(ci, ow), so it moves as one block DMA with a 1-D column mask hoisted per tap (the row test is a
+scalar); the weights are packed once into (KH, KW, C_out, C_in), each tap's tile contiguous in
+C_in. The seed is recognised as `templates.gpu_conv` does (one Conv1d/Conv2d module, stride,
+dilation and groups 1, a bias-only epilogue). Block sizes are module constants (`CONVR_*`) and the
+launch options literals, so the block and option moves tune them afterwards.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from kegen.search.operators.mutations.base import MutationError, jit_functions
+from kegen.search.operators.templates.gpu_conv import MARKER as GPU_MARKER
+from kegen.search.operators.templates.gpu_conv import _conv_attr, _epilogue_is_bias_store
+from kegen.search.operators.templates.gpu_launch import find_launch
+
+MARKER = "# kegen-mtia: conv rows"
+
+KERNEL = """
+@triton.jit
+def conv_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW,
+                     KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
+                     BLOCK_W: tl.constexpr):
+    n = tl.program_id(0)
+    n_wb = tl.cdiv(OW, BLOCK_W)
+    oh = tl.program_id(1) // n_wb
+    ow = (tl.program_id(1) % n_wb) * BLOCK_W + tl.arange(0, BLOCK_W)
+    co = tl.program_id(2) * BLOCK_CO + tl.arange(0, BLOCK_CO)
+    co_ok = co < C_OUT
+    ci_offs = tl.arange(0, BLOCK_CI)
+    x_img = x_ptr + n * C_IN * H * W
+    acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)
+    for ci0 in range(0, C_IN, BLOCK_CI):
+        ci = ci0 + ci_offs
+        ci_ok = ci < C_IN
+        for kh in range(KH):
+            ih = oh + kh - PAD_H
+            row_ok = (ih >= 0) & (ih < H)
+            for kw in range(KW):
+                iw = ow + (kw - PAD_W)
+                cols_ok = (iw >= 0) & (iw < W) & row_ok
+                w = tl.load(w_ptr + (kh * KW + kw) * C_OUT * C_IN + co[:, None] * C_IN + ci[None, :],
+                            mask=co_ok[:, None] & ci_ok[None, :], other=0.0)
+                x = tl.load(x_img + ci[:, None] * (H * W) + ih * W + iw[None, :],
+                            mask=ci_ok[:, None] & cols_ok[None, :], other=0.0)
+                acc += tl.dot(w, x)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + co, mask=co_ok, other=0.0).to(tl.float32)[:, None]
+    tl.store(y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW) + oh * OW + ow[None, :],
+             acc.to(y_ptr.dtype.element_ty), mask=co_ok[:, None] & (ow < OW)[None, :])
+"""
+
+_MODEL_TAIL = '''
+    def _packed_weight(self, w):
+        """(C_out, C_in, *taps) -> (*taps, C_out, C_in), packed once per weight storage and version."""
+        key = (w.data_ptr(), w._version, tuple(w.shape), w.device)
+        if getattr(self, "_kegen_pack_key", None) != key:
+            self._kegen_pack = w.detach().permute(*range(2, w.dim()), 0, 1).contiguous()
+            self._kegen_pack_key = key
+        return self._kegen_pack
+
+    def forward(self, {x}):
+        conv = self.{attr}
+        nd = {x}.dim() - 2
+        if tuple(conv.stride) != (1,) * nd or tuple(conv.dilation) != (1,) * nd or conv.groups != 1 \\
+                or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError("the row kernel covers stride 1, dilation 1, groups 1, zero padding")
+        x = {x}.contiguous()
+        w = self._packed_weight(conv.weight)
+        b = conv.bias.detach() if conv.bias is not None else None
+        batch, c_in = x.shape[0], x.shape[1]
+        c_out = conv.out_channels
+        if nd == 1:
+            h, w_ = 1, x.shape[2]
+            kh, kw = 1, conv.kernel_size[0]
+            ph, pw = 0, conv.padding[0]
+        else:
+            h, w_ = x.shape[2], x.shape[3]
+            kh, kw = conv.kernel_size
+            ph, pw = conv.padding
+        oh, ow = h + 2 * ph - kh + 1, w_ + 2 * pw - kw + 1
+        y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
+                        device=x.device)
+        bw = min(CONVR_BLOCK_W, triton.next_power_of_2(ow))
+        grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, CONVR_BLOCK_CO))
+        conv_rows_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow,
+                               KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                               BLOCK_CO=CONVR_BLOCK_CO, BLOCK_CI=CONVR_BLOCK_CI, BLOCK_W=bw,
+                               num_stages={stages}, dual_core={dual})
+        return y
+'''
+
+
+def rewrite(
+    source: str,
+    block_co: int = 128,
+    block_ci: int = 64,
+    block_w: int = 128,
+    stages: int = 2,
+    dual: bool = True,
+) -> str:
+    """The module rewritten as the row-tiled convolution; MutationError when it is not a
+    one-convolution model with a bias-only epilogue, or already rewritten (for either target)."""
+    if MARKER in source or GPU_MARKER in source:
+        raise MutationError("already a convolution rewrite")
+    tree = ast.parse(source)
+    kernels = jit_functions(tree)
+    if len(kernels) != 1 or not _epilogue_is_bias_store(kernels[0]):
+        raise MutationError("not one convolution kernel with a bias-only epilogue")
+    launch = find_launch(source, kernels[0].name)
+    if len(launch.forward_args) != 1:
+        raise MutationError("the kernel is not launched from forward(x)")
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    init = next(
+        (n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
+        None,
+    )
+    if init is None:
+        raise MutationError("ModelNew has no __init__")
+    attr = _conv_attr(init)
+    init_src = ast.get_source_segment(source, init, padded=True)
+    assert init_src is not None
+    imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
+    consts = f"CONVR_BLOCK_CO = {block_co}\nCONVR_BLOCK_CI = {block_ci}\nCONVR_BLOCK_W = {block_w}\n"
+    tail = (
+        _MODEL_TAIL.replace("{x}", launch.forward_args[0])
+        .replace("{attr}", attr)
+        .replace("{stages}", str(stages))
+        .replace("{dual}", str(dual))
+    )
+    return f"{imports}\n{MARKER}\n{consts}\n{KERNEL}\n\nclass ModelNew(nn.Module):\n{init_src}\n{tail}"
