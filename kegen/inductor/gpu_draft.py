@@ -195,9 +195,11 @@ def _compile_and_run(gm: Any, values: list[Any]) -> str:
     from torch._inductor.utils import run_and_get_code
 
     _, codes = run_and_get_code(lambda: compile_fx(gm, values)(*values))
+    # the graph's own module comes last (autotuning may lower subgraphs of its own before it)
+    codes = [c for c in codes if "def call(" in c]
     if not codes:
         raise CaptureError("Inductor produced no output code for the reference")
-    return codes[0]
+    return codes[-1]
 
 
 @contextlib.contextmanager
@@ -440,7 +442,7 @@ def gpu_launch(kernel: GpuKernel, call: ast.Call, cfg: dict[str, Any], info: Dra
         ) from exc
     info.configs[kernel.name] = {**kwargs, "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]}
     launch = ", ".join(
-        [ast.unparse(a) for a in kernel_args]
+        [ast.unparse(_rewrite_calls(ast.Expr(_EmptyOnDevice().visit(a)), [], info)) for a in kernel_args]
         + [f"{k}={v}" for k, v in kwargs.items()]
         + [f"num_warps={cfg['num_warps']}", f"num_stages={cfg['num_stages']}"]
     )
