@@ -22,6 +22,7 @@ from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
+from kegen.search.operators.mutations.embedding import embedding_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
@@ -56,6 +57,7 @@ class OfflineOperator(Operator):
         try:
             recipes = recipe_mutations(ctx.parent_code, ctx.problem.platform)
             recipes += row_mutations(ctx.parent_code)
+            recipes += embedding_mutations(ctx.parent_code)  # embedding bags: the segment gather
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)

@@ -7,7 +7,9 @@ matmul of the bags' membership mask ([BAG_GROUP, ROW_BLOCK], 0/1 in the table's 
 rows accumulates every bag of the group at once in fp32 on the dot-product unit. The mean's
 division by the bag size is applied to the accumulator before the single store. Empty bags give 0,
 as torch's do. `LAST` is 1 when `offsets` ends with the total (`include_last_offset=True`); else
-the last bag ends at `n_idx`.
+the last bag ends at `n_idx`. The group's index range comes from two scalar loads (a reduction
+over the bag ends would make the control core fence on it), and the gather's columns are clamped
+rather than masked (the padding lanes of a row whose width is not a power of two are never stored).
 """
 
 from __future__ import annotations
@@ -28,16 +30,18 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.conste
     starts = tl.load(off_ptr + bags, mask=bmask, other=0)
     ends = tl.load(off_ptr + bags + 1, mask=bags + 1 < num_bags + LAST, other=n_idx)
     lo = tl.load(off_ptr + pid * BAGS)
-    hi = tl.max(tl.where(bmask, ends, lo), axis=0)
-    cols = tl.arange(0, BLOCK_D).to(tl.int64)
+    last = tl.minimum(pid * BAGS + BAGS, num_bags)  # the group's end: the next group's start
+    hi = tl.load(off_ptr + tl.minimum(last, num_bags - 1 + LAST))
+    hi = tl.where(last + 1 - LAST > num_bags, n_idx, hi)
+    cols = tl.arange(0, BLOCK_D)
     cmask = cols < dim
+    src_cols = tl.minimum(cols, dim - 1).to(tl.int64)  # padding lanes re-read the last column
     acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32)
     for s in range(lo, hi, ROWS):
         pos = s + tl.arange(0, ROWS)
         pmask = pos < hi
         rows = tl.load(idx_ptr + pos, mask=pmask, other=0)
-        vals = tl.load(w_ptr + (rows * dim)[:, None] + cols[None, :], mask=pmask[:, None] & cmask[None, :],
-                       other=0.0)
+        vals = tl.load(w_ptr + (rows * dim)[:, None] + src_cols[None, :], mask=pmask[:, None], other=0.0)
         member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
         acc += tl.dot(member.to(vals.dtype), vals)
     if MEAN:

@@ -1,0 +1,193 @@
+"""Embedding bags: a bag-per-program row loop rewritten as the segment gather of `templates.embedding`.
+
+The kernel engineer's reading of a latency-bound embedding bag (DMA and RED waiting on each other,
+one short gather per step, 128-256-byte rows): give each program several bags, walk their
+contiguous index range in blocks across bag boundaries so one DMA gather fetches many rows, and
+reduce every bag of the group at once with a membership-mask matmul accumulated in fp32 (the mean's
+division folded into the accumulator before the single store). The move recognises the seed form
+
+    start = tl.load(OFF + BAG); end = tl.load(OFF + BAG + 1)      # include_last_offset
+    for i in range(start, end):
+        row = tl.load(IDX + i)
+        acc += tl.load(W + row * DIM + cols, ...)[.to(tl.float32)]
+    [acc = acc / <bag size>]                                       # mean
+    tl.store(Y + BAG * DIM + cols, ...)
+
+in any kernel of the module (names free), replaces the kernel with the segment-gather kernel and
+its launch `K[(NUM_BAGS,)](...)` with the group launch; BAG_GROUP and ROW_BLOCK become module
+constants the block-size knobs tune.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.templates import embedding
+
+FAMILY = "embedding_bag"
+PRIOR = 2.5  # a rewrite of the whole kernel that removes its per-row dependency chain
+
+
+@dataclass(frozen=True)
+class BagLoop:
+    """A recognised bag-per-program kernel: its name and the parameter names of its operands."""
+
+    kernel: str
+    table: str
+    idx: str
+    off: str
+    out: str
+    dim: str
+    mean: bool
+
+
+def _src(node: ast.AST) -> str:
+    return ast.unparse(node)
+
+
+def _assigned(fn: ast.FunctionDef) -> dict[str, str]:
+    """name -> source of its value, for the kernel's top-level single-name assignments."""
+    return {
+        s.targets[0].id: _src(s.value)
+        for s in fn.body
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name)
+    }
+
+
+def find_bag_loop(fn: ast.FunctionDef) -> BagLoop | None:
+    """The bag-per-program row loop of `fn` (see the module docstring), or None."""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    values = _assigned(fn)
+    loops = [s for s in fn.body if isinstance(s, ast.For) and isinstance(s.target, ast.Name)]
+    if len(loops) != 1:
+        return None
+    loop = loops[0]
+    it = loop.iter
+    if not (isinstance(it, ast.Call) and _src(it.func) in ("range", "tl.range") and len(it.args) == 2):
+        return None
+    lo, hi = (_src(a) for a in it.args)
+    m_lo = re.fullmatch(r"tl\.load\((\w+) \+ (\w+)\)", values.get(lo, ""))
+    if m_lo is None or values.get(hi) != f"tl.load({m_lo[1]} + {m_lo[2]} + 1)":
+        return None
+    off, bag, var = m_lo[1], m_lo[2], loop.target.id
+    body = [_src(s) for s in loop.body]
+    if len(body) != 2:
+        return None
+    m_row = re.fullmatch(rf"(\w+) = tl\.load\((\w+) \+ {var}\)", body[0])
+    if m_row is None:
+        return None
+    row, idx = m_row[1], m_row[2]
+    m_acc = re.fullmatch(rf"(\w+) \+= tl\.load\((\w+) \+ {row} \* (\w+) \+ (\w+)[,)].*", body[1])
+    if m_acc is None:
+        return None
+    acc, table, dim = m_acc[1], m_acc[2], m_acc[3]
+    after = [_src(s) for s in fn.body[fn.body.index(loop) + 1 :]]
+    stores = [s for s in after if s.startswith("tl.store(")]
+    store = rf"tl\.store\((\w+) \+ {bag} \* {dim} \+ \w+, {acc}\b.*"
+    m_out = re.fullmatch(store, stores[0]) if len(stores) == 1 else None
+    if m_out is None:
+        return None
+    mean = any(s.startswith(f"{acc} = {acc} / ") and lo in s and hi in s for s in after)
+    others = [s for s in after if not s.startswith(("tl.store(", f"{acc} = {acc} / "))]
+    names = (table, idx, off, m_out[1], dim)
+    if others or not all(n in params for n in names) or len(set(names)) != 5:
+        return None
+    return BagLoop(fn.name, table, idx, off, m_out[1], dim, mean)
+
+
+def _launch(tree: ast.Module, kernel: str) -> ast.Call | None:
+    """The module's one launch `kernel[(n,)](...)`, or None."""
+    calls = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Subscript)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == kernel
+    ]
+    return calls[0] if len(calls) == 1 else None
+
+
+def rewrite(
+    source: str, kernel: str, bags: int = embedding.BAG_GROUP, rows: int = embedding.ROW_BLOCK
+) -> str:
+    """`source` with the bag loop kernel `kernel` replaced by the segment gather (see module doc)."""
+    tree = ast.parse(source)
+    fns = [f for f in jit_functions(tree) if f.name == kernel]
+    loop = find_bag_loop(fns[0]) if fns else None
+    call = _launch(tree, kernel)
+    if loop is None or call is None:
+        raise MutationError(f"{kernel} is not a bag-per-program embedding bag loop with one launch")
+    grid = call.func.slice  # type: ignore[attr-defined]
+    starred = any(isinstance(a, ast.Starred) for a in call.args)
+    if not (isinstance(grid, ast.Tuple) and len(grid.elts) == 1) or starred:
+        raise MutationError(f"the launch of {kernel} has no one-axis grid (NUM_BAGS,)")
+    fn = fns[0]
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    bound = dict(zip(params, (_src(a) for a in call.args), strict=False))
+    bound |= {k.arg: _src(k.value) for k in call.keywords if k.arg}
+    names = (loop.table, loop.idx, loop.off, loop.out, loop.dim)
+    if not all(n in bound for n in names):
+        missing = ", ".join(n for n in names if n not in bound)
+        raise MutationError(f"the launch of {kernel} does not pass {missing}")
+    num_bags = _src(grid.elts[0])
+    operands = (*(bound[n] for n in names[:4]), num_bags, "0", bound[loop.dim])
+    lines = source.splitlines(keepends=True)
+    indent = " " * call.col_offset
+    launch = embedding.bag_launch(kernel, operands, loop.mean, True, indent)
+    # replace the launch first (it follows the kernel), then the kernel, then add the constants
+    start, end = call.lineno - 1, call.end_lineno or call.lineno
+    head = lines[start][: call.col_offset]
+    tail = lines[end - 1][call.end_col_offset or 0 :]
+    lines[start:end] = [head + launch + tail]
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
+    lines[first : fn.end_lineno] = [embedding.bag_kernel(kernel).lstrip("\n")]
+    out = "".join(lines)
+    consts = embedding.constants(bags, rows)
+    if re.search(r"^(BAG_GROUP|ROW_BLOCK) = ", out, flags=re.M):
+        raise MutationError("the module already defines BAG_GROUP or ROW_BLOCK")
+    at = first_code_line(out)
+    return out[:at] + consts + "\n\n" + out[at:]
+
+
+def first_code_line(source: str) -> int:
+    """Offset of the first top-level statement after the imports (where module constants go)."""
+    tree = ast.parse(source)
+    offsets = [0]
+    for line in source.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    for node in tree.body:
+        if not isinstance(node, ast.Import | ast.ImportFrom | ast.Expr):
+            return offsets[min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) - 1]
+    return len(source)
+
+
+def embedding_mutations(source: str) -> list[Mutation]:
+    """The segment-gather rewrite of every bag-per-program embedding bag kernel in `source`."""
+    tree = ast.parse(source)
+    out = []
+    for fn in jit_functions(tree):
+        loop = find_bag_loop(fn)
+        if loop is None or _launch(tree, fn.name) is None:
+            continue
+        pool = "mean" if loop.mean else "sum"
+        out.append(
+            Mutation(
+                name=f"segment_gather@{fn.name}",
+                family=FAMILY,
+                description=(
+                    f"{fn.name}: {embedding.BAG_GROUP} bags ({pool}) per program, their indices walked in "
+                    f"blocks of {embedding.ROW_BLOCK} across bag boundaries (one DMA gather of many rows), "
+                    "pooled by a membership-mask matmul accumulated in fp32"
+                ),
+                apply=lambda s, k=fn.name: rewrite(s, k),
+                helps=("latency", "memory"),
+                prior=PRIOR,
+                remedies=("bigger_commands", "overlap", "parallelism"),
+                kernel=fn.name,
+            )
+        )
+    return out
