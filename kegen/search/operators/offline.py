@@ -23,6 +23,8 @@ from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.operators.mutations.embedding import embedding_mutations
+from kegen.search.operators.mutations.conv import conv_mutations
+from kegen.search.operators.mutations.epilogue import epilogue_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
@@ -58,11 +60,14 @@ class OfflineOperator(Operator):
             recipes = recipe_mutations(ctx.parent_code, ctx.problem.platform)
             recipes += row_mutations(ctx.parent_code)
             recipes += embedding_mutations(ctx.parent_code)  # embedding bags: the segment gather
+            recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
             plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
             plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
+            if launch:  # mtia whole-kernel rewrite: convolutions as row tiles
+                plans += conv_mutations(ctx.parent_code)
             if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
                 plans += gpu_mutations(ctx.parent_code)
         except SyntaxError:
