@@ -22,8 +22,8 @@ from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
-from kegen.search.operators.mutations.embedding import embedding_mutations
 from kegen.search.operators.mutations.conv import conv_mutations
+from kegen.search.operators.mutations.embedding import embedding_mutations
 from kegen.search.operators.mutations.epilogue import epilogue_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
