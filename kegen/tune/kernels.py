@@ -18,6 +18,7 @@ from typing import Any
 from kegen.tune import budget as budget_mod
 from kegen.tune.capture import ModelFile, TuneError, draft
 from kegen.tune.compose import compose, layout
+from kegen.tune.install import kernel_rows
 from kegen.tune.library import KernelLibrary
 from kegen.tune.partition import PartitionError, cut, graph_args, problem_source, record_values
 from kegen.tune.problems import Counter, measure, search
@@ -96,15 +97,20 @@ def tune_kernels(
     """One machine's per-kernel tuning; `seeds` are the whole-model drafts' measurements (the
     torch.compile times). Returns the machine's report entries (see run._tune_machine)."""
     t = opts.target
-    composed, gprof = [], []
+    composed: list[dict[str, Any]] = []
+    gprof: list[dict[str, Any] | None] = []
     for k, (p, plan) in enumerate(zip(problems, plans, strict=True)):
         key = f"{machine}/composed/{k}"
-        m = state.get(key) or state.put(
-            key,
-            measure(
-                p, plan["composed"], t, machine, lib, counter, "composed", shapes[k], retune=opts.retune
-            ).to_dict(),
-        )
+        m = state.get(key)
+        if m is None and opts.budget == 0:  # nothing to search: the groups' times are not needed
+            m = {"ok": False, "message": "not measured (budget 0)", "profile": {}}
+        elif m is None:
+            m = state.put(
+                key,
+                measure(
+                    p, plan["composed"], t, machine, lib, counter, "composed", shapes[k], retune=opts.retune
+                ).to_dict(),
+            )
         composed.append(m)
         gprof.append(group_profile(m["profile"], plan["groups"]) if m["ok"] else None)
     tri = [triage(gp, opts.coverage) if gp else None for gp in gprof]
@@ -160,12 +166,21 @@ def tune_kernels(
             if f and f.get("source") and f.get("change"):
                 changes.setdefault(g["name"], f["change"])
             winners_in[g["name"]] = winners_in.get(g["name"], False) or gi in v["winners"]
-    rows = _rows(plans, gprof, tuned_profiles, tri[0], winners_in, changes)
+    if tri[0] is not None:
+        first = tri[0]
+        rows = _rows(gprof, tuned_profiles, first, winners_in, changes)
+    else:  # the groups were not measured: the table of Inductor's whole-model kernels
+        first = triage(seeds[0]["profile"], opts.coverage)
+        shares = {ks.name: ks.share for ks in first.kernels}
+        n = len(seeds)
+        rows = kernel_rows(
+            [s["profile"] for s in seeds], [v["profile"] for v in variants], shares, [False] * n, [""] * n
+        )
     return {
         "variants": variants,
         "sources": installed_sources,
         "rows": rows,
-        "triage": tri[0],
+        "triage": first,
         "budget": alloc,
     }
 
@@ -198,7 +213,7 @@ def _install_variant(
     seed_verify = fresh_seed()
     uninstalled = ""
     tuned = None
-    if composed["ok"]:
+    if composed["ok"] and winners:
         src = compose(plan["layout"], sources, problem.name, k, [i in winners for i in range(len(groups))])
         m = measure(problem, src, target, machine, lib, counter, "verify", shapes, seed_verify, opts.retune)
         if not m.ok and winners:
@@ -239,7 +254,6 @@ def _install_variant(
 
 
 def _rows(
-    plans: list[dict[str, Any]],
     seed_profiles: list[dict[str, Any] | None],
     tuned_profiles: list[dict[str, Any] | None],
     tri: Any,
