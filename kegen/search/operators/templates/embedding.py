@@ -6,7 +6,7 @@ positions across bag boundaries: one index load, one DMA gather of ROW_BLOCK tab
 matmul of the bags' membership mask ([BAG_GROUP, ROW_BLOCK], 0/1 in the table's dtype) with the
 rows accumulates every bag of the group at once in fp32 on the dot-product unit. The mean's
 division by the bag size is applied to the accumulator before the single store. Empty bags give 0,
-as torch's do. `LAST` is 1 when `offsets` ends with the total (`include_last_offset=True`); else
+as torch's do. `LAST` is True when `offsets` ends with the total (`include_last_offset=True`); else
 the last bag ends at `n_idx`. The group's index range comes from two scalar loads (a reduction
 over the bag ends would make the control core fence on it), and the gather's columns are clamped
 rather than masked (the padding lanes of a row whose width is not a power of two are never stored).
@@ -28,11 +28,15 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.conste
     bags = pid * BAGS + tl.arange(0, BAGS)
     bmask = bags < num_bags
     starts = tl.load(off_ptr + bags, mask=bmask, other=0)
-    ends = tl.load(off_ptr + bags + 1, mask=bags + 1 < num_bags + LAST, other=n_idx)
     lo = tl.load(off_ptr + pid * BAGS)
     last = tl.minimum(pid * BAGS + BAGS, num_bags)  # the group's end: the next group's start
-    hi = tl.load(off_ptr + tl.minimum(last, num_bags - 1 + LAST))
-    hi = tl.where(last + 1 - LAST > num_bags, n_idx, hi)
+    if LAST:
+        ends = tl.load(off_ptr + bags + 1, mask=bmask, other=0)
+        hi = tl.load(off_ptr + last)
+    else:
+        ends = tl.load(off_ptr + bags + 1, mask=bags + 1 < num_bags, other=n_idx)
+        hi = tl.load(off_ptr + tl.minimum(last, num_bags - 1))
+        hi = tl.where(last >= num_bags, n_idx, hi)
     cols = tl.arange(0, BLOCK_D)
     cmask = cols < dim
     src_cols = tl.minimum(cols, dim - 1).to(tl.int64)  # padding lanes re-read the last column
@@ -63,7 +67,7 @@ def bag_launch(name: str, operands: Sequence[str], mean: bool, last: bool, inden
     table, idx, off, out, num_bags, n_idx, dim = operands
     return (
         f"{name}[(triton.cdiv({num_bags}, BAG_GROUP),)]({table}, {idx}, {off}, {out}, {num_bags}, {n_idx}, "
-        f"{dim},\n{indent}    LAST={int(last)}, MEAN={mean}, BAGS=BAG_GROUP, ROWS=ROW_BLOCK, "
+        f"{dim},\n{indent}    LAST={last}, MEAN={mean}, BAGS=BAG_GROUP, ROWS=ROW_BLOCK, "
         f"BLOCK_D=triton.next_power_of_2({dim}))"
     )
 
