@@ -74,12 +74,12 @@ def draft_embedding_bag(t: Traced) -> str | None:
         init = twins(t)
         table_src = f"self.{str(n.target).replace('.', '_')}.weight.detach()"
     elif n.target is F.embedding_bag:
-        if len(n.args) < 3:
-            return None
-        idx, table, off = n.args[:3]
-        opts = _BAG_DEFAULTS | dict(zip(_BAG_PARAMS, n.args[3:], strict=False)) | dict(n.kwargs)
+        opts = _BAG_DEFAULTS | dict(zip(("input", "weight", "offsets", *_BAG_PARAMS), n.args, strict=False))
+        opts |= dict(n.kwargs)
+        idx, table, off = (opts.get(k) for k in ("input", "weight", "offsets"))
         fixed = {k: v for k, v in _BAG_DEFAULTS.items() if k not in ("mode", "include_last_offset")}
         if any(opts.get(k) != v for k, v in fixed.items()):
+            t.notes.append("F.embedding_bag with max_norm, padding_idx or per_sample_weights")
             return None
         if isinstance(table, Node) and table.op == "get_attr":
             init, table_src = twins(t), f"self.{str(table.target).replace('.', '_')}.detach()"

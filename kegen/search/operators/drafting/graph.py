@@ -43,7 +43,8 @@ TRANSPOSE = {"t", torch.t, "transpose", torch.transpose, "swapaxes", "swapdims",
 KNOWN_TARGETS = (
     set(ELEMENTWISE_FORMATS) | POW | GELU | CASTS | SOFTMAX | LOG_SOFTMAX | set(REDUCE) | ARGMAX | CUMSUM
 ) | (MATMUL | LINEAR | GATHER | RMS_NORM | TRANSPOSE | {F.layer_norm, getattr, operator.getitem, "type_as"})
-KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding)
+KNOWN_TARGETS |= {F.embedding_bag}
+KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding, nn.EmbeddingBag)
 # local names of the templates' forward bodies that an input must not shadow
 RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
 RESERVED |= {

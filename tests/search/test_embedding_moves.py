@@ -1,0 +1,205 @@
+"""Embedding bags with offsets: the segment-gather move (mutations/embedding.py), its template
+(templates/embedding.py) and the EmbeddingBag drafter (drafting/gather.py).
+
+AST-level: which kernels the move recognises (the production seeds, sum and mean) and which it
+leaves alone; what the drafter writes for nn.EmbeddingBag and F.embedding_bag and what it refuses.
+Simulated: the rewritten seeds and the drafts are correct against PyTorch on bags of length 0, 1,
+ROW_BLOCK - 1, ROW_BLOCK, ROW_BLOCK + 1 and longer, a bag count BAG_GROUP does not divide, a row
+width that is not a power of two, with and without include_last_offset.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kegen.search.operators.drafting import analyze
+from kegen.search.operators.mutations import MutationError
+from kegen.search.operators.mutations.embedding import embedding_mutations, rewrite
+from kegen.search.operators.templates import embedding
+from kegen.suites import find_suite
+
+PRODUCTION = {p.name: p for p in find_suite("production").problems}
+BAG_SEEDS = ("embedding_bag_sum_fp16", "embedding_bag_mean_fp32")
+R = embedding.ROW_BLOCK
+LENGTHS = (0, 1, R - 1, R, R + 1, 3, 0, 2 * R + 5, 7, 1, 0, 5) * 2 + (4, 9, 0)  # 27 bags: not a multiple
+
+
+def _kernel_calls(src: str, name: str) -> list[str]:
+    return [
+        ast.unparse(n)
+        for n in ast.walk(ast.parse(src))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name
+    ]
+
+
+@pytest.mark.parametrize("name", BAG_SEEDS)
+def test_the_production_seeds_become_the_segment_gather(name: str) -> None:
+    seed = PRODUCTION[name].seed_path.read_text()
+    (m,) = embedding_mutations(seed)
+    assert m.family == "embedding_bag" and m.kernel == "embedding_bag_kernel"
+    out = m.apply(seed)
+    ast.parse(out)
+    assert "BAG_GROUP = 16\nROW_BLOCK = 64\n" in out
+    assert "embedding_bag_kernel[(triton.cdiv(num_bags, BAG_GROUP),)]" in out
+    assert f"MEAN={'mean' in name}" in out and "LAST=True" in out
+    assert _kernel_calls(out, "dot") == ["tl.dot(member.to(vals.dtype), vals)"]
+    assert "for i in range(start, end)" not in out  # the row loop is gone
+    assert embedding_mutations(out) == []  # the rewrite is not a bag loop any more
+
+
+def _module(body: str, launch: str = "k[(off.numel() - 1,)](w, idx, off, y, w.shape[1], BLOCK=64)") -> str:
+    body = textwrap.indent(textwrap.dedent(body).strip("\n"), "    ")
+    return (
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def k(w_ptr, idx_ptr, off_ptr, y_ptr, dim, BLOCK: tl.constexpr):\n"
+        "    bag = tl.program_id(0)\n    start = tl.load(off_ptr + bag)\n    end = tl.load(off_ptr + bag + 1)\n"
+        f"    cols = tl.arange(0, BLOCK)\n    acc = tl.zeros((BLOCK,), dtype=tl.float32)\n{body}\n\n\n"
+        f"def run(w, idx, off, y):\n    {launch}\n"
+    )
+
+
+BAG_LOOP = """
+for i in range(start, end):
+    row = tl.load(idx_ptr + i)
+    acc += tl.load(w_ptr + row * dim + cols, mask=cols < dim, other=0.0)
+tl.store(y_ptr + bag * dim + cols, acc, mask=cols < dim)
+"""
+
+
+def test_a_bag_loop_with_free_names_is_recognised_and_its_launch_rewritten() -> None:
+    src = _module(BAG_LOOP)
+    (m,) = embedding_mutations(src)
+    out = m.apply(src)
+    assert "k[(triton.cdiv(off.numel() - 1, BAG_GROUP),)](w, idx, off, y, off.numel() - 1, 0, w.shape[1]," in out
+    assert "MEAN=False" in out
+
+
+@pytest.mark.parametrize(
+    ("body", "launch"),
+    [
+        # rows read directly (a jagged sum, not a gather through indices)
+        (BAG_LOOP.replace("row = tl.load(idx_ptr + i)", "row = i"), None),
+        # another statement after the loop (a second output) is not the pooled bag
+        (BAG_LOOP + "tl.store(y_ptr + bag, acc.sum())\n", None),
+        # the store is not one row per bag
+        (BAG_LOOP.replace("y_ptr + bag * dim", "y_ptr + bag"), None),
+        # a two-axis grid
+        (BAG_LOOP, "k[(off.numel() - 1, 2)](w, idx, off, y, w.shape[1], BLOCK=64)"),
+    ],
+)
+def test_other_loops_are_left_alone(body: str, launch: str | None) -> None:
+    src = _module(body, launch) if launch else _module(body)
+    if launch is None:
+        assert embedding_mutations(src) == []
+    else:
+        (m,) = embedding_mutations(src)
+        with pytest.raises(MutationError, match="one-axis grid"):
+            m.apply(src)
+    with pytest.raises(MutationError):
+        rewrite(src, "no_such_kernel")
+
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+LENGTHS = {lengths}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init}
+
+    def forward(self, {args}):
+        return {expr}
+
+
+def get_inputs():
+    lengths = torch.tensor(LENGTHS)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(lengths, 0)])
+    if not {last}:
+        offsets = offsets[:-1]
+    indices = torch.randint(0, 300, (int(lengths.sum()),))
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _problem(tmp_path: Path, kind: str, mode: str, last: bool, dim: int = 48) -> Path:
+    if kind == "module":
+        init = f"        self.bag = nn.EmbeddingBag(300, {dim}, mode={mode!r}, include_last_offset={last})"
+        args, expr, inputs = "indices, offsets", "self.bag(indices, offsets)", "indices, offsets"
+    else:
+        init, args = "        pass", "weight, indices, offsets"
+        expr = f"F.embedding_bag(indices, weight, offsets, mode={mode!r}, include_last_offset={last})"
+        inputs = f"torch.randn(300, {dim}, dtype=torch.float16).float(), indices, offsets"
+    text = PROBLEM.format(lengths=LENGTHS, init=init, args=args, expr=expr, inputs=inputs, last=last)
+    path = tmp_path / f"bag_{kind}_{mode}_{last}.py"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("kind", "mode", "last"), [("module", "mean", False), ("function", "sum", True)])
+def test_embedding_bags_are_drafted_as_the_segment_gather(
+    kind: str, mode: str, last: bool, tmp_path: Path
+) -> None:
+    a = analyze(_problem(tmp_path, kind, mode, last))
+    assert a.op_class == "embedding" and a.source is not None, a.summary
+    assert f"LAST={last}, MEAN={mode == 'mean'}" in a.source
+    if kind == "module":
+        assert f"self.bag = nn.EmbeddingBag(300, 48, mode={mode!r})" in a.source
+        assert "table = self.bag.weight.detach().contiguous()" in a.source
+
+
+def test_max_pooling_is_not_drafted(tmp_path: Path) -> None:
+    a = analyze(_problem(tmp_path, "function", "max", False))
+    assert a.op_class != "embedding"
+    assert any("mode='max'" in n for n in a.unsupported), a.unsupported
+
+
+def _evaluate(problem: Path, source: str) -> None:
+    from kegen.eval import EvalConfig, evaluate
+
+    r = evaluate(problem, source, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
+    assert r.status.value == "ok", f"{problem.name}: {r.status} {r.message}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kind", "mode", "last"), [("module", "mean", False), ("function", "sum", True)])
+def test_drafted_bags_are_correct_on_the_simulator(kind: str, mode: str, last: bool, tmp_path: Path) -> None:
+    pytest.importorskip("mtia_sim.simulator")
+    problem = _problem(tmp_path, kind, mode, last)
+    source = analyze(problem).source
+    assert source is not None
+    _evaluate(problem, source.replace("BAG_GROUP = 16", "BAG_GROUP = 4"))  # groups straddle the long bags
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BAG_SEEDS)
+def test_rewritten_seeds_are_correct_on_the_simulator(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mtia_sim.simulator")
+    monkeypatch.setenv("KEGEN_SUITE_SCALE", "0.02")
+    text = PRODUCTION[name].problem_path.read_text()
+    dtype = "torch.float16" if "fp16" in name else "torch.float32"
+    inputs = (
+        "\n\ndef get_inputs():\n"
+        f"    lengths = torch.tensor({list(LENGTHS)})\n"
+        "    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(lengths, 0)])\n"
+        "    indices = _zipf_rows(int(offsets[-1]), NUM_EMBEDDINGS)\n"
+        f"    return [torch.randn(NUM_EMBEDDINGS, EMBEDDING_DIM, dtype={dtype}), indices, offsets]\n"
+    )
+    problem = tmp_path / f"{name}.py"
+    problem.write_text(text + inputs)
+    seed = PRODUCTION[name].seed_path.read_text()
+    _evaluate(problem, rewrite(seed, "embedding_bag_kernel", bags=8, rows=R))
