@@ -30,11 +30,11 @@ STEP = 0.05  # prior lost per place along a configuration list
 
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "persistent": (
-        GemmConfig(128, 256, 64, 8, 8, 3),
-        GemmConfig(128, 128, 64, 8, 8, 4),
+        GemmConfig(128, 256, 64, 8, 8, 3),  # 2048², 4096², linear 4096x512->2048
+        GemmConfig(128, 128, 64, 8, 8, 4),  # linear 2048x1024->1024, bmm 16x512³
+        GemmConfig(64, 128, 64, 8, 4, 4),  # 1024³
+        GemmConfig(64, 64, 64, 8, 4, 4),  # 512³
         GemmConfig(128, 128, 64, 8, 4, 4),
-        GemmConfig(64, 128, 64, 8, 4, 4),
-        GemmConfig(64, 64, 64, 8, 4, 4),
     ),
     "tma": (
         GemmConfig(128, 256, 64, 8, 8, 3),
@@ -47,16 +47,16 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     ),
 }
 ATTENTION_CONFIGS = (
-    AttentionConfig(128, 64, 4, 3),
     AttentionConfig(128, 128, 8, 3),
-    AttentionConfig(128, 64, 8, 3),
     AttentionConfig(64, 64, 4, 4),
+    AttentionConfig(128, 64, 8, 3),
+    AttentionConfig(128, 64, 4, 3),
 )
 CONV_CONFIGS = (
-    ConvConfig(128, 128, 64, 8, 8, 3),
-    ConvConfig(128, 128, 32, 8, 4, 4),
-    ConvConfig(64, 128, 64, 8, 4, 4),
+    ConvConfig(128, 128, 32, 8, 4, 4),  # conv1d 8x128->256x2048
+    ConvConfig(64, 128, 64, 8, 4, 4),  # conv2d 8x64->128x56x56
     ConvConfig(128, 64, 64, 8, 4, 4),
+    ConvConfig(128, 128, 64, 8, 8, 3),
 )
 GEMM_REMEDIES = {
     "persistent": ("overlap", "parallelism", "fewer_launches"),
