@@ -203,3 +203,12 @@ def test_rewritten_seeds_are_correct_on_the_simulator(
     problem.write_text(text + inputs)
     seed = PRODUCTION[name].seed_path.read_text()
     _evaluate(problem, rewrite(seed, "embedding_bag_kernel", bags=8, rows=R))
+
+
+def test_a_segment_gather_in_place_offers_fewer_bags_per_program_for_parallelism(tmp_path: Path) -> None:
+    source = analyze(_problem(tmp_path, "module", "mean", False)).source
+    assert source is not None
+    moves = {m.name: m for m in embedding_mutations(source)}
+    assert set(moves) == {"BAG_GROUP=8@module", "BAG_GROUP=32@module"}  # no second rewrite of the kernel
+    assert "parallelism" in moves["BAG_GROUP=8@module"].remedies
+    assert "BAG_GROUP = 8\n" in moves["BAG_GROUP=8@module"].apply(source)

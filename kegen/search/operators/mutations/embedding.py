@@ -29,6 +29,7 @@ from kegen.search.operators.templates import embedding
 
 FAMILY = "embedding_bag"
 PRIOR = 2.5  # a rewrite of the whole kernel that removes its per-row dependency chain
+GROUP_FAMILY, GROUP_PRIOR = "embedding_bag_group", 1.2
 
 
 @dataclass(frozen=True)
@@ -165,10 +166,46 @@ def first_code_line(source: str) -> int:
     return len(source)
 
 
-def embedding_mutations(source: str) -> list[Mutation]:
-    """The segment-gather rewrite of every bag-per-program embedding bag kernel in `source`."""
-    tree = ast.parse(source)
+def _set_group(source: str, bags: int) -> str:
+    out, n = re.subn(r"^BAG_GROUP = \d+$", f"BAG_GROUP = {bags}", source, count=1, flags=re.M)
+    if n != 1:
+        raise MutationError("no module constant BAG_GROUP")
+    return out
+
+
+def group_mutations(source: str) -> list[Mutation]:
+    """For a segment gather already in place: fewer bags per program (more programs: the remedy when
+    PEs idle or the group's chain of index load, gather and matmul is the latency) and more (fewer,
+    larger gathers). The generic knob moves make the same edits without the parallelism remedy."""
+    m = re.search(r"^BAG_GROUP = (\d+)$", source, flags=re.M)
+    if m is None or "member.to(vals.dtype)" not in source:
+        return []
+    bags = int(m[1])
     out = []
+    for value, remedies, costs in ((bags // 2, ("parallelism", "balance"), ("bigger_commands",)),
+                                   (bags * 2, ("bigger_commands",), ("parallelism",))):
+        if not 2 <= value <= 128:
+            continue
+        out.append(
+            Mutation(
+                name=f"BAG_GROUP={value}@module",
+                family=GROUP_FAMILY,
+                description=f"set BAG_GROUP {bags} -> {value} (bags pooled per program)",
+                apply=lambda s, v=value: _set_group(s, v),
+                helps=("latency", "occupancy"),
+                prior=GROUP_PRIOR,
+                remedies=remedies,
+                costs=costs,
+            )
+        )
+    return out
+
+
+def embedding_mutations(source: str) -> list[Mutation]:
+    """The segment-gather rewrite of every bag-per-program embedding bag kernel in `source`, and the
+    bag-group moves of a segment gather already in place."""
+    tree = ast.parse(source)
+    out = group_mutations(source)
     for fn in jit_functions(tree):
         loop = find_bag_loop(fn)
         if loop is None or _launch(tree, fn.name) is None:
