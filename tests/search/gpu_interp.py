@@ -12,6 +12,7 @@ import math
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import torch
 
@@ -26,7 +27,7 @@ def _module(path: Path, name: str) -> ModuleType:
     return mod
 
 
-def _pair(problem: str, candidate: Path) -> tuple[ModuleType, torch.nn.Module, torch.nn.Module]:
+def _pair(problem: str, candidate: Path) -> tuple[ModuleType, Any, Any]:
     prob = _module(SUITE / problem / "problem.py", "problem")
     cand = _module(candidate, "candidate")
     torch.manual_seed(0)

@@ -78,6 +78,24 @@ def _move(
     )
 
 
+def _bind(fn: Callable[[str, Any], str], config: Any) -> Callable[[str], str]:
+    """`fn(source, config)` as a one-argument rewrite."""
+
+    def apply(source: str) -> str:
+        return fn(source, config)
+
+    return apply
+
+
+def _variant_rewrite(variant: str) -> Callable[[str, GemmConfig], str]:
+    """The GEMM rewrite of one variant, taking (source, config)."""
+
+    def rewrite(source: str, config: GemmConfig) -> str:
+        return gpu_gemm.rewrite(source, variant, config)
+
+    return rewrite
+
+
 def _gemm_moves(source: str) -> list[Mutation]:
     variant = gpu_gemm.variant_of(source)
     if variant is not None:
@@ -86,7 +104,7 @@ def _gemm_moves(source: str) -> list[Mutation]:
                 f"gpu_gemm_config={c.label}",
                 "gpu_gemm_config",
                 f"GPU GEMM ({variant}): tiles {c.label}",
-                lambda s, c=c: gpu_gemm.set_config(s, c),
+                _bind(gpu_gemm.set_config, c),
                 CONFIG_PRIOR - STEP * i,
                 GEMM_REMEDIES[variant],
             )
@@ -108,7 +126,7 @@ def _gemm_moves(source: str) -> list[Mutation]:
                     f"gpu_gemm_{variant}={c.label}@{g.kernel.name}",
                     f"gpu_gemm_{variant}",
                     f"rewrite {g.kernel.name} as a {variant.replace('_', '-')} GPU GEMM, tiles {c.label}",
-                    lambda s, v=variant, c=c: gpu_gemm.rewrite(s, v, c),
+                    _bind(_variant_rewrite(variant), c),
                     REWRITE_PRIOR - STEP * i - (0.2 if variant == "split_k" else 0.0),
                     GEMM_REMEDIES[variant],
                 )
@@ -132,7 +150,7 @@ def _family_moves(
                 f"{family}_config={c.label}",
                 f"{family}_config",
                 f"GPU {what}: sizes {c.label}",
-                lambda s, c=c: set_config(s, c),
+                _bind(set_config, c),
                 CONFIG_PRIOR - STEP * i,
                 remedies,
             )
@@ -147,7 +165,7 @@ def _family_moves(
             f"{family}={c.label}",
             family,
             f"rewrite as the GPU {what}, sizes {c.label}",
-            lambda s, c=c: rewrite(s, c),
+            _bind(rewrite, c),
             REWRITE_PRIOR - STEP * i,
             remedies,
         )

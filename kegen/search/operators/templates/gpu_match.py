@@ -114,6 +114,7 @@ def _operand(load: ast.Call, outer: str, outer_side: str) -> Operand:
 def _dot_in(loop: ast.For) -> tuple[str, str, str]:
     """(acc, a, b) of the loop's one `acc += tl.dot(a, b)` / `acc = tl.dot(a, b, acc)`."""
     found = []
+    target: ast.expr
     for n in ast.walk(loop):
         if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and _is_call(n.value, "dot"):
             call = n.value
