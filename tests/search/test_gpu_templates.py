@@ -146,3 +146,34 @@ def test_evaluator_accepts_a_rewrite(monkeypatch: pytest.MonkeyPatch) -> None:
         config=EvalConfig(target="cpu", compile_baseline=False, fresh_process=True, **cfg),
     )
     assert r.status.value == "ok", r.message
+
+
+def _ctx(problem: str, target: str) -> Any:
+    from kegen.search.operators.context import Diagnosis, OperatorContext, ProblemInfo
+    from kegen.search.store import Node, code_hash
+
+    code = _seed(problem)
+    info = ProblemInfo(path=SUITE / problem / "problem.py", source="", op_class="gemm", target=target)
+    node = Node(
+        id=1, run_id="r", parent_id=None, depth=0, code=code, code_hash=code_hash(code), status="done",
+        verdict="ok", score=1.0, speedup=1.0, is_bug=False, operator="seed", description="seed",
+        target=target, island=0, visits=1, value_sum=1.0, created_at=0.0, evaluated_at=0.0,
+    )  # fmt: skip
+    return OperatorContext(
+        problem=info, parent=node, parent_code=code, parent_eval=None, phase="optimize",
+        diagnosis=Diagnosis(bound="compute"), failure=None, attempts=[], knowledge=[],
+    )  # fmt: skip
+
+
+def test_offline_operator_proposes_rewrites_for_nvidia_only() -> None:
+    from kegen.search.config import OperatorConfig
+    from kegen.search.operators.offline import OfflineOperator
+
+    op = OfflineOperator(OperatorConfig(), seed=0)
+    nvidia = {m.family for m in op.candidates(_ctx("conv2d_fp16", "nvidia"))}
+    assert "gpu_conv" in nvidia
+    assert not any(
+        f.startswith("gpu_") for f in (m.family for m in op.candidates(_ctx("conv2d_fp16", "mtia")))
+    )
+    first = op.propose(_ctx("gemm_fp16_2048", "nvidia"))  # a whole-kernel rewrite outranks knob steps
+    assert first.code is not None and str(first.meta["family"]).startswith("gpu_gemm_")
