@@ -116,7 +116,9 @@ def tune_kernels(
     tri = [triage(gp, opts.coverage) if gp else None for gp in gprof]
     gains: dict[str, float] = {}
     for k, tr in enumerate(tri):
-        for ks in tr.kernels if tr else []:
+        if tr is None:
+            continue
+        for ks in tr.kernels:
             if ks.name in tr.hot:
                 gi = next(i for i, g in enumerate(plans[k]["groups"]) if g["name"] == ks.name)
                 gains[f"{k}/{gi}"] = max(0.0, ks.seconds - ks.launch_overhead_s)

@@ -21,6 +21,7 @@ from kegen.tune.capture import (
     shapes_of,
     write_variant_problems,
 )
+from kegen.tune.gpu_run import GPU_TARGETS, gpu_module, tune_gpu
 from kegen.tune.install import TunedModel, choose, kernel_rows
 from kegen.tune.kernels import plan_variant, tune_kernels
 from kegen.tune.library import KernelLibrary
@@ -101,9 +102,11 @@ def tune_file(
     opts = options or TuneOptions()
     if opts.budget < 0:
         raise TuneError(f"--budget must be >= 0 (got {opts.budget})")
-    if opts.target != "mtia":
+    if opts.target in GPU_TARGETS:
+        gpu_module()  # a clear TuneError before any work when the GPU drafter is missing
+    elif opts.target != "mtia":
         raise TuneError(
-            f"kegen tune drafts through kegen's Inductor backend, which targets mtia (got {opts.target})",
+            f"kegen tune targets mtia, nvidia and amd (got {opts.target})",
             "unsupported_target",
         )
     mf = load_model_file(model_path)
@@ -136,6 +139,12 @@ def tune_file(
     lib = KernelLibrary(opts.library or _default_library())
     counter = Counter()
     report = TuneReport(str(model_path), run_dir)
+    if opts.target in GPU_TARGETS:  # torch.compile's own GPU code is the seed (kegen.tune.gpu)
+        report.machines[opts.target], report.tuned[opts.target] = tune_gpu(
+            mf, problems, shapes, opts, lib, counter, state, run_dir
+        )
+        report.evaluations = counter.evaluations
+        return report
     plans, why = _plans(mf, problems, state, run_dir / "problems")
     drafts = {}
     for k, p in enumerate(problems):
