@@ -13,6 +13,7 @@ import pytest
 from kegen.search.operators.mutations.base import MutationError
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.templates import gpu_attention, gpu_conv, gpu_gemm
+from kegen.search.operators.templates.gemm import LinearStage, bmm, linear_chain
 from kegen.search.operators.templates.gpu_attention import AttentionConfig
 from kegen.search.operators.templates.gpu_conv import ConvConfig
 from kegen.search.operators.templates.gpu_gemm import GemmConfig
@@ -93,6 +94,9 @@ def test_moves_per_seed_class() -> None:
     assert {m.family for m in gpu_mutations(_seed("attention_fwd_fp16"))} == {"gpu_attention"}
     assert {m.family for m in gpu_mutations(_seed("conv2d_fp16"))} == {"gpu_conv"}
     assert gpu_mutations(_seed("softmax_fp32")) == [] and gpu_mutations(_seed("layer_norm_bf16")) == []
+    stage = LinearStage("self.w", "self.b", ("t0 = tl.maximum(acc, 0.0)",), "t0")
+    assert gpu_mutations(linear_chain([stage], ["x"], "x")) == []  # launched through _linear(kernel, ...)
+    assert {m.family for m in gpu_mutations(bmm(["a", "b"], "a", "b"))} == {"gpu_gemm_persistent"}
     for m in gpu_mutations(_seed("gemm_fp16_512")):
         compile(m.apply(_seed("gemm_fp16_512")), m.name, "exec")
 

@@ -22,6 +22,7 @@ from kegen.search.operators.templates import gpu_attention, gpu_conv, gpu_gemm
 from kegen.search.operators.templates.gpu_attention import AttentionConfig
 from kegen.search.operators.templates.gpu_conv import ConvConfig
 from kegen.search.operators.templates.gpu_gemm import GemmConfig
+from kegen.search.operators.templates.gpu_launch import find_launch
 from kegen.search.operators.templates.gpu_match import match_gemm
 
 REWRITE_PRIOR = 2.5  # a whole-kernel rewrite outranks a tile or knob step on a plain seed
@@ -112,6 +113,7 @@ def _gemm_moves(source: str) -> list[Mutation]:
         ]
     try:
         g = match_gemm(source)
+        find_launch(source, g.kernel.name)  # launched by name (not through a helper's parameter)
     except MutationError:
         return []
     out = []
