@@ -21,6 +21,7 @@ from kegen.search.config import OperatorConfig
 from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
+from kegen.search.operators.mutations.attention import attention_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.operators.mutations.conv import conv_mutations
 from kegen.search.operators.mutations.embedding import embedding_mutations
@@ -60,6 +61,7 @@ class OfflineOperator(Operator):
             recipes = recipe_mutations(ctx.parent_code, ctx.problem.platform)
             recipes += row_mutations(ctx.parent_code)
             recipes += embedding_mutations(ctx.parent_code)  # embedding bags: the segment gather
+            recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
