@@ -194,7 +194,14 @@ def _compile_and_run(gm: Any, values: list[Any]) -> str:
     from torch._inductor.compile_fx import compile_fx
     from torch._inductor.utils import run_and_get_code
 
-    _, codes = run_and_get_code(lambda: compile_fx(gm, values)(*values))
+    compiled: Any = None
+
+    def compile_and_run() -> Any:
+        nonlocal compiled
+        compiled = compile_fx(gm, values)
+        return compiled(*values)
+
+    _, codes = run_and_get_code(compile_and_run)
     # the graph's own module comes last (autotuning may lower subgraphs of its own before it)
     codes = [c for c in codes if "def call(" in c]
     if not codes:
@@ -252,7 +259,9 @@ def parse_gpu_kernel(var: str, name: str, module_source: str) -> GpuKernel:
     if not isinstance(signature, dict) or not signature:
         raise CaptureError(f"kernel {name}: Inductor's kernel has no signature")
     body = _jit_functions(name, module_source)
-    deco_cfg = {k: _literal(keywords[k]) for k in ("num_warps", "num_stages") if k in keywords}
+    deco_cfg: dict[str, Any] = {
+        k: _literal(keywords[k]) for k in ("num_warps", "num_stages") if k in keywords
+    }
     return GpuKernel(
         var=var,
         name=name,
