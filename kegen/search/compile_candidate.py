@@ -10,6 +10,7 @@ node records why in the run's artifacts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ OPERATOR = "compile"
 TARGETS = ("nvidia", "amd")
 DESCRIPTION = "torch.compile's own kernels (Inductor's Triton code and autotuned launch configs on this GPU)"
 
+# how a GPU draft's source begins (kegen.inductor.gpu_draft.HEADER): such a seed is compile's code already
+GPU_DRAFT_MARK = re.compile(r'"""Drafted by kegen from TorchInductor\'s output for \S+ on (nvidia|amd):')
 # (problem path, target) -> candidate source; raises when the problem cannot be drafted
 Drafter = Callable[[Path, str], str]
 
@@ -38,13 +41,15 @@ def add_compile_candidate(
     target: str,
     existing: set[str],
     drafter: Drafter | None = None,
+    seed_code: str = "",
 ) -> int | None:
     """Add torch.compile's code as a child of the root on GPU targets; the node's id, or None (not a
-    GPU target, the code equals a node already there (`existing` code hashes), or no draft here:
-    the reason is stored as the run's `compile_candidate` artifact)."""
+    GPU target, the seed is already a GPU draft (`kegen tune` seeds with one), the code equals a node
+    already there (`existing` code hashes), or no draft here: the reason is stored as the run's
+    `compile_candidate` artifact)."""
     from kegen.search.store import code_hash
 
-    if target not in TARGETS:
+    if target not in TARGETS or GPU_DRAFT_MARK.match(seed_code):
         return None
     try:
         source = (drafter or gpu_drafter)(Path(problem_path), target)

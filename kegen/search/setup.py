@@ -81,7 +81,7 @@ def start_run(c: SearchConfig, store: GraphStore, problem_path: Path, source: st
                 description=draft.description, target=c.eval.target,
             )  # fmt: skip
     drafted = {code_hash(seed_code)} | {code_hash(d.source) for d in alt_drafts}
-    add_compile_candidate(store, run_id, root_id, problem_path, c.eval.target, drafted)  # GPU targets
+    add_compile_candidate(store, run_id, root_id, problem_path, c.eval.target, drafted, seed_code=seed_code)
     if c.store.warm_start:
         for node, past in store.best_from_past_runs(key, run_id, c.store.warm_start_nodes):
             if node.code and node.code_hash != code_hash(seed_code):

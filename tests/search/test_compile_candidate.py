@@ -113,3 +113,16 @@ def test_the_gpu_recorder_says_whether_the_compile_candidate_won(tmp_path, store
         "fitness": pytest.approx(r.best.fitness),
     }
     json.dumps(rec)
+
+
+def test_a_seed_that_is_a_gpu_draft_is_not_drafted_again(tmp_path, store, drafted) -> None:
+    from kegen.inductor.gpu_draft import HEADER
+
+    seed = tmp_path / "gpu_draft_seed.py"
+    seed.write_text(HEADER.format(problem="problem.py", target="nvidia", device="H200") + SEED.read_text())
+    config = _config(tmp_path, "nvidia", budget=2)
+    from dataclasses import replace
+
+    r = run_search(replace(config, seed=seed), store)
+    assert drafted == []  # kegen tune seeds its searches with the GPU draft: no second Inductor compile
+    assert all(n.operator != compile_candidate.OPERATOR for n in store.nodes(r.run_id))
