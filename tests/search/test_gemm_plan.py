@@ -1,0 +1,59 @@
+"""The store-overlap split of a dot kernel (mutations/gemm_plan.py)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.mutations.gemm_plan import gemm_plan_mutations, split_store
+
+PRODUCTION = Path(__file__).parents[2] / "kegen" / "suites" / "production"
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a.float(), b.float()).to(a.dtype)
+
+
+def get_inputs():
+    return [torch.randn(80, 96, dtype=torch.float16), torch.randn(96, 200, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _seed(bm: int, bn: int, bk: int) -> str:
+    src = (PRODUCTION / "gemm_fp16_2048" / "seed.py").read_text()
+    return src.replace("BM, BN, BK = 64, 64, 32", f"BM, BN, BK = {bm}, {bn}, {bk}")
+
+
+def test_the_first_half_is_stored_from_the_second_half_loop() -> None:
+    (m,) = gemm_plan_mutations(_seed(64, 128, 32))
+    out = m.apply(_seed(64, 128, 32))
+    fn = next(n for n in ast.parse(out).body if isinstance(n, ast.FunctionDef) and n.name == "matmul_kernel")
+    loops = [s for s in fn.body if isinstance(s, ast.For)]
+    assert len(loops) == 2
+    first = loops[1].body[0]
+    assert isinstance(first, ast.If) and ast.unparse(first.test) == "k_h1 == 0"
+    assert "tl.store" in ast.unparse(first) and "kegen_tile_h0" in ast.unparse(first)
+    assert (
+        "tl.zeros((BLOCK_M, BLOCK_N // 2)" in out and "BM, BN, BK = (64, 128, 32)" in out
+    )  # launch unchanged
+    assert gemm_plan_mutations(out) == []  # not split twice
+    assert gemm_plan_mutations(_seed(64, 64, 32)) == []  # halves narrower than the DPE pays for
+
+
+def test_split_tiles_are_correct_on_the_simulator(tmp_path: Path) -> None:
+    """200 columns in blocks of 128 (halves of 64): the second block's second half is all mask."""
+    problem = tmp_path / "problem.py"
+    problem.write_text(PROBLEM)
+    out = split_store(_seed(64, 128, 32), "matmul_kernel")
+    res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
+    assert res.status.value == "ok", res.message
