@@ -26,6 +26,7 @@ from kegen.search.operators.mutations.blocks import block_mutations, find_blocks
 from kegen.search.operators.mutations.conv import conv_mutations
 from kegen.search.operators.mutations.embedding import embedding_mutations
 from kegen.search.operators.mutations.epilogue import epilogue_mutations
+from kegen.search.operators.mutations.gemm_plan import gemm_plan_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
@@ -68,8 +69,8 @@ class OfflineOperator(Operator):
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
             plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
             plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
-            if launch:  # mtia whole-kernel rewrite: convolutions as row tiles
-                plans += conv_mutations(ctx.parent_code)
+            if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
+                plans += conv_mutations(ctx.parent_code) + gemm_plan_mutations(ctx.parent_code)
             if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
                 plans += gpu_mutations(ctx.parent_code)
         except SyntaxError:
