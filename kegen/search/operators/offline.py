@@ -28,6 +28,7 @@ from kegen.search.operators.mutations.embedding import embedding_mutations
 from kegen.search.operators.mutations.epilogue import epilogue_mutations
 from kegen.search.operators.mutations.gemm_plan import gemm_plan_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
+from kegen.search.operators.mutations.norms import norm_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
@@ -63,6 +64,7 @@ class OfflineOperator(Operator):
             recipes += row_mutations(ctx.parent_code)
             recipes += embedding_mutations(ctx.parent_code)  # embedding bags: the segment gather
             recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
+            recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
