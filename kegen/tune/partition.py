@@ -35,6 +35,9 @@ class Group:
     # inputs that are strided views: the problem takes their whole storage (this many elements)
     # and makes the view itself, so that any layout the evaluator gives a 1-D input is the same
     flat: dict[str, int] = field(default_factory=dict)
+    # views of graph inputs the group reads: it takes the input itself and makes the view, so views
+    # of one input are one argument (as in the whole graph, where Inductor fuses over shared reads)
+    viewed: dict[str, tuple[str, list[int], list[int], int]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -122,11 +125,13 @@ def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, An
         return lo
 
     for n in compute:  # the first kernel naming the node that runs after its inputs are computed
+        lo = after(n)
         if n.name in listed:
-            lo = after(n)
             owner[n.name] = next((k for k in listed[n.name] if k >= lo), lo)
+        elif lo >= 0:  # named by no kernel (a cat its producers write into): with its last producer
+            owner[n.name] = lo
     order = {n.name: i for i, n in enumerate(gm.graph.nodes)}
-    for n in reversed(compute):  # a node no kernel names (e.g. a cat its producers write into):
+    for n in reversed(compute):  # of graph inputs only (e.g. a constant folded into its users):
         if n.name in owner:  # the group of its first user that computes something (through views)
             continue
         users, todo = [], list(n.users)
@@ -174,6 +179,14 @@ def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, An
                     g.inputs.append(a.name)
             if any(u.name not in mine or u is out_node for u in nodes[name].users):
                 g.outputs.append(name)
+        inputs: list[str] = []
+        for name in g.inputs:
+            if name in views and views[name][3] >= 0:
+                g.viewed[name] = views[name]
+                name = views[name][0]
+            if name not in inputs:
+                inputs.append(name)
+        g.inputs = inputs
         for name in g.inputs:
             v = values[name]
             if isinstance(v, torch.Tensor) and v.numel() and not _plain(v):
@@ -216,11 +229,13 @@ def subgraph_code(part: Partition, g: Group) -> str:
     for name in g.inputs:
         if name in g.flat:
             v = part.values[name]
-            storage = sub.placeholder(f"{name}_storage")
+            storage = sub.placeholder(f"in_{name}_storage")
             args = (storage, list(v.shape), list(v.stride()), int(v.storage_offset()))
             env[name] = sub.call_function(torch.ops.aten.as_strided.default, args)
         else:
-            env[name] = sub.placeholder(name)
+            env[name] = sub.placeholder(f"in_{name}")  # never Inductor's own `argK_1` names
+    for name, (root, size, stride, offset) in g.viewed.items():
+        env[name] = sub.call_function(torch.ops.aten.as_strided.default, (env[root], size, stride, offset))
     for name in g.nodes:
         env[name] = sub.node_copy(nodes[name], lambda a: env[a.name])
     outs = [env[o] for o in g.outputs]
