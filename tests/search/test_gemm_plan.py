@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 from kegen.eval import EvalConfig, evaluate
-from kegen.search.operators.mutations.gemm_plan import gemm_plan_mutations, split_store
+from kegen.search.operators.mutations.gemm_plan import gemm_plan_mutations, split_store, swap_axes
 
 PRODUCTION = Path(__file__).parents[2] / "kegen" / "suites" / "production"
 
@@ -35,8 +35,9 @@ def _seed(bm: int, bn: int, bk: int) -> str:
 
 
 def test_the_first_half_is_stored_from_the_second_half_loop() -> None:
-    (m,) = gemm_plan_mutations(_seed(64, 128, 32))
-    out = m.apply(_seed(64, 128, 32))
+    muts = {m.name: m for m in gemm_plan_mutations(_seed(64, 128, 32))}
+    assert set(muts) == {"split_store@matmul_kernel", "split_store+swap_axes@matmul_kernel"}
+    out = muts["split_store@matmul_kernel"].apply(_seed(64, 128, 32))
     fn = next(n for n in ast.parse(out).body if isinstance(n, ast.FunctionDef) and n.name == "matmul_kernel")
     loops = [s for s in fn.body if isinstance(s, ast.For)]
     assert len(loops) == 2
@@ -50,10 +51,22 @@ def test_the_first_half_is_stored_from_the_second_half_loop() -> None:
     assert gemm_plan_mutations(_seed(64, 64, 32)) == []  # halves narrower than the DPE pays for
 
 
+def test_swapped_axes_walk_n_first() -> None:
+    out = swap_axes(_seed(64, 128, 32), "matmul_kernel")
+    assert "pid_m = tl.program_id(1)" in out and "pid_n = tl.program_id(0)" in out
+    assert "grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))" in out
+    back = swap_axes(out, "matmul_kernel")  # exchanging twice is the original
+    assert ast.dump(ast.parse(back)) == ast.dump(ast.parse(_seed(64, 128, 32)))
+
+
 def test_split_tiles_are_correct_on_the_simulator(tmp_path: Path) -> None:
-    """200 columns in blocks of 128 (halves of 64): the second block's second half is all mask."""
+    """200 columns in blocks of 128 (halves of 64): the second block's second half is all mask; the
+    same with the program axes exchanged."""
     problem = tmp_path / "problem.py"
     problem.write_text(PROBLEM)
-    out = split_store(_seed(64, 128, 32), "matmul_kernel")
-    res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
-    assert res.status.value == "ok", res.message
+    for out in (
+        split_store(_seed(64, 128, 32), "matmul_kernel"),
+        split_store(swap_axes(_seed(64, 128, 32), "matmul_kernel"), "matmul_kernel"),
+    ):
+        res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
+        assert res.status.value == "ok", res.message
