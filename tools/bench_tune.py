@@ -1,6 +1,6 @@
 """Benchmark `kegen tune` on the three shipped models: writes docs/results/tune_mtia.{md,json}.
 
-.venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 6] [--models dlrm,encoder]
+.venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 12] [--models dlrm,encoder]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--machine", default="mtia-2i")
-    ap.add_argument("--budget", type=int, default=6)
+    ap.add_argument("--budget", type=int, default=12)
     ap.add_argument("--models", default=",".join(SHIPPED))
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "tune_mtia")
     ap.add_argument("--library", type=Path, default=Path("/tmp/kegen_bench_tune_library.json"))
@@ -53,6 +53,9 @@ def main() -> int:
                 "speedup_vs_eager": m["speedup_vs_eager"],
                 "amdahl_bound": m["amdahl_bound"],
                 "evaluations": s["evaluations"],
+                "mode": m.get("mode", ""),
+                "kernels_installed": sum(k["installed"] for k in m["kernels"]),
+                "kernels": len(m["kernels"]),
                 "wall_s": time.perf_counter() - start,
             }
         )
@@ -73,20 +76,21 @@ def main() -> int:
         "Written by tools/bench_tune.py. Times are simulated device time summed over the model's variants.",
         "",
         "| model | status | variants verified | eager | torch.compile | tuned | vs compile | vs eager "
-        "| Amdahl bound | evaluations | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| Amdahl bound | kernels won | evaluations | wall | mode |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r["status"] != "ok":
-            lines.append(f"| {r['model']} | {r['status']}: {r['error'][:80]} | | | | | | | | | |")
+            lines.append(f"| {r['model']} | {r['status']}: {r['error'][:80]} | | | | | | | | | | | |")
             continue
         eager = f"{r['eager_s'] * 1e6:.1f} us" if r["eager_s"] else "-"
         vs_eager = f"{r['speedup_vs_eager']:.3f}x" if r["speedup_vs_eager"] else "-"
         lines.append(
             f"| {r['model']} | ok | {r['variants'] if r['verified'] else 'NO'} | {eager} | "
             f"{r['compile_s'] * 1e6:.1f} us | {r['tuned_s'] * 1e6:.1f} us | "
-                     f"{r['speedup_vs_compile']:.3f}x | "
-            f"{vs_eager} | {r['amdahl_bound']:.2f}x | {r['evaluations']} | {r['wall_s']:.0f} s |"
+            f"{r['speedup_vs_compile']:.3f}x | "
+            f"{vs_eager} | {r['amdahl_bound']:.2f}x | {r['kernels_installed']}/{r['kernels']} | "
+            f"{r['evaluations']} | {r['wall_s']:.0f} s | {r['mode']} |"
         )
     lines += [
         "",

@@ -27,6 +27,10 @@ def text_report(summary: dict[str, Any]) -> str:
             f"Amdahl bound {_x(m['amdahl_bound'])} (hot kernels cover {m['hot_share']:.0%})",
             f"variants verified: {sum(v['verified'] for v in m['variants'])}/{m['variants_checked']} "
             "(fresh random inputs, fp32 atol 1e-4 rtol 5e-4)",
+            f"search unit: {m.get('mode', 'whole-variant')}; ops on the host: "
+            + (
+                ", ".join(m["host_ops"]) if m.get("host_ops") else "none (every op runs on the device, timed)"
+            ),
         ]
         out += [f"  {v['uninstalled']}" for v in m["variants"] if v["uninstalled"]]
         out.append(
@@ -54,7 +58,8 @@ def html_report(summary: dict[str, Any]) -> str:
         parts.append(
             f"<h2>{e(name)}</h2><p>eager {_t(m['eager_s'])} · torch.compile {_t(m['compile_s'])} · "
             f"tuned {_t(m['tuned_s'])} · {_x(m['speedup_vs_compile'])} vs compile · "
-            f"{_x(m['speedup_vs_eager'])} vs eager · Amdahl bound {_x(m['amdahl_bound'])}</p>"
+            f"{_x(m['speedup_vs_eager'])} vs eager · Amdahl bound {_x(m['amdahl_bound'])} · "
+            f"search unit: {e(m.get('mode', 'whole-variant'))}</p>"
         )
         parts.append(
             "<table><tr><th>variant</th><th>shapes</th><th>compile</th><th>tuned</th><th>verified</th>"

@@ -126,3 +126,39 @@ def test_cli_json_last_line_on_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     data = json.loads(last)
     assert data["status"] == "bad_input" and data["verified"] is False and data["kernels"] == []
     assert math.isfinite(data["variants_checked"])
+
+
+GPU_MLP = """import torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(8, 4)
+    def forward(self, x):
+        return torch.relu(self.l(x))
+def get_inputs():
+    return [torch.randn(2, 8)]
+def get_init_inputs():
+    return []
+"""
+
+
+def test_gpu_targets_go_through_the_gpu_drafter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import torch
+
+    from kegen.tune import TuneOptions, tune_file
+
+    src = tmp_path / "m.py"
+    src.write_text(GPU_MLP)
+    opts = TuneOptions(target="nvidia", out=tmp_path / "r", library=tmp_path / "lib.json", budget=0)
+    if not torch.cuda.is_available():  # the drafter is called: it names the missing device
+        with pytest.raises(TuneError, match="CUDA"):
+            tune_file(src, opts)
+    monkeypatch.setitem(sys.modules, "kegen.tune.gpu", None)  # a tree without the GPU drafter
+    with pytest.raises(TuneError, match="kegen.tune.gpu") as missing:
+        tune_file(src, opts)
+    assert missing.value.kind == "unsupported_target"
+    with pytest.raises(TuneError) as other:
+        tune_file(src, TuneOptions(target="tpu", out=tmp_path / "r2"))
+    assert other.value.kind == "unsupported_target"
