@@ -22,10 +22,11 @@ import ast
 import copy
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params, jit_functions
-from kegen.search.operators.mutations.blocks import block_axes, find_blocks
+from kegen.search.operators.mutations.blocks import block_axes, find_blocks, set_block
 
 SUFFIX = "_h1"  # names of the second half
-MIN_HALF = 64  # narrower half tiles waste the DPE (measured: 256x(2x64) lost to 256x128 on linear+GELU)
+MIN_HALF = 128  # narrower halves lost (256x(2x64) to 256x128 on linear+GELU: 224.6 against 215.2 us)
+MAX_TILE = 512  # the largest N block a doubling may give
 
 
 def _is_tl(node: ast.AST, attr: str) -> bool:
@@ -169,9 +170,10 @@ def _split_kernel(fn: ast.FunctionDef) -> str:
     return block
 
 
-def split_store(source: str, kernel: str) -> str:
+def split_store(source: str, kernel: str, double: bool = False) -> str:
     """`kernel` computing its output tile as two halves along N, the first half's store overlapped
-    with the second half's K loop (the launch and its grid unchanged)."""
+    with the second half's K loop; `double`: the launch's N block doubled first (grid following, the
+    halves are the parent's tile), else the launch unchanged (halves of its tile)."""
     if "kegen_tile_h0" in source:
         raise MutationError("the store is already split")
     tree = ast.parse(source)
@@ -179,8 +181,16 @@ def split_store(source: str, kernel: str) -> str:
     if fn is None:
         raise MutationError(f"no jit kernel {kernel}")
     _, block, _, _ = _plan(fn)
-    values = {st.value for st in find_blocks(source) if st.kernel == kernel and st.param == block}
-    if not values or min(values) < 2 * MIN_HALF:
+    sites = [st for st in find_blocks(source) if st.kernel == kernel and st.param == block]
+    if double:
+        if len(sites) != 1 or not sites[0].tiles or not MIN_HALF <= sites[0].value <= MAX_TILE // 2:
+            raise MutationError(
+                f"{block} of {kernel} is not one launch block (<= {MAX_TILE // 2}) on a grid axis"
+            )
+        source = set_block(source, sites[0], sites[0].value * 2)
+        tree = ast.parse(source)
+        fn = next(f for f in jit_functions(tree) if f.name == kernel)
+    elif not sites or min(st.value for st in sites) < 2 * MIN_HALF:
         raise MutationError(f"{block} of {kernel} is not a launch block of at least {2 * MIN_HALF}")
     _split_kernel(fn)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
@@ -246,48 +256,47 @@ def _n_on_axis1(source: str, kernel: str) -> bool:
     return block_axes(fn).get(block) == 1
 
 
+def _splitter(kernel: str, double: bool, swap: bool):  # type: ignore[no-untyped-def]
+    def apply(src: str) -> str:
+        return split_store(swap_axes(src, kernel) if swap else src, kernel, double)
+
+    return apply
+
+
 def gemm_plan_mutations(source: str) -> list[Mutation]:
-    """The store-overlap split of every dot kernel it applies to; on a 2-D grid whose programs walk M
-    first, also the split with the program axes exchanged (a wave of programs then shares A's row
-    panels: measured on gemm_bf16_4096, the split alone 1052 us, with the axes exchanged 951 us)."""
+    """The store-overlap split of every dot kernel it applies to: halves of its N block, or of the
+    N block doubled (the parent's tile becomes the half: a GELU epilogue's plan stops at 256x128 in
+    the local store, its split at 256x(2x128)); on a 2-D grid whose programs walk M first, each also
+    with the program axes exchanged (a wave of programs then shares A's row panels: gemm_bf16_4096
+    split alone 1052 us, with the axes exchanged 951 us)."""
     muts: list[Mutation] = []
     for fn in jit_functions(ast.parse(source)):
         try:
-            split_store(source, fn.name)
-        except (MutationError, SyntaxError, ValueError):
+            swaps = (False, True) if _n_on_axis1(source, fn.name) else (False,)
+        except (MutationError, SyntaxError):
             continue
-        if _n_on_axis1(source, fn.name):
-            try:
-                swap_axes(source, fn.name)
-            except MutationError:
-                pass
-            else:
+        for double in (False, True):
+            for swap in swaps:
+                apply = _splitter(fn.name, double, swap)
+                try:
+                    apply(source)
+                except (MutationError, SyntaxError, ValueError):
+                    continue
+                tag = ("x2" if double else "") + ("+swap_axes" if swap else "")
                 muts.append(
                     Mutation(
-                        name=f"split_store+swap_axes@{fn.name}",
+                        name=f"split_store{tag}@{fn.name}",
                         family="store_overlap",
-                        description=f"compute {fn.name}'s output tile as two halves along N, the first "
-                        "stored from inside the second half's K loop, with the program axes exchanged "
-                        "(programs walk N first)",
-                        apply=lambda src, k=fn.name: split_store(swap_axes(src, k), k),
+                        description=f"compute {fn.name}'s output tile as two halves along N"
+                        + (" (the N block doubled, grid following)" if double else "")
+                        + ", the first stored from inside the second half's K loop so it drains behind the "
+                        "next loads and dots"
+                        + ("; program axes exchanged (programs walk N first)" if swap else ""),
+                        apply=apply,
                         helps=("memory", "latency"),
-                        prior=1.6,
-                        remedies=("overlap", "fewer_bytes"),
+                        prior=1.5 + (0.1 if swap else 0.0),
+                        remedies=("overlap", "fewer_bytes") if swap else ("overlap",),
                         kernel=fn.name,
                     )
                 )
-        muts.append(
-            Mutation(
-                name=f"split_store@{fn.name}",
-                family="store_overlap",
-                description=f"compute {fn.name}'s output tile as two halves along N and store the first "
-                "half from inside the second half's K loop: the store drains while the next loads and "
-                "dots run",
-                apply=lambda src, k=fn.name: split_store(src, k),
-                helps=("memory", "latency"),
-                prior=1.5,
-                remedies=("overlap",),
-                kernel=fn.name,
-            )
-        )
     return muts
