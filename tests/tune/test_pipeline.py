@@ -36,8 +36,9 @@ def test_verification_uninstalls_a_broken_kernel(tmp_path: Path) -> None:
     broken, n = re.subn(r"tl\.store\(([^,]+), (\w+)", r"tl.store(\1, \2 + 0.5", inductor, count=1)
     assert n == 1
     lib, counter = KernelLibrary(tmp_path / "lib.json"), Counter()
-    verdict, kept = verify_variant(0, problem, broken, inductor, "mtia", "mtia-2i", lib, counter,
-                                   shapes_of(mf.variants[0]), seed=123)
+    verdict, kept = verify_variant(
+        0, problem, broken, inductor, "mtia", "mtia-2i", lib, counter, shapes_of(mf.variants[0]), seed=123
+    )
     assert kept == inductor  # Inductor's kernel stays
     assert verdict.ok and "winner uninstalled at variant 0" in verdict.uninstalled
     assert counter.evaluations == 2
@@ -62,3 +63,41 @@ def test_second_run_reuses_the_library_and_json_last_line(
     second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert second["evaluations"] == 0 and second["verified"]
     assert second["machines"]["mtia-2i"]["compile_s"] == first["machines"]["mtia-2i"]["compile_s"]
+
+
+@pytest.mark.slow
+def test_per_kernel_tuning_on_two_machines_then_reuse(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Budget 1 per machine: the kernel groups are cut, the hot one searched, a table per machine; the
+    second run evaluates nothing."""
+    from kegen.cli import main
+
+    src = tmp_path / "m.py"
+    src.write_text(MLP)
+    common = [
+        str(src),
+        "--budget",
+        "1",
+        "--machine",
+        "mtia-v1,mtia-2i",
+        "--library",
+        str(tmp_path / "lib.json"),
+        "--json",
+    ]
+    assert main(["tune", *common, "--out", str(tmp_path / "r1")]) == 0
+    out = capsys.readouterr().out
+    first = json.loads(out.strip().splitlines()[-1])
+    assert "== mtia-v1 ==" in out and "== mtia-2i ==" in out
+    for name in ("mtia-v1", "mtia-2i"):
+        m = first["machines"][name]
+        assert m["mode"] == "per-kernel" and m["verified"]
+        assert m["speedup_vs_compile"] >= 1.0  # never slower than torch.compile
+        assert sum(m["budget"].values()) == 1
+        assert {k["name"].split("_", 1)[0] for k in m["kernels"]} <= {"g0", "g1", "g2"}
+    state = json.loads((tmp_path / "r1" / "state.json").read_text())
+    assert "error" not in state["plan/0"] and len(state["plan/0"]["groups"]) >= 2
+    assert main(["tune", *common, "--out", str(tmp_path / "r2")]) == 0
+    second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert second["evaluations"] == 0 and second["verified"]
+    assert second["machines"]["mtia-v1"]["tuned_s"] == first["machines"]["mtia-v1"]["tuned_s"]
