@@ -29,10 +29,10 @@ from typing import Any
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.mutations import vectorize_mutations
-from kegen.search.operators.mutations.attention import attention_mutations
-from kegen.search.operators.mutations.embedding import embedding_mutations
 from kegen.search.operators.mutations.knobs import apply_launch_options
-from kegen.search.operators.mutations.norms import norm_mutations
+from kegen.search.operators.mutations.memory.attention import attention_mutations
+from kegen.search.operators.mutations.memory.embedding import embedding_mutations
+from kegen.search.operators.mutations.memory.norms import norm_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.suites import find_suite
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kegen.search.operators.mutations import MutationError
-from kegen.search.operators.mutations.attention import attention_mutations, rewrite
+from kegen.search.operators.mutations.memory.attention import attention_mutations, rewrite
 from kegen.suites import find_suite
 
 SEEDS = {

@@ -18,7 +18,7 @@ import pytest
 
 from kegen.search.operators.drafting import analyze
 from kegen.search.operators.mutations import MutationError
-from kegen.search.operators.mutations.embedding import embedding_mutations, rewrite
+from kegen.search.operators.mutations.memory.embedding import embedding_mutations, rewrite
 from kegen.search.operators.templates import embedding
 from kegen.suites import find_suite
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kegen.search.operators.mutations import MutationError
-from kegen.search.operators.mutations.norms import norm_mutations, rewrite
+from kegen.search.operators.mutations.memory.norms import norm_mutations, rewrite
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.suites import find_suite
 

@@ -1,0 +1,15 @@
+"""Whole-kernel moves for the memory-bound production ops on mtia (issue 26), each read from the
+diagnosis of the form it rewrites:
+
+- `embedding`: a bag-per-program embedding bag becomes the segment gather (several bags per
+  program, one DMA gather across bags, membership matmul in fp32); the bag-group moves after it.
+- `attention`: the online-softmax loop with the scale folded into Q, exp2, the key mask only for
+  ragged sequences.
+- `norms`: row kernels take several rows per program in a pipelined loop, row-invariant loads hoisted.
+"""
+
+from kegen.search.operators.mutations.memory.attention import attention_mutations
+from kegen.search.operators.mutations.memory.embedding import embedding_mutations
+from kegen.search.operators.mutations.memory.norms import norm_mutations
+
+__all__ = ["attention_mutations", "embedding_mutations", "norm_mutations"]
