@@ -245,11 +245,12 @@ def _input_names(cap: Capture, body: list[str]) -> tuple[dict[str, str], list[st
     taken = set(_FORWARD_NAMES) | {w for ln in body for w in re.findall(r"\b\w+\b", ln)}
     names: dict[str, str] = {}
     bind: list[str] = []
+    kept: list[tuple[str, str]] = []  # (Inductor's name, forward's argument): bound all at once
     for k, gi in enumerate(cap.inputs):
         if gi.kind == "user":
             arg = cap.forward_args[gi.index]
             if arg in taken - {f"arg{k}_1"}:  # the kernels' own names would shadow it: keep Inductor's
-                bind.append(f"arg{k}_1 = {arg}")
+                kept.append((f"arg{k}_1", arg))
                 continue
             names[f"arg{k}_1"] = arg
             continue
@@ -263,6 +264,8 @@ def _input_names(cap: Capture, body: list[str]) -> tuple[dict[str, str], list[st
             "buffer": f"self.reference.get_buffer({gi.target!r})",
         }.get(gi.kind, f"operator.attrgetter({gi.target!r})(self.reference)")
         bind.append(f"{name} = {getter}")
+    if kept:  # one assignment: a forward argument may itself be named like another `argK_1`
+        bind.insert(0, f"{', '.join(a for a, _ in kept)}, = {', '.join(b for _, b in kept)},")
     return names, bind
 
 

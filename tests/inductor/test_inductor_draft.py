@@ -85,3 +85,31 @@ def test_an_op_left_on_the_host_is_refused_by_name(tmp_path) -> None:
     p = write_problem(tmp_path, "inv", "", "return torch.linalg.inv(x)", "[torch.randn(4, 4)]")
     with pytest.raises(CaptureError, match="linalg_inv"):
         draft_from_inductor(p)
+
+
+def test_forward_arguments_named_like_inductors_inputs_are_bound_at_once(tmp_path) -> None:
+    """A forward taking (arg1_1, arg0_1): Inductor's arg0_1 is the forward's arg1_1 and vice versa."""
+    p = tmp_path / "swapped.py"
+    p.write_text(
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, arg1_1, arg0_1):\n"
+        "        return arg1_1 * 2 + arg0_1\n"
+        "def get_inputs():\n    return [torch.randn(4, 8), torch.randn(4, 8)]\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    assert "arg0_1, arg1_1, = arg1_1, arg0_1," in _check(p)
+
+
+def test_capture_keeps_the_post_grad_graph_and_each_kernels_nodes(tmp_path) -> None:
+    p = write_problem(
+        tmp_path,
+        "lin",
+        "self.l = nn.Linear(8, 8)",
+        "return torch.relu(self.l(x)) * 2.0",
+        "[torch.randn(4, 8)]",
+    )
+    cap = capture(p, keep_graph=True)
+    names = {n.name for n in cap.post_grad.graph.nodes}
+    kinds = [k for k, _ in cap.kernel_nodes]
+    assert any("addmm" in k for k in kinds) and any(k.startswith("triton_") for k in kinds)
+    assert all(set(nodes) <= names for _, nodes in cap.kernel_nodes)
+    assert capture(p).post_grad is None  # kept only when asked
