@@ -1,4 +1,4 @@
-"""Epilogue rewrites of dot kernels (mutations/epilogue.py)."""
+"""Epilogue rewrites of dot kernels (mutations/gemm_plan.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.mutations.base import MutationError
-from kegen.search.operators.mutations.epilogue import epilogue_mutations, gelu_sigmoid, tanh_argument
+from kegen.search.operators.mutations.gemm_plan import epilogue_mutations, gelu_sigmoid, tanh_argument
 
 SUITE = Path(__file__).parents[2] / "kegen" / "suites" / "production" / "linear_bias_gelu_bf16"
 

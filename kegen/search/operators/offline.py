@@ -22,14 +22,13 @@ from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
-from kegen.search.operators.mutations.conv import conv_mutations
-from kegen.search.operators.mutations.epilogue import epilogue_mutations
-from kegen.search.operators.mutations.gemm_plan import gemm_plan_mutations
+from kegen.search.operators.mutations.gemm_plan import epilogue_mutations, gemm_plan_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.memory import attention_mutations, embedding_mutations, norm_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
+from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
