@@ -169,8 +169,8 @@ def test_max_pooling_is_not_drafted(tmp_path: Path) -> None:
 def _evaluate(problem: Path, source: str) -> None:
     from kegen.eval import EvalConfig, evaluate
 
-    r = evaluate(problem, source, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
-    assert r.status.value == "ok", f"{problem.name}: {r.status} {r.message}"
+    cfg = EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True)
+    assert (r := evaluate(problem, source, config=cfg)).status.value == "ok", f"{r.status} {r.message}"
 
 
 @pytest.mark.slow

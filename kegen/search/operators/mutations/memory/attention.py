@@ -23,6 +23,7 @@ import ast
 import re
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.launches import launches
 
 FAMILY = "attention_exp2"
 PRIOR = 1.8
@@ -72,11 +73,8 @@ def _find(fn: ast.FunctionDef) -> tuple[ast.For, str, str, str, ast.Assign, ast.
 
 
 def _launch_keywords(tree: ast.Module, kernel: str) -> ast.Call | None:
-    calls = [
-        n for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
-        and isinstance(n.func.value, ast.Name) and n.func.value.id == kernel
-    ]
+    """The module's one launch `kernel[grid](...)`, or None."""
+    calls = [call for name, _, call in launches(tree) if name == kernel]
     return calls[0] if len(calls) == 1 else None
 
 

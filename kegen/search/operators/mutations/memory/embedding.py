@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.templates import embedding
 
 FAMILY = "embedding_bag"
@@ -100,15 +101,8 @@ def find_bag_loop(fn: ast.FunctionDef) -> BagLoop | None:
 
 
 def _launch(tree: ast.Module, kernel: str) -> ast.Call | None:
-    """The module's one launch `kernel[(n,)](...)`, or None."""
-    calls = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Subscript)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == kernel
-    ]
+    """The module's one launch `kernel[grid](...)`, or None."""
+    calls = [call for name, _, call in launches(tree) if name == kernel]
     return calls[0] if len(calls) == 1 else None
 
 

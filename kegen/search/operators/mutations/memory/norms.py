@@ -17,6 +17,7 @@ import ast
 import re
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
+from kegen.search.operators.mutations.launches import launches
 
 FAMILY = "rows_per_program"
 PRIOR = 1.6
@@ -46,14 +47,8 @@ def _stored(st: ast.stmt) -> set[str]:
 
 
 def _launch(tree: ast.Module, kernel: str) -> ast.Call | None:
-    calls = [
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Subscript)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id == kernel
-    ]
+    """The module's one launch `kernel[grid](...)`, or None."""
+    calls = [call for name, _, call in launches(tree) if name == kernel]
     return calls[0] if len(calls) == 1 else None
 
 
