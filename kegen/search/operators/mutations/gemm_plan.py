@@ -31,6 +31,7 @@ import copy
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params, jit_functions
 from kegen.search.operators.mutations.blocks import block_axes, find_blocks, set_block
+from kegen.search.operators.mutations.vectorize_loops import _assigned
 
 SUFFIX = "_h1"  # names of the second half
 MIN_HALF = 128  # narrower halves lost (256x(2x64) to 256x128 on linear+GELU: 224.6 against 215.2 us)
@@ -69,15 +70,6 @@ class _Rename(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name) -> ast.AST:
         return ast.Name(node.id + SUFFIX, node.ctx) if node.id in self.names else node
-
-
-def _assigned(stmts: list[ast.stmt]) -> set[str]:
-    out: set[str] = set()
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                out.add(n.id)
-    return out
 
 
 def _plan(fn: ast.FunctionDef) -> tuple[str, str, int, int]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.templates.gpu_conv import _MODEL_TAIL as GPU_MODEL_TAIL
 from kegen.search.operators.templates.gpu_conv import MARKER as GPU_MARKER
 from kegen.search.operators.templates.gpu_conv import _conv_attr, _epilogue_is_bias_store
 from kegen.search.operators.templates.gpu_launch import find_launch
@@ -64,35 +65,7 @@ def conv_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW,
              acc.to(y_ptr.dtype.element_ty), mask=co_ok[:, None] & (ow < OW)[None, :])
 """
 
-_MODEL_TAIL = '''
-    def _packed_weight(self, w):
-        """(C_out, C_in, *taps) -> (*taps, C_out, C_in), packed once per weight storage and version."""
-        key = (w.data_ptr(), w._version, tuple(w.shape), w.device)
-        if getattr(self, "_kegen_pack_key", None) != key:
-            self._kegen_pack = w.detach().permute(*range(2, w.dim()), 0, 1).contiguous()
-            self._kegen_pack_key = key
-        return self._kegen_pack
-
-    def forward(self, {x}):
-        conv = self.{attr}
-        nd = {x}.dim() - 2
-        if tuple(conv.stride) != (1,) * nd or tuple(conv.dilation) != (1,) * nd or conv.groups != 1 \\
-                or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
-            raise ValueError("the row kernel covers stride 1, dilation 1, groups 1, zero padding")
-        x = {x}.contiguous()
-        w = self._packed_weight(conv.weight)
-        b = conv.bias.detach() if conv.bias is not None else None
-        batch, c_in = x.shape[0], x.shape[1]
-        c_out = conv.out_channels
-        if nd == 1:
-            h, w_ = 1, x.shape[2]
-            kh, kw = 1, conv.kernel_size[0]
-            ph, pw = 0, conv.padding[0]
-        else:
-            h, w_ = x.shape[2], x.shape[3]
-            kh, kw = conv.kernel_size
-            ph, pw = conv.padding
-        oh, ow = h + 2 * ph - kh + 1, w_ + 2 * pw - kw + 1
+_LAUNCH = """
         y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
                         device=x.device)
         bw = min(CONVR_BLOCK_W, triton.next_power_of_2(ow))
@@ -102,7 +75,18 @@ _MODEL_TAIL = '''
                                BLOCK_CO=CONVR_BLOCK_CO, BLOCK_CI=CONVR_BLOCK_CI, BLOCK_W=bw,
                                num_stages={stages}, dual_core={dual})
         return y
-'''
+"""
+
+
+def _model_tail() -> str:
+    """`templates.gpu_conv`'s model tail (the weights packed once per storage and version, the
+    convolution's checks and geometry) with the weights packed (*taps, C_out, C_in), then this
+    kernel's launch."""
+    head, sep, _ = GPU_MODEL_TAIL.partition("        shape = ")
+    ours = head.replace("permute(*range(2, w.dim()), 1, 0)", "permute(*range(2, w.dim()), 0, 1)")
+    if not sep or ours == head:
+        raise MutationError("templates.gpu_conv's model tail changed: the row rewrite cannot reuse it")
+    return ours.replace("-> (taps, C_in, C_out)", "-> (*taps, C_out, C_in)").rstrip("\n") + _LAUNCH
 
 
 def rewrite(
@@ -137,7 +121,8 @@ def rewrite(
     imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
     consts = f"CONVR_BLOCK_CO = {block_co}\nCONVR_BLOCK_CI = {block_ci}\nCONVR_BLOCK_W = {block_w}\n"
     tail = (
-        _MODEL_TAIL.replace("{x}", launch.forward_args[0])
+        _model_tail()
+        .replace("{x}", launch.forward_args[0])
         .replace("{attr}", attr)
         .replace("{stages}", str(stages))
         .replace("{dual}", str(dual))
