@@ -188,11 +188,9 @@ def _epilogue_is_bias_store(fn: ast.FunctionDef) -> bool:
     return True
 
 
-def rewrite(source: str, config: ConvConfig) -> str:
-    """The module rewritten as the implicit-GEMM convolution; MutationError when it is not a
-    one-convolution model with a bias-only epilogue."""
-    if MARKER in source:
-        raise MutationError("already rewritten for the GPU (use a config move)")
+def conv_module(source: str) -> tuple[str, str, str]:
+    """(forward's input name, the `self.<attr>` of the convolution, the source of ModelNew.__init__) of a
+    one-convolution model with a bias-only epilogue; MutationError otherwise."""
     tree = ast.parse(source)
     kernels = jit_functions(tree)
     if len(kernels) != 1 or not _epilogue_is_bias_store(kernels[0]):
@@ -211,8 +209,23 @@ def rewrite(source: str, config: ConvConfig) -> str:
     attr = _conv_attr(init)
     init_src = ast.get_source_segment(source, init, padded=True)
     assert init_src is not None
-    imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-    tail = _MODEL_TAIL.replace("{x}", launch.forward_args[0]).replace("{attr}", attr)
+    return launch.forward_args[0], attr, init_src
+
+
+def module_imports(source: str) -> str:
+    """The module's top-level import statements, one a line."""
+    tree = ast.parse(source)
+    return "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def rewrite(source: str, config: ConvConfig) -> str:
+    """The module rewritten as the implicit-GEMM convolution; MutationError when it is not a
+    one-convolution model with a bias-only epilogue."""
+    if MARKER in source:
+        raise MutationError("already rewritten for the GPU (use a config move)")
+    x, attr, init_src = conv_module(source)
+    imports = module_imports(source)
+    tail = _MODEL_TAIL.replace("{x}", x).replace("{attr}", attr)
     return (
         imports
         + "\n"
