@@ -20,13 +20,10 @@ not fit is rejected by screening's compile at no simulation cost. Measured at fu
 
 from __future__ import annotations
 
-import ast
-
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.base import Mutation, MutationError
 from kegen.search.operators.templates.gpu_conv import _MODEL_TAIL as GPU_MODEL_TAIL
 from kegen.search.operators.templates.gpu_conv import MARKER as GPU_MARKER
-from kegen.search.operators.templates.gpu_conv import _conv_attr, _epilogue_is_bias_store
-from kegen.search.operators.templates.gpu_launch import find_launch
+from kegen.search.operators.templates.gpu_conv import conv_module, module_imports
 
 MARKER = "# kegen-mtia: conv rows"
 
@@ -101,28 +98,12 @@ def rewrite(
     one-convolution model with a bias-only epilogue, or already rewritten (for either target)."""
     if MARKER in source or GPU_MARKER in source:
         raise MutationError("already a convolution rewrite")
-    tree = ast.parse(source)
-    kernels = jit_functions(tree)
-    if len(kernels) != 1 or not _epilogue_is_bias_store(kernels[0]):
-        raise MutationError("not one convolution kernel with a bias-only epilogue")
-    launch = find_launch(source, kernels[0].name)
-    if len(launch.forward_args) != 1:
-        raise MutationError("the kernel is not launched from forward(x)")
-    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
-    init = next(
-        (n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef) and n.name == "__init__"),
-        None,
-    )
-    if init is None:
-        raise MutationError("ModelNew has no __init__")
-    attr = _conv_attr(init)
-    init_src = ast.get_source_segment(source, init, padded=True)
-    assert init_src is not None
-    imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom))
+    x, attr, init_src = conv_module(source)
+    imports = module_imports(source)
     consts = f"CONVR_BLOCK_CO = {block_co}\nCONVR_BLOCK_CI = {block_ci}\nCONVR_BLOCK_W = {block_w}\n"
     tail = (
         _model_tail()
-        .replace("{x}", launch.forward_args[0])
+        .replace("{x}", x)
         .replace("{attr}", attr)
         .replace("{stages}", str(stages))
         .replace("{dual}", str(dual))
