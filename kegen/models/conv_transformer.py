@@ -6,7 +6,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 PRESETS = {
-    "small": {"batch": 2, "channels": 8, "size": 16, "dim": 64, "heads": 4},
+    "small": {"batch": 2, "channels": 4, "size": 8, "dim": 16, "heads": 2},
     "production": {"batch": 32, "channels": 64, "size": 56, "dim": 256, "heads": 8},
 }
 CFG = PRESETS["small"]

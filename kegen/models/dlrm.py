@@ -6,16 +6,8 @@ import torch
 import torch.nn as nn
 
 PRESETS = {
-    "small": {"batch": 64, "dense": 64, "dim": 32, "tables": 3, "rows": 256, "bag": 4, "hidden": 128},
-    "production": {
-        "batch": 2048,
-        "dense": 512,
-        "dim": 128,
-        "tables": 26,
-        "rows": 1_000_000,
-        "bag": 40,
-        "hidden": 512,
-    },
+    "small": {"batch": 8, "dense": 16, "dim": 16, "tables": 3, "rows": 64, "bag": 4},
+    "production": {"batch": 2048, "dense": 512, "dim": 128, "tables": 26, "rows": 1_000_000, "bag": 40},
 }
 CFG = PRESETS["small"]
 
@@ -27,13 +19,12 @@ class Model(nn.Module):
         dim: int = CFG["dim"],
         tables: int = CFG["tables"],
         rows: int = CFG["rows"],
-        hidden: int = CFG["hidden"],
     ) -> None:
         super().__init__()
         self.bags = nn.ModuleList(nn.EmbeddingBag(rows, dim, mode="mean") for _ in range(tables))
-        self.bottom = nn.Sequential(nn.Linear(dense, hidden), nn.ReLU(), nn.Linear(hidden, dim), nn.ReLU())
+        self.bottom = nn.Sequential(nn.Linear(dense, 32), nn.ReLU(), nn.Linear(32, dim), nn.ReLU())
         n = tables + 1
-        self.top = nn.Sequential(nn.Linear(dim + n * (n - 1) // 2, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+        self.top = nn.Sequential(nn.Linear(dim + n * (n - 1) // 2, 32), nn.ReLU(), nn.Linear(32, 1))
         iu = torch.triu_indices(n, n, offset=1)
         self.register_buffer("iu0", iu[0], persistent=False)
         self.register_buffer("iu1", iu[1], persistent=False)

@@ -6,7 +6,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 PRESETS = {
-    "small": {"batch": 2, "seq": 64, "dim": 128, "heads": 4},
+    "small": {"batch": 2, "seq": 16, "dim": 32, "heads": 2},
     "production": {"batch": 32, "seq": 512, "dim": 1024, "heads": 16},
 }
 CFG = PRESETS["small"]
