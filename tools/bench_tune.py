@@ -1,6 +1,7 @@
 """Benchmark `kegen tune` on the three shipped models: writes docs/results/tune_mtia.{md,json}.
 
 .venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 12] [--models dlrm,encoder]
+                                     [--sizes medium|shipped]
 """
 
 from __future__ import annotations
@@ -15,6 +16,37 @@ from kegen.tune import TuneError, TuneOptions, tune_file
 from kegen.tune.run import geomean
 
 ROOT = Path(__file__).resolve().parent.parent
+# --sizes medium: the shipped models with more GEMM and attention work per launch (the shipped small
+# defaults are launch-bound); each is a copy of the model file with these sizes as its defaults
+MEDIUM = {
+    "encoder": ({"batch": 2, "seq": 64, "dim": 128, "heads": 4}, {}),
+    "conv_transformer": ({"batch": 2, "channels": 8, "size": 16, "dim": 64, "heads": 4}, {}),
+    "dlrm": (
+        {"batch": 64, "dense": 64, "dim": 32, "tables": 3, "rows": 256, "bag": 4},
+        {  # its MLPs 128 wide (the shipped file has 32)
+            "nn.Linear(dense, 32), nn.ReLU(), nn.Linear(32, dim)": "nn.Linear(dense, 128), nn.ReLU(), "
+            "nn.Linear(128, dim)",
+            "nn.Linear(dim + n * (n - 1) // 2, 32), nn.ReLU(), nn.Linear(32, 1)": "nn.Linear(dim + n * "
+            "(n - 1) // 2, 128), nn.ReLU(), nn.Linear(128, 1)",
+        },
+    ),
+}
+
+
+def model_file(name: str, sizes: str, out: Path) -> Path:
+    """The shipped model file, or (sizes "medium") a copy of it at MEDIUM's sizes."""
+    path = model_path(name)
+    if sizes == "shipped":
+        return path
+    cfg, edits = MEDIUM[name]
+    text = path.read_text().replace('CFG = PRESETS["small"]', f"CFG = {cfg!r}")
+    for old, new in edits.items():
+        if old not in text:
+            raise SystemExit(f"{path}: cannot resize ({old!r} not found)")
+        text = text.replace(old, new)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.py").write_text(text)
+    return out / f"{name}.py"
 
 
 def main() -> int:
@@ -22,6 +54,7 @@ def main() -> int:
     ap.add_argument("--machine", default="mtia-2i")
     ap.add_argument("--budget", type=int, default=12)
     ap.add_argument("--models", default=",".join(SHIPPED))
+    ap.add_argument("--sizes", choices=("medium", "shipped"), default="medium")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "tune_mtia")
     ap.add_argument("--library", type=Path, default=Path("/tmp/kegen_bench_tune_library.json"))
     args = ap.parse_args()
@@ -35,7 +68,9 @@ def main() -> int:
             out=Path(f"kegen-runs/bench-tune-{name}-{int(time.time())}"),
         )
         try:
-            s = tune_file(model_path(name), opts).summary()
+            s = tune_file(
+                model_file(name, args.sizes, Path(f"kegen-runs/bench-tune-models-{args.sizes}")), opts
+            ).summary()
         except TuneError as exc:
             rows.append({"model": name, "status": exc.kind, "error": str(exc)})
             continue
@@ -64,6 +99,7 @@ def main() -> int:
     summary = {
         "machine": args.machine,
         "budget": args.budget,
+        "sizes": {n: MEDIUM[n][0] for n in MEDIUM} if args.sizes == "medium" else "shipped defaults",
         "models": rows,
         "geomean_vs_compile": geomean([r["speedup_vs_compile"] for r in ok]),
         "geomean_vs_eager": geomean([r["speedup_vs_eager"] or 0 for r in ok]),
@@ -74,6 +110,12 @@ def main() -> int:
         f"# kegen tune on {args.machine} (budget {args.budget} evaluations per model)",
         "",
         "Written by tools/bench_tune.py. Times are simulated device time summed over the model's variants.",
+        f"Sizes: {args.sizes}"
+        + (
+            " (" + "; ".join(f"{n} {MEDIUM[n][0]}" for n in MEDIUM) + "; DLRM MLPs 128 wide)"
+            if args.sizes == "medium"
+            else ""
+        ),
         "",
         "| model | status | variants verified | eager | torch.compile | tuned | vs compile | vs eager "
         "| Amdahl bound | kernels won | evaluations | wall | mode |",
