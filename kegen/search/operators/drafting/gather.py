@@ -4,6 +4,8 @@ bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean) as the segment
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
@@ -16,10 +18,10 @@ from kegen.search.operators.templates import embedding
 _EMBEDDING_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2.0, "scale_grad_by_freq": False}
 _EMBEDDING_DEFAULTS |= {"sparse": False}
 # F.embedding_bag's parameters after (input, weight, offsets) and the values the template covers
-_BAG_PARAMS = ("max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse", "per_sample_weights")
-_BAG_PARAMS += ("include_last_offset", "padding_idx")
-_BAG_DEFAULTS = _EMBEDDING_DEFAULTS | {"per_sample_weights": None, "include_last_offset": False}
-_BAG_DEFAULTS |= {"mode": "mean"}
+_BAG_PARAMS: tuple[str, ...] = ("max_norm", "norm_type", "scale_grad_by_freq", "mode", "sparse")
+_BAG_PARAMS += ("per_sample_weights", "include_last_offset", "padding_idx")
+_BAG_DEFAULTS: dict[str, Any] = {**_EMBEDDING_DEFAULTS, "per_sample_weights": None}
+_BAG_DEFAULTS |= {"include_last_offset": False, "mode": "mean"}
 
 
 def draft_gather(t: Traced) -> str | None:
@@ -70,13 +72,13 @@ def draft_embedding_bag(t: Traced) -> str | None:
         if mod.padding_idx is not None or mod.max_norm is not None or n.kwargs or len(n.args) != 2:
             return None
         idx, off = n.args
-        opts = {"mode": mod.mode, "include_last_offset": mod.include_last_offset}
+        opts: dict[str, Any] = {"mode": mod.mode, "include_last_offset": mod.include_last_offset}
         init = twins(t)
         table_src = f"self.{str(n.target).replace('.', '_')}.weight.detach()"
     elif n.target is F.embedding_bag:
         opts = _BAG_DEFAULTS | dict(zip(("input", "weight", "offsets", *_BAG_PARAMS), n.args, strict=False))
         opts |= dict(n.kwargs)
-        idx, table, off = (opts.get(k) for k in ("input", "weight", "offsets"))
+        idx, table, off = opts.get("input"), opts.get("weight"), opts.get("offsets")
         fixed = {k: v for k, v in _BAG_DEFAULTS.items() if k not in ("mode", "include_last_offset")}
         if any(opts.get(k) != v for k, v in fixed.items()):
             t.notes.append("F.embedding_bag with max_norm, padding_idx or per_sample_weights")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.launches import launches
@@ -150,7 +151,7 @@ def attention_mutations(source: str) -> list[Mutation]:
                     f"{fn.name}: softmax scale and log2(e) folded into the Q tile, tl.exp2 for tl.exp, "
                     "the key mask only when the sequence does not divide the key block (EVEN_N)"
                 ),
-                apply=lambda s, k=fn.name: rewrite(s, k),
+                apply=partial(rewrite, kernel=fn.name),
                 helps=("compute", "latency"),
                 prior=PRIOR,
                 remedies=("cheaper_math", "bigger_commands"),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.launches import launches
@@ -74,6 +75,7 @@ def find_bag_loop(fn: ast.FunctionDef) -> BagLoop | None:
     m_lo = re.fullmatch(r"tl\.load\((\w+) \+ (\w+)\)", values.get(lo, ""))
     if m_lo is None or values.get(hi) != f"tl.load({m_lo[1]} + {m_lo[2]} + 1)":
         return None
+    assert isinstance(loop.target, ast.Name)
     off, bag, var = m_lo[1], m_lo[2], loop.target.id
     body = [_src(s) for s in loop.body]
     if len(body) != 2:
@@ -185,7 +187,7 @@ def group_mutations(source: str) -> list[Mutation]:
                 name=f"BAG_GROUP={value}@module",
                 family=GROUP_FAMILY,
                 description=f"set BAG_GROUP {bags} -> {value} (bags pooled per program)",
-                apply=lambda s, v=value: _set_group(s, v),
+                apply=partial(_set_group, bags=value),
                 helps=("latency", "occupancy"),
                 prior=GROUP_PRIOR,
                 remedies=remedies,
@@ -214,7 +216,7 @@ def embedding_mutations(source: str) -> list[Mutation]:
                     f"blocks of {embedding.ROW_BLOCK} across bag boundaries (one DMA gather of many rows), "
                     "pooled by a membership-mask matmul accumulated in fp32"
                 ),
-                apply=lambda s, k=fn.name: rewrite(s, k),
+                apply=partial(rewrite, kernel=fn.name),
                 helps=("latency", "memory"),
                 prior=PRIOR,
                 remedies=("bigger_commands", "overlap", "parallelism"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
 from kegen.search.operators.mutations.launches import launches
@@ -132,7 +133,7 @@ def norm_mutations(source: str) -> list[Mutation]:
                     f"num_stages={STAGES} (the next row's load overlaps this row's store), row-invariant "
                     "loads (weight, bias, offsets) hoisted and read once per program"
                 ),
-                apply=lambda s, k=fn.name: rewrite(s, k),
+                apply=partial(rewrite, kernel=fn.name),
                 helps=("memory", "latency"),
                 prior=PRIOR,
                 remedies=("overlap", "fewer_bytes"),
