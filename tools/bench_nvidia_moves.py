@@ -2,7 +2,7 @@
 
 On the GPU machine, from the repository root (one command; results are written as they come):
 
-    python3 docs/results/nvidia_moves_h200.py --out $OUT --deadline 300
+    python3 tools/bench_nvidia_moves.py --out $OUT --deadline 300
 
 Per production problem it writes the rewrites the offline operator proposes first (persistent /
 TMA / split-K GEMMs, the FlashAttention-style forward, the implicit-GEMM convolution: `PLAN`) and
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "kegen" / "suites" / "production"
 RECORD = ROOT / "docs" / "results" / "production_nvidia.json"
 
@@ -237,7 +237,7 @@ def markdown(res: dict[str, Any]) -> str:
         [
             "# nvidia_moves_h200: the GPU rewrites of issue 26 on an H200",
             "",
-            f"Recorded by `docs/results/nvidia_moves_h200.py` ({env}). Times are the evaluator's medians",
+            f"Recorded by `tools/bench_nvidia_moves.py` ({env}). Times are the evaluator's medians",
             "(target nvidia: correctness checked against the reference, CUDA events, L2 flushed).",
             "compile and eager are the reference in its operands' native dtype (`kegen.bench.native_dtype`;",
             "eager is cuBLAS for the GEMMs), timed in this run where it reached them, else taken from",
