@@ -1,5 +1,5 @@
-"""Seed: one program per row; the residual add is recomputed in a mean pass, a variance pass (centered, so rows
-with a large offset keep their precision) and a normalize pass."""
+"""Seed: one program per row; the residual add is recomputed in a mean pass, a variance pass (centered,
+so rows with a large offset keep their precision) and a normalize pass."""
 
 import torch
 import torch.nn as nn
