@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kegen.tune import budget as budget_mod
 from kegen.tune.capture import ModelFile, TuneError, draft
+from kegen.tune.carry import allocate_searches, carry_winners
 from kegen.tune.compose import compose, layout
 from kegen.tune.install import kernel_rows
 from kegen.tune.library import KernelLibrary
@@ -122,30 +122,43 @@ def tune_kernels(
             if ks.name in tr.hot:
                 gi = next(i for i, g in enumerate(plans[k]["groups"]) if g["name"] == ks.name)
                 gains[f"{k}/{gi}"] = max(0.0, ks.seconds - ks.launch_overhead_s)
-    alloc = budget_mod.allocate(opts.budget, gains)
+    alloc = allocate_searches(opts.budget, gains, plans)
     found: dict[str, dict[str, Any]] = {}
-    for pk, n in alloc.items():
-        if n <= 0:
-            continue
-        k, gi = (int(x) for x in pk.split("/"))
-        g = plans[k]["groups"][gi]
-        key = f"{machine}/ksearch/{pk}"
-        found[pk] = state.get(key) or state.put(
-            key,
-            search(
-                Path(g["problem"]),
-                Path(g["seed_path"]),
-                n,
-                t,
-                machine,
-                run_dir / "search" / f"{machine}-v{k}-{g['name']}",
-                lib,
-                counter,
-                [shapes[k], g["name"]],
-                opts.executor,
-                opts.retune,
-            ),
-        )
+
+    def run_searches(share: dict[str, int]) -> None:
+        for pk, n in share.items():
+            if n <= 0:
+                continue
+            k, gi = (int(x) for x in pk.split("/"))
+            g = plans[k]["groups"][gi]
+            key = f"{machine}/ksearch/{pk}"
+            found[pk] = state.get(key) or state.put(
+                key,
+                search(
+                    Path(g["problem"]),
+                    Path(g["seed_path"]),
+                    n,
+                    t,
+                    machine,
+                    run_dir / "search" / f"{machine}-v{k}-{g['name']}",
+                    lib,
+                    counter,
+                    [shapes[k], g["name"]],
+                    opts.executor,
+                    opts.retune,
+                ),
+            )
+
+    run_searches(alloc)
+    found.update(carry_winners(found, plans))
+    # what is left: one evaluation each for hot groups no search reached and no change carried to
+    left = opts.budget - sum(alloc.values())
+    rest = sorted((pk for pk in gains if pk not in found and gains[pk] > 0), key=lambda pk: -gains[pk])
+    more = dict.fromkeys(rest[: max(0, left)], 1)
+    if more:
+        alloc.update(more)
+        run_searches(more)
+        found.update(carry_winners(found, plans))
     variants, installed_sources, notes = [], [], []
     tuned_profiles: list[dict[str, Any] | None] = []
     winners_in: dict[str, bool] = {}
@@ -215,12 +228,35 @@ def _install_variant(
     seed_verify = fresh_seed()
     uninstalled = ""
     tuned = None
+
+    def run(chosen: list[int]) -> Any:
+        srcs = [sources[i] if i in chosen else Path(g["seed_path"]).read_text() for i, g in enumerate(groups)]
+        src = compose(plan["layout"], srcs, problem.name, k, [i in chosen for i in range(len(groups))])
+        return src, measure(
+            problem, src, target, machine, lib, counter, "verify", shapes, seed_verify, opts.retune
+        )
+
     if composed["ok"] and winners:
-        src = compose(plan["layout"], sources, problem.name, k, [i in winners for i in range(len(groups))])
-        m = measure(problem, src, target, machine, lib, counter, "verify", shapes, seed_verify, opts.retune)
-        if not m.ok and winners:
-            names = ", ".join(groups[i]["name"] for i in winners)
-            uninstalled = f"variant {k}: winners of {names} uninstalled ({m.message[:160]})"
+        src, m = run(winners)
+        carried = [i for i in winners if found[f"{k}/{i}"].get("carried")]
+        if not m.ok and carried:  # a carried change broke the variant: the searched winners alone
+            uninstalled = _names(groups, carried, k, "carried changes of", m.message)
+            winners = [i for i in winners if i not in carried]
+            carried = []
+            if winners:
+                src, m = run(winners)
+        if m.ok and carried:  # a carried change slower here than Inductor's kernel goes out
+            before = _group_times(composed["profile"], groups)
+            after = _group_times(m.profile, groups)
+            slower = [
+                i for i in carried if after.get(groups[i]["name"], 0.0) >= before.get(groups[i]["name"], 0.0)
+            ]
+            if slower:
+                winners = [i for i in winners if i not in slower]
+                if winners:
+                    src, m = run(winners)
+        if winners and not m.ok:
+            uninstalled = _names(groups, winners, k, "winners of", m.message)
             winners = []
             src = plan["composed"]
             m = measure(
@@ -253,6 +289,15 @@ def _install_variant(
         "uninstalled": uninstalled,
         "seed": seed_verify,
     }
+
+
+def _names(groups: list[dict[str, Any]], idx: list[int], k: int, what: str, why: str) -> str:
+    names = ", ".join(groups[i]["name"] for i in idx)
+    return f"variant {k}: {what} {names} uninstalled ({why[:160]})"
+
+
+def _group_times(profile: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, float]:
+    return {r["name"]: float(r["total_s"]) for r in group_profile(profile, groups)["kernels"]}
 
 
 def _rows(
