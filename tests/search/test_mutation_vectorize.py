@@ -290,7 +290,7 @@ LATENCY = Diagnosis(
 )
 
 
-def test_the_offline_operator_offers_the_moves_first_on_a_latency_bound_gather_seed() -> None:
+def test_the_offline_operator_offers_the_segment_gather_then_row_blocks_on_a_latency_bound_gather_seed() -> None:
     seed = PRODUCTION["embedding_bag_mean_fp32"].seed_path.read_text()
     node = Node(
         id=1, run_id="r", parent_id=None, depth=0, code=seed, code_hash=code_hash(seed), status="done",
@@ -309,7 +309,10 @@ def test_the_offline_operator_offers_the_moves_first_on_a_latency_bound_gather_s
         "vectorize_rows=32@embedding_bag_kernel",
     }
     ranked = sorted(cands, key=lambda m: -(m.prior + op.diagnosis_term(m, LATENCY)))
-    assert ranked[0].family == "vectorize", [m.name for m in ranked[:3]]
+    # the segment gather (mutations/memory/embedding.py) rewrites the whole bag loop and goes first
+    # (6.9x on embedding_bag_sum_fp16 against vectorize's 3.6x); the row-block moves follow it
+    families = [m.family for m in ranked[:3]]
+    assert families == ["embedding_bag", "vectorize", "vectorize"], [m.name for m in ranked[:3]]
 
 
 def test_a_taken_name_gets_another_row_block_name() -> None:
