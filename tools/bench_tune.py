@@ -1,6 +1,6 @@
 """Benchmark `kegen tune` on the three shipped models: writes docs/results/tune_mtia.{md,json}.
 
-.venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 12] [--models dlrm,encoder]
+.venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 36] [--models dlrm,encoder]
                                      [--sizes medium|shipped]
 """
 
@@ -52,7 +52,7 @@ def model_file(name: str, sizes: str, out: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--machine", default="mtia-2i")
-    ap.add_argument("--budget", type=int, default=12)
+    ap.add_argument("--budget", type=int, default=36)
     ap.add_argument("--models", default=",".join(SHIPPED))
     ap.add_argument("--sizes", choices=("medium", "shipped"), default="medium")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "tune_mtia")
