@@ -15,14 +15,7 @@ from kegen.inductor.capture import Capture, CaptureError, GraphInput, load_probl
 from kegen.inductor.gpu_draft import GpuCapture, gpu_kernels, write_gpu_candidate
 from kegen.tune import gpu
 from kegen.tune.capture import TuneError
-
-# Triton 3.6's interpreter cannot use `tl.cdiv` of two ints as a `range` bound (TypeError: only
-# 0-dimensional arrays can be converted to Python scalars), which Inductor's GEMM templates do; the
-# kernels are fine on GPUs and in the interpreter of Triton 3.7 and later.
-_TRITON = tuple(int(p) for p in __import__("triton").__version__.split(".")[:2])
-interprets_inductor_templates = pytest.mark.skipif(
-    _TRITON < (3, 7), reason="Triton 3.6's interpreter cannot run Inductor's GEMM templates (tl.cdiv range bound)"
-)
+from tests.triton_interpreter import runs_gpu_templates
 
 FIXTURES = Path(__file__).parent / "fixtures"
 PROBLEM = FIXTURES / "gpu_linear_relu_amax.py"
@@ -63,7 +56,7 @@ def test_kernels_are_read_from_the_output_text() -> None:
     assert per.source.startswith("@triton.jit\ndef triton_per_fused_amax_1(")
 
 
-@interprets_inductor_templates
+@runs_gpu_templates
 def test_recorded_cuda_output_becomes_a_correct_candidate() -> None:
     from kegen.eval import EvalConfig, evaluate
 
@@ -212,7 +205,7 @@ def test_real_h200_output_translates_to_the_draft_the_device_made(name, tmp_path
     assert not info.extern and any(k.startswith("triton_tem_") for k in info.kernels)  # GEMMs: templates
 
 
-@interprets_inductor_templates
+@runs_gpu_templates
 def test_real_h200_dlrm_draft_is_correct(tmp_path) -> None:
     """Run by the evaluator on cpu (Triton's interpreter; the encoder's erf is not interpreted there)."""
     from kegen.eval import EvalConfig, evaluate
