@@ -62,7 +62,33 @@ def load_model_file(path: str | Path) -> ModelFile:
         if not isinstance(extra, list | tuple) or not all(isinstance(v, list | tuple) for v in extra):
             raise TuneError(f"{path}: get_input_variants() must return a list of input lists")
         variants += [list(v) for v in extra]
+    _check_fixed_shapes(path, module, variants)
     return ModelFile(path, module, variants)
+
+
+def _check_fixed_shapes(path: Path, module: Any, variants: list[list[Any]], draws: int = 2) -> None:
+    """TuneError when get_inputs() or get_input_variants() give other shapes on another call (sizes that
+    depend on the random values, e.g. bags of random lengths): every variant is drafted for its shapes."""
+    import torch
+
+    for draw in range(1, draws + 1):
+        torch.manual_seed(draw)
+        again = [list(module.get_inputs())]
+        if hasattr(module, "get_input_variants"):
+            again += [list(v) for v in module.get_input_variants()]
+        for k, (first, other) in enumerate(zip(variants, again, strict=False)):
+            a, b = shapes_of(first), shapes_of(other)
+            if a == b:
+                continue
+            where = "get_inputs()" if k == 0 else f"get_input_variants()[{k - 1}]"
+            i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+            got = (a[i] if i < len(a) else "nothing", b[i] if i < len(b) else "nothing")
+            raise TuneError(
+                f"{path.name}: {where} gives inputs of other shapes from call to call (input {i}: {got[0]} "
+                f"then {got[1]}); kegen tune drafts each variant's kernels for its shapes, so sizes must not "
+                "depend on the random values: fix them per call (e.g. bags of a fixed length, or padded) and "
+                "list each size the model serves in get_input_variants()"
+            )
 
 
 def shapes_of(inputs: list[Any]) -> list[Any]:

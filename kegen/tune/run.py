@@ -3,6 +3,7 @@ report; every finished step is written to the run directory's state.json so `--r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -131,6 +132,15 @@ def tune_file(
         }
         (run_dir / "options.json").write_text(json.dumps(options_file, indent=1))
     state = State(run_dir / "state.json")
+    model_hash = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
+    if state.get("model_sha256") not in (None, model_hash):
+        if resume:
+            raise TuneError(
+                f"--resume {run_dir}: {model_path} changed since this run started, so its finished steps "
+                "no longer describe it; start a new run (without --resume)"
+            )
+        state.done = {}  # a new run into an old run's directory starts over
+    state.put("model_sha256", model_hash)
     if state.get("captured") is None:
         check_capturable(mf)
         state.put("captured", True)

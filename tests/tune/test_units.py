@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kegen.tune import TuneOptions, tune_file
 from kegen.tune.budget import allocate, expected_gain
 from kegen.tune.capture import TuneError, load_model_file, write_variant_problems
 from kegen.tune.install import choose, kernel_rows
@@ -21,8 +22,12 @@ PROFILE = {
         {"name": "big", "calls": 2, "total_s": 7.0},
         {"name": "mid", "calls": 1, "total_s": 2.5},
     ],
-    "launches": [{"kernel": "big", "launch_overhead_s": 0.1}, {"kernel": "big", "launch_overhead_s": 0.1},
-                 {"kernel": "mid", "launch_overhead_s": 0.1}, {"kernel": "small", "launch_overhead_s": 0.1}],
+    "launches": [
+        {"kernel": "big", "launch_overhead_s": 0.1},
+        {"kernel": "big", "launch_overhead_s": 0.1},
+        {"kernel": "mid", "launch_overhead_s": 0.1},
+        {"kernel": "small", "launch_overhead_s": 0.1},
+    ],
 }
 
 
@@ -82,6 +87,51 @@ def test_bad_model_files(tmp_path: Path) -> None:
         load_model_file(bad)
 
 
+def test_inputs_whose_sizes_depend_on_their_values_are_refused(tmp_path: Path) -> None:
+    """Bags of random lengths: Inductor would bake one call's index count into every kernel."""
+    bags = tmp_path / "bags.py"
+    bags.write_text(
+        "import torch\n"
+        "class Model(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.bag = torch.nn.EmbeddingBag(64, 8, mode='sum')\n"
+        "    def forward(self, indices, offsets):\n"
+        "        return self.bag(indices, offsets)\n"
+        "def get_inputs():\n"
+        "    lengths = torch.randint(1, 9, (16,))\n"
+        "    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])\n"
+        "    return [torch.randint(0, 64, (int(lengths.sum()),)), offsets]\n"
+        "def get_init_inputs():\n"
+        "    return []\n"
+    )
+    with pytest.raises(
+        TuneError, match=r"get_inputs\(\) gives inputs of other shapes from call to call \(input 0"
+    ):
+        load_model_file(bags)
+    varying = tmp_path / "varying.py"
+    varying.write_text(
+        MLP + "\ndef get_input_variants():\n    return [[torch.randn(int(torch.randint(3, 99, ())), 8)]]\n"
+    )
+    with pytest.raises(TuneError, match=r"get_input_variants\(\)\[0\] gives inputs of other shapes"):
+        load_model_file(varying)
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text(MLP + "\ndef get_input_variants():\n    return [[torch.randn(5, 8)]]\n")
+    assert [x[0].shape[0] for x in load_model_file(fixed).variants] == [2, 5]
+
+
+def test_resume_of_a_changed_model_is_refused(tmp_path: Path) -> None:
+    from kegen.tune.run import State
+
+    model, run = tmp_path / "m.py", tmp_path / "run"
+    model.write_text(MLP)
+    run.mkdir()
+    State(run / "state.json").put("model_sha256", "0" * 64)  # a run of another model's text
+    State(run / "state.json").put("captured", True)
+    with pytest.raises(TuneError, match="changed since this run started"):
+        tune_file(model, TuneOptions(budget=0, library=tmp_path / "lib.json"), resume=run)
+
+
 MLP = """import torch
 class Model(torch.nn.Module):
     def __init__(self):
@@ -111,8 +161,12 @@ def test_graph_break_names_the_line(tmp_path: Path) -> None:
     from kegen.tune.capture import check_capturable
 
     src = tmp_path / "brk.py"
-    src.write_text(MLP.replace("return torch.relu(self.l(x))",
-                               "y = self.l(x)\n        print('hi', y.sum().item())\n        return torch.relu(y)"))
+    src.write_text(
+        MLP.replace(
+            "return torch.relu(self.l(x))",
+            "y = self.l(x)\n        print('hi', y.sum().item())\n        return torch.relu(y)",
+        )
+    )
     with pytest.raises(TuneError, match=r"brk\.py:\d+") as err:
         check_capturable(load_model_file(src))
     assert err.value.kind == "graph_break"
