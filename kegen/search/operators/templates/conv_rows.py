@@ -23,7 +23,8 @@ from __future__ import annotations
 from kegen.search.operators.mutations.base import Mutation, MutationError
 from kegen.search.operators.templates.gpu_conv import _MODEL_TAIL as GPU_MODEL_TAIL
 from kegen.search.operators.templates.gpu_conv import MARKER as GPU_MARKER
-from kegen.search.operators.templates.gpu_conv import conv_module, module_imports
+from kegen.search.operators.templates.gpu_conv import conv_module
+from kegen.search.operators.templates.gpu_launch import module_imports, rewritten_module
 
 MARKER = "# kegen-mtia: conv rows"
 
@@ -108,7 +109,7 @@ def rewrite(
         .replace("{stages}", str(stages))
         .replace("{dual}", str(dual))
     )
-    return f"{imports}\n{MARKER}\n{consts}\n{KERNEL}\n\nclass ModelNew(nn.Module):\n{init_src}\n{tail}"
+    return rewritten_module(imports, f"{MARKER}\n{consts}", KERNEL, init_src, tail)
 
 
 # (BLOCK_CO, BLOCK_CI, BLOCK_W, num_stages, dual_core)

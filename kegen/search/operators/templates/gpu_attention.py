@@ -17,7 +17,12 @@ import re
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import MutationError, jit_functions
-from kegen.search.operators.templates.gpu_launch import find_launch
+from kegen.search.operators.templates.gpu_launch import (
+    find_launch,
+    module_imports,
+    rewritten_module,
+    set_constants,
+)
 
 MARKER = "# kegen-gpu: attention"
 _SCALE_NAMES = {"math", "q", "k", "v", "batch", "heads", "seq", "head_dim", "float", "int"}
@@ -183,31 +188,11 @@ def rewrite(source: str, config: AttentionConfig) -> str:
     forward = _FORWARD.format(
         args=", ".join(launch.forward_args), q=q, k=k, v=v, scale=scale, causal=_is_causal(fn)
     )
-    imports = "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-    return (
-        imports
-        + "\n"
-        + MARKER
-        + "\n"
-        + config.constants()
-        + "\n"
-        + _KERNEL
-        + "\n\nclass ModelNew(nn.Module):\n"
-        + init
-        + "\n"
-        + forward
+    return rewritten_module(
+        module_imports(source), MARKER + "\n" + config.constants(), _KERNEL, init, forward
     )
-
-
-_CONST = re.compile(r"^(ATTN_(?:BLOCK_M|BLOCK_N|WARPS|STAGES)) = \d+$", re.M)
 
 
 def set_config(source: str, config: AttentionConfig) -> str:
     """A rewritten attention module with its sizes replaced."""
-    if MARKER not in source:
-        raise MutationError("not a GPU attention rewrite")
-    values = dict(re.findall(r"^(ATTN_\w+) = (\d+)$", config.constants(), re.M))
-    out = _CONST.sub(lambda m: f"{m.group(1)} = {values[m.group(1)]}", source)
-    if out == source:
-        raise MutationError("the module already has this configuration")
-    return out
+    return set_constants(source, MARKER, config.constants(), "attention")

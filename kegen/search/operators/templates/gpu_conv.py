@@ -14,11 +14,15 @@ tiles in grouped order. Sizes and launch options are module constants (CONV_*).
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import MutationError, jit_functions
-from kegen.search.operators.templates.gpu_launch import find_launch
+from kegen.search.operators.templates.gpu_launch import (
+    find_launch,
+    module_imports,
+    rewritten_module,
+    set_constants,
+)
 
 MARKER = "# kegen-gpu: conv"
 
@@ -212,44 +216,17 @@ def conv_module(source: str) -> tuple[str, str, str]:
     return launch.forward_args[0], attr, init_src
 
 
-def module_imports(source: str) -> str:
-    """The module's top-level import statements, one a line."""
-    tree = ast.parse(source)
-    return "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
-
-
 def rewrite(source: str, config: ConvConfig) -> str:
     """The module rewritten as the implicit-GEMM convolution; MutationError when it is not a
     one-convolution model with a bias-only epilogue."""
     if MARKER in source:
         raise MutationError("already rewritten for the GPU (use a config move)")
     x, attr, init_src = conv_module(source)
-    imports = module_imports(source)
     tail = _MODEL_TAIL.replace("{x}", x).replace("{attr}", attr)
-    return (
-        imports
-        + "\n"
-        + MARKER
-        + "\n"
-        + config.constants()
-        + "\n"
-        + _KERNEL
-        + "\n\nclass ModelNew(nn.Module):\n"
-        + init_src
-        + "\n"
-        + tail
-    )
-
-
-_CONST = re.compile(r"^(CONV_(?:BLOCK_P|BLOCK_CO|BLOCK_CI|GROUP_M|WARPS|STAGES)) = \d+$", re.M)
+    header = MARKER + "\n" + config.constants()
+    return rewritten_module(module_imports(source), header, _KERNEL, init_src, tail)
 
 
 def set_config(source: str, config: ConvConfig) -> str:
     """A rewritten convolution module with its sizes replaced."""
-    if MARKER not in source:
-        raise MutationError("not a GPU convolution rewrite")
-    values = dict(re.findall(r"^(CONV_\w+) = (\d+)$", config.constants(), re.M))
-    out = _CONST.sub(lambda m: f"{m.group(1)} = {values[m.group(1)]}", source)
-    if out == source:
-        raise MutationError("the module already has this configuration")
-    return out
+    return set_constants(source, MARKER, config.constants(), "convolution")

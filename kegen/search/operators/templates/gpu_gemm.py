@@ -29,6 +29,7 @@ from kegen.search.operators.templates.gpu_launch import (
     indent,
     insert_helpers,
     replace_lines,
+    set_constants,
 )
 from kegen.search.operators.templates.gpu_match import GemmSeed, match_gemm
 
@@ -324,18 +325,9 @@ def rewrite(source: str, variant: str, config: GemmConfig) -> str:
     return insert_helpers(out, MARKER + variant + "\n" + config.constants() + "".join(helpers))
 
 
-_CONST = re.compile(r"^(GPU_(?:BLOCK_M|BLOCK_N|BLOCK_K|GROUP_M|WARPS|STAGES|SPLIT_K)) = \d+$", re.M)
-
-
 def set_config(source: str, config: GemmConfig) -> str:
     """A rewritten module with its tile configuration replaced."""
-    if MARKER not in source:
-        raise MutationError("not a GPU GEMM rewrite")
-    values = dict(re.findall(r"^(GPU_\w+) = (\d+)$", config.constants(), re.M))
-    out = _CONST.sub(lambda mm: f"{mm.group(1)} = {values[mm.group(1)]}", source)
-    if out == source:
-        raise MutationError("the module already has this configuration")
-    return out
+    return set_constants(source, MARKER, config.constants(), "GEMM")
 
 
 def variant_of(source: str) -> str | None:

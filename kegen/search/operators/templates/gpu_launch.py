@@ -1,8 +1,10 @@
-"""Source surgery shared by the GPU rewrites: a kernel's launch site, line splicing, module helpers."""
+"""Source surgery shared by the template rewrites: a kernel's launch site, line splicing, module helpers,
+whole rewritten modules and their constants."""
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from kegen.search.operators.mutations.base import MutationError
@@ -115,3 +117,28 @@ def insert_helpers(source: str, text: str) -> str:
     lines = source.split("\n")
     lines[at:at] = ["", *text.rstrip("\n").split("\n")]
     return "\n".join(lines)
+
+
+def module_imports(source: str) -> str:
+    """The module's top-level import statements, one a line."""
+    tree = ast.parse(source)
+    return "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
+def rewritten_module(imports: str, header: str, kernel: str, init: str, tail: str) -> str:
+    """A whole rewritten module: the seed's imports, the rewrite's marker and constants (`header`), its
+    kernel, and `ModelNew` from the seed's `__init__` body and the rewrite's methods (`tail`)."""
+    return f"{imports}\n{header}\n{kernel}\n\nclass ModelNew(nn.Module):\n{init}\n{tail}"
+
+
+def set_constants(source: str, marker: str, constants: str, what: str) -> str:
+    """A rewritten module (one carrying `marker`) with the module constants named in `constants`
+    (lines `NAME = int`) set to its values; MutationError when it is no such rewrite or nothing changes."""
+    if marker not in source:
+        raise MutationError(f"not a GPU {what} rewrite")
+    values = dict(re.findall(r"^(\w+) = (\d+)$", constants, re.M))
+    names = "|".join(map(re.escape, values))
+    out = re.sub(rf"^({names}) = \d+$", lambda m: f"{m.group(1)} = {values[m.group(1)]}", source, flags=re.M)
+    if out == source:
+        raise MutationError("the module already has this configuration")
+    return out
