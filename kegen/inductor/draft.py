@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from kegen import compat
 from kegen.inductor.capture import Capture, CaptureError, capture
@@ -66,8 +68,23 @@ def write_candidate(cap: Capture, problem_path: Path) -> tuple[str, DraftInfo]:
     call = _call_function(tree)
     info = DraftInfo(kernels=list(kernels))
     body = _translate(call, kernels, info)
+    return assemble(HEADER.format(problem=problem_path.name), cap, kernels, body, info), info
+
+
+class KernelSource(Protocol):
+    """What a drafted kernel brings to the candidate: its source and the Inductor helpers it calls."""
+
+    source: str
+    helpers: set[str]
+
+
+def assemble(
+    header: str, cap: Capture, kernels: Mapping[str, KernelSource], body: list[str], info: DraftInfo
+) -> str:
+    """The candidate's source: header, the helpers the kernels call, the kernels, kegen's extern kernels,
+    the reference module where weights come from it, and `ModelNew` with the translated `body`."""
     helpers = helper_sources(set().union(*(k.helpers for k in kernels.values())) if kernels else set())
-    parts = [HEADER.format(problem=problem_path.name)]
+    parts = [header]
     parts += [f"\n{h}" for h in helpers]
     parts += [f"\n{k.source}" for k in kernels.values()]
     parts += [f"\n{s}" for s in extern_sources(info.extern)]
@@ -75,7 +92,7 @@ def write_candidate(cap: Capture, problem_path: Path) -> tuple[str, DraftInfo]:
     if needs_reference:
         parts.append("\n" + reference_source(cap))
     parts.append("\n" + _model_new(cap, body, needs_reference))
-    return "\n".join(p.rstrip("\n") + "\n" for p in parts), info
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts)
 
 
 def _kernels(tree: ast.Module) -> list[InductorKernel]:

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from kegen.inductor.capture import Capture, CaptureError, GraphInput, load_problem
-from kegen.inductor.draft import DraftInfo, _dotted, _dropped, _model_new, _rewrite_calls, reference_source
-from kegen.inductor.extern_kernels import REPLACEMENTS, extern_sources
-from kegen.inductor.kernels_src import _HELPER_REF, _jit_functions, helper_sources
+from kegen.inductor.draft import DraftInfo, _call_function, _dotted, _dropped, _rewrite_calls, assemble
+from kegen.inductor.extern_kernels import REPLACEMENTS
+from kegen.inductor.kernels_src import _HELPER_REF, _jit_functions
 
 GPU_TARGETS = ("nvidia", "amd")
 # Inductor settings of the GPU draft (on top of torch's defaults, which torch.compile uses)
@@ -327,21 +327,11 @@ def write_gpu_candidate(gcap: GpuCapture, problem_path: Path, target: str) -> tu
     names = [k.name for k in kernels.values()]
     if len(set(names)) != len(names):
         raise CaptureError(f"Inductor's output defines a kernel twice ({', '.join(sorted(names))})")
-    call = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "call"), None)
-    if call is None:
-        raise CaptureError("Inductor's output has no call() function")
+    call = _call_function(tree)
     info = DraftInfo(kernels=names)
     body = _translate_gpu(_flat_body(call.body), kernels, gcap.configs, info)
-    helpers = helper_sources(set().union(*(k.helpers for k in kernels.values())) if kernels else set())
-    parts = [HEADER.format(problem=problem_path.name, target=target, device=gcap.device)]
-    parts += [f"\n{h}" for h in helpers]
-    parts += [f"\n{k.source}" for k in kernels.values()]
-    parts += [f"\n{s}" for s in extern_sources(info.extern)]
-    needs_reference = any(i.kind != "user" for i in cap.inputs)
-    if needs_reference:
-        parts.append("\n" + reference_source(cap))
-    parts.append("\n" + _model_new(cap, body, needs_reference))
-    return "\n".join(p.rstrip("\n") + "\n" for p in parts), info
+    header = HEADER.format(problem=problem_path.name, target=target, device=gcap.device)
+    return assemble(header, cap, kernels, body, info), info
 
 
 def _flat_body(stmts: list[ast.stmt]) -> list[ast.stmt]:
