@@ -286,16 +286,6 @@ def _tune_machine(
         installed.append(v["source"] != fused)
         changes.append(found.get("change", ""))
     ok = all(v["ok"] for v in verdicts)
-    compile_s = sum(s["time_s"] for s in seeds)
-    # an uninstalled or unverified variant runs Inductor's kernels: charged the compile time
-    tuned_s = sum(
-        v["time_s"] if v["ok"] and v["time_s"] else s["time_s"] for v, s in zip(verdicts, seeds, strict=True)
-    )
-    eager_s = (
-        sum(e["time_s"] for e in eagers if e and e.get("ok"))
-        if all(e and e.get("ok") for e in eagers)
-        else None
-    )
     rows = kernel_rows(
         [s["profile"] for s in seeds],
         [v["profile"] for v in verdicts],
@@ -307,11 +297,7 @@ def _tune_machine(
         "machine": machine,
         "verified": ok,
         "variants_checked": len(verdicts),
-        "eager_s": eager_s,
-        "compile_s": compile_s,
-        "tuned_s": tuned_s,
-        "speedup_vs_compile": compile_s / tuned_s if tuned_s else None,
-        "speedup_vs_eager": eager_s / tuned_s if eager_s and tuned_s else None,
+        **_model_times(seeds, verdicts, eagers),
         "amdahl_bound": tri[0].amdahl_bound,
         "hot": tri[0].hot,
         "hot_share": tri[0].hot_share,
@@ -365,21 +351,12 @@ def _machine_summary(
     """The report entries of a per-kernel tuned machine."""
     verdicts = found["variants"]
     ok = all(v["ok"] for v in verdicts)
-    compile_s = sum(s["time_s"] for s in seeds)
-    tuned_s = sum(
-        v["time_s"] if v["ok"] and v["time_s"] else s["time_s"] for v, s in zip(verdicts, seeds, strict=True)
-    )
-    eager_s = sum(e["time_s"] for e in eagers if e) if all(e and e.get("ok") for e in eagers) else None
     tri = found["triage"]
     return {
         "machine": machine,
         "verified": ok,
         "variants_checked": len(verdicts),
-        "eager_s": eager_s,
-        "compile_s": compile_s,
-        "tuned_s": tuned_s,
-        "speedup_vs_compile": compile_s / tuned_s if tuned_s else None,
-        "speedup_vs_eager": eager_s / tuned_s if eager_s and tuned_s else None,
+        **_model_times(seeds, verdicts, eagers),
         "amdahl_bound": tri.amdahl_bound if tri else 1.0,
         "hot": tri.hot if tri else [],
         "hot_share": tri.hot_share if tri else 0.0,
@@ -401,6 +378,25 @@ def _machine_summary(
         ],
         "host_ops": [],
         "installed_sources": found["sources"],
+    }
+
+
+def _model_times(
+    seeds: list[dict[str, Any]], verdicts: list[dict[str, Any]], eagers: list[dict[str, Any] | None]
+) -> dict[str, float | None]:
+    """A machine's model times summed over the variants, and the speedups. An uninstalled or
+    unverified variant runs Inductor's kernels: it is charged the compile time."""
+    compile_s = sum(s["time_s"] for s in seeds)
+    tuned_s = sum(
+        v["time_s"] if v["ok"] and v["time_s"] else s["time_s"] for v, s in zip(verdicts, seeds, strict=True)
+    )
+    eager_s = sum(e["time_s"] for e in eagers if e) if all(e and e.get("ok") for e in eagers) else None
+    return {
+        "eager_s": eager_s,
+        "compile_s": compile_s,
+        "tuned_s": tuned_s,
+        "speedup_vs_compile": compile_s / tuned_s if tuned_s else None,
+        "speedup_vs_eager": eager_s / tuned_s if eager_s and tuned_s else None,
     }
 
 
