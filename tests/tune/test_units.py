@@ -182,29 +182,13 @@ def test_cli_json_last_line_on_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     assert math.isfinite(data["variants_checked"])
 
 
-GPU_MLP = """import torch
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.l = torch.nn.Linear(8, 4)
-    def forward(self, x):
-        return torch.relu(self.l(x))
-def get_inputs():
-    return [torch.randn(2, 8)]
-def get_init_inputs():
-    return []
-"""
-
-
 def test_gpu_targets_go_through_the_gpu_drafter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
     import torch
 
-    from kegen.tune import TuneOptions, tune_file
-
     src = tmp_path / "m.py"
-    src.write_text(GPU_MLP)
+    src.write_text(MLP)
     opts = TuneOptions(target="nvidia", out=tmp_path / "r", library=tmp_path / "lib.json", budget=0)
     if not torch.cuda.is_available():  # the drafter is called: it names the missing device
         with pytest.raises(TuneError, match="CUDA"):
