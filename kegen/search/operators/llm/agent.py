@@ -150,22 +150,17 @@ class AgentOperator(LLMOperator):
         last.status = "ok" if result.status == "ok" else "error"
         last.error = None if result.status == "ok" else result.error
         proposal = Proposal(
-            reading.code,
-            f"{model}: {reading.kind}" if reading.code is None else f"{model} ({reading.form})",
+            None,
+            "",
             self.name,
-            error=reading.error,
-            verdict=reading.verdict,
             template=template,
             prompt=user,
             llm_calls=records,
-            meta={"model": model, "reply_kind": reading.kind, "tool_calls": len(box.records)},
+            meta={"tool_calls": len(box.records)},
             tool_calls=box.records,
         )
-        if reading.code is not None:
-            used = f" after {len(box.records)} tool calls" if box.records else ""
-            proposal.description += f"{used}: {_first_sentence(result.text)}"
-        self._note(reading, proposal)
-        return self.reviewed(proposal, model, ctx)
+        used = f" after {len(box.records)} tool calls" if box.records else ""
+        return self.finish(reading, model, ctx, proposal, f"{used}: {_first_sentence(result.text)}")
 
 
 def _refuses_tools(result: ChatResult) -> str | None:

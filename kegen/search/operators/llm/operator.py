@@ -196,19 +196,27 @@ class LLMOperator(Operator):
             model = self.bandit.choose()
             self.proposals += 1
         rec, reading, template, user = self._call(model, ctx)
-        proposal = Proposal(
-            reading.code,
-            f"{model}: {reading.kind}" if reading.code is None else f"{model} ({reading.form})",
-            self.name,
-            error=reading.error,
-            verdict=reading.verdict,
-            template=template,
-            prompt=user,
-            llm_calls=[rec],
-            meta={"model": model, "reply_kind": reading.kind},
+        return self.finish(
+            reading,
+            model,
+            ctx,
+            Proposal(None, "", self.name, template=template, prompt=user, llm_calls=[rec]),
+            f": {_first_sentence(rec.reply or '')}",
         )
+
+    def finish(
+        self, reading: Reading, model: str, ctx: OperatorContext, proposal: Proposal, summary: str
+    ) -> Proposal:
+        """`proposal` (its prompt, calls and tool calls set) completed from the reading of the reply: the
+        code or why there is none, described by model and reply form (plus `summary` where there is
+        code), noted for the statistics and reviewed."""
+        proposal.code, proposal.error, proposal.verdict = reading.code, reading.error, reading.verdict
+        proposal.description = (
+            f"{model}: {reading.kind}" if reading.code is None else f"{model} ({reading.form})"
+        )
+        proposal.meta = {"model": model, "reply_kind": reading.kind, **proposal.meta}
         if reading.code is not None:
-            proposal.description += f": {_first_sentence(rec.reply or '')}"
+            proposal.description += summary
         self._note(reading, proposal)
         return self.reviewed(proposal, model, ctx)
 
