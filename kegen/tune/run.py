@@ -297,7 +297,7 @@ def _tune_machine(
         "machine": machine,
         "verified": ok,
         "variants_checked": len(verdicts),
-        **_model_times(seeds, verdicts, eagers),
+        **_model_times(seeds, verdicts, eagers, installed),
         "amdahl_bound": tri[0].amdahl_bound,
         "hot": tri[0].hot,
         "hot_share": tri[0].hot_share,
@@ -356,7 +356,7 @@ def _machine_summary(
         "machine": machine,
         "verified": ok,
         "variants_checked": len(verdicts),
-        **_model_times(seeds, verdicts, eagers),
+        **_model_times(seeds, verdicts, eagers, [v["composed"] for v in verdicts]),
         "amdahl_bound": tri.amdahl_bound if tri else 1.0,
         "hot": tri.hot if tri else [],
         "hot_share": tri.hot_share if tri else 0.0,
@@ -382,13 +382,19 @@ def _machine_summary(
 
 
 def _model_times(
-    seeds: list[dict[str, Any]], verdicts: list[dict[str, Any]], eagers: list[dict[str, Any] | None]
+    seeds: list[dict[str, Any]],
+    verdicts: list[dict[str, Any]],
+    eagers: list[dict[str, Any] | None],
+    installed: list[bool],
 ) -> dict[str, float | None]:
-    """A machine's model times summed over the variants, and the speedups. An uninstalled or
-    unverified variant runs Inductor's kernels: it is charged the compile time."""
+    """A machine's model times summed over the variants, and the speedups. A variant where nothing was
+    installed, or whose winner was not verified, runs Inductor's kernels: it is charged the compile time
+    (measured at the inputs the compile time was, not at verification's fresh ones, which can differ
+    where kernels' work depends on the values, e.g. gathers)."""
     compile_s = sum(s["time_s"] for s in seeds)
     tuned_s = sum(
-        v["time_s"] if v["ok"] and v["time_s"] else s["time_s"] for v, s in zip(verdicts, seeds, strict=True)
+        v["time_s"] if inst and v["ok"] and v["time_s"] else s["time_s"]
+        for v, s, inst in zip(verdicts, seeds, installed, strict=True)
     )
     eager_s = sum(e["time_s"] for e in eagers if e) if all(e and e.get("ok") for e in eagers) else None
     return {
