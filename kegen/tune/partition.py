@@ -170,31 +170,56 @@ def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, An
         if n.name in owner:
             groups[owner[n.name]].nodes.append(n.name)
     groups = [g for g in groups if g.nodes]
-    out_node = next(n for n in gm.graph.nodes if n.op == "output")
     for g in groups:
-        mine = set(g.nodes)
-        for name in g.nodes:
-            for a in nodes[name].all_input_nodes:
-                if a.name not in mine and a.name not in g.inputs:
-                    g.inputs.append(a.name)
-            if any(u.name not in mine or u is out_node for u in nodes[name].users):
-                g.outputs.append(name)
-        inputs: list[str] = []
-        for name in g.inputs:
-            if name in views and views[name][3] >= 0:
-                g.viewed[name] = views[name]
-                name = views[name][0]
-            if name not in inputs:
-                inputs.append(name)
-        g.inputs = inputs
-        for name in g.inputs:
-            v = values[name]
-            if isinstance(v, torch.Tensor) and v.numel() and not _plain(v):
-                g.flat[name] = v.untyped_storage().nbytes() // v.element_size()
+        _wire(g, gm, views, values)
     _check_order(groups, gm, glue)
     for k, g in enumerate(groups):
         g.index = k
     return Partition(gm, groups, glue, views, values)
+
+
+def _wire(g: Group, gm: Any, views: dict[str, Any], values: dict[str, Any]) -> None:
+    """A group's inputs (views of graph inputs taken whole, strided ones as their storage) and
+    outputs (its nodes read outside it or returned), from its nodes."""
+    import torch
+
+    nodes = {n.name: n for n in gm.graph.nodes}
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    g.inputs, g.outputs, g.flat, g.viewed = [], [], {}, {}
+    mine = set(g.nodes)
+    raw: list[str] = []
+    for name in g.nodes:
+        for a in nodes[name].all_input_nodes:
+            if a.name not in mine and a.name not in raw:
+                raw.append(a.name)
+        if any(u.name not in mine or u is out_node for u in nodes[name].users):
+            g.outputs.append(name)
+    for name in raw:
+        if name in views and views[name][3] >= 0:
+            g.viewed[name] = views[name]
+            name = views[name][0]
+        if name not in g.inputs:
+            g.inputs.append(name)
+    for name in g.inputs:
+        v = values[name]
+        if isinstance(v, torch.Tensor) and v.numel() and not _plain(v):
+            g.flat[name] = v.untyped_storage().nbytes() // v.element_size()
+
+
+def merge(part: Partition, members: list[int], kernel: str) -> Partition:
+    """The partition with the groups at `members` (indices into part.groups) as one group that runs
+    where the last of them ran, named `kernel`; PartitionError when the groups cannot run in order."""
+    import copy
+
+    keep = [g for i, g in enumerate(part.groups) if i not in members[:-1]]
+    order = {n.name: i for i, n in enumerate(part.graph.graph.nodes)}
+    merged = Group(0, kernel, sorted((n for i in members for n in part.groups[i].nodes), key=order.get))
+    groups = [merged if g is part.groups[members[-1]] else copy.copy(g) for g in keep]
+    _wire(merged, part.graph, part.views, part.values)
+    _check_order(groups, part.graph, part.glue)
+    for k, g in enumerate(groups):
+        g.index = k
+    return Partition(part.graph, groups, part.glue, part.views, part.values)
 
 
 def _plain(t: Any) -> bool:
