@@ -18,6 +18,7 @@ from typing import Any
 from kegen.tune.capture import ModelFile, TuneError, draft
 from kegen.tune.carry import allocate_searches, carry_winners
 from kegen.tune.compose import compose, layout
+from kegen.tune.fusion import fuse_groups
 from kegen.tune.install import kernel_rows
 from kegen.tune.library import KernelLibrary
 from kegen.tune.partition import PartitionError, cut, graph_args, problem_source, record_values
@@ -42,18 +43,32 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
         raise PartitionError("Inductor kept no post-grad graph or kernel provenance")
     values = record_values(cap.post_grad, graph_args(cap, mf.build(0), mf.variants[k]))
     part = cut(cap.post_grad, cap.kernel_nodes, values)
+    part, fused = fuse_groups(part, draft, mf.path.name, k)
     lay = layout(part, cap)
     d = out_dir / f"variant{k}"
     d.mkdir(parents=True, exist_ok=True)
-    groups, seeds = [], []
+    groups, seeds, inductor = [], [], []
     for g in part.groups:
         p = d / f"{g.name}.py"
         p.write_text(problem_source(part, g, mf.path.name, k))
-        seeds.append(draft(p))
-        sp = d / f"{g.name}_inductor.py"
-        sp.write_text(seeds[-1])
-        groups.append({"name": g.name, "kernel": g.kernel, "problem": str(p), "seed_path": str(sp)})
-    return {"whole": whole, "layout": lay, "groups": groups, "composed": compose(lay, seeds, mf.path.name, k)}
+        entry = {"name": g.name, "kernel": g.kernel, "problem": str(p)}
+        ip = d / f"{g.name}_inductor.py"
+        if g.index in fused:  # the merged group's baseline is Inductor's kernels, its seed the fused one
+            f = fused[g.index]
+            ip.write_text(f.inductor.replace(f.problem_name, p.name))
+            sp = d / f"{g.name}_fused.py"
+            sp.write_text(f.fused.replace(f.problem_name, p.name))
+            entry |= {"inductor_path": str(ip), "members": f.members}
+        else:
+            ip.write_text(draft(p))
+            sp = ip
+        seeds.append(sp.read_text())
+        inductor.append(ip.read_text())
+        groups.append({**entry, "seed_path": str(sp)})
+    plan = {"whole": whole, "layout": lay, "groups": groups, "composed": compose(lay, seeds, mf.path.name, k)}
+    if fused:
+        plan["composed_inductor"] = compose(lay, inductor, mf.path.name, k)
+    return plan
 
 
 def group_profile(profile: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, Any]:
@@ -113,6 +128,24 @@ def tune_kernels(
             )
         composed.append(m)
         gprof.append(group_profile(m["profile"], plan["groups"]) if m["ok"] else None)
+    plans = list(plans)
+    inductor_prof: list[dict[str, Any] | None] = list(gprof)
+    for k, (p, plan) in enumerate(zip(problems, plans, strict=True)):
+        if "composed_inductor" not in plan or composed[k].get("message", "").startswith("not measured"):
+            continue
+        key = f"{machine}/composed_inductor/{k}"
+        mi = state.get(key) or state.put(
+            key,
+            measure(
+                p, plan["composed_inductor"], t, machine, lib, counter, "composed", shapes[k],
+                retune=opts.retune,
+            ).to_dict(),
+        )  # fmt: skip
+        ip = group_profile(mi["profile"], plan["groups"]) if mi["ok"] else None
+        plans[k] = settle_fusion(plan, gprof[k], ip, mf.path.name, k)
+        inductor_prof[k] = ip
+        if not composed[k]["ok"] and mi["ok"]:  # a fused seed is wrong here: Inductor's kernels
+            composed[k], gprof[k] = mi, ip
     tri = [triage(gp, opts.coverage) if gp else None for gp in gprof]
     gains: dict[str, float] = {}
     for k, tr in enumerate(tri):
@@ -181,9 +214,12 @@ def tune_kernels(
             if f and f.get("source") and f.get("change"):
                 changes.setdefault(g["name"], f["change"])
             winners_in[g["name"]] = winners_in.get(g["name"], False) or gi in v["winners"]
+            if g.get("fused") and v["composed"] and gi not in v["winners"]:
+                winners_in[g["name"]] = True
+                changes.setdefault(g["name"], FUSED_CHANGE.format(members=" + ".join(g["members"])))
     if tri[0] is not None:
         first = tri[0]
-        rows = _rows(gprof, tuned_profiles, first, winners_in, changes)
+        rows = _rows(inductor_prof, tuned_profiles, first, winners_in, changes)
     else:  # the groups were not measured: the table of Inductor's whole-model kernels
         first = triage(seeds[0]["profile"], opts.coverage)
         shares = {ks.name: ks.share for ks in first.kernels}
@@ -236,7 +272,7 @@ def _install_variant(
             problem, src, target, machine, lib, counter, "verify", shapes, seed_verify, opts.retune
         )
 
-    if composed["ok"] and winners:
+    if composed["ok"] and (winners or any(g.get("fused") for g in groups)):
         src, m = run(winners)
         carried = [i for i in winners if found[f"{k}/{i}"].get("carried")]
         if not m.ok and carried:  # a carried change broke the variant: the searched winners alone
@@ -289,6 +325,42 @@ def _install_variant(
         "uninstalled": uninstalled,
         "seed": seed_verify,
     }
+
+
+FUSED_CHANGE = "fused {members} into one kernel (the pointwise work in the GEMM's epilogue)"
+
+
+def settle_fusion(
+    plan: dict[str, Any],
+    fused_prof: dict[str, Any] | None,
+    inductor_prof: dict[str, Any] | None,
+    model: str,
+    variant: int,
+) -> dict[str, Any]:
+    """The plan with each merged group seeded by its fused kernel only where the composed seed ran it
+    faster than Inductor's two kernels (and was correct); elsewhere by Inductor's draft of the group.
+    A merged group that keeps its fused seed is marked `fused`."""
+    fast = _times(fused_prof)
+    slow = _times(inductor_prof)
+    groups, sources = [], []
+    for g in plan["groups"]:
+        g = dict(g)
+        if "inductor_path" in g:
+            keep = fused_prof is not None and g["name"] in fast and fast[g["name"]] < slow.get(g["name"], 0.0)
+            g["fused"] = keep
+            if not keep:
+                g["seed_path"] = g["inductor_path"]
+        groups.append(g)
+        sources.append(Path(g["seed_path"]).read_text())
+    lay = plan["layout"]
+    out = {**plan, "groups": groups}
+    if any("inductor_path" in g and not g["fused"] for g in groups):
+        out["composed"] = compose(lay, sources, model, variant)
+    return out
+
+
+def _times(gp: dict[str, Any] | None) -> dict[str, float]:
+    return {r["name"]: float(r["total_s"]) for r in (gp or {}).get("kernels", [])}
 
 
 def _names(groups: list[dict[str, Any]], idx: list[int], k: int, what: str, why: str) -> str:

@@ -22,6 +22,7 @@ from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
+from kegen.search.operators.mutations.epilogue import fusion_mutations
 from kegen.search.operators.mutations.gemm_plan import epilogue_mutations, gemm_plan_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.memory import attention_mutations, embedding_mutations, norm_mutations
@@ -63,6 +64,7 @@ class OfflineOperator(Operator):
             recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
             recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
+            recipes += fusion_mutations(ctx.parent_code)  # a GEMM's pointwise consumer in its epilogue
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)

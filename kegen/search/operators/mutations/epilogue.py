@@ -58,13 +58,18 @@ def _launch_path(funcs: dict[str, ast.FunctionDef], kernels: set[str], start: st
 
 
 def _final_store(fn: ast.FunctionDef) -> tuple[str, ast.expr, ast.expr, ast.expr]:
-    """(base pointer, offsets, value, mask) of the kernel's last statement `tl.store(base + off, v, mask=m)`."""
+    """(base pointer, offsets, value, mask) of the kernel's last statement
+    `tl.store(base + off, v, mask=m)`."""
     last = fn.body[-1] if fn.body else None
     call = last.value if isinstance(last, ast.Expr) else None
     if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "tl.store" and len(call.args) >= 2):
         raise MutationError(f"{fn.name} does not end with one tl.store")
     ptr, value = call.args[0], call.args[1]
-    mask = call.args[2] if len(call.args) > 2 else next((k.value for k in call.keywords if k.arg == "mask"), None)
+    mask = (
+        call.args[2]
+        if len(call.args) > 2
+        else next((k.value for k in call.keywords if k.arg == "mask"), None)
+    )
     terms = _add_terms(ptr)
     if len(terms) < 2 or not isinstance(terms[0], ast.Name):
         raise MutationError(f"the store of {fn.name} is not `base + offsets`")
@@ -131,7 +136,9 @@ class _Epilogue(ast.NodeTransformer):
             and _resolves_to_xindex(ptr.right, self.aliases)
         )
         if not ok:
-            raise MutationError(f"the pointwise kernel reads {self.param} at {ast.unparse(ptr)}, not at xindex")
+            raise MutationError(
+                f"the pointwise kernel reads {self.param} at {ast.unparse(ptr)}, not at xindex"
+            )
         return True
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -176,9 +183,7 @@ def fuse_epilogue(source: str) -> str:
     module docstring); MutationError when nothing in the source can be fused."""
     tree = ast.parse(source)
     kernels = {f.name: f for f in jit_functions(tree)}
-    funcs = {
-        n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in kernels
-    }
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in kernels}
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
     forward = next(
         (n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
@@ -233,7 +238,10 @@ def _fuse_at(
             call = s.value
             reads = {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}
             if reads & views:
-                if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "torch.as_strided"):
+                plain = isinstance(call, ast.Name)
+                if not plain and not (
+                    isinstance(call, ast.Call) and ast.unparse(call.func) == "torch.as_strided"
+                ):
                     raise MutationError(f"{ast.unparse(s)} reads the GEMM output before the pointwise kernel")
                 views.add(s.targets[0].id)
         elif not isinstance(s, ast.Assign):
@@ -259,7 +267,9 @@ def _fuse_at(
     later = forward.body[j + 1 :]
     read_later = any(isinstance(n, ast.Name) and n.id in views for s in later for n in ast.walk(s))
     if isinstance(stmt, ast.Assign) and any(
-        isinstance(n, ast.Name) and n.id in views for a in lcall.args for n in ast.walk(a)
+        isinstance(n, ast.Name) and n.id in views
+        for a in lcall.args
+        for n in ast.walk(a)
         if not (isinstance(a, ast.Name) and a.id in views)
     ):
         raise MutationError("the epilogue's arguments need the convolution's output")
@@ -282,7 +292,9 @@ def _fuse_at(
     fused.name = gemm_kernel + suffix
     base, offsets, value, mask = _final_store(fused)
     taken = {n.id for n in ast.walk(fused) if isinstance(n, ast.Name)} | {a.arg for a in fused.args.args}
-    own = set(params) | {t.id for s in body for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    own = set(params) | {
+        t.id for s in body for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+    }
     rename = {n: f"ep_{n}" for n in own if n not in ("xindex", "xmask") and n != param and n not in _GLOBALS}
     if set(rename.values()) & taken:
         raise MutationError("the epilogue's names clash with the GEMM kernel's")
@@ -297,7 +309,11 @@ def _fuse_at(
     fused.body = fused.body[:-1] + ([fused.body[-1]] if keep_store else []) + head + new_body
     extra = [p for p in params if p != param]
     first_constexpr = next(
-        (k for k, a in enumerate(fused.args.args) if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)),
+        (
+            k
+            for k, a in enumerate(fused.args.args)
+            if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)
+        ),
         len(fused.args.args),
     )
     fused.args.args[first_constexpr:first_constexpr] = [ast.arg(rename[p]) for p in extra]
@@ -329,10 +345,15 @@ def _fuse_at(
     call.value.keywords.append(ast.keyword("epilogue", ast.Tuple(ep_args, ast.Load())))  # type: ignore[attr-defined]
     if isinstance(stmt, ast.Assign):  # a convolution returns its output: the epilogue's inputs exist already
         missing = {n.id for a in ep_args for n in ast.walk(a) if isinstance(n, ast.Name)} & {
-            t.id for s in forward.body[i + 1 : j] for t in ast.walk(s) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+            t.id
+            for s in forward.body[i + 1 : j]
+            for t in ast.walk(s)
+            if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
         }
         if missing:
-            raise MutationError(f"the epilogue reads {', '.join(sorted(missing))}, made after the convolution")
+            raise MutationError(
+                f"the epilogue reads {', '.join(sorted(missing))}, made after the convolution"
+            )
         forward.body[i] = call
         del forward.body[j]
     else:

@@ -1,0 +1,102 @@
+"""kegen tune's launch fusion (kegen/tune/fusion.py): a GEMM group merged with its pointwise consumer,
+seeded with the fused kernel, kept only where it beats Inductor's two kernels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.tune.capture import load_model_file, write_variant_problems
+from kegen.tune.kernels import plan_variant, settle_fusion
+
+BLOCK = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Linear(16, 48)
+        self.down = nn.Linear(48, 16)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(x)))
+
+
+def get_inputs():
+    return [torch.randn(3, 5, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_gemm_groups_merge_with_their_pointwise_consumers(tmp_path: Path) -> None:
+    src = tmp_path / "block.py"
+    src.write_text(BLOCK)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    merged = [g for g in plan["groups"] if "members" in g]
+    # both GEMMs: up + GELU, down + the residual add
+    assert [g["members"][0] for g in merged] == ["addmm", "addmm"]
+    assert all(g["members"][1].startswith("triton_poi") for g in merged)
+    assert "composed_inductor" in plan and plan["composed_inductor"] != plan["composed"]
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    for g in merged:
+        fused = Path(g["seed_path"]).read_text()
+        assert "_epilogue0" in fused
+        res = evaluate(g["problem"], fused, config=cfg)
+        assert res.status.value == "ok", res.message
+        base = evaluate(g["problem"], Path(g["inductor_path"]).read_text(), config=cfg)
+        assert len(res.profile["launches"]) == len(base.profile["launches"]) - 1
+    whole = evaluate(problem, plan["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
+
+
+def test_a_fused_seed_stays_only_where_it_is_faster(tmp_path: Path) -> None:
+    fused, inductor = tmp_path / "f.py", tmp_path / "i.py"
+    fused.write_text("# fused\n")
+    inductor.write_text("# inductor\n")
+    plan = {
+        "layout": {},
+        "composed": "whole",
+        "groups": [
+            {"name": "g0_a", "seed_path": str(fused), "inductor_path": str(inductor), "members": ["mm", "p"]},
+            {"name": "g1_b", "seed_path": str(fused), "inductor_path": str(inductor), "members": ["mm", "q"]},
+        ],
+    }
+
+    def prof(a: float, b: float) -> dict:
+        return {"kernels": [{"name": "g0_a", "total_s": a}, {"name": "g1_b", "total_s": b}]}
+
+    import kegen.tune.kernels as kernels
+
+    composed_with = []
+    real = kernels.compose
+    kernels.compose = lambda lay, sources, model, k, *a: composed_with.append(sources) or "recomposed"  # type: ignore[assignment]
+    try:
+        out = settle_fusion(plan, prof(1.0, 3.0), prof(2.0, 2.0), "m.py", 0)
+        # a fused composition that failed (no profile): Inductor's kernels everywhere
+        failed = settle_fusion(plan, None, prof(2.0, 2.0), "m.py", 0)
+    finally:
+        kernels.compose = real
+    assert [g["fused"] for g in out["groups"]] == [True, False]
+    assert out["groups"][1]["seed_path"] == str(inductor)
+    assert composed_with[0] == ["# fused\n", "# inductor\n"] and out["composed"] == "recomposed"
+    assert not any(g["fused"] for g in failed["groups"])
+
+
+def test_merged_drafts_name_their_problem(tmp_path: Path) -> None:
+    src = tmp_path / "block.py"
+    src.write_text(BLOCK)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    merged = [g for g in plan["groups"] if "members" in g]
+    assert merged
+    for g in merged:
+        for path in (g["inductor_path"], g["seed_path"]):
+            assert f"output for {Path(g['problem']).name}" in Path(path).read_text()
