@@ -124,6 +124,8 @@ def tune_gpu(
                 "verified": choice == "compile"
                 or bool(s["ok"] if choice == "draft" else tuned and tuned["ok"]),
                 "installed": choice,
+                # torch.compile's own module needs no check; anything kegen made was run at fresh inputs
+                "checked_by": "torch.compile itself" if choice == "compile" else "fresh inputs",
                 "uninstalled": ""
                 if not tuned or tuned["ok"]
                 else f"winner uninstalled at variant {k}: {tuned['message'][:200]}",

@@ -14,6 +14,17 @@ def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}x"
 
 
+def _checked_by(variants: list[dict[str, Any]]) -> str:
+    """How the variants were verified: kegen's kernels at fresh inputs, or torch.compile's own module."""
+    own = sum(v.get("checked_by") == "torch.compile itself" for v in variants)
+    fresh = "fresh random inputs, fp32 atol 1e-4 rtol 5e-4"
+    if not own:
+        return f"({fresh})"
+    if own == len(variants):
+        return "(each runs torch.compile's own module: nothing of kegen's installed, nothing to check)"
+    return f"({len(variants) - own} at {fresh}; {own} run torch.compile's own module)"
+
+
 def text_report(summary: dict[str, Any]) -> str:
     """Per machine: model times eager / compile / tuned, Amdahl bound, variants, the kernel table."""
     out = [f"kegen tune {summary['model']}  (run {summary['run_dir']}, {summary['evaluations']} evaluations)"]
@@ -26,7 +37,7 @@ def text_report(summary: dict[str, Any]) -> str:
             f"speedup: {_x(m['speedup_vs_compile'])} vs torch.compile, {_x(m['speedup_vs_eager'])} vs eager; "
             f"Amdahl bound {_x(m['amdahl_bound'])} (hot kernels cover {m['hot_share']:.0%})",
             f"variants verified: {sum(v['verified'] for v in m['variants'])}/{m['variants_checked']} "
-            "(fresh random inputs, fp32 atol 1e-4 rtol 5e-4)",
+            + _checked_by(m["variants"]),
             f"search unit: {m.get('mode', 'whole-variant')}; ops on the host: "
             + (
                 ", ".join(m["host_ops"]) if m.get("host_ops") else "none (every op runs on the device, timed)"

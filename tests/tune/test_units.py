@@ -200,3 +200,15 @@ def test_gpu_targets_go_through_the_gpu_drafter(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(TuneError) as other:
         tune_file(src, TuneOptions(target="tpu", out=tmp_path / "r2"))
     assert other.value.kind == "unsupported_target"
+
+
+def test_report_says_how_each_variant_was_verified() -> None:
+    from kegen.tune.report import _checked_by
+
+    compile_own = {"checked_by": "torch.compile itself", "verified": True}
+    fresh = {"checked_by": "fresh inputs", "verified": True}
+    assert "nothing of kegen's installed" in _checked_by([compile_own, compile_own])
+    assert _checked_by([fresh, compile_own]) == (
+        "(1 at fresh random inputs, fp32 atol 1e-4 rtol 5e-4; 1 run torch.compile's own module)"
+    )
+    assert _checked_by([{"verified": True}]) == "(fresh random inputs, fp32 atol 1e-4 rtol 5e-4)"
