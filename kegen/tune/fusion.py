@@ -89,4 +89,4 @@ def fuse_groups(part: Partition, draft: Any, model: str, variant: int) -> tuple[
 
 def sorted_nodes(part: Partition, a: Group, b: Group) -> list[str]:
     order = {n.name: i for i, n in enumerate(part.graph.graph.nodes)}
-    return sorted([*a.nodes, *b.nodes], key=order.get)
+    return sorted([*a.nodes, *b.nodes], key=lambda n: order[n])

@@ -51,7 +51,7 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
     for g in part.groups:
         p = d / f"{g.name}.py"
         p.write_text(problem_source(part, g, mf.path.name, k))
-        entry = {"name": g.name, "kernel": g.kernel, "problem": str(p)}
+        entry: dict[str, Any] = {"name": g.name, "kernel": g.kernel, "problem": str(p)}
         ip = d / f"{g.name}_inductor.py"
         if g.index in fused:  # the merged group's baseline is Inductor's kernels, its seed the fused one
             f = fused[g.index]

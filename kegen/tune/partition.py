@@ -213,7 +213,9 @@ def merge(part: Partition, members: list[int], kernel: str) -> Partition:
 
     keep = [g for i, g in enumerate(part.groups) if i not in members[:-1]]
     order = {n.name: i for i, n in enumerate(part.graph.graph.nodes)}
-    merged = Group(0, kernel, sorted((n for i in members for n in part.groups[i].nodes), key=order.get))
+    merged = Group(
+        0, kernel, sorted((n for i in members for n in part.groups[i].nodes), key=lambda n: order[n])
+    )
     groups = [merged if g is part.groups[members[-1]] else copy.copy(g) for g in keep]
     _wire(merged, part.graph, part.views, part.values)
     _check_order(groups, part.graph, part.glue)

@@ -339,10 +339,10 @@ def _fuse_at(
                 node.args.append(ast.Starred(ast.Name("epilogue", ast.Load()), ast.Load()))
         copies.append(fn)
     # forward: the fused call where the pointwise kernel was launched (the GEMM's when assigned)
-    call = copy.deepcopy(stmt)
-    call.value.func.id = path[0] + suffix  # type: ignore[attr-defined]
+    fused_call: ast.stmt = copy.deepcopy(stmt)
+    fused_call.value.func.id = path[0] + suffix  # type: ignore[attr-defined]
     ep_args = [copy.deepcopy(a) for k, a in enumerate(lcall.args) if k != hits[0]]
-    call.value.keywords.append(ast.keyword("epilogue", ast.Tuple(ep_args, ast.Load())))  # type: ignore[attr-defined]
+    fused_call.value.keywords.append(ast.keyword("epilogue", ast.Tuple(ep_args, ast.Load())))  # type: ignore[attr-defined]
     if isinstance(stmt, ast.Assign):  # a convolution returns its output: the epilogue's inputs exist already
         missing = {n.id for a in ep_args for n in ast.walk(a) if isinstance(n, ast.Name)} & {
             t.id
@@ -354,10 +354,10 @@ def _fuse_at(
             raise MutationError(
                 f"the epilogue reads {', '.join(sorted(missing))}, made after the convolution"
             )
-        forward.body[i] = call
+        forward.body[i] = fused_call
         del forward.body[j]
     else:
-        forward.body[j] = call
+        forward.body[j] = fused_call
         del forward.body[i]
     at = tree.body.index(funcs[path[-1]])
     tree.body[at + 1 : at + 1] = [fused, *copies]
