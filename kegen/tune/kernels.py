@@ -23,6 +23,7 @@ from kegen.tune.install import kernel_rows
 from kegen.tune.library import KernelLibrary
 from kegen.tune.partition import PartitionError, cut, graph_args, problem_source, record_values
 from kegen.tune.problems import Counter, measure, search
+from kegen.tune.regions import CHANGES, KINDS, carve_regions, region_seed
 from kegen.tune.triage import triage
 from kegen.tune.verify import fresh_seed, verify_variant
 
@@ -42,7 +43,7 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
     if cap.post_grad is None or not cap.kernel_nodes:
         raise PartitionError("Inductor kept no post-grad graph or kernel provenance")
     values = record_values(cap.post_grad, graph_args(cap, mf.build(0), mf.variants[k]))
-    part = cut(cap.post_grad, cap.kernel_nodes, values)
+    part = carve_regions(cut(cap.post_grad, cap.kernel_nodes, values))
     part, fused = fuse_groups(part, draft, mf.path.name, k)
     lay = layout(part, cap)
     d = out_dir / f"variant{k}"
@@ -53,12 +54,19 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
         p.write_text(problem_source(part, g, mf.path.name, k))
         entry: dict[str, Any] = {"name": g.name, "kernel": g.kernel, "problem": str(p)}
         ip = d / f"{g.name}_inductor.py"
+        region = region_seed(part, g) if g.kernel in KINDS else None
         if g.index in fused:  # the merged group's baseline is Inductor's kernels, its seed the fused one
             f = fused[g.index]
             ip.write_text(f.inductor.replace(f.problem_name, p.name))
             sp = d / f"{g.name}_fused.py"
             sp.write_text(f.fused.replace(f.problem_name, p.name))
-            entry |= {"inductor_path": str(ip), "members": f.members}
+            change = FUSED_CHANGE.format(members=" + ".join(f.members))
+            entry |= {"inductor_path": str(ip), "members": f.members, "change": change}
+        elif region is not None:  # a region's baseline is Inductor's draft of it, its seed kegen's template
+            ip.write_text(draft(p))
+            sp = d / f"{g.name}_template.py"
+            sp.write_text(region)
+            entry |= {"inductor_path": str(ip), "members": [g.kernel], "change": CHANGES[g.kernel]}
         else:
             ip.write_text(draft(p))
             sp = ip
@@ -216,7 +224,7 @@ def tune_kernels(
             winners_in[g["name"]] = winners_in.get(g["name"], False) or gi in v["winners"]
             if g.get("fused") and v["composed"] and gi not in v["winners"]:
                 winners_in[g["name"]] = True
-                changes.setdefault(g["name"], FUSED_CHANGE.format(members=" + ".join(g["members"])))
+                changes.setdefault(g["name"], g.get("change", ""))
     if tri[0] is not None:
         first = tri[0]
         rows = _rows(inductor_prof, tuned_profiles, first, winners_in, changes)

@@ -1,0 +1,152 @@
+"""Regions: the post-grad nodes one high-level op was decomposed into, cut out of Inductor's kernels as
+one group whose seed is kegen's template for that op.
+
+Inductor sees an EmbeddingBag only as its device form (`kegen/inductor/host_ops.py`: a membership
+mask, a row gather and a matmul) and spreads it over several kernels, some shared with other tables'
+bags. FX provenance (`node.meta["from_node"]`) names the op every post-grad node came from; the nodes
+of one `aten.embedding_bag` call become one group (placed where its inputs are ready and before its
+first reader), its problem is those aten ops, its baseline Inductor's draft of them, and its seed the
+segment-gather template (`templates/embedding.py`) when the region computes exactly
+`F.embedding_bag(indices, weight, offsets, mode, include_last_offset)` on the values the model gave
+it (checked numerically; which input is which is found the same way).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from kegen.tune.partition import Group, Partition, PartitionError, _check_order, _is_view, _wire
+
+KINDS = ("embedding_bag",)
+CHANGES = {
+    "embedding_bag": "the EmbeddingBag as one segment-gather kernel (templates/embedding.py) in place of "
+    "Inductor's kernels of its device form"
+}
+
+
+def origin(node: Any) -> str | None:
+    """`kind:name` of the high-level op (one of KINDS) a post-grad node was decomposed from."""
+    sources = node.meta.get("from_node") or []
+    todo = list(sources) if isinstance(sources, list) else [sources]
+    while todo:
+        s = todo.pop()
+        target = str(getattr(s, "target", ""))
+        for kind in KINDS:
+            if kind in target:
+                return f"{kind}:{getattr(s, 'name', '')}:{getattr(s, 'graph_id', '')}"
+        todo += list(getattr(s, "from_node", None) or [])
+    return None
+
+
+def carve(part: Partition, names: set[str], kernel: str) -> Partition:
+    """`part` with the nodes `names` (of any groups) as one group named `kernel`, placed at the first
+    position where the groups run in order; PartitionError if there is none."""
+    groups: list[Group] = []
+    region = Group(0, kernel, [])
+    order = {n.name: i for i, n in enumerate(part.graph.graph.nodes)}
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    first = None
+    for g in part.groups:
+        mine = [n for n in g.nodes if n in names]
+        rest = [n for n in g.nodes if n not in names]
+        if mine and first is None:
+            first = len(groups)
+        region.nodes += mine
+        computes = [nodes[n] for n in rest if not _is_view(nodes[n], part.values)]
+        if computes:
+            kernel_name = g.kernel
+            ops = [str(getattr(c.target, "__name__", c.target)).split(".")[0] for c in computes]
+            if mine and not g.kernel.startswith("triton_") and g.kernel not in ops:
+                kernel_name = "_".join(dict.fromkeys(ops))  # the extern call went: name what is left
+            groups.append(Group(0, kernel_name, rest))
+        else:
+            region.nodes += rest
+    if first is None:
+        raise PartitionError(f"no kernel computes the {kernel} region")
+    region.nodes.sort(key=lambda n: order[n])
+    for at in range(first, len(groups) + 1):
+        trial = groups[:at] + [region] + groups[at:]
+        for g in trial:
+            _wire(g, part.graph, part.views, part.values)
+        try:
+            _check_order(trial, part.graph, part.glue)
+        except PartitionError:
+            continue
+        for k, g in enumerate(trial):
+            g.index = k
+        return Partition(part.graph, trial, part.glue, part.views, part.values)
+    raise PartitionError(f"the {kernel} region cannot run in order with the other kernels")
+
+
+def carve_regions(part: Partition) -> Partition:
+    """Every KINDS region carved out (see the module docstring); region groups are named by their kind."""
+    found: dict[str, list[str]] = {}
+    for n in part.graph.graph.nodes:
+        if n.op == "call_function" and (o := origin(n)) is not None:
+            found.setdefault(o, []).append(n.name)
+    owned = {n for g in part.groups for n in g.nodes}
+    for key, names in found.items():
+        names = [n for n in names if n in owned]
+        if names:
+            try:
+                part = carve(part, set(names), key.split(":", 1)[0])
+            except PartitionError:
+                continue
+    return part
+
+
+def _arg(part: Partition, g: Group, name: str) -> str:
+    """The forward-time expression of graph value `name` inside g's problem (see subgraph_code)."""
+    if name in g.viewed:
+        root, size, stride, offset = g.viewed[name]
+        return f"torch.as_strided({_arg(part, g, root)}, {tuple(size)}, {tuple(stride)}, {offset})"
+    if name in g.flat:
+        v = part.values[name]
+        return (
+            f"torch.as_strided(in_{name}_storage, {tuple(v.shape)}, {tuple(v.stride())}, "
+            f"{int(v.storage_offset())})"
+        )
+    return f"in_{name}"
+
+
+def region_seed(part: Partition, g: Group) -> str | None:
+    """kegen's template for the region group `g`, or None when its computation is not recognised."""
+    if g.kernel == "embedding_bag":
+        return _embedding_bag_seed(part, g)
+    return None
+
+
+def _embedding_bag_seed(part: Partition, g: Group) -> str | None:
+    import torch
+    import torch.nn.functional as F
+
+    from kegen.search.operators.templates import embedding
+
+    if len(g.outputs) != 1:
+        return None
+    out = part.values[g.outputs[0]]
+    mine = set(g.nodes)
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    raw = []
+    for name in g.nodes:
+        for a in nodes[name].all_input_nodes:
+            if a.name not in mine and a.name not in raw:
+                raw.append(a.name)
+    roots = [part.views[r][0] for r in raw if r in part.views] + [v[0] for v in g.viewed.values()]
+    raw += [r for r in roots if r not in raw]  # offsets read through slices: the tensor itself
+    vals = {r: part.values[r] for r in raw if isinstance(part.values.get(r), torch.Tensor)}
+    tables = [r for r, v in vals.items() if v.is_floating_point() and v.dim() == 2]
+    ints = [r for r, v in vals.items() if not v.is_floating_point() and v.dim() == 1]
+    for table, (idx, off) in itertools.product(tables, itertools.permutations(ints, 2)):
+        for mode, last in itertools.product(("sum", "mean"), (False, True)):
+            try:
+                ref = F.embedding_bag(vals[idx], vals[table], vals[off], mode=mode, include_last_offset=last)
+            except (RuntimeError, IndexError, ValueError):
+                continue
+            if ref.shape == out.shape and ref.dtype == out.dtype and torch.allclose(ref, out, 1e-5, 1e-6):
+                args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
+                return embedding.embedding_bag(
+                    args, _arg(part, g, table), _arg(part, g, idx), _arg(part, g, off), mode == "mean", last
+                )
+    return None

@@ -1,0 +1,84 @@
+"""Regions (kegen/tune/regions.py): an EmbeddingBag's device form cut out of Inductor's kernels as one
+group, seeded with the segment-gather template, checked on the simulator against the group's aten ops."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.tune.capture import load_model_file, write_variant_problems
+from kegen.tune.kernels import plan_variant
+from kegen.tune.regions import origin
+
+BAGS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mean = nn.EmbeddingBag(40, 8, mode="mean")
+        self.total = nn.Parameter(torch.randn(30, 8))
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, idx, offsets, idx2, offsets2):
+        a = self.mean(idx, offsets)
+        b = F.embedding_bag(idx2, self.total, offsets2, mode="sum", include_last_offset=True)
+        return torch.relu(self.fc(torch.cat([a, b], dim=1)))
+
+
+def get_inputs():
+    return [
+        torch.randint(0, 40, (12,)),
+        torch.tensor([0, 3, 5, 9]),
+        torch.randint(0, 30, (10,)),
+        torch.tensor([0, 2, 2, 7, 10]),
+    ]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    tmp = tmp_path_factory.mktemp("regions")
+    src = tmp / "bags.py"
+    src.write_text(BAGS)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp / "problems")
+    return problem, plan_variant(mf, problem, 0, tmp / "groups")
+
+
+def test_each_bag_is_one_group_seeded_with_the_segment_gather(plan: tuple[Path, dict]) -> None:
+    problem, p = plan
+    bags = [g for g in p["groups"] if g["kernel"] == "embedding_bag"]
+    assert len(bags) == 2
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    for g in bags:
+        seed = Path(g["seed_path"]).read_text()
+        assert "embedding_bag_kernel" in seed and g["seed_path"] != g["inductor_path"]
+        assert "LAST=True" in seed or "LAST=False" in seed
+        res = evaluate(g["problem"], seed, config=cfg)
+        base = evaluate(g["problem"], Path(g["inductor_path"]).read_text(), config=cfg)
+        assert res.status.value == "ok" and base.status.value == "ok", (res.message, base.message)
+        assert res.candidate_time_s < base.candidate_time_s
+    # one bag in each mode the model uses: mean without, sum with include_last_offset
+    modes = sorted(
+        ("MEAN=True" in Path(g["seed_path"]).read_text(), "LAST=True" in Path(g["seed_path"]).read_text())
+        for g in bags
+    )
+    assert modes == [(False, True), (True, False)]
+    whole = evaluate(problem, p["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
+
+
+def test_nodes_without_provenance_belong_to_no_region() -> None:
+    class Node:
+        meta: dict = {}
+
+    assert origin(Node()) is None
