@@ -18,10 +18,12 @@ from typing import Any
 
 from kegen.tune.partition import Group, Partition, PartitionError, _check_order, _is_view, _wire
 
-KINDS = ("embedding_bag",)
+KINDS = ("embedding_bag", "scaled_dot_product_attention")
 CHANGES = {
     "embedding_bag": "the EmbeddingBag as one segment-gather kernel (templates/embedding.py) in place of "
-    "Inductor's kernels of its device form"
+    "Inductor's kernels of its device form",
+    "scaled_dot_product_attention": "the attention as one flash-style kernel on the q/k/v views "
+    "(templates/attention.py) in place of Inductor's copies, two bmms and softmax",
 }
 
 
@@ -114,6 +116,54 @@ def region_seed(part: Partition, g: Group) -> str | None:
     """kegen's template for the region group `g`, or None when its computation is not recognised."""
     if g.kernel == "embedding_bag":
         return _embedding_bag_seed(part, g)
+    if g.kernel == "scaled_dot_product_attention":
+        return _attention_seed(part, g)
+    return None
+
+
+def _raw_inputs(part: Partition, g: Group) -> list[str]:
+    """The graph values g's nodes read from outside g, then the roots those are views of."""
+    mine = set(g.nodes)
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    raw: list[str] = []
+    for name in g.nodes:
+        for a in nodes[name].all_input_nodes:
+            if a.name not in mine and a.name not in raw:
+                raw.append(a.name)
+    roots = [part.views[r][0] for r in raw if r in part.views] + [v[0] for v in g.viewed.values()]
+    return raw + [r for r in roots if r not in raw]
+
+
+def _attention_seed(part: Partition, g: Group) -> str | None:
+    import torch
+    import torch.nn.functional as F
+
+    from kegen.search.operators.templates import attention
+
+    if len(g.outputs) != 1:
+        return None
+    out = part.values[g.outputs[0]]
+    vals = {r: part.values[r] for r in _raw_inputs(part, g) if isinstance(part.values.get(r), torch.Tensor)}
+    four = [r for r, v in vals.items() if v.is_floating_point() and v.dim() == 4]
+    if out.dim() != 4:
+        return None
+    for (q, k, v), causal in itertools.product(itertools.permutations(four, 3), (False, True)):
+        try:
+            ref = F.scaled_dot_product_attention(vals[q], vals[k], vals[v], is_causal=causal)
+        except (RuntimeError, ValueError):
+            continue
+        for perm in ((0, 1, 2, 3), (0, 2, 1, 3)):  # the output, or its heads/sequence transpose
+            mine = ref.permute(perm)
+            if mine.shape != out.shape or ref.dtype != out.dtype or not torch.allclose(mine, out, 1e-4, 1e-5):
+                continue
+            args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
+            stride = [0] * 4
+            for d, p in enumerate(perm):
+                stride[p] = out.stride(d)
+            return attention.attention(
+                args, _arg(part, g, q), _arg(part, g, k), _arg(part, g, v), list(ref.shape), stride,
+                vals[q].shape[2], vals[k].shape[2], causal, out_perm=perm,
+            )  # fmt: skip
     return None
 
 
@@ -126,16 +176,7 @@ def _embedding_bag_seed(part: Partition, g: Group) -> str | None:
     if len(g.outputs) != 1:
         return None
     out = part.values[g.outputs[0]]
-    mine = set(g.nodes)
-    nodes = {n.name: n for n in part.graph.graph.nodes}
-    raw = []
-    for name in g.nodes:
-        for a in nodes[name].all_input_nodes:
-            if a.name not in mine and a.name not in raw:
-                raw.append(a.name)
-    roots = [part.views[r][0] for r in raw if r in part.views] + [v[0] for v in g.viewed.values()]
-    raw += [r for r in roots if r not in raw]  # offsets read through slices: the tensor itself
-    vals = {r: part.values[r] for r in raw if isinstance(part.values.get(r), torch.Tensor)}
+    vals = {r: part.values[r] for r in _raw_inputs(part, g) if isinstance(part.values.get(r), torch.Tensor)}
     tables = [r for r, v in vals.items() if v.is_floating_point() and v.dim() == 2]
     ints = [r for r, v in vals.items() if not v.is_floating_point() and v.dim() == 1]
     for table, (idx, off) in itertools.product(tables, itertools.permutations(ints, 2)):

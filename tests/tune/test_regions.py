@@ -82,3 +82,51 @@ def test_nodes_without_provenance_belong_to_no_region() -> None:
         meta: dict = {}
 
     assert origin(Node()) is None
+
+
+ATTENTION = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        full = F.scaled_dot_product_attention(k, q, v)
+        return (causal + full).transpose(1, 2).reshape(b, s, 16)
+
+
+def get_inputs():
+    return [torch.randn(2, 12, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_attention_is_one_kernel_on_the_qkv_views(tmp_path: Path) -> None:
+    src = tmp_path / "attn.py"
+    src.write_text(ATTENTION)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    p = plan_variant(mf, problem, 0, tmp_path / "groups")
+    regions = [g for g in p["groups"] if g["kernel"] == "scaled_dot_product_attention"]
+    assert len(regions) == 2
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    causal = []
+    for g in regions:
+        seed = Path(g["seed_path"]).read_text()
+        assert "kegen_attention_kernel" in seed and ".contiguous()" not in seed
+        causal.append("CAUSAL=True" in seed)
+        res = evaluate(g["problem"], seed, config=cfg)
+        assert res.status.value == "ok", res.message
+    assert sorted(causal) == [False, True]
+    whole = evaluate(problem, p["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
