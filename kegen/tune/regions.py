@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from kegen.tune.partition import Group, Partition, PartitionError, _check_order, _is_view, _wire
+from kegen.tune.partition import Group, Partition, PartitionError, _check_order, _is_view, _wire, merge
 
 KINDS = ("embedding_bag", "scaled_dot_product_attention")
 CHANGES = {
@@ -95,6 +95,35 @@ def carve_regions(part: Partition) -> Partition:
                 part = carve(part, set(names), key.split(":", 1)[0])
             except PartitionError:
                 continue
+    return _absorb_copies(part)
+
+
+COPIES = ("aten.clone.default", "aten.copy.default")
+
+
+def _absorb_copies(part: Partition) -> Partition:
+    """A region whose output one group only copies (the transpose after attention made contiguous) takes
+    that copy in: the template writes the copy's layout directly, one launch and one round trip fewer."""
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    k = 0
+    while k < len(part.groups):
+        g = part.groups[k]
+        k += 1
+        if g.kernel not in KINDS:
+            continue
+        readers = [j for j, c in enumerate(part.groups) if set(g.outputs) & (set(c.inputs) | set(c.viewed))]
+        if len(readers) != 1:
+            continue
+        c = part.groups[readers[0]]
+        computes = [nodes[n] for n in c.nodes if not _is_view(nodes[n], part.values)]
+        copies_only = computes and all(str(n.target) in COPIES for n in computes)
+        if not copies_only or not set(c.inputs) <= set(g.outputs):
+            continue
+        try:
+            part = merge(part, [k - 1, readers[0]], g.kernel)
+        except PartitionError:
+            continue
+        k = 0
     return part
 
 
@@ -145,8 +174,6 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
     out = part.values[g.outputs[0]]
     vals = {r: part.values[r] for r in _raw_inputs(part, g) if isinstance(part.values.get(r), torch.Tensor)}
     four = [r for r, v in vals.items() if v.is_floating_point() and v.dim() == 4]
-    if out.dim() != 4:
-        return None
     for (q, k, v), causal in itertools.product(itertools.permutations(four, 3), (False, True)):
         try:
             ref = F.scaled_dot_product_attention(vals[q], vals[k], vals[v], is_causal=causal)
@@ -154,15 +181,23 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
             continue
         for perm in ((0, 1, 2, 3), (0, 2, 1, 3)):  # the output, or its heads/sequence transpose
             mine = ref.permute(perm)
+            if out.dim() == 4:  # a view of the output: its strides, permuted back
+                strides = list(out.stride())
+            elif out.is_contiguous() and out.numel() == ref.numel():  # a copy of it, reshaped
+                strides = list(torch.empty(mine.shape).stride())
+                mine = mine.reshape(out.shape)
+            else:
+                continue
             if mine.shape != out.shape or ref.dtype != out.dtype or not torch.allclose(mine, out, 1e-4, 1e-5):
                 continue
             args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
             stride = [0] * 4
             for d, p in enumerate(perm):
-                stride[p] = out.stride(d)
+                stride[p] = strides[d]
             return attention.attention(
                 args, _arg(part, g, q), _arg(part, g, k), _arg(part, g, v), list(ref.shape), stride,
                 vals[q].shape[2], vals[k].shape[2], causal, out_perm=perm,
+                out_view=None if out.dim() == 4 else list(out.shape),
             )  # fmt: skip
     return None
 

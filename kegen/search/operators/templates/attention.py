@@ -79,10 +79,15 @@ def attention(
     causal: bool,
     scale: float | None = None,
     out_perm: Sequence[int] = (0, 1, 2, 3),
+    out_view: Sequence[int] | None = None,
 ) -> str:
     """A whole candidate: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale) with
     `q`, `k`, `v` forward-time expressions over `args` ([batch, heads, seq, head_dim], any strides); the
-    output is allocated with `out_shape` / `out_stride` and returned as `o.permute(out_perm)`."""
+    output is allocated with `out_shape` / `out_stride` and returned as `o.permute(out_perm)`,
+    then `.view(out_view)` if given (`out_stride` must make the permuted output contiguous)."""
+    ret = "o" if tuple(out_perm) == (0, 1, 2, 3) else f"o.permute{tuple(out_perm)}"
+    if out_view is not None:
+        ret += f".view({tuple(out_view)})"
     scale_src = f"{scale!r}" if scale is not None else "q.shape[-1] ** -0.5"
     body = (
         f"        q = {q}\n"
@@ -98,11 +103,7 @@ def attention(
         "            *q.stride(), *k.stride(), *v.stride(), *o.stride(),\n"
         f"            CAUSAL={bool(causal)}, EVEN_N=seq_k % ATTN_BLOCK_N == 0,\n"
         "            BLOCK_M=ATTN_BLOCK_M, BLOCK_N=ATTN_BLOCK_N, BLOCK_D=triton.next_power_of_2(head_dim))\n"
-        + (
-            "        return o"
-            if tuple(out_perm) == (0, 1, 2, 3)
-            else f"        return o.permute{tuple(out_perm)}"
-        )
+        + f"        return {ret}"
     )
     return (
         HEADER
