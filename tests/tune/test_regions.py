@@ -130,3 +130,30 @@ def test_attention_is_one_kernel_on_the_qkv_views(tmp_path: Path) -> None:
     assert sorted(causal) == [False, True]
     whole = evaluate(problem, p["composed"], config=cfg)
     assert whole.status.value == "ok", whole.message
+
+
+def test_the_copy_after_attention_is_written_by_the_attention_kernel(tmp_path: Path) -> None:
+    src = tmp_path / "attn.py"
+    src.write_text(
+        ATTENTION.replace(
+            "        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)\n"
+            "        full = F.scaled_dot_product_attention(k, q, v)\n"
+            "        return (causal + full).transpose(1, 2).reshape(b, s, 16)",
+            "        return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, 16))",
+        ).replace(
+            "self.qkv = nn.Linear(16, 48)",
+            "self.qkv = nn.Linear(16, 48)\n        self.proj = nn.Linear(16, 16)",
+        )
+    )
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    p = plan_variant(mf, problem, 0, tmp_path / "groups")
+    (region,) = [g for g in p["groups"] if g["kernel"] == "scaled_dot_product_attention"]
+    assert not any("clone" in g["kernel"] for g in p["groups"])  # the transpose copy went into it
+    seed = Path(region["seed_path"]).read_text()
+    assert "o.permute(0, 2, 1, 3).view(" in seed
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    res = evaluate(region["problem"], seed, config=cfg)
+    assert res.status.value == "ok", res.message
+    whole = evaluate(problem, p["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
