@@ -127,6 +127,14 @@ def _absorb_copies(part: Partition) -> Partition:
     return part
 
 
+def _close(a: Any, b: Any) -> bool:
+    """The same values up to rounding: a fused op against its decomposition (float32 tight, halves loose)."""
+    import torch
+
+    half = a.dtype in (torch.float16, torch.bfloat16)
+    return bool(torch.allclose(a.float(), b.float(), *((2e-2, 2e-3) if half else (1e-4, 1e-5))))
+
+
 def _arg(part: Partition, g: Group, name: str) -> str:
     """The forward-time expression of graph value `name` inside g's problem (see subgraph_code)."""
     if name in g.viewed:
@@ -188,7 +196,7 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
                 mine = mine.reshape(out.shape)
             else:
                 continue
-            if mine.shape != out.shape or ref.dtype != out.dtype or not torch.allclose(mine, out, 1e-4, 1e-5):
+            if mine.shape != out.shape or ref.dtype != out.dtype or not _close(mine, out):
                 continue
             args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
             stride = [0] * 4
@@ -220,7 +228,7 @@ def _embedding_bag_seed(part: Partition, g: Group) -> str | None:
                 ref = F.embedding_bag(vals[idx], vals[table], vals[off], mode=mode, include_last_offset=last)
             except (RuntimeError, IndexError, ValueError):
                 continue
-            if ref.shape == out.shape and ref.dtype == out.dtype and torch.allclose(ref, out, 1e-5, 1e-6):
+            if ref.shape == out.shape and ref.dtype == out.dtype and _close(ref, out):
                 args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
                 return embedding.embedding_bag(
                     args, _arg(part, g, table), _arg(part, g, idx), _arg(part, g, off), mode == "mean", last
