@@ -10,12 +10,15 @@ fused one is not faster.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kegen.tune.partition import Group, Partition, PartitionError, merge, problem_source
+
+log = logging.getLogger(__name__)
 
 PRODUCERS = ("mm", "addmm", "bmm", "baddbmm", "convolution")
 
@@ -73,11 +76,14 @@ def fuse_groups(part: Partition, draft: Any, model: str, variant: int) -> tuple[
                     continue
                 merged = next(m for m in merged_part.groups if m.nodes == sorted_nodes(part, g, c))
                 path = Path(tmp) / f"{merged.name}.py"
-                path.write_text(problem_source(merged_part, merged, model, variant))
                 try:
+                    path.write_text(problem_source(merged_part, merged, model, variant))
                     inductor = draft(path)
                     source = fuse_epilogue(inductor)
-                except (MutationError, SyntaxError, ValueError):
+                except (MutationError, PartitionError, SyntaxError, ValueError):
+                    continue
+                except Exception as exc:  # a merge is optional: anything else leaves the two groups apart
+                    log.debug("fusing %s into %s: %s", c.kernel, g.kernel, exc)
                     continue
                 part = merged_part
                 fused[merged.nodes[0]] = Fused(inductor, source, [g.kernel, c.kernel], path.name)

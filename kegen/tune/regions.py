@@ -14,9 +14,12 @@ it (checked numerically; which input is which is found the same way).
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Any
 
 from kegen.tune.partition import Group, Partition, PartitionError, _check_order, _is_view, _wire, merge
+
+log = logging.getLogger(__name__)
 
 KINDS = ("embedding_bag", "scaled_dot_product_attention")
 CHANGES = {
@@ -150,7 +153,16 @@ def _arg(part: Partition, g: Group, name: str) -> str:
 
 
 def region_seed(part: Partition, g: Group) -> str | None:
-    """kegen's template for the region group `g`, or None when its computation is not recognised."""
+    """kegen's template for the region group `g`, or None when its computation is not recognised (a
+    region without a seed keeps Inductor's kernels: nothing that goes wrong here stops the run)."""
+    try:
+        return _region_seed(part, g)
+    except Exception as exc:
+        log.debug("no template for %s: %s", g.name, exc)
+        return None
+
+
+def _region_seed(part: Partition, g: Group) -> str | None:
     if g.kernel == "embedding_bag":
         return _embedding_bag_seed(part, g)
     if g.kernel == "scaled_dot_product_attention":
