@@ -189,14 +189,28 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
 
     from kegen.search.operators.templates import attention
 
-    if len(g.outputs) != 1:
+    outs = [part.values[o] for o in g.outputs]
+    if not all(isinstance(o, torch.Tensor) for o in outs):
         return None
-    out = part.values[g.outputs[0]]
+    out = outs[0]
     vals = {r: part.values[r] for r in _raw_inputs(part, g) if isinstance(part.values.get(r), torch.Tensor)}
     four = [r for r, v in vals.items() if v.is_floating_point() and v.dim() == 4]
-    for (q, k, v), causal in itertools.product(itertools.permutations(four, 3), (False, True)):
+    masks: list[str | None] = [None]  # an additive float attn_mask: any other float input
+    masks += [r for r, v in vals.items() if v.is_floating_point() and 1 < v.dim() <= 4]
+    scales: list[float | None] = [None]  # the default, or a constant of the region (or its square:
+    for n in part.graph.graph.nodes:  # torch's math attention scales q and k by sqrt(scale) each)
+        if n.name in g.nodes and n.op == "call_function":
+            for a in n.args:
+                if isinstance(a, float) and a > 0:
+                    scales += [a, a * a]
+    tried = itertools.product(itertools.permutations(four, 3), (False, True), masks, dict.fromkeys(scales))
+    for (q, k, v), causal, m, scale in tried:
+        if m in (q, k, v) or (causal and m is not None):
+            continue
         try:
-            ref = F.scaled_dot_product_attention(vals[q], vals[k], vals[v], is_causal=causal)
+            ref = F.scaled_dot_product_attention(
+                vals[q], vals[k], vals[v], attn_mask=vals[m] if m else None, is_causal=causal, scale=scale
+            )
         except (RuntimeError, ValueError):
             continue
         for perm in ((0, 1, 2, 3), (0, 2, 1, 3)):  # the output, or its heads/sequence transpose
@@ -205,19 +219,24 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
                 strides = list(out.stride())
             elif out.is_contiguous() and out.numel() == ref.numel():  # a copy of it, reshaped
                 strides = list(torch.empty(mine.shape).stride())
-                mine = mine.reshape(out.shape)
             else:
                 continue
-            if mine.shape != out.shape or ref.dtype != out.dtype or not _close(mine, out):
-                continue
-            args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
             stride = [0] * 4
             for d, p in enumerate(perm):
                 stride[p] = strides[d]
+            store = torch.empty_strided(ref.shape, stride, dtype=ref.dtype)
+            store.copy_(ref)  # the kernel's output buffer: every output is a view of it
+            views = [(list(o.shape), list(o.stride()), int(o.storage_offset())) for o in outs]
+            if any(
+                o.dtype != ref.dtype or not _close(torch.as_strided(store, *view), o)
+                for o, view in zip(outs, views, strict=True)
+            ):
+                continue
+            args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
             return attention.attention(
                 args, _arg(part, g, q), _arg(part, g, k), _arg(part, g, v), list(ref.shape), stride,
-                vals[q].shape[2], vals[k].shape[2], causal, out_perm=perm,
-                out_view=None if out.dim() == 4 else list(out.shape),
+                vals[q].shape[2], vals[k].shape[2], causal, scale=scale, returns=views,
+                mask=_arg(part, g, m) if m else None,
             )  # fmt: skip
     return None
 

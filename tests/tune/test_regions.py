@@ -151,9 +151,58 @@ def test_the_copy_after_attention_is_written_by_the_attention_kernel(tmp_path: P
     (region,) = [g for g in p["groups"] if g["kernel"] == "scaled_dot_product_attention"]
     assert not any("clone" in g["kernel"] for g in p["groups"])  # the transpose copy went into it
     seed = Path(region["seed_path"]).read_text()
-    assert "o.permute(0, 2, 1, 3).view(" in seed
+    assert "return torch.as_strided(o, (24, 16), (16, 1), 0)" in seed  # [b*s, 16] rows: the copy's layout
     cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
     res = evaluate(region["problem"], seed, config=cfg)
     assert res.status.value == "ok", res.message
     whole = evaluate(problem, p["composed"], config=cfg)
     assert whole.status.value == "ok", whole.message
+
+
+MASKED = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.out = nn.Linear(16, 16)
+
+    def forward(self, x, mask):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=0.3)
+        h = a.transpose(1, 2).reshape(b, s, 16)
+        y = self.out(h)
+        return y + torch.relu(y) * h
+
+
+def get_inputs():
+    return [torch.randn(2, 12, 16), torch.randn(12, 12)]
+
+
+def get_input_variants():
+    return [[torch.randn(3, 8, 16), torch.randn(8, 8)]]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_attention_with_an_additive_mask_a_scale_and_two_readers_of_its_output(tmp_path: Path) -> None:
+    src = tmp_path / "masked.py"
+    src.write_text(MASKED)
+    mf = load_model_file(src)
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    for k, problem in enumerate(write_variant_problems(mf, tmp_path / "problems")):
+        p = plan_variant(mf, problem, k, tmp_path / "groups")
+        (region,) = [g for g in p["groups"] if g["kernel"] == "scaled_dot_product_attention"]
+        seed = Path(region["seed_path"]).read_text()
+        assert "MASK=True" in seed and "0.3" in seed
+        res = evaluate(region["problem"], seed, config=cfg)
+        assert res.status.value == "ok", res.message
+        whole = evaluate(problem, p["composed"], config=cfg)
+        assert whole.status.value == "ok", whole.message

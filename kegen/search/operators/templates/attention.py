@@ -19,9 +19,9 @@ LOG2E = 1.4426950408889634
 
 KERNEL = """
 @triton.jit
-def kegen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, SQ, SK, D, qk_scale,
+def kegen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, H, SQ, SK, D, qk_scale,
                            sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd, sob, soh, sos, sod,
-                           CAUSAL: tl.constexpr, EVEN_N: tl.constexpr,
+                           smb, smh, sms, smk, CAUSAL: tl.constexpr, MASK: tl.constexpr, EVEN_N: tl.constexpr,
                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
@@ -49,6 +49,10 @@ def kegen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, H, SQ, SK, D, qk_scale,
             s = tl.where(keys[None, :] < SK, s, float("-inf"))
         if CAUSAL:
             s = tl.where(keys[None, :] <= offs_m[:, None], s, float("-inf"))
+        if MASK:  # an additive float mask, in the log2 domain of the scores
+            add = tl.load(m_ptr + b * smb + h * smh + offs_m[:, None] * sms + keys[None, :] * smk,
+                          mask=(offs_m[:, None] < SQ) & (keys[None, :] < SK), other=0.0)
+            s = s + add.to(tl.float32) * 1.4426950408889634
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         p = tl.exp2(s - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
@@ -78,16 +82,16 @@ def attention(
     seq_k: int,
     causal: bool,
     scale: float | None = None,
-    out_perm: Sequence[int] = (0, 1, 2, 3),
-    out_view: Sequence[int] | None = None,
+    returns: Sequence[tuple[Sequence[int], Sequence[int], int]] = (),
+    mask: str | None = None,
 ) -> str:
     """A whole candidate: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale) with
     `q`, `k`, `v` forward-time expressions over `args` ([batch, heads, seq, head_dim], any strides); the
-    output is allocated with `out_shape` / `out_stride` and returned as `o.permute(out_perm)`,
-    then `.view(out_view)` if given (`out_stride` must make the permuted output contiguous)."""
-    ret = "o" if tuple(out_perm) == (0, 1, 2, 3) else f"o.permute{tuple(out_perm)}"
-    if out_view is not None:
-        ret += f".view({tuple(out_view)})"
+    output is allocated with `out_shape` / `out_stride`, and the candidate returns the views `returns`
+    ((size, stride, offset) each) of it, or the output itself. `mask` is an additive float `attn_mask`
+    (an expression broadcastable to [batch, heads, seq_q, seq_k])."""
+    views = [f"torch.as_strided(o, {tuple(sz)}, {tuple(st)}, {off})" for sz, st, off in returns]
+    ret = "o" if not views else views[0] if len(views) == 1 else f"({', '.join(views)})"
     scale_src = f"{scale!r}" if scale is not None else "q.shape[-1] ** -0.5"
     body = (
         f"        q = {q}\n"
@@ -97,11 +101,16 @@ def attention(
         "                                dtype=q.dtype, device=q.device)\n"
         "        batch, heads, seq_q, head_dim = q.shape\n"
         "        seq_k = k.shape[2]\n"
-        "        grid = (triton.cdiv(seq_q, ATTN_BLOCK_M), batch * heads)\n"
-        "        kegen_attention_kernel[grid](q, k, v, o, heads, seq_q, seq_k, head_dim,\n"
+        + (
+            f"        m = {mask}.expand(batch, heads, seq_q, seq_k)\n"
+            if mask
+            else "        m = q  # no mask: any pointer, never read\n"
+        )
+        + "        grid = (triton.cdiv(seq_q, ATTN_BLOCK_M), batch * heads)\n"
+        "        kegen_attention_kernel[grid](q, k, v, o, m, heads, seq_q, seq_k, head_dim,\n"
         f"            ({scale_src}) * {LOG2E},\n"
-        "            *q.stride(), *k.stride(), *v.stride(), *o.stride(),\n"
-        f"            CAUSAL={bool(causal)}, EVEN_N=seq_k % ATTN_BLOCK_N == 0,\n"
+        "            *q.stride(), *k.stride(), *v.stride(), *o.stride(), *m.stride(),\n"
+        f"            CAUSAL={bool(causal)}, MASK={bool(mask)}, EVEN_N=seq_k % ATTN_BLOCK_N == 0,\n"
         "            BLOCK_M=ATTN_BLOCK_M, BLOCK_N=ATTN_BLOCK_N, BLOCK_D=triton.next_power_of_2(head_dim))\n"
         + f"        return {ret}"
     )
