@@ -204,6 +204,7 @@ def tune_kernels(
     tuned_profiles: list[dict[str, Any] | None] = []
     winners_in: dict[str, bool] = {}
     changes: dict[str, str] = {}
+    roofline: dict[str, float] = {}
     for k, (p, plan) in enumerate(zip(problems, plans, strict=True)):
         key = f"{machine}/kverify/{k}"
         v = state.get(key)
@@ -221,13 +222,17 @@ def tune_kernels(
             f = found.get(f"{k}/{gi}")
             if f and f.get("source") and f.get("change"):
                 changes.setdefault(g["name"], f["change"])
+            if f and not f.get("carried"):  # the searched variant's group problem: winner's or seed's
+                frac = f.get("roofline") if gi in v["winners"] else f.get("seed_roofline")
+                if frac is not None:
+                    roofline.setdefault(g["name"], float(frac))
             winners_in[g["name"]] = winners_in.get(g["name"], False) or gi in v["winners"]
             if g.get("fused") and v["composed"] and gi not in v["winners"]:
                 winners_in[g["name"]] = True
                 changes.setdefault(g["name"], g.get("change", ""))
     if tri[0] is not None:
         first = tri[0]
-        rows = _rows(inductor_prof, tuned_profiles, first, winners_in, changes)
+        rows = _rows(inductor_prof, tuned_profiles, first, winners_in, changes, roofline)
     else:  # the groups were not measured: the table of Inductor's whole-model kernels
         first = triage(seeds[0]["profile"], opts.coverage)
         shares = {ks.name: ks.share for ks in first.kernels}
@@ -386,6 +391,7 @@ def _rows(
     tri: Any,
     installed: dict[str, bool],
     changes: dict[str, str],
+    roofline: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """The per-kernel table summed over variants: each group's time in the composed seed (Inductor's
     kernel) and in the installed candidate (Inductor's kernel where the whole draft stayed)."""
@@ -407,6 +413,8 @@ def _rows(
             "speedup": seed[name] / best[name] if best[name] > 0 else 1.0,
             "installed": installed.get(name, False),
             "change": changes.get(name, "") if installed.get(name, False) else "",
+            # of the group's problem at the variant searched (None where no search ran)
+            "roofline": (roofline or {}).get(name),
         }
         for name in sorted(seed, key=lambda n: -seed[n])
     ]

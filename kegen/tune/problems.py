@@ -96,6 +96,11 @@ def measure(
     return m
 
 
+def _roofline(store: Any, node_id: int | None) -> float | None:
+    ev = store.evaluation(node_id) if node_id is not None else None
+    return float(ev.roofline_fraction) if ev is not None and ev.roofline_fraction is not None else None
+
+
 def search(
     problem: Path,
     seed_path: Path,
@@ -146,15 +151,20 @@ def search(
         ]
     )
     config = evolve.build_config(args)
-    result = run_search(config, GraphStore(config.store.db))
+    store = GraphStore(config.store.db)
+    result = run_search(config, store)
     counter.evaluations += result.evaluations
-    best = result.best
+    best = result.best if result.best is not None and result.best.parent_id is not None else None
+    root = store.root(result.run_id)
     found = {
-        "source": best.code if best is not None and best.parent_id is not None else None,
-        "speedup": float(best.fitness) if best is not None and best.parent_id is not None else 1.0,
-        "change": best.description if best is not None and best.parent_id is not None else "",
+        "source": best.code if best is not None else None,
+        "speedup": float(best.fitness) if best is not None else 1.0,
+        "change": best.description if best is not None else "",
         "budget": budget,
         "run": result.run_id,
+        # fraction of the roofline the group problem reached: the seed's and the winner's
+        "seed_roofline": _roofline(store, root.id if root is not None else None),
+        "roofline": _roofline(store, best.id if best is not None else None),
     }
     lib.put(key, found)
     return {**found, "evaluations": result.evaluations, "reused": False}

@@ -14,6 +14,10 @@ def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}x"
 
 
+def _pct(fraction: float | None) -> str:
+    return "-" if fraction is None else f"{fraction:.0%}"
+
+
 def _checked_by(variants: list[dict[str, Any]]) -> str:
     """How the variants were verified: kegen's kernels at fresh inputs, or torch.compile's own module."""
     own = sum(v.get("checked_by") == "torch.compile itself" for v in variants)
@@ -45,12 +49,14 @@ def text_report(summary: dict[str, Any]) -> str:
         ]
         out += [f"  {v['uninstalled']}" for v in m["variants"] if v["uninstalled"]]
         out.append(
-            f"  {'kernel':58} {'share':>6} {'seed':>11} {'best':>11} {'speedup':>8}  installed  change"
+            f"  {'kernel':58} {'share':>6} {'seed':>11} {'best':>11} {'speedup':>8} {'roofline':>8}  "
+            "installed  change"
         )
         for k in m["kernels"]:
             out.append(
                 f"  {k['name'][:58]:58} {k['share']:6.1%} {_t(k['seed_time_s']):>11} "
-                f"{_t(k['best_time_s']):>11} {k['speedup']:7.3f}x  {'yes' if k['installed'] else 'no':9}  "
+                f"{_t(k['best_time_s']):>11} {k['speedup']:7.3f}x {_pct(k.get('roofline')):>8}  "
+                f"{'yes' if k['installed'] else 'no':9}  "
                 f"{k.get('change', '')[:40]}"
             )
     return "\n".join(out)
@@ -83,12 +89,13 @@ def html_report(summary: dict[str, Any]) -> str:
             )
         parts.append(
             "</table><table><tr><th>kernel</th><th>share</th><th>seed</th><th>best</th><th>speedup</th>"
-            "<th>installed</th><th>change</th></tr>"
+            "<th>roofline</th><th>installed</th><th>change</th></tr>"
         )
         for k in m["kernels"]:
             parts.append(
                 f"<tr><td>{e(k['name'])}</td><td>{k['share']:.1%}</td><td>{_t(k['seed_time_s'])}</td>"
-                f"<td>{_t(k['best_time_s'])}</td><td>{k['speedup']:.3f}x</td><td>{k['installed']}</td>"
+                f"<td>{_t(k['best_time_s'])}</td><td>{k['speedup']:.3f}x</td><td>{_pct(k.get('roofline'))}</td>"
+                f"<td>{k['installed']}</td>"
                 f"<td>{e(k.get('change', ''))}</td></tr>"
             )
         parts.append("</table>")

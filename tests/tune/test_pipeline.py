@@ -94,6 +94,9 @@ def test_per_kernel_tuning_on_two_machines_then_reuse(
         assert m["mode"] == "per-kernel" and m["verified"]
         assert m["speedup_vs_compile"] >= 1.0  # never slower than torch.compile
         assert sum(m["budget"].values()) == 1
+        # the searched kernel's problem reports its fraction of the roofline
+        fractions = [k["roofline"] for k in m["kernels"] if k["roofline"] is not None]
+        assert fractions and all(0.0 < f <= 1.5 for f in fractions)
         assert {k["name"].split("_", 1)[0] for k in m["kernels"]} <= {"g0", "g1", "g2"}
     state = json.loads((tmp_path / "r1" / "state.json").read_text())
     groups = state["plan/0"]["groups"]
