@@ -1,7 +1,9 @@
 """Benchmark `kegen tune` on the three shipped models: writes docs/results/tune_mtia.{md,json}.
 
 .venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 36] [--models dlrm,encoder]
-                                     [--sizes medium|shipped]
+                                     [--sizes medium|shipped] [--files a.py,b.py --out docs/results/X]
+
+--files tunes model files written outside kegen/models (KernelBench layout) instead of the shipped ones.
 """
 
 from __future__ import annotations
@@ -55,11 +57,13 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=36)
     ap.add_argument("--models", default=",".join(SHIPPED))
     ap.add_argument("--sizes", choices=("medium", "shipped"), default="medium")
+    ap.add_argument("--files", default="", help="comma-separated model files to tune instead of --models")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "results" / "tune_mtia")
     ap.add_argument("--library", type=Path, default=Path("/tmp/kegen_bench_tune_library.json"))
     args = ap.parse_args()
     rows = []
-    for name in args.models.split(","):
+    files = [Path(f) for f in args.files.split(",") if f]
+    for name in [f.stem for f in files] or args.models.split(","):
         start = time.perf_counter()
         opts = TuneOptions(
             machines=(args.machine,),
@@ -68,9 +72,12 @@ def main() -> int:
             out=Path(f"kegen-runs/bench-tune-{name}-{int(time.time())}"),
         )
         try:
-            s = tune_file(
-                model_file(name, args.sizes, Path(f"kegen-runs/bench-tune-models-{args.sizes}")), opts
-            ).summary()
+            path = (
+                next(f for f in files if f.stem == name)
+                if files
+                else model_file(name, args.sizes, Path(f"kegen-runs/bench-tune-models-{args.sizes}"))
+            )
+            s = tune_file(path, opts).summary()
         except TuneError as exc:
             rows.append({"model": name, "status": exc.kind, "error": str(exc)})
             continue
@@ -99,7 +106,11 @@ def main() -> int:
     summary = {
         "machine": args.machine,
         "budget": args.budget,
-        "sizes": {n: MEDIUM[n][0] for n in MEDIUM} if args.sizes == "medium" else "shipped defaults",
+        "sizes": "the files' own"
+        if files
+        else {n: MEDIUM[n][0] for n in MEDIUM}
+        if args.sizes == "medium"
+        else "shipped defaults",
         "models": rows,
         "geomean_vs_compile": geomean([r["speedup_vs_compile"] for r in ok]),
         "geomean_vs_eager": geomean([r["speedup_vs_eager"] or 0 for r in ok]),
@@ -110,11 +121,17 @@ def main() -> int:
         f"# kegen tune on {args.machine} (budget {args.budget} evaluations per model)",
         "",
         "Written by tools/bench_tune.py. Times are simulated device time summed over the model's variants.",
-        f"Sizes: {args.sizes}"
-        + (
-            " (" + "; ".join(f"{n} {MEDIUM[n][0]}" for n in MEDIUM) + "; DLRM MLPs 128 wide)"
-            if args.sizes == "medium"
-            else ""
+        (
+            "Models: "
+            + ", ".join(str(f) for f in files)
+            + " (written outside kegen/models), at their own sizes"
+            if files
+            else f"Sizes: {args.sizes}"
+            + (
+                " (" + "; ".join(f"{n} {MEDIUM[n][0]}" for n in MEDIUM) + "; DLRM MLPs 128 wide)"
+                if args.sizes == "medium"
+                else ""
+            )
         ),
         "",
         "| model | status | variants verified | eager | torch.compile | tuned | vs compile | vs eager "

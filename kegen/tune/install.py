@@ -55,13 +55,24 @@ def kernel_rows(
 
 
 def load_candidate(source: str, seed: int = 0) -> Any:
-    """ModelNew of a candidate source, built under `seed` (its weights equal Model's under that seed)."""
+    """ModelNew of a candidate source, built under `seed` (its weights equal Model's under that seed).
+    The source is written to a file of its own first (<kegen cache>/tuned/<hash>.py): Triton reads
+    a kernel's source from the file that defines it."""
+    import hashlib
+
     import torch
 
-    namespace: dict[str, Any] = {"__name__": "_kegen_tuned_candidate"}
-    exec(compile(source, "<tuned candidate>", "exec"), namespace)  # noqa: S102 - our own generated source
+    from kegen.eval.loader import load_candidate as load_class
+    from kegen.settings import PathSettings
+
+    folder = PathSettings.from_env().cache_dir / "tuned"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"candidate_{hashlib.sha256(source.encode()).hexdigest()[:16]}.py"
+    if not path.exists() or path.read_text() != source:
+        path.write_text(source)
+    cls = load_class(path)
     torch.manual_seed(seed)
-    return namespace["ModelNew"]().eval()
+    return cls().eval()
 
 
 class TunedModel:

@@ -106,3 +106,21 @@ def test_per_kernel_tuning_on_two_machines_then_reuse(
     second = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert second["evaluations"] == 0 and second["verified"]
     assert second["machines"]["mtia-v1"]["tuned_s"] == first["machines"]["mtia-v1"]["tuned_s"]
+
+
+def test_the_tuned_model_runs_at_its_shapes_and_falls_back_elsewhere(tmp_path: Path) -> None:
+    import torch
+
+    import kegen.tune
+
+    src = tmp_path / "m.py"
+    src.write_text(MLP)
+    report = kegen.tune(
+        src, machines=("mtia-2i",), budget=0, out=tmp_path / "r", library=tmp_path / "lib.json"
+    )
+    tuned = report.tuned["mtia-2i"]
+    model = load_model_file(src).build(0)
+    for x in (torch.randn(2, 8), torch.randn(5, 8)):  # the tuned variant's shape, then another one
+        with torch.no_grad():
+            assert torch.allclose(tuned(x), model(x), atol=1e-5, rtol=1e-5)
+    assert len(tuned._built) == 1 and tuned._generic is not None
