@@ -126,3 +126,32 @@ def test_a_seed_that_is_a_gpu_draft_is_not_drafted_again(tmp_path, store, drafte
     r = run_search(replace(config, seed=seed), store)
     assert drafted == []  # kegen tune seeds its searches with the GPU draft: no second Inductor compile
     assert all(n.operator != compile_candidate.OPERATOR for n in store.nodes(r.run_id))
+
+
+def test_an_upcasting_reference_is_drafted_in_its_native_dtype_only_where_outputs_keep_their_dtype(
+    tmp_path: Path,
+) -> None:
+    from kegen.search.compile_candidate import _native_keeps_dtypes
+
+    body = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return RESULT
+
+
+def get_inputs():
+    return [torch.randn(8, 4, dtype=torch.float16), torch.randn(4, 8, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
+"""
+    cast_back = tmp_path / "cast_back.py"
+    cast_back.write_text(body.replace("RESULT", "(a.float() @ b.float()).to(a.dtype)"))
+    stays_fp32 = tmp_path / "stays_fp32.py"
+    stays_fp32.write_text(body.replace("RESULT", "a.float() @ b.float()"))
+    assert _native_keeps_dtypes(cast_back)
+    assert not _native_keeps_dtypes(stays_fp32)  # native fp16 would change the output's dtype
