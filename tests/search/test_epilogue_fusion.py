@@ -121,3 +121,14 @@ def test_a_consumer_reading_the_output_elsewhere_than_xindex_is_refused(tmp_path
 def test_a_source_without_a_gemm_is_refused() -> None:
     with pytest.raises(MutationError, match="ModelNew|GEMM"):
         fuse_epilogue("import torch\n\nclass ModelNew:\n    def forward(self, x):\n        return x\n")
+
+
+def test_a_consumer_reading_a_shifted_view_of_the_output_is_refused(tmp_path: Path) -> None:
+    problem = tmp_path / "problem.py"
+    problem.write_text(LINEAR_GELU)
+    seed = draft(problem)
+    alias = "buf1 = torch.as_strided(buf0, (2, 9, 40), (360, 40, 1), 0)"
+    assert alias in seed  # Inductor's in-place epilogue on a view of the GEMM's buffer
+    fuse_epilogue(seed)  # starts at the buffer's first element: fused
+    with pytest.raises(MutationError, match="shifted view"):
+        fuse_epilogue(seed.replace(alias, alias[:-2] + "40)"))

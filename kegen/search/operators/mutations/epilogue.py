@@ -204,6 +204,16 @@ def fuse_epilogue(source: str) -> str:
     raise MutationError(why)
 
 
+def _zero_offset(call: ast.Call) -> bool:
+    """`torch.as_strided(x, size, stride)` or with a storage offset of literally 0."""
+    offset = (
+        call.args[3]
+        if len(call.args) > 3
+        else next((k.value for k in call.keywords if k.arg == "storage_offset"), None)
+    )
+    return offset is None or (isinstance(offset, ast.Constant) and offset.value == 0)
+
+
 def _output_buffer(stmt: ast.stmt, launcher: ast.FunctionDef) -> str:
     """The buffer a launcher call writes: its `out` argument, or the name it is assigned to."""
     call = stmt.value  # type: ignore[attr-defined]
@@ -229,6 +239,7 @@ def _fuse_at(
     stmt = forward.body[i]
     buf = _output_buffer(stmt, funcs[path[0]])
     views = {buf}
+    shifted: set[str] = set()  # views of the buffer that do not start at its first element
     j = i + 1
     while j < len(forward.body):  # aliases, allocations and grids until the next launch
         s = forward.body[j]
@@ -237,13 +248,19 @@ def _fuse_at(
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             call = s.value
             reads = {n.id for n in ast.walk(s.value) if isinstance(n, ast.Name)}
-            if reads & views:
-                plain = isinstance(call, ast.Name)
-                if not plain and not (
-                    isinstance(call, ast.Call) and ast.unparse(call.func) == "torch.as_strided"
-                ):
+            if reads & (views | shifted):
+                plain = isinstance(call, ast.Name) and call.id in views
+                strided = isinstance(call, ast.Call) and ast.unparse(call.func) == "torch.as_strided"
+                if not plain and not strided:
                     raise MutationError(f"{ast.unparse(s)} reads the GEMM output before the pointwise kernel")
-                views.add(s.targets[0].id)
+                # a view that starts where the buffer starts reads element k at k; any other is shifted
+                starts = plain or (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.args[0], ast.Name)
+                    and call.args[0].id in views
+                    and _zero_offset(call)
+                )
+                (views if starts else shifted).add(s.targets[0].id)
         elif not isinstance(s, ast.Assign):
             raise MutationError(f"{ast.unparse(s)[:60]} runs between the GEMM and its consumer")
         j += 1
@@ -255,6 +272,8 @@ def _fuse_at(
     params, body, aliases = _pointwise_parts(pw)
     if any(k.arg != "XBLOCK" for k in lcall.keywords) or len(lcall.args) != len(params):
         raise MutationError(f"the launch of {kname} does not bind its parameters positionally")
+    if any(isinstance(n, ast.Name) and n.id in shifted for a in lcall.args for n in ast.walk(a)):
+        raise MutationError(f"{kname} reads the GEMM output through a shifted view")
     hits = [k for k, a in enumerate(lcall.args) if isinstance(a, ast.Name) and a.id in views]
     if len(hits) != 1 or any(
         isinstance(n, ast.Name) and n.id in views
@@ -265,7 +284,7 @@ def _fuse_at(
         raise MutationError(f"{kname} does not take the GEMM output as exactly one plain argument")
     param = params[hits[0]]
     later = forward.body[j + 1 :]
-    read_later = any(isinstance(n, ast.Name) and n.id in views for s in later for n in ast.walk(s))
+    read_later = any(isinstance(n, ast.Name) and n.id in views | shifted for s in later for n in ast.walk(s))
     if isinstance(stmt, ast.Assign) and any(
         isinstance(n, ast.Name) and n.id in views
         for a in lcall.args
