@@ -1,17 +1,18 @@
 """Device forms of ops Inductor leaves to a library call on the host.
 
-`aten._embedding_bag` (sum/mean, 1-D indices with offsets, no per-sample weights) is written as ops
-Inductor generates Triton for: a bag-membership mask built elementwise from the offsets, then one
-matmul of the mask with the gathered rows (`mask @ weight[indices]`), divided by the bag sizes for
-mode="mean". The mask is B x N, so this form suits the batch sizes a drafted problem or a tuned
-model serves on the device; the kernels it yields are a seed the search improves.
+`aten._embedding_bag` (1-D indices with offsets) is written as ops Inductor generates Triton for: a
+bag-membership mask built elementwise from the offsets, then one matmul of the mask with the gathered
+rows (`mask @ weight[indices]`), divided by the bag sizes for mode="mean"; mode="max" is a masked max
+over the gathered rows (B x N x D); per-sample weights scale the rows; padding_idx rows leave the mask.
+The mask is B x N, so this form suits the batch sizes a drafted problem or a tuned model serves on the
+device; the kernels it yields are a seed the search improves.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-MODE_SUM, MODE_MEAN = 0, 1
+MODE_SUM, MODE_MEAN, MODE_MAX = 0, 1, 2
 
 
 def embedding_bag(
@@ -25,11 +26,11 @@ def embedding_bag(
     include_last_offset: bool = False,
     padding_idx: int | None = -1,
 ) -> Any:
-    """aten._embedding_bag without data-dependent shapes; NotImplemented for forms it does not cover
-    (mode max, per-sample weights, padding_idx, 2-D indices)."""
+    """aten._embedding_bag without data-dependent shapes (sum, mean or max; per-sample weights with
+    sum; padding_idx rows left out); NotImplemented for 2-D indices (Inductor keeps the op then)."""
     import torch
 
-    if mode not in (MODE_SUM, MODE_MEAN) or per_sample_weights is not None or (padding_idx or -1) >= 0:
+    if mode not in (MODE_SUM, MODE_MEAN, MODE_MAX) or (per_sample_weights is not None and mode != MODE_SUM):
         return NotImplemented
     if indices.dim() != 1 or offsets.dim() != 1:
         return NotImplemented
@@ -39,9 +40,18 @@ def embedding_bag(
     ends = offsets[1:] if include_last_offset else torch.cat([offsets[1:], total])
     pos = torch.arange(n, device=indices.device, dtype=offsets.dtype)
     member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])  # (bags, n)
+    padded = padding_idx is not None and padding_idx >= 0
+    if padded:  # torch leaves the padding rows out of every bag (and out of a mean's count)
+        member = member & (indices != padding_idx)[None, :]
     rows = weight[indices]  # (n, dim) gather
-    out = member.to(weight.dtype) @ rows
-    sizes = ends - starts
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.to(weight.dtype)[:, None]
+    sizes = member.sum(dim=1) if padded else ends - starts
+    if mode == MODE_MAX:  # an empty bag gives 0, as torch's
+        scores = torch.where(member[:, :, None], rows[None, :, :], float("-inf"))
+        out = torch.where(sizes[:, None] > 0, scores.amax(dim=1), 0.0).to(weight.dtype)
+    else:
+        out = member.to(weight.dtype) @ rows
     if mode == MODE_MEAN:
         out = out / sizes.clamp(min=1).to(weight.dtype)[:, None]
     bags = starts.shape[0]

@@ -212,3 +212,20 @@ def test_report_says_how_each_variant_was_verified() -> None:
         "(1 at fresh random inputs, fp32 atol 1e-4 rtol 5e-4; 1 run torch.compile's own module)"
     )
     assert _checked_by([{"verified": True}]) == "(fresh random inputs, fp32 atol 1e-4 rtol 5e-4)"
+
+
+def test_embedding_bag_max_with_padding_tunes_on_the_device(tmp_path: Path) -> None:
+    """A mode kegen's bag template does not cover still runs on the device (kegen's device form)."""
+    from kegen.tune import TuneOptions, tune_file
+
+    src = tmp_path / "bagmax.py"
+    src.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.bag = nn.EmbeddingBag(50, 8, mode='max', padding_idx=0)\n\n"
+        "    def forward(self, idx, off):\n        return self.bag(idx, off)\n\n\n"
+        "def get_inputs():\n    return [torch.randint(0, 50, (12,)), torch.tensor([0, 4, 7])]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    s = tune_file(src, TuneOptions(budget=0, out=tmp_path / "run", library=tmp_path / "lib.json")).summary()
+    assert s["status"] == "ok" and s["verified"] and s["variants_checked"] == 1
+    assert s["machines"]["mtia-2i"]["host_ops"] == []
