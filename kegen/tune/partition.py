@@ -82,7 +82,7 @@ def record_values(gm: Any, args: list[Any]) -> dict[str, Any]:
     return values
 
 
-def _is_view(n: Any, values: dict[str, Any]) -> bool:
+def is_view(n: Any, values: dict[str, Any]) -> bool:
     """A node whose value aliases one of its inputs (views, getitem of a tuple)."""
     if n.op != "call_function":
         return False
@@ -101,7 +101,7 @@ def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, An
     import torch
 
     nodes = {n.name: n for n in gm.graph.nodes}
-    compute = [n for n in gm.graph.nodes if n.op == "call_function" and not _is_view(n, values)]
+    compute = [n for n in gm.graph.nodes if n.op == "call_function" and not is_view(n, values)]
     computed = {n.name for n in compute}
     if any(n.op == "get_attr" for n in gm.graph.nodes):
         raise PartitionError(
@@ -171,14 +171,14 @@ def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, An
             groups[owner[n.name]].nodes.append(n.name)
     groups = [g for g in groups if g.nodes]
     for g in groups:
-        _wire(g, gm, views, values)
-    _check_order(groups, gm, glue)
+        wire(g, gm, views, values)
+    check_order(groups, gm, glue)
     for k, g in enumerate(groups):
         g.index = k
     return Partition(gm, groups, glue, views, values)
 
 
-def _wire(g: Group, gm: Any, views: dict[str, Any], values: dict[str, Any]) -> None:
+def wire(g: Group, gm: Any, views: dict[str, Any], values: dict[str, Any]) -> None:
     """A group's inputs (views of graph inputs taken whole, strided ones as their storage) and
     outputs (its nodes read outside it or returned), from its nodes."""
     import torch
@@ -217,8 +217,8 @@ def merge(part: Partition, members: list[int], kernel: str) -> Partition:
         0, kernel, sorted((n for i in members for n in part.groups[i].nodes), key=lambda n: order[n])
     )
     groups = [merged if g is part.groups[members[-1]] else copy.copy(g) for g in keep]
-    _wire(merged, part.graph, part.views, part.values)
-    _check_order(groups, part.graph, part.glue)
+    wire(merged, part.graph, part.views, part.values)
+    check_order(groups, part.graph, part.glue)
     for k, g in enumerate(groups):
         g.index = k
     return Partition(part.graph, groups, part.glue, part.views, part.values)
@@ -233,7 +233,8 @@ def _plain(t: Any) -> bool:
     )
 
 
-def _check_order(groups: list[Group], gm: Any, glue: list[str]) -> None:
+def check_order(groups: list[Group], gm: Any, glue: list[str]) -> None:
+    """PartitionError unless every group reads only graph inputs, glue and earlier groups' outputs."""
     ready = {n.name for n in gm.graph.nodes if n.op == "placeholder"} | set(glue)
     for g in groups:
         missing = [i for i in g.inputs if i not in ready]

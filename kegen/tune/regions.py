@@ -1,14 +1,15 @@
 """Regions: the post-grad nodes one high-level op was decomposed into, cut out of Inductor's kernels as
-one group whose seed is kegen's template for that op.
+one group whose seed is kegen's template for that op (D32).
 
 Inductor sees an EmbeddingBag only as its device form (`kegen/inductor/host_ops.py`: a membership
 mask, a row gather and a matmul) and spreads it over several kernels, some shared with other tables'
-bags. FX provenance (`node.meta["from_node"]`) names the op every post-grad node came from; the nodes
-of one `aten.embedding_bag` call become one group (placed where its inputs are ready and before its
-first reader), its problem is those aten ops, its baseline Inductor's draft of them, and its seed the
-segment-gather template (`templates/embedding.py`) when the region computes exactly
-`F.embedding_bag(indices, weight, offsets, mode, include_last_offset)` on the values the model gave
-it (checked numerically; which input is which is found the same way).
+bags; attention arrives decomposed into q/k/v copies, two bmms and a softmax. FX provenance
+(`node.meta["from_node"]`) names the op every post-grad node came from; the nodes of one
+`aten.embedding_bag` or `scaled_dot_product_attention` call become one group (placed where its inputs
+are ready and before its first reader), its problem is those aten ops, its baseline Inductor's draft
+of them, and its seed kegen's template (`templates/embedding.py`, `templates/attention.py`) when the
+region computes exactly that op on the values the model gave it (checked numerically; which input is
+which, and the op's options, are found the same way).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import itertools
 import logging
 from typing import Any
 
-from kegen.tune.partition import Group, Partition, PartitionError, _check_order, _is_view, _wire, merge
+from kegen.tune.partition import Group, Partition, PartitionError, check_order, is_view, merge, wire
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def carve(part: Partition, names: set[str], kernel: str) -> Partition:
         if mine and first is None:
             first = len(groups)
         region.nodes += mine
-        computes = [nodes[n] for n in rest if not _is_view(nodes[n], part.values)]
+        computes = [nodes[n] for n in rest if not is_view(nodes[n], part.values)]
         if computes:
             kernel_name = g.kernel
             ops = [str(getattr(c.target, "__name__", c.target)).split(".")[0] for c in computes]
@@ -73,9 +74,9 @@ def carve(part: Partition, names: set[str], kernel: str) -> Partition:
     for at in range(first, len(groups) + 1):
         trial = groups[:at] + [region] + groups[at:]
         for g in trial:
-            _wire(g, part.graph, part.views, part.values)
+            wire(g, part.graph, part.views, part.values)
         try:
-            _check_order(trial, part.graph, part.glue)
+            check_order(trial, part.graph, part.glue)
         except PartitionError:
             continue
         for k, g in enumerate(trial):
@@ -118,7 +119,7 @@ def _absorb_copies(part: Partition) -> Partition:
         if len(readers) != 1:
             continue
         c = part.groups[readers[0]]
-        computes = [nodes[n] for n in c.nodes if not _is_view(nodes[n], part.values)]
+        computes = [nodes[n] for n in c.nodes if not is_view(nodes[n], part.values)]
         copies_only = computes and all(str(n.target) in COPIES for n in computes)
         if not copies_only or not set(c.inputs) <= set(g.outputs):
             continue
