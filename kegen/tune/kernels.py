@@ -70,6 +70,11 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
         else:
             ip.write_text(draft(p))
             sp = ip
+            batched = batch_seed(ip.read_text())
+            if batched is not None:  # copies of one kernel (a cat's inputs): one launch
+                sp = d / f"{g.name}_batched.py"
+                sp.write_text(batched)
+                entry |= {"inductor_path": str(ip), "members": [g.kernel], "change": BATCH_CHANGE}
         seeds.append(sp.read_text())
         inductor.append(ip.read_text())
         groups.append({**entry, "seed_path": str(sp)})
@@ -338,6 +343,22 @@ def _install_variant(
         "uninstalled": uninstalled,
         "seed": seed_verify,
     }
+
+
+BATCH_CHANGE = "one launch for the copies Inductor launches per buffer (a cat's inputs), by grid axis 1"
+
+
+def batch_seed(source: str) -> str | None:
+    """The draft with its repeated launches of one pointwise kernel batched (`launch_batch`), or None."""
+    from kegen.search.operators.mutations.base import MutationError
+    from kegen.search.operators.mutations.launch_batch import batch_launches
+
+    out = None
+    try:
+        while True:  # every run of batchable launches
+            out = batch_launches(out or source)
+    except (MutationError, SyntaxError):
+        return out
 
 
 FUSED_CHANGE = "fused {members} into one kernel (the pointwise work in the GEMM's epilogue)"

@@ -25,6 +25,7 @@ from kegen.search.operators.mutations.blocks import block_mutations, find_blocks
 from kegen.search.operators.mutations.epilogue import fusion_mutations
 from kegen.search.operators.mutations.gemm_plan import epilogue_mutations, gemm_plan_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
+from kegen.search.operators.mutations.launch_batch import batch_mutations
 from kegen.search.operators.mutations.memory import attention_mutations, embedding_mutations, norm_mutations
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
@@ -65,6 +66,7 @@ class OfflineOperator(Operator):
             recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
             recipes += fusion_mutations(ctx.parent_code)  # a GEMM's pointwise consumer in its epilogue
+            recipes += batch_mutations(ctx.parent_code)  # one launch for a cat's per-input copies
             knobs = knob_mutations(ctx.parent_code, launch_options=launch)
             sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
             blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
