@@ -403,7 +403,7 @@ def _names(groups: list[dict[str, Any]], idx: list[int], k: int, what: str, why:
 
 
 def _group_times(profile: dict[str, Any], groups: list[dict[str, Any]]) -> dict[str, float]:
-    return {r["name"]: float(r["total_s"]) for r in group_profile(profile, groups)["kernels"]}
+    return _times(group_profile(profile, groups))
 
 
 def _rows(

@@ -178,6 +178,18 @@ def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, An
     return Partition(gm, groups, glue, views, values)
 
 
+def read_values(g: Group, gm: Any) -> list[str]:
+    """The graph values g's nodes read from outside g, in first-read order (views as they are read)."""
+    nodes = {n.name: n for n in gm.graph.nodes}
+    mine = set(g.nodes)
+    raw: list[str] = []
+    for name in g.nodes:
+        for a in nodes[name].all_input_nodes:
+            if a.name not in mine and a.name not in raw:
+                raw.append(a.name)
+    return raw
+
+
 def wire(g: Group, gm: Any, views: dict[str, Any], values: dict[str, Any]) -> None:
     """A group's inputs (views of graph inputs taken whole, strided ones as their storage) and
     outputs (its nodes read outside it or returned), from its nodes."""
@@ -187,14 +199,10 @@ def wire(g: Group, gm: Any, views: dict[str, Any], values: dict[str, Any]) -> No
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     g.inputs, g.outputs, g.flat, g.viewed = [], [], {}, {}
     mine = set(g.nodes)
-    raw: list[str] = []
-    for name in g.nodes:
-        for a in nodes[name].all_input_nodes:
-            if a.name not in mine and a.name not in raw:
-                raw.append(a.name)
-        if any(u.name not in mine or u is out_node for u in nodes[name].users):
-            g.outputs.append(name)
-    for name in raw:
+    g.outputs = [
+        name for name in g.nodes if any(u.name not in mine or u is out_node for u in nodes[name].users)
+    ]
+    for name in read_values(g, gm):
         if name in views and views[name][3] >= 0:
             g.viewed[name] = views[name]
             name = views[name][0]

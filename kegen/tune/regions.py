@@ -18,7 +18,16 @@ import itertools
 import logging
 from typing import Any
 
-from kegen.tune.partition import Group, Partition, PartitionError, check_order, is_view, merge, wire
+from kegen.tune.partition import (
+    Group,
+    Partition,
+    PartitionError,
+    check_order,
+    is_view,
+    merge,
+    read_values,
+    wire,
+)
 
 log = logging.getLogger(__name__)
 
@@ -173,13 +182,7 @@ def _region_seed(part: Partition, g: Group) -> str | None:
 
 def _raw_inputs(part: Partition, g: Group) -> list[str]:
     """The graph values g's nodes read from outside g, then the roots those are views of."""
-    mine = set(g.nodes)
-    nodes = {n.name: n for n in part.graph.graph.nodes}
-    raw: list[str] = []
-    for name in g.nodes:
-        for a in nodes[name].all_input_nodes:
-            if a.name not in mine and a.name not in raw:
-                raw.append(a.name)
+    raw = read_values(g, part.graph)
     roots = [part.views[r][0] for r in raw if r in part.views] + [v[0] for v in g.viewed.values()]
     return raw + [r for r in roots if r not in raw]
 

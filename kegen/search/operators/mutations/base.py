@@ -53,6 +53,27 @@ def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
     ]
 
 
+def model_forward(tree: ast.Module) -> ast.FunctionDef:
+    """`ModelNew.forward` of a candidate module; MutationError if it has none."""
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    forward = next(
+        (n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
+        None,
+    )
+    if forward is None:
+        raise MutationError("no ModelNew.forward")
+    return forward
+
+
+def launch_of(stmt: ast.AST) -> tuple[str, ast.Call] | None:
+    """(kernel, call) of a statement `kernel[grid](...)`, else None."""
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        f = stmt.value.func
+        if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
+            return f.value.id, stmt.value
+    return None
+
+
 def names_in(node: ast.AST) -> set[str]:
     """Every name read or written anywhere under `node`."""
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}

@@ -18,7 +18,13 @@ from __future__ import annotations
 import ast
 import copy
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.base import (
+    Mutation,
+    MutationError,
+    jit_functions,
+    launch_of,
+    model_forward,
+)
 
 _POINTWISE_HEAD = ("xnumel", "xoffset", "xindex", "xmask")
 _GLOBALS = {"tl", "triton", "libdevice", "tl_math", "triton_helpers", "math", "torch"}
@@ -29,15 +35,6 @@ def _call_name(node: ast.AST) -> str | None:
     value = node.value if isinstance(node, ast.Expr | ast.Assign) else None
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
         return value.func.id
-    return None
-
-
-def _launch(node: ast.AST) -> tuple[str, ast.Call] | None:
-    """(kernel, call) of a statement `kernel[grid](...)`."""
-    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-        f = node.value.func
-        if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
-            return f.value.id, node.value
     return None
 
 
@@ -184,13 +181,7 @@ def fuse_epilogue(source: str) -> str:
     tree = ast.parse(source)
     kernels = {f.name: f for f in jit_functions(tree)}
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name not in kernels}
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
-    forward = next(
-        (n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
-        None,
-    )
-    if forward is None:
-        raise MutationError("no ModelNew.forward")
+    forward = model_forward(tree)
     why = "no GEMM or convolution launcher followed by a pointwise kernel on its output"
     for i, stmt in enumerate(forward.body):
         name = _call_name(stmt)
@@ -243,7 +234,7 @@ def _fuse_at(
     j = i + 1
     while j < len(forward.body):  # aliases, allocations and grids until the next launch
         s = forward.body[j]
-        if _launch(s) or _call_name(s) in funcs:
+        if launch_of(s) or _call_name(s) in funcs:
             break
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
             call = s.value
@@ -264,7 +255,7 @@ def _fuse_at(
         elif not isinstance(s, ast.Assign):
             raise MutationError(f"{ast.unparse(s)[:60]} runs between the GEMM and its consumer")
         j += 1
-    launch = _launch(forward.body[j]) if j < len(forward.body) else None
+    launch = launch_of(forward.body[j]) if j < len(forward.body) else None
     if launch is None or launch[0] not in kernels:
         raise MutationError(f"no pointwise launch reads {buf} after {path[0]}")
     kname, lcall = launch

@@ -15,21 +15,19 @@ from __future__ import annotations
 import ast
 import copy
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.base import (
+    Mutation,
+    MutationError,
+    jit_functions,
+    launch_of,
+    model_forward,
+)
 
 POINTER = ("in_ptr", "out_ptr", "in_out_ptr")
 
 
 def _is_pointer(param: str) -> bool:
     return param.startswith(POINTER)
-
-
-def _launch(stmt: ast.stmt) -> tuple[str, ast.Call] | None:
-    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        f = stmt.value.func
-        if isinstance(f, ast.Subscript) and isinstance(f.value, ast.Name):
-            return f.value.id, stmt.value
-    return None
 
 
 def _pointwise(fn: ast.FunctionDef) -> list[str] | None:
@@ -53,13 +51,7 @@ def batch_launches(source: str) -> str:
     MutationError when there is none."""
     tree = ast.parse(source)
     kernels = {f.name: f for f in jit_functions(tree)}
-    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
-    forward = next(
-        (n for n in (model.body if model else []) if isinstance(n, ast.FunctionDef) and n.name == "forward"),
-        None,
-    )
-    if forward is None:
-        raise MutationError("no ModelNew.forward")
+    forward = model_forward(tree)
     body = forward.body
     for i in range(len(body)):
         run = _run_from(body, i, kernels)
@@ -69,7 +61,7 @@ def batch_launches(source: str) -> str:
 
 
 def _run_from(body: list[ast.stmt], i: int, kernels: dict[str, ast.FunctionDef]) -> list[int]:
-    first = _launch(body[i])
+    first = launch_of(body[i])
     if first is None or first[0] not in kernels:
         return []
     name, call = first
@@ -92,7 +84,7 @@ def _run_from(body: list[ast.stmt], i: int, kernels: dict[str, ast.FunctionDef])
     first_grid = ""
     for j in range(i, len(body)):
         s = body[j]
-        launch = _launch(s)
+        launch = launch_of(s)
         if launch is None:
             if not isinstance(s, ast.Assign) or len(s.targets) != 1 or not isinstance(s.targets[0], ast.Name):
                 break
@@ -138,7 +130,7 @@ def _run_from(body: list[ast.stmt], i: int, kernels: dict[str, ast.FunctionDef])
 def _rewrite(
     tree: ast.Module, body: list[ast.stmt], run: list[int], kernels: dict[str, ast.FunctionDef]
 ) -> str:
-    name, _ = _launch(body[run[0]])  # type: ignore[misc]
+    name, _ = launch_of(body[run[0]])  # type: ignore[misc]
     fn = kernels[name]
     params = [a.arg for a in fn.args.args]
     pointers = [p for p in params if _is_pointer(p)]
@@ -164,7 +156,7 @@ def _rewrite(
         branches = part if m == n - 1 else [ast.If(test=test, body=part, orelse=branches)]
     batched.body = [ast.parse("which = tl.program_id(1)").body[0], *branches]
     # the launch: every launch's pointers, the shared scalars, at the last launch's place
-    calls = [_launch(body[j])[1] for j in run]  # type: ignore[index]
+    calls = [launch_of(body[j])[1] for j in run]  # type: ignore[index]
     first = calls[0]
     ptr_args = [a for c in calls for a, p in zip(c.args, params[:-1], strict=True) if _is_pointer(p)]
     scalar_args = [a for a, p in zip(first.args, params[:-1], strict=True) if not _is_pointer(p)]
