@@ -48,17 +48,20 @@ class GemmConfig:
     warps: int = 8
     stages: int = 3
     split_k: int = 1
+    flatten: int = 0  # persistent tile loop flattened with the K loop (the epilogue overlaps the next loads)
+    ws: int = 0  # warp-specialized tile loop (producer/consumer warps, where this Triton and GPU support it)
 
     @property
     def label(self) -> str:
         s = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.warps} s{self.stages}"
-        return s + (f" split{self.split_k}" if self.split_k > 1 else "")
+        s += f" split{self.split_k}" if self.split_k > 1 else ""
+        return s + (" flat" if self.flatten else "") + (" ws" if self.ws else "")
 
     def constants(self) -> str:
         return (
             f"GPU_BLOCK_M = {self.block_m}\nGPU_BLOCK_N = {self.block_n}\nGPU_BLOCK_K = {self.block_k}\n"
             f"GPU_GROUP_M = {self.group_m}\nGPU_WARPS = {self.warps}\nGPU_STAGES = {self.stages}\n"
-            f"GPU_SPLIT_K = {self.split_k}\n"
+            f"GPU_SPLIT_K = {self.split_k}\nGPU_FLATTEN = {self.flatten}\nGPU_WS = {self.ws}\n"
         )
 
 
@@ -180,11 +183,12 @@ def persistent_kernel(g: GemmSeed, tma_b_nk: bool | None = None) -> str:
     body += [f"for _k in range(0, tl.cdiv({g.k}, {g.block_k})):", indent(step, 4), *g.epilogue]
     lines = [
         *setup,
-        "for _tile in range(tl.program_id(0), " + total + ", NUM_PROGS):",
+        f"for _tile in tl.range(tl.program_id(0), {total}, NUM_PROGS, flatten=FLATTEN, warp_specialize=WS):",
         indent("\n".join(body), 4),
     ]
     extra = (
-        "BATCH_EXTENT=1, NUM_PROGS: tl.constexpr = 1, GROUP_M: tl.constexpr = 8, EVEN_K: tl.constexpr = False"
+        "BATCH_EXTENT=1, NUM_PROGS: tl.constexpr = 1, GROUP_M: tl.constexpr = 8, "
+        "EVEN_K: tl.constexpr = False, FLATTEN: tl.constexpr = False, WS: tl.constexpr = False"
     )
     return _signature(g, extra) + indent("\n".join(lines), 4) + "\n"
 
@@ -291,7 +295,14 @@ def rewrite(source: str, variant: str, config: GemmConfig) -> str:
             helpers.append(_ALLOC_HELPER)
         batch = _batch(g)
         total = tiles
-        extra = {"NUM_PROGS": "_progs", "GROUP_M": "GPU_GROUP_M", "EVEN_K": even_k, **opts}
+        extra = {
+            "NUM_PROGS": "_progs",
+            "GROUP_M": "GPU_GROUP_M",
+            "EVEN_K": even_k,
+            "FLATTEN": "bool(GPU_FLATTEN)",
+            "WS": "bool(GPU_WS)",
+            **opts,
+        }
         if batch:
             ext = launch.grid_extent(batch[0])
             if ext is None:
