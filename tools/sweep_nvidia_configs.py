@@ -36,6 +36,36 @@ A = AttentionConfig
 # problem -> [(variant, config)]; variant "attention" for the FlashAttention-style forward
 SWEEP: dict[str, list[tuple[str, Any]]] = {
     "gemm_bf16_1024": [
+        ("persistent", G(64, 128, 128, 8, 4, 3)),
+        ("persistent", G(64, 128, 128, 8, 4, 4)),
+        ("persistent", G(128, 128, 128, 8, 8, 3)),
+        ("persistent", G(64, 128, 128, 4, 4, 3)),
+        ("persistent", G(128, 64, 128, 8, 4, 3)),
+        ("persistent", G(64, 128, 128, 8, 8, 3)),
+        ("tma", G(64, 128, 128, 8, 4, 3)),
+    ],
+    "bmm_fp16": [
+        ("persistent", G(128, 256, 64, 8, 8, 3)),
+        ("persistent", G(128, 256, 64, 8, 8, 4)),
+        ("persistent", G(256, 128, 64, 8, 8, 3)),
+        ("persistent", G(128, 256, 64, 4, 8, 3)),
+        ("persistent", G(128, 256, 32, 8, 8, 4)),
+        ("persistent", G(128, 256, 64, 16, 8, 3)),
+    ],
+    "attention_fwd_fp16": [
+        ("attention", A(64, 128, 4, 3)),
+        ("attention", A(64, 128, 4, 3, tma=1)),
+        ("attention", A(128, 128, 8, 3, tma=1)),
+        ("attention", A(64, 64, 4, 3, tma=1)),
+        ("attention", A(64, 128, 4, 4)),
+        ("attention", A(128, 128, 8, 4, tma=1)),
+        ("attention", A(64, 128, 4, 4, tma=1)),
+        ("attention", A(64, 256, 8, 2)),
+    ],
+}
+# the first sweep (2026-12-04, runs: docs/results/nvidia_configs_h200.md) measured these too
+FIRST_SWEEP: dict[str, list[tuple[str, Any]]] = {
+    "gemm_bf16_1024": [
         ("persistent", G(64, 128, 64, 8, 4, 4)),
         ("persistent", G(64, 128, 64, 8, 4, 4, flatten=1)),
         ("persistent", G(64, 128, 64, 8, 4, 3)),
@@ -103,9 +133,10 @@ def _source(problem: str, variant: str, config: Any) -> str:
     return gpu_gemm.rewrite(seed, variant, config)
 
 
-def run(out: Path, deadline: float, only: list[str]) -> dict[str, Any]:
+def run(out: Path, deadline: float, only: list[str], first: bool = False) -> dict[str, Any]:
     start = time.monotonic()
-    plan = {p: SWEEP[p] for p in (only or SWEEP)}
+    sweep = FIRST_SWEEP if first else SWEEP
+    plan = {p: sweep[p] for p in (only or sweep)}
     res: dict[str, Any] = {"env": environment(), "problems": {p: {"candidates": []} for p in plan}}
     path = out / "sweep.json"
     work = Path(tempfile.mkdtemp(prefix="gpu_sweep_"))
@@ -173,12 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds after which no new step starts")
     ap.add_argument("--only", default="", help="comma-separated problems (default: all of SWEEP)")
     ap.add_argument("--markdown", type=Path, help="render this JSON record as markdown and exit")
+    ap.add_argument("--first", action="store_true", help="the first sweep's grid (FIRST_SWEEP)")
     args = ap.parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    res = run(args.out, args.deadline, [p for p in args.only.split(",") if p])
+    res = run(args.out, args.deadline, [p for p in args.only.split(",") if p], args.first)
     (args.out / "sweep.md").write_text(markdown(res))
     print(markdown(res))
     return 0

@@ -90,6 +90,9 @@ def test_config_moves_retune_a_rewrite(tmp_path: Path) -> None:
     bigger = gpu_gemm.set_config(out, GemmConfig(64, 32, 32, 2, 4, 2))
     assert "GPU_BLOCK_M = 64" in bigger and "GPU_BLOCK_M = 32" not in bigger
     _check("gemm_fp16_512", bigger, tmp_path)
+    flat = gpu_gemm.set_config(out, GemmConfig(32, 32, 32, 2, 4, 2, flatten=1))
+    assert "GPU_FLATTEN = 1" in flat and "flatten=FLATTEN" in flat
+    _check("gemm_fp16_512", flat, tmp_path)
 
 
 def test_moves_per_seed_class() -> None:
@@ -112,6 +115,11 @@ def test_attention_unmasked_ragged_sequence(tmp_path: Path) -> None:
     _check("attention_fwd_fp16", out, tmp_path, atol=1e-2, scale="0.15625")  # seq 160: ragged blocks
     even = gpu_attention.set_config(out, AttentionConfig(32, 32, 4, 2))  # 160 = 5 x 32: no masks
     _check("attention_fwd_fp16", even, tmp_path, atol=1e-2, scale="0.15625")
+    tma = gpu_attention.set_config(out, AttentionConfig(32, 32, 4, 2, tma=1))  # descriptors on even blocks
+    assert "ATTN_TMA = 1" in tma
+    _check("attention_fwd_fp16", tma, tmp_path, atol=1e-2, scale="0.15625")
+    ragged_tma = gpu_attention.set_config(out, AttentionConfig(32, 64, 4, 2, tma=1))  # falls back to masks
+    _check("attention_fwd_fp16", ragged_tma, tmp_path, atol=1e-2, scale="0.15625")
 
 
 def test_attention_causal_variant(tmp_path: Path) -> None:

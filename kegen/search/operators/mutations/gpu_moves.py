@@ -9,7 +9,11 @@
   (`templates.gpu_conv`).
 A rewritten module offers config moves instead: the other configurations of its family, a few per
 step as the operator ranks them. Each list is ordered by how often the configuration won on the
-H200 for the production shapes (docs/results/nvidia_moves_h200.md): the priors decrease along it.
+H200 for the production shapes (docs/results/nvidia_moves_h200.md and the per-shape sweeps of
+tools/sweep_nvidia_configs.py, docs/results/nvidia_configs_h200.md): the priors decrease along it.
+Flattened tile loops pay only with TMA loads (pointer loads: 2-5x slower); warp specialization
+does not compile with pointer loads on Hopper (Triton 3.6) and gains nothing with TMA, so neither
+is in the pointer lists.
 """
 
 from __future__ import annotations
@@ -31,16 +35,22 @@ STEP = 0.05  # prior lost per place along a configuration list
 
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "persistent": (
-        GemmConfig(128, 256, 64, 8, 8, 3),  # 2048², 4096², linear 4096x512->2048
-        GemmConfig(128, 128, 64, 8, 8, 4),  # linear 2048x1024->1024, bmm 16x512³
-        GemmConfig(64, 128, 64, 8, 4, 4),  # 1024³
+        GemmConfig(128, 256, 64, 8, 8, 3),  # 2048² (29.7 us), bmm 16x512³ (14.6), linear 4096x512->2048
+        GemmConfig(64, 128, 128, 8, 4, 3),  # 1024³ (9.7 us)
+        GemmConfig(128, 128, 64, 8, 8, 4),  # linear 2048x1024->1024
         GemmConfig(64, 64, 64, 8, 4, 4),  # 512³
+        GemmConfig(128, 256, 64, 16, 8, 3),
+        GemmConfig(64, 128, 64, 8, 4, 5),
+        GemmConfig(128, 256, 64, 8, 8, 4),
+        GemmConfig(64, 128, 128, 8, 4, 4),
         GemmConfig(128, 128, 64, 8, 4, 4),
     ),
     "tma": (
-        GemmConfig(128, 256, 64, 8, 8, 3),
+        GemmConfig(128, 256, 64, 8, 8, 3, flatten=1),  # 4096² (184.8 us), 2048² (29.9)
+        GemmConfig(128, 256, 64, 8, 8, 4),
         GemmConfig(128, 128, 64, 8, 8, 4),
-        GemmConfig(128, 128, 64, 8, 4, 3),
+        GemmConfig(128, 256, 64, 8, 8, 3),
+        GemmConfig(64, 128, 128, 8, 4, 3),
     ),
     "split_k": (
         GemmConfig(64, 64, 64, 8, 4, 4, split_k=4),
@@ -48,10 +58,12 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     ),
 }
 ATTENTION_CONFIGS = (
+    AttentionConfig(64, 128, 4, 3),  # 2x8x1024x64 fp16: 18.7 us
     AttentionConfig(128, 128, 8, 3),
-    AttentionConfig(64, 64, 4, 4),
-    AttentionConfig(128, 64, 8, 3),
-    AttentionConfig(128, 64, 4, 3),
+    AttentionConfig(64, 128, 4, 3, tma=1),
+    AttentionConfig(128, 128, 8, 3, tma=1),
+    AttentionConfig(64, 64, 4, 3),
+    AttentionConfig(64, 128, 4, 4),
 )
 CONV_CONFIGS = (
     ConvConfig(128, 128, 32, 8, 4, 4),  # conv1d 8x128->256x2048

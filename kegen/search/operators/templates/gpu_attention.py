@@ -36,15 +36,16 @@ class AttentionConfig:
     block_n: int = 64
     warps: int = 4
     stages: int = 3
+    tma: int = 0  # Q/K/V/O tiles through tensor descriptors (TMA) where the blocks divide the sequence
 
     @property
     def label(self) -> str:
-        return f"{self.block_m}x{self.block_n} w{self.warps} s{self.stages}"
+        return f"{self.block_m}x{self.block_n} w{self.warps} s{self.stages}" + (" tma" if self.tma else "")
 
     def constants(self) -> str:
         return (
             f"ATTN_BLOCK_M = {self.block_m}\nATTN_BLOCK_N = {self.block_n}\n"
-            f"ATTN_WARPS = {self.warps}\nATTN_STAGES = {self.stages}\n"
+            f"ATTN_WARPS = {self.warps}\nATTN_STAGES = {self.stages}\nATTN_TMA = {self.tma}\n"
         )
 
 
@@ -52,7 +53,7 @@ _KERNEL = """
 @triton.jit
 def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, qk_scale, HEAD_DIM: tl.constexpr,
                          BLOCK_D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         CAUSAL: tl.constexpr, EVEN: tl.constexpr):
+                         CAUSAL: tl.constexpr, EVEN: tl.constexpr, TMA: tl.constexpr = False):
     pid_m = tl.program_id(0)
     base = tl.program_id(1).to(tl.int64) * seq * HEAD_DIM
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -60,7 +61,19 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, qk_scale, HEAD_DIM: tl
     offs_d = tl.arange(0, BLOCK_D)
     q_off = base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
     q_ok = (offs_m[:, None] < seq) & (offs_d[None, :] < HEAD_DIM)
-    if EVEN:
+    if TMA:  # EVEN holds: (batch*heads*seq, HEAD_DIM) row tiles never cross a head
+        row0 = tl.program_id(1) * seq
+        rows = tl.num_programs(1) * seq
+        q_desc = tl.make_tensor_descriptor(q_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_M, BLOCK_D])
+        k_desc = tl.make_tensor_descriptor(k_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_N, BLOCK_D])
+        v_desc = tl.make_tensor_descriptor(v_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_N, BLOCK_D])
+        o_desc = tl.make_tensor_descriptor(o_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                           block_shape=[BLOCK_M, BLOCK_D])
+        q = q_desc.load([row0 + pid_m * BLOCK_M, 0])
+    elif EVEN:
         q = tl.load(q_ptr + q_off)
     else:
         q = tl.load(q_ptr + q_off, mask=q_ok, other=0.0)
@@ -74,7 +87,9 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, qk_scale, HEAD_DIM: tl
     for start in range(0, hi, BLOCK_N):
         keys = start + offs_n
         kv_off = base + keys[:, None] * HEAD_DIM + offs_d[None, :]
-        if EVEN:
+        if TMA:
+            k = k_desc.load([row0 + start, 0])
+        elif EVEN:
             k = tl.load(k_ptr + kv_off)
         else:
             k = tl.load(k_ptr + kv_off, mask=(keys[:, None] < seq) & (offs_d[None, :] < HEAD_DIM), other=0.0)
@@ -87,18 +102,35 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, seq, qk_scale, HEAD_DIM: tl
         p = tl.math.exp2(s - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        if EVEN:
+        if TMA:
+            v = v_desc.load([row0 + start, 0])
+        elif EVEN:
             v = tl.load(v_ptr + kv_off)
         else:
             v = tl.load(v_ptr + kv_off, mask=(keys[:, None] < seq) & (offs_d[None, :] < HEAD_DIM), other=0.0)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
     acc = acc / l_i[:, None]
-    if EVEN:
+    if TMA:
+        o_desc.store([row0 + pid_m * BLOCK_M, 0], acc.to(o_ptr.dtype.element_ty))
+    elif EVEN:
         tl.store(o_ptr + q_off, acc.to(o_ptr.dtype.element_ty))
     else:
         tl.store(o_ptr + q_off, acc.to(o_ptr.dtype.element_ty), mask=q_ok)
 """
+
+_TMA_HELPER = '''
+_HAS_TMA = hasattr(tl, "make_tensor_descriptor")
+
+
+def _tma_scratch(size, alignment, stream):
+    """Global scratch for device-side tensor descriptors."""
+    return torch.empty(size, dtype=torch.int8, device="cuda" if torch.cuda.is_available() else "cpu")
+
+
+if _HAS_TMA:
+    triton.set_allocator(_tma_scratch)
+'''
 
 _FORWARD = """
     def forward(self, {args}):
@@ -111,6 +143,7 @@ _FORWARD = """
         grid = (triton.cdiv(seq, ATTN_BLOCK_M), batch * heads)
         attention_fwd_kernel[grid](q, k, v, o, seq, qk_scale, HEAD_DIM=head_dim, BLOCK_D=block_d,
                                    BLOCK_M=ATTN_BLOCK_M, BLOCK_N=ATTN_BLOCK_N, CAUSAL={causal}, EVEN=even,
+                                   TMA=even and bool(ATTN_TMA) and _HAS_TMA,
                                    num_warps=ATTN_WARPS, num_stages=ATTN_STAGES)
         return o
 """
@@ -189,7 +222,7 @@ def rewrite(source: str, config: AttentionConfig) -> str:
         args=", ".join(launch.forward_args), q=q, k=k, v=v, scale=scale, causal=_is_causal(fn)
     )
     return rewritten_module(
-        module_imports(source), MARKER + "\n" + config.constants(), _KERNEL, init, forward
+        module_imports(source), MARKER + "\n" + config.constants() + _TMA_HELPER, _KERNEL, init, forward
     )
 
 
