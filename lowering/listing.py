@@ -51,8 +51,11 @@ def analysis_comments(fn: Function, ctx: PassContext) -> list[str]:
                         printer.define(arg)
             text = f"//{'  ' * (depth + 1)}{res + ' = ' if res else ''}{op.name} -> {units.get(id(op), '?')}"
             acc = pointers.access(op) if pointers is not None else None
+            row = pointers.row_access(op) if pointers is not None else None
             if acc is not None:
                 text += " " + acc.describe().replace("%?", name(acc.base))
+            elif row is not None:
+                text += " " + row.describe(name)
             if id(op) in stages:
                 text += f" stages={stages[id(op)]}"
             lines.append(text)

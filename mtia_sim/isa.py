@@ -64,6 +64,12 @@ functional-simulator owner, no name or value changed):
   Atomics with repeated addresses apply in index order, each seeing the previous result; CAS
   compares with imm0 (int or float per Flags.IMM_IS_INT); dst (if non-zero) gets the old values
   (0 for masked-off elements).
+- DMA_GATHER with subop GatherForm.ROWS (a row gather): src1 holds one U64 address per row, read
+  at index (i0, i1, i2, 0) (src1_stride[3] is ignored), and element (i0, i1, i2, j) is read at
+  that address + j * itemsize: each row is a contiguous run of shape[3] elements (unaligned
+  allowed). The valid box applies to every dim (indices >= valid are not read: imm0), ANDed with
+  the optional I1 mask src2 (a per-row mask has src2_stride[3] = 0). Only masked-in elements'
+  addresses must be mapped. GatherForm.ELEMENTS (0) is the per-element gather above.
 - DPE_MATMUL follows the generic rule on the index space (M, N, K, 1): src0 uses stride words
   [0] (m) and [2] (k), src1 words [2] (k) and [1] (n), dst words [0] (m) and [1] (n); the other
   words are ignored. Inputs F32/F16/BF16/F64/F8 (fp32 products and accumulator) or I8/U8/I16/I32
@@ -104,6 +110,8 @@ Changes to this module (functional-simulator owner):
 - The operand rules above and the comments of DPE_MATMUL / AtomicOp.CAS were made precise.
 - Op.RED_ACCUMULATE = 0x402 added (reduction-engine owner, 2026-12): reductions across PEs; no
   existing name or value changed.
+- GatherForm added (2026-12, issue 26): DMA_GATHER's subop selects the per-element gather (0, as
+  before) or the row gather (ROWS = 1: one address per row of contiguous elements).
 """
 
 from __future__ import annotations
@@ -220,6 +228,7 @@ class Op(_IntEnum):
     DMA_COPY = 0x100  # dst <- src0 over shape; indices >= valid[k] are not read: dst gets imm0 (fill);
     #                   when dst is outside the local store, indices >= valid[k] are not written
     DMA_GATHER = 0x101  # dst[i] <- *(dtype*)src1[i] where src2[i] (mask, I1; src2=0: all) else imm0
+    #                     subop GatherForm.ROWS: src1 = one address per row of shape[3] elements
     DMA_SCATTER = 0x102  # *(dtype*)src1[i] <- src0[i] where src2[i] (mask) ; src1 holds U64 addresses
     DMA_ATOMIC = 0x103  # old[i]=*addr; *addr = subop(*addr, src0[i]) where mask; dst <- old (dst=0: none)
     #                     addresses in src1 (U64), mask in src2; subop: AtomicOp; CAS compares with imm0
@@ -353,6 +362,13 @@ class ScanOp(_IntEnum):
     PROD = 1
     MAX = 2
     MIN = 3
+
+
+class GatherForm(_IntEnum):
+    """DMA_GATHER's subop: what the addresses in src1 point at."""
+
+    ELEMENTS = 0  # one address per element
+    ROWS = 1  # one address per row (index (i0, i1, i2, 0)); element j of the row at + j * itemsize
 
 
 class AtomicOp(_IntEnum):

@@ -68,8 +68,11 @@ _OP_NOTES: dict[str, tuple[str, str]] = {
         "dst ← src0 over shape; indices ≥ valid are not read (dst gets the fill `imm0`) or not written",
     ),
     "DMA_GATHER": (
-        "`tl.load` with non-affine pointers (indirect indices)",
-        "dst[i] ← *src1[i] where mask src2[i], else imm0; src1 holds 64-bit addresses",
+        "`tl.load` with non-affine pointers (indirect indices); indirect rows of contiguous columns "
+        "use the row form",
+        "dst[i] ← *src1[i] where mask src2[i], else imm0; src1 holds 64-bit addresses. subop "
+        "`GatherForm.ROWS`: one address per row, dst[r, j] ← *(src1[r] + j · itemsize) inside the "
+        "`valid` box where mask",
     ),
     "DMA_SCATTER": ("`tl.store` with non-affine pointers", "*src1[i] ← src0[i] where mask src2[i]"),
     "DMA_ATOMIC": (

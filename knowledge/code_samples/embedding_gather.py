@@ -2,8 +2,9 @@
 
 Each program loads a block of indices once, then gathers a `[ROWS, BLOCK_D]` tile: only the
 row starts are data-dependent, every row itself is contiguous. On MTIA the index load is a block
-DMA and the row gather is a `DMA_GATHER` (per-element addresses: the slow path, so gather once
-and reuse). Indices are assumed valid, as `torch.nn.functional.embedding` requires.
+DMA and the row gather is one `DMA_GATHER` of `GatherForm.ROWS` (one address per row, each row
+read as a contiguous run; the row and column masks become a per-row mask and a column bound).
+Indices are assumed valid, as `torch.nn.functional.embedding` requires.
 """
 
 import torch

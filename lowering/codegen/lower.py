@@ -239,6 +239,8 @@ class KernelLowering(CommandIssuer):
         self.env[id(v)] = lowered
         if isinstance(lowered, Buf):
             lowered.buffer.refs.add(id(v))
+            # a row gather reads this tensor without being one of its users: keep it until then
+            lowered.buffer.pinned += self.plan.pointers.row_values.get(id(v), 0)
         elif isinstance(lowered, DeferredScalar):
             lowered.buf.buffer.refs.add(id(v))
 

@@ -4,7 +4,11 @@ For every `tt.load` / `tt.store` whose pointer tensor is `base + sum_k coef_k * 
 (base: one scalar pointer; coefs and offset: scalar expressions of kernel scalars) and whose mask
 is a conjunction of `index_k + c < bound` comparisons and uniform scalar conditions, the pass
 records a `BlockAccess`: the code generator emits one strided DMA_COPY with `valid` bounds.
-Anything else (indirect indices, modulo, non-prefix masks) is left to the gather/scatter fallback.
+A load whose pointers are `base + rows + affine` with `rows` a tensor constant along the inner axis
+(e.g. loaded indices `idx[:, None] * stride`) and unit-stride columns is a `RowAccess`: one address
+per row and one row-gather DMA (`GatherForm.ROWS`); its mask may be a box, a row tensor
+(`(row condition)[:, None]`) ANDed with a box, or any tensor. Anything else (indirect indices in
+every dim, modulo, ...) is left to the per-element gather/scatter fallback.
 With `accumulate`, a `tt.atomic_rmw` that `lowering.analysis.accumulate` can turn into one
 RED_ACCUMULATE gets a `BlockAccess` too when its pointers are affine and its mask is a box or absent.
 The pass also computes which tensor values must be materialised in the local store at all.
@@ -12,6 +16,7 @@ The pass also computes which tensor values must be materialised in the local sto
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -93,26 +98,30 @@ def s_str(e: SExpr) -> str:
 
 @dataclass(frozen=True)
 class Affine:
-    """`base + offset + sum_k coefs[k] * index_k` (element units of the pointee for pointers)."""
+    """`base + offset + sum_k coefs[k] * index_k` (element units of the pointee for pointers), plus
+    `rows[index]` when given: an integer tensor whose last dim is 1, broadcast to the shape."""
 
     base: Value | None
     offset: SExpr
     coefs: tuple[SExpr, ...]
+    rows: Value | None = None
 
     @property
     def uniform(self) -> bool:
-        return all(c == ZERO for c in self.coefs)
+        return self.rows is None and all(c == ZERO for c in self.coefs)
 
 
 @dataclass(frozen=True)
 class MaskInfo:
     """Conjunction of `index_k < bound` (per dim, min over the list) and uniform conditions.
 
-    A condition is ("lt0", e): e < 0, or ("v", value): an i1 scalar.
+    A condition is ("lt0", e): e < 0, or ("v", value): an i1 scalar. `rows`, when given, is an i1
+    tensor whose last dim is 1 (a per-row condition), broadcast to the shape and ANDed in.
     """
 
     bounds: tuple[tuple[SExpr, ...], ...]
     conds: tuple[SExpr, ...] = ()
+    rows: Value | None = None
 
 
 @dataclass
@@ -141,6 +150,44 @@ class BlockAccess:
         return s
 
 
+@dataclass
+class RowAccess:
+    """A load the DMA does as one row gather: element (i, j) at `base + offset + rows[i] + j`
+    (element units; `rows` an integer tensor whose last dim is 1). The mask is `mask` (its box
+    and its row tensor) or, with `mask_tensor`, the load's mask tensor itself."""
+
+    op: Operation
+    base: Value
+    offset: SExpr
+    rows: Value
+    mask: MaskInfo | None
+    mask_tensor: bool = False
+
+    def values(self) -> list[Value]:
+        """The tensors the row gather reads besides the load's operands."""
+        extra = [self.rows]
+        if self.mask is not None and self.mask.rows is not None:
+            extra.append(self.mask.rows)
+        return extra
+
+    def describe(self, name: Callable[[Value], str] | None = None) -> str:
+        """One line for listings; `name` spells values (default: `%name_hint`)."""
+        spell = name or (lambda v: f"%{v.name_hint or '?'}")
+        s = f"rows base={spell(self.base)} offset={s_str(self.offset)} rows={spell(self.rows)}"
+        if self.mask_tensor:
+            s += " mask=tensor"
+        if self.mask is not None:
+            bounds = [
+                "min(" + ", ".join(s_str(b) for b in bs) + ")" if bs else "-" for bs in self.mask.bounds
+            ]
+            s += " valid=[" + ", ".join(bounds) + "]"
+            if self.mask.rows is not None:
+                s += f" row_mask={spell(self.mask.rows)}"
+            if self.mask.conds:
+                s += " if " + " and ".join(_cond_str(c) for c in self.mask.conds)
+        return s
+
+
 def _cond_str(c: SExpr) -> str:
     return f"{s_str(c[1])} < 0" if c[0] == "lt0" else s_str(c)
 
@@ -161,11 +208,16 @@ class PointerInfo:
     """Result of the pass: block accesses by op, and the tensors that need a local-store buffer."""
 
     accesses: dict[int, BlockAccess] = field(default_factory=dict)
+    rows: dict[int, RowAccess] = field(default_factory=dict)  # row gathers by id(load)
+    row_values: dict[int, int] = field(default_factory=dict)  # id(tensor) -> row gathers reading it
     materialized: set[int] = field(default_factory=set)  # ids of tensor values needing a buffer
     carried: dict[int, dict[int, CarriedPointer]] = field(default_factory=dict)  # id(scf.for) -> index -> ...
 
     def access(self, op: Operation) -> BlockAccess | None:
         return self.accesses.get(id(op))
+
+    def row_access(self, op: Operation) -> RowAccess | None:
+        return self.rows.get(id(op))
 
     def needs_buffer(self, v: Value) -> bool:
         return id(v) in self.materialized
@@ -209,20 +261,26 @@ class PointerAnalysis(Pass):
     analysis: ClassVar[bool] = True
     block_dma: bool = True
     red_accumulate: bool = True  # a search option, declared by unit-mapping
+    row_gather: bool = True  # loads of indirect rows with affine columns -> GatherForm.ROWS
 
     def apply(self, module: Module, ctx: PassContext) -> None:
-        ctx.results[self.name] = analyze_pointers(ctx.kernel, self.block_dma, self.red_accumulate)
+        ctx.results[self.name] = analyze_pointers(
+            ctx.kernel, self.block_dma, self.red_accumulate, self.row_gather
+        )
 
 
-def analyze_pointers(fn: Function, enabled: bool = True, accumulate: bool = True) -> PointerInfo:
-    """The `PointerInfo` of `fn` (`enabled=False`: no block accesses at all)."""
-    return _PointerAnalyzer(enabled, accumulate).run(fn)
+def analyze_pointers(
+    fn: Function, enabled: bool = True, accumulate: bool = True, row_gather: bool = True
+) -> PointerInfo:
+    """The `PointerInfo` of `fn` (`enabled=False`: no block accesses or row gathers at all)."""
+    return _PointerAnalyzer(enabled, accumulate, row_gather).run(fn)
 
 
 class _PointerAnalyzer:
-    def __init__(self, enabled: bool, accumulate: bool) -> None:
+    def __init__(self, enabled: bool, accumulate: bool, row_gather: bool = True) -> None:
         self.enabled = enabled
         self.accumulate = accumulate  # block atomics with unused results -> RED_ACCUMULATE
+        self.row_gather = row_gather
 
     def run(self, fn: Function) -> PointerInfo:
         ops = list(fn.walk())
@@ -240,11 +298,15 @@ class _PointerAnalyzer:
                 for op in ops:
                     if op.name in ("tt.load", "tt.store") and op.operands[0].type.is_tensor:
                         acc = self._access(op, aff, masks)
-                        if acc is not None:
+                        if isinstance(acc, RowAccess):
+                            info.rows[id(op)] = acc
+                            for v in acc.values():
+                                info.row_values[id(v)] = info.row_values.get(id(v), 0) + 1
+                        elif acc is not None:
                             info.accesses[id(op)] = acc
                     elif self._accumulable(op):
                         acc = self._access(op, aff, masks)
-                        if acc is not None and not acc.mask_tensor:
+                        if isinstance(acc, BlockAccess) and not acc.mask_tensor:
                             info.accesses[id(op)] = acc
                 self._validate_carried(ops, aff, candidates, info)
             self._demand(ops, info)
@@ -267,7 +329,13 @@ class _PointerAnalyzer:
         for i, init in enumerate(op.operands[3:]):
             arg, result = body.args[i + 1], op.results[i]
             a = aff.get(id(init))
-            if a is None or a.base is None or id(arg) in excluded or not arg.type.is_tensor:
+            if (
+                a is None
+                or a.base is None
+                or a.rows is not None
+                or id(arg) in excluded
+                or not arg.type.is_tensor
+            ):
                 continue
             form = Affine(a.base, s_add(a.offset, ("carry", arg)), a.coefs)
             aff[id(arg)] = form
@@ -305,6 +373,13 @@ class _PointerAnalyzer:
         def get(v: Value) -> Affine | None:
             return aff.get(id(v))
 
+        def get_rows(v: Value) -> Affine | None:
+            """The affine form of `v`, or `v` itself as a row term (an integer tensor, last dim 1)."""
+            a = aff.get(id(v))
+            if a is None and _row_shaped(v) and v.type.is_int and v.type.element_type.bitwidth > 1:
+                return Affine(None, ZERO, tuple(ZERO for _ in v.shape), v)
+            return a
+
         if name == "tt.make_range":
             aff[id(res)] = Affine(None, ("c", int(op.attr("start", 0))), (ONE,))
         elif name == "tt.splat":
@@ -322,18 +397,25 @@ class _PointerAnalyzer:
             elif isinstance(c, int) and res.type.is_int:
                 aff[id(res)] = Affine(None, ("c", c), zeros)
         elif name in ("arith.addi", "arith.subi", "tt.addptr"):
-            a, b = get(op.operands[0]), get(op.operands[1])
+            rows_ok = self.row_gather and name != "arith.subi"
+            a = get_rows(op.operands[0]) if rows_ok and name != "tt.addptr" else get(op.operands[0])
+            b = get_rows(op.operands[1]) if rows_ok else get(op.operands[1])
             if a is None or b is None or b.base is not None or (name != "tt.addptr" and a.base is not None):
+                return
+            if a.rows is not None and b.rows is not None:
                 return
             comb = s_add if name != "arith.subi" else s_sub
             aff[id(res)] = Affine(
                 a.base,
                 comb(a.offset, b.offset),
                 tuple(comb(x, y) for x, y in zip(a.coefs, b.coefs, strict=True)),
+                a.rows if a.rows is not None else b.rows,
             )
         elif name == "arith.muli":
             a, b = get(op.operands[0]), get(op.operands[1])
             if a is None or b is None or a.base is not None or b.base is not None:
+                return
+            if a.rows is not None or b.rows is not None:
                 return
             if b.uniform:
                 a, b = b, a
@@ -343,36 +425,41 @@ class _PointerAnalyzer:
             aff[id(res)] = Affine(None, s_mul(k, b.offset), tuple(s_mul(k, c) for c in b.coefs))
         elif name in ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast"):
             a = get(op.operands[0])
-            if a is not None:
+            if a is not None and (a.rows is None or name == "arith.extsi"):
                 aff[id(res)] = a
         elif name == "tt.expand_dims":
             axis = int(op.attr("axis"))
             a = get(op.operands[0])
-            if a is not None:
+            if a is not None and a.rows is None:
                 coefs = list(a.coefs)
                 coefs.insert(axis, ZERO)
                 aff[id(res)] = Affine(a.base, a.offset, tuple(coefs))
             m = masks.get(id(op.operands[0]))
-            if m is not None:
+            if m is not None and m.rows is None:
                 bounds = list(m.bounds)
                 bounds.insert(axis, ())
                 masks[id(res)] = MaskInfo(tuple(bounds), m.conds)
         elif name == "tt.broadcast":
-            src_shape = op.operands[0].shape
-            a = get(op.operands[0])
+            src = op.operands[0]
+            src_shape = src.shape
+            a = get_rows(src) if self.row_gather else get(src)
             if a is not None and len(src_shape) == rank:
                 bcoefs = tuple(ZERO if s == 1 else c for s, c in zip(src_shape, a.coefs, strict=True))
-                aff[id(res)] = Affine(a.base, a.offset, bcoefs)
-            m = masks.get(id(op.operands[0]))
+                aff[id(res)] = Affine(a.base, a.offset, bcoefs, a.rows)
+            m = masks.get(id(src))
+            if m is None and self.row_gather and _row_shaped(src) and _is_i1(src):
+                m = MaskInfo(tuple(() for _ in range(rank)), (), src)
             if m is not None and len(src_shape) == rank:
                 masks[id(res)] = m
         elif name == "arith.cmpi":
             self._cmp(op, aff, masks)
         elif name == "arith.andi":
             m1, m2 = masks.get(id(op.operands[0])), masks.get(id(op.operands[1]))
-            if m1 is not None and m2 is not None:
+            if m1 is not None and m2 is not None and (m1.rows is None or m2.rows is None):
                 masks[id(res)] = MaskInfo(
-                    tuple(x + y for x, y in zip(m1.bounds, m2.bounds, strict=True)), m1.conds + m2.conds
+                    tuple(x + y for x, y in zip(m1.bounds, m2.bounds, strict=True)),
+                    m1.conds + m2.conds,
+                    m1.rows if m1.rows is not None else m2.rows,
                 )
         if id(res) in aff:  # index k of a size-1 dim is always 0
             a = aff[id(res)]
@@ -380,12 +467,15 @@ class _PointerAnalyzer:
                 a.base,
                 a.offset,
                 tuple(ZERO if d == 1 else c for d, c in zip(res.shape, a.coefs, strict=True)),
+                a.rows,
             )
 
     def _cmp(self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]) -> None:
         pred = str(op.attr("predicate"))
         a, b = aff.get(id(op.operands[0])), aff.get(id(op.operands[1]))
         if a is None or b is None or a.base is not None or b.base is not None:
+            return
+        if a.rows is not None or b.rows is not None:
             return
         # normalise to d < 0
         if pred == "slt":
@@ -425,7 +515,7 @@ class _PointerAnalyzer:
 
     def _access(
         self, op: Operation, aff: dict[int, Affine], masks: dict[int, MaskInfo]
-    ) -> BlockAccess | None:
+    ) -> BlockAccess | RowAccess | None:
         ptr = aff.get(id(op.operands[0]))
         if ptr is None or ptr.base is None:
             return None
@@ -434,8 +524,10 @@ class _PointerAnalyzer:
         mask_index = 1 if op.name == "tt.load" else 2
         if len(op.operands) > mask_index:
             mask = masks.get(id(op.operands[mask_index]))
-            if mask is None:
-                mask_tensor = True
+            if mask is None or (mask.rows is not None and ptr.rows is None):
+                mask, mask_tensor = None, True
+        if ptr.rows is not None:
+            return self._row_access(op, ptr, mask, mask_tensor)
         if op.name == "tt.load" and len(op.operands) > 2:
             other = op.operands[2]
             src = other.owner
@@ -444,6 +536,23 @@ class _PointerAnalyzer:
             if src.name == "arith.constant" and _splat_const(src) is None:
                 return None
         return BlockAccess(op, ptr.base, ptr.offset, ptr.coefs, mask, mask_tensor)
+
+    @staticmethod
+    def _row_access(op: Operation, ptr: Affine, mask: MaskInfo | None, mask_tensor: bool) -> RowAccess | None:
+        """A row gather when the columns are unit-stride, the outer dims carry only the row term
+        and `other` is uniform (else None: the per-element gather)."""
+        shape = op.operands[0].shape
+        if op.name != "tt.load" or len(shape) < 2 or shape[-1] < 2 or ptr.coefs[-1] != ONE:
+            return None
+        if any(c != ZERO for c in ptr.coefs[:-1]) or ptr.base is None or ptr.rows is None:
+            return None
+        if len(op.operands) > 2:
+            src = op.operands[2].owner
+            if not isinstance(src, Operation) or src.name not in ("tt.splat", "arith.constant"):
+                return None
+            if src.name == "arith.constant" and _splat_const(src) is None:
+                return None
+        return RowAccess(op, ptr.base, ptr.offset, ptr.rows, mask, mask_tensor)
 
     # -- which tensors need a buffer ----------------------------------------------------------
     def _demand(self, ops: list[Operation], info: PointerInfo) -> None:
@@ -460,7 +569,13 @@ class _PointerAnalyzer:
         for _ in range(2):  # loops feed values backwards through iter_args; two sweeps settle
             for op in reversed(ops):
                 acc = info.accesses.get(id(op))
-                if acc is not None:
+                row = info.rows.get(id(op))
+                if row is not None:
+                    operands = list(op.operands[2:3])
+                    if row.mask_tensor:
+                        operands.append(op.operands[1])
+                    need.update(id(v) for v in row.values())
+                elif acc is not None:
                     operands = [op.operands[1]] if op.name != "tt.load" else list(op.operands[2:3])
                     if acc.mask_tensor:
                         operands.append(op.operands[2 if op.name == "tt.store" else 1])
@@ -479,6 +594,15 @@ class _PointerAnalyzer:
                         for arg in block.args:
                             if arg.type.is_tensor and arg.uses and id(arg) not in carried_args:
                                 need.add(id(arg))
+
+
+def _row_shaped(v: Value) -> bool:
+    """A tensor of rank >= 2 whose last dim is 1 (a per-row value)."""
+    return v.type.is_tensor and len(v.shape) >= 2 and v.shape[-1] == 1
+
+
+def _is_i1(v: Value) -> bool:
+    return v.type.is_int and v.type.element_type.bitwidth == 1
 
 
 def _yielded(c: CarriedPointer) -> Value:

@@ -54,6 +54,8 @@ def unit_of(op: Operation, pointers: PointerInfo, accumulate: bool = True) -> st
         return (
             "DMA(block)"
             if pointers.access(op) is not None
+            else "DMA(row gather)"
+            if pointers.row_access(op) is not None
             else "DMA(gather)"
             if op.name == "tt.load"
             else "DMA(scatter)"

@@ -18,7 +18,7 @@ import numpy as np
 from mtia_sim import isa
 from mtia_sim.errors import IllegalCommandError, MemoryFaultError
 from mtia_sim.events import CommandEvent, MemLevel, MemSpan
-from mtia_sim.isa import AtomicOp, CommandDescriptor, DType, Flags, Op
+from mtia_sim.isa import AtomicOp, CommandDescriptor, DType, Flags, GatherForm, Op
 from mtia_sim.memory import MemorySystem
 from mtia_sim.units import dtypes
 from mtia_sim.units.dtypes import FLOATS, convert, immediate, np_dtype
@@ -169,12 +169,15 @@ def _span(tally: Tally, level: MemLevel, write: bool, addrs: np.ndarray, itemsiz
 
 
 class AddressedAccess:
-    """Element accesses at arbitrary device addresses (gather/scatter/atomics), grouped by memory."""
+    """Element accesses at arbitrary device addresses (gather/scatter/atomics), grouped by memory;
+    `record=False` leaves the DRAM/SRAM spans to the caller."""
 
-    def __init__(self, tally: Tally, addrs: np.ndarray, itemsize: int, what: str) -> None:
-        self.tally, self.itemsize = tally, itemsize
+    def __init__(self, tally: Tally, addrs: np.ndarray, itemsize: int, what: str,
+                 record: bool = True) -> None:
+        self.tally, self.itemsize, self.addrs = tally, itemsize, addrs
         mem = tally.mem
         self.groups: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (positions, buffer, offsets)
+        self.levels: list[MemLevel] = []  # the memory level of each group
         remaining = np.ones(addrs.shape, dtype=bool)
         spans = [(isa.DRAM_BASE, mem.dram_limit, mem.dram, MemLevel.DRAM, None),
                  (isa.SRAM_BASE, mem.sram_limit, mem.sram, MemLevel.SRAM, None),
@@ -195,12 +198,15 @@ class AddressedAccess:
             offs = (addrs[pos] - base).astype(np.int64)
             buffer = buf if buf is not None else mem.local(int(pe))  # type: ignore[arg-type]
             self.groups.append((pos, buffer, offs))
+            self.levels.append(level)
             if what in ("read", "rmw"):
                 self.tally.count(level, pos.size * itemsize, False)
-                _span(tally, level, False, addrs[pos], itemsize)
+                if record:
+                    _span(tally, level, False, addrs[pos], itemsize)
             if what in ("write", "rmw"):
                 self.tally.count(level, pos.size * itemsize, True)
-                _span(tally, level, True, addrs[pos], itemsize)
+                if record:
+                    _span(tally, level, True, addrs[pos], itemsize)
             if level == MemLevel.REMOTE_LOCAL:
                 self.tally.remote_pe = int(pe)  # type: ignore[arg-type]
         if remaining.any():
@@ -233,6 +239,10 @@ def _addresses(desc: CommandDescriptor, tally: Tally,
 
 
 def dma_gather(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
+    if desc.subop == GatherForm.ROWS:
+        return _row_gather(desc, mem, pe)
+    if desc.subop != GatherForm.ELEMENTS:
+        raise IllegalCommandError(f"DMA_GATHER: unknown GatherForm {desc.subop}")
     shape = check_shape(desc.shape)
     npd = np_dtype(desc.dtype_out, "dst")
     tally = Tally(mem, pe, dma=True)
@@ -244,6 +254,50 @@ def dma_gather(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEv
     dst = tally.view("dst", desc.dst, desc.dtype_out, shape, desc.dst_stride, write=True)
     dst[...] = vals.reshape(shape)
     return tally.event(desc, vals.size, dtype_bytes=npd.itemsize)
+
+
+def _row_gather(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:
+    """DMA_GATHER GatherForm.ROWS: one address per row (src1 at index (i0, i1, i2, 0)); the row's
+    elements are contiguous from it. The valid box and the optional mask select what is read."""
+    shape = check_shape(desc.shape)
+    npd = np_dtype(desc.dtype_out, "dst")
+    size = npd.itemsize
+    tally = Tally(mem, pe, dma=True)
+    row_shape = (*shape[:-1], 1)
+    av = tally.view("src1 (row addresses)", desc.src1, DType.U64, row_shape, [*desc.src1_stride[:-1], 0],
+                    write=False)
+    rows = np.ascontiguousarray(av).reshape(-1).astype(np.int64)
+    valid = _valid(desc, shape)
+    width = shape[-1]
+    active = np.zeros(shape, dtype=bool)
+    active[tuple(slice(0, v) for v in valid)] = True
+    mask = _mask(desc, tally, shape)
+    if mask is not None:
+        active &= mask
+    flat = active.reshape(rows.size, width)
+    vals = np.empty((rows.size, width), dtype=npd)
+    vals[...] = _fill_value(desc)
+    if flat.any():
+        r, c = np.nonzero(flat)
+        acc = AddressedAccess(tally, rows[r] + c.astype(np.int64) * size, size, "read", record=False)
+        vals[r, c] = acc.read(r.size, npd)
+        _row_spans(tally, acc, rows, flat, size)
+    dst = tally.view("dst", desc.dst, desc.dtype_out, shape, desc.dst_stride, write=True)
+    dst[...] = vals.reshape(shape)
+    return tally.event(desc, math.prod(shape), dtype_bytes=size)
+
+
+def _row_spans(tally: Tally, acc: AddressedAccess, rows: np.ndarray, flat: np.ndarray, size: int) -> None:
+    """Record a row gather's DRAM/SRAM bytes for the SRAM cache model: one span per row when the
+    rows lie in one memory and each reads a leading run of one width, else one span per element."""
+    counts = flat.sum(axis=1)
+    width = int(counts.max())
+    if len(acc.levels) == 1 and bool(np.all(flat[:, :width].all(axis=1) | (counts == 0))):
+        if acc.levels[0] in (MemLevel.DRAM, MemLevel.SRAM):
+            tally.spans.append(MemSpan(acc.levels[0], False, 0, width * size, starts=rows[counts > 0]))
+        return
+    for (pos, _, _), level in zip(acc.groups, acc.levels, strict=True):
+        _span(tally, level, False, acc.addrs[pos], size)
 
 
 def dma_scatter(desc: CommandDescriptor, mem: MemorySystem, pe: int) -> CommandEvent:

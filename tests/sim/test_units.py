@@ -211,6 +211,33 @@ def test_gather_scatter(sim: Simulator) -> None:
                       dst_stride=one, src1_stride=one))
 
 
+def test_row_gather(sim: Simulator) -> None:
+    """GatherForm.ROWS: one address per row, contiguous elements, valid box and a per-row mask."""
+    table = RNG.standard_normal((50, 12)).astype(np.float16)
+    t = sim.to_device(table)
+    idx = RNG.integers(0, 50, 8)
+    idx[3] = idx[2]  # duplicates
+    put(sim, (t + 2 * 12 * idx + 2 * 1).astype(np.uint64), 0x1000)  # rows from column 1
+    mask = (np.arange(8) % 3 != 1).astype(np.uint8)
+    put(sim, mask, 0x2000)
+    ev = sim.execute(D(Op.DMA_GATHER, subop=isa.GatherForm.ROWS, dtype_out=DType.F16, dst=L, src1=L + 0x1000,
+                       src2=L + 0x2000, shape=D.dims([8, 16]), valid=D.dims([7, 10], 0), dst_stride=D.dims([16, 1], 0),
+                       src1_stride=D.dims([1, 0], 0), src2_stride=D.dims([1, 0], 0), imm0=encode_immediate(-2.0)))
+    want = np.full((8, 16), -2.0, np.float16)
+    keep = (mask == 1) & (np.arange(8) < 7)
+    want[keep, :10] = table[idx[keep], 1:11]
+    np.testing.assert_array_equal(get(sim, 0, (8, 16), np.float16), want)
+    assert ev.bytes_read[MemLevel.DRAM] == 2 * 10 * int(keep.sum())
+    assert ev.bytes_read[MemLevel.LOCAL] == 8 * 8 + 8  # one address and one mask byte per row
+    assert [s.row_bytes for s in ev.spans if s.level == MemLevel.DRAM] == [20]
+    put(sim, np.array([0xDEAD0000], np.uint64), 0x1000)
+    with pytest.raises(MemoryFaultError, match="0xdead0000"):
+        sim.execute(D(Op.DMA_GATHER, subop=isa.GatherForm.ROWS, dtype_out=DType.F32, dst=L, src1=L + 0x1000,
+                      shape=D.dims([1, 4]), dst_stride=D.dims([4, 1], 0)))
+    with pytest.raises(IllegalCommandError, match="GatherForm"):
+        sim.execute(D(Op.DMA_GATHER, subop=7, dtype_out=DType.F32, dst=L, src1=L + 0x1000, shape=D.dims([1])))
+
+
 @pytest.mark.parametrize("op", list(AtomicOp))
 def test_atomics(sim: Simulator, op: AtomicOp) -> None:
     counters = np.array([5, 10, 15, 20], np.int32)

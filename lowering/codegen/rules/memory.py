@@ -1,5 +1,5 @@
-"""Loads, stores and atomics: block DMA for affine accesses, gather/scatter otherwise,
-plain core loads/stores for scalar pointers."""
+"""Loads, stores and atomics: block DMA for affine accesses, row gathers for indirect rows of
+contiguous columns, gather/scatter otherwise, plain core loads/stores for scalar pointers."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from lowering.codegen.rules.table import rule
 from lowering.codegen.values import Buf, Splat
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
-from lowering.passes.pointer_analysis import BlockAccess, SExpr
-from mtia_sim.isa import ITEMSIZE, AtomicOp, DType, Flags, Op, UnitMask
+from lowering.passes.pointer_analysis import BlockAccess, RowAccess, SExpr
+from mtia_sim.isa import ITEMSIZE, AtomicOp, DType, Flags, GatherForm, Op, SimdOp, UnitMask
 
 isa_itemsize = ITEMSIZE.__getitem__
 
@@ -110,7 +110,7 @@ def _block_access(ctx: KernelLowering, op: Operation, acc: BlockAccess) -> None:
 
 
 def _valid_box(
-    ctx: KernelLowering, acc: BlockAccess, shape: tuple[int, ...]
+    ctx: KernelLowering, acc: BlockAccess | RowAccess, shape: tuple[int, ...]
 ) -> tuple[list[ir.Value | int], ir.Value]:
     """The mask box of a block access as per-dim valid sizes (clamped to the shape; [] without a
     mask) and an i1 that is true when the box is empty."""
@@ -271,14 +271,104 @@ def _gather_scatter(ctx: KernelLowering, op: Operation) -> None:
         ctx.command(Op.DMA_SCATTER, shape=shape, srcs=(src, addrs, mask), dtypes=(dtype, dtype))
 
 
+def _broadcast(buf: Buf, shape: tuple[int, ...]) -> Buf:
+    """`buf` seen over `shape` (its size-1 dims repeat with stride 0)."""
+    strides = tuple(
+        0 if n == 1 and m != 1 else s for n, m, s in zip(buf.shape, shape, buf.strides, strict=True)
+    )
+    return buf.view(shape, strides)
+
+
+def _row_gather(ctx: KernelLowering, op: Operation, acc: RowAccess) -> None:
+    """One address per row on the SIMD unit (base + rows * itemsize), then one DMA_GATHER of
+    GatherForm.ROWS over the whole tile; the mask's box becomes `valid`, its row tensor (or the
+    whole mask tensor) the I1 mask with stride 0 along the row."""
+    b = ctx.b
+    res = op.results[0]
+    dtype = dt.to_dtype(res.type)
+    size = ITEMSIZE[dtype]
+    shape = tuple(res.type.shape)
+    row_shape = (*shape[:-1], 1)
+    rows = _broadcast(ctx.buf(acc.rows), row_shape)
+    rows_dtype = dt.to_dtype(acc.rows.type)
+    addrs = ctx.new_buf(None, row_shape, DType.I64)
+    src: Buf = rows
+    if rows_dtype != DType.I64:
+        ctx.command(Op.SIMD_CAST, shape=row_shape, dst=addrs, srcs=(rows,), dtypes=(DType.I64, rows_dtype))
+        src = addrs
+    base = b.add(ctx.i64(ctx.scalar(acc.base)), b.mul(sexpr(ctx, acc.offset), I64(size)))
+    i64s = (DType.I64, DType.I64, DType.I64)
+    imm = Flags.SRC1_IMM | Flags.IMM_IS_INT
+    ctx.command(
+        Op.SIMD_BINARY,
+        shape=row_shape,
+        dst=addrs,
+        srcs=(src,),
+        dtypes=i64s,
+        subop=SimdOp.MUL,
+        flags=imm,
+        imm1=size,
+    )
+    ctx.command(
+        Op.SIMD_BINARY,
+        shape=row_shape,
+        dst=addrs,
+        srcs=(addrs,),
+        dtypes=i64s,
+        subop=SimdOp.ADD,
+        flags=imm,
+        imm1=base,
+    )
+    mask: Buf | None = None
+    if acc.mask_tensor:
+        mask = ctx.buf(op.operands[1])
+    elif acc.mask is not None and acc.mask.rows is not None:
+        mask = _broadcast(ctx.buf(acc.mask.rows), shape)
+    valid, empty = _valid_box(ctx, acc, shape)
+    dst = ctx.new_buf(res, shape, dtype)
+    imm0, flags = _other_imm(ctx, op, dtype)
+    src1 = addrs.view(shape, (*addrs.strides[:-1], 0), DType.U64)
+
+    def issue() -> None:
+        ctx.command(
+            Op.DMA_GATHER,
+            shape=shape,
+            dst=dst,
+            srcs=(None, src1, mask),
+            dtypes=(dtype, dtype),
+            subop=GatherForm.ROWS,
+            valid=valid or None,
+            imm0=imm0,
+            flags=flags,
+        )
+
+    if acc.mask is None or (not acc.mask.conds and all(not bs for bs in acc.mask.bounds)):
+        issue()
+    else:
+        with b.if_else(empty) as (then, otherwise):
+            with then:
+                ctx.command(Op.SIMD_FILL, shape=shape, dst=dst, dtypes=(dtype,), imm0=imm0, flags=flags)
+            with otherwise:
+                issue()
+    ctx.bind(res, dst)
+    for v in acc.values():  # the row tensors were kept alive for this command (KernelLowering.bind)
+        x = ctx.tensor(v)
+        if isinstance(x, Buf):
+            x.buffer.pinned -= 1
+            ctx.alloc.release(x.buffer)
+
+
 @rule("tt.load", "tt.store")
 def _load_store(ctx: KernelLowering, op: Operation) -> None:
     if not op.operands[0].type.is_tensor:
         _scalar_access(ctx, op)
         return
     acc = ctx.plan.pointers.access(op)
+    row = ctx.plan.pointers.row_access(op)
     if acc is not None:
         _block_access(ctx, op, acc)
+    elif row is not None:
+        _row_gather(ctx, op, row)
     else:
         _gather_scatter(ctx, op)
 
