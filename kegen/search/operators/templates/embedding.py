@@ -8,8 +8,10 @@ rows accumulates every bag of the group at once in fp32 on the dot-product unit.
 division by the bag size is applied to the accumulator before the single store. Empty bags give 0,
 as torch's do. `LAST` is True when `offsets` ends with the total (`include_last_offset=True`); else
 the last bag ends at `n_idx`. The group's index range comes from two scalar loads (a reduction
-over the bag ends would make the control core fence on it), and the gather's columns are clamped
-rather than masked (the padding lanes of a row whose width is not a power of two are never stored).
+over the bag ends would make the control core fence on it). The gather's pointers are the row
+start (from the index) plus unit-stride columns and its mask is a box (positions < the range end,
+columns < dim), so on MTIA it is one row gather: one address per row, each row read as a
+contiguous run (`GatherForm.ROWS`), no [rows, dim] address tile.
 """
 
 from __future__ import annotations
@@ -39,13 +41,14 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.conste
         hi = tl.where(last >= num_bags, n_idx, hi)
     cols = tl.arange(0, BLOCK_D)
     cmask = cols < dim
-    src_cols = tl.minimum(cols, dim - 1).to(tl.int64)  # padding lanes re-read the last column
     acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32)
     for s in range(lo, hi, ROWS):
         pos = s + tl.arange(0, ROWS)
         pmask = pos < hi
         rows = tl.load(idx_ptr + pos, mask=pmask, other=0)
-        vals = tl.load(w_ptr + (rows * dim)[:, None] + src_cols[None, :], mask=pmask[:, None], other=0.0)
+        starts_of_rows = rows.to(tl.int64) * dim
+        vals = tl.load(w_ptr + starts_of_rows[:, None] + cols[None, :], mask=pmask[:, None] & cmask[None, :],
+                       other=0.0)
         member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
         acc += tl.dot(member.to(vals.dtype), vals)
     if MEAN:
