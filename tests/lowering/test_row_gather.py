@@ -150,3 +150,49 @@ def test_element_gather_stays() -> None:
     y = torch.empty(8, 8)
     gather_2d_kernel[(1,)](w, idx, y, BLOCK=8)
     torch.testing.assert_close(y, w[idx.long()], rtol=0, atol=0)
+
+
+@triton.jit
+def tensor_mask_kernel(w_ptr, idx_ptr, y_ptr, dim, ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
+    """A mask that is neither a box nor per row: the row gather reads the whole mask tensor."""
+    pos = tl.arange(0, ROWS)
+    rows = tl.load(idx_ptr + pos)
+    cols = tl.arange(0, BLOCK_D)
+    keep = (rows[:, None] + cols[None, :]) % 3 != 0
+    vals = tl.load(w_ptr + rows[:, None] * dim + cols[None, :], mask=keep, other=7.0)
+    tl.store(y_ptr + pos[:, None] * BLOCK_D + cols[None, :], vals)
+
+
+def test_row_gather_with_a_tensor_mask() -> None:
+    sig = {"w_ptr": "*fp32", "idx_ptr": "*i32", "y_ptr": "*fp32", "dim": "i32"}
+    lines = _tile_listing(tensor_mask_kernel, sig, {"ROWS": 8, "BLOCK_D": 16})
+    assert any("DMA(row gather)" in x and "mask=tensor" in x for x in lines)
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(20, 16, generator=g)
+    idx = torch.randint(0, 20, (8,), generator=g, dtype=torch.int32)
+    y = torch.empty(8, 16)
+    tensor_mask_kernel[(1,)](w, idx, y, 16, ROWS=8, BLOCK_D=16)
+    keep = (idx[:, None].long() + torch.arange(16)[None, :]) % 3 != 0
+    torch.testing.assert_close(y, torch.where(keep, w[idx.long()], torch.tensor(7.0)), rtol=0, atol=0)
+
+
+@triton.jit
+def loop_kernel(idx_ptr, w_ptr, y_ptr, n_idx, dim, ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Indices loaded once before a column loop: the row tensor lives across the loop's gathers."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_mask = rows < n_idx
+    idx = tl.load(idx_ptr + rows, mask=row_mask, other=0)
+    for d in range(0, dim, BLOCK_D):
+        cols = d + tl.arange(0, BLOCK_D)
+        mask = row_mask[:, None] & (cols[None, :] < dim)
+        vals = tl.load(w_ptr + idx[:, None] * dim + cols[None, :], mask=mask, other=0.0)
+        tl.store(y_ptr + rows[:, None] * dim + cols[None, :], vals + 1, mask=mask)
+
+
+def test_row_gather_in_a_loop() -> None:
+    g = torch.Generator().manual_seed(4)
+    w = torch.randn(33, 40, generator=g).to(torch.bfloat16)
+    idx = torch.randint(0, 33, (21,), generator=g)
+    y = torch.zeros(21, 40, dtype=torch.bfloat16)
+    loop_kernel[(3,)](idx, w, y, 21, 40, ROWS=8, BLOCK_D=16)
+    torch.testing.assert_close(y, w[idx] + 1, rtol=0, atol=0)
