@@ -3,10 +3,12 @@
 For each problem a chain of variants is built by applying the offline operator's moves to the
 suite's seed (no search, no noise): the embedding bags' segment gather (mutations/embedding.py)
 and its bag group; attention's exp2 / folded scale (mutations/attention.py) with dual core and
-128-wide blocks; the norms' one-block-per-row (mutations/rows.py) then rows per program
-(mutations/norms.py); jagged softmax's vectorized loop. Also a drafted nn.EmbeddingBag(mode="mean")
-problem with offsets (the template draft of drafting/gather.py). Every variant is evaluated
-(correctness against PyTorch, simulated time, roofline fraction = roofline time / time).
+128-wide blocks; the norms' one-block-per-row (mutations/rows.py) then rows per program in a
+software-pipelined row loop (mutations/memory/norms.py); jagged softmax's vectorized loop, its
+row-block loops staged (num_stages=2, mutations/memory/norms.py) and dual core. Also a drafted
+nn.EmbeddingBag(mode="mean") problem with offsets (the template draft of drafting/gather.py).
+Every variant is evaluated (correctness against PyTorch, simulated time, roofline fraction =
+roofline time / time).
 
 Resumable: results go to `--out` (JSON) after every evaluation; a rerun skips the (problem,
 variant) pairs already there. Prints a table at the end.
@@ -109,10 +111,19 @@ CHAINS: dict[str, list[tuple[str, list[Step]]]] = {
         ("+dual_core+128x128", [_attention_blocks, _options(dual_core=True)]),
     ],
     **{
-        name: [("seed", []), ("row_block", [ROWS]), ("rows_per_program", [_move(norm_mutations)])]
+        name: [
+            ("seed", []),
+            ("row_block", [ROWS]),
+            ("rows_per_program+pipelined", [_move(norm_mutations, "pipelined")]),
+        ]
         for name in ("layer_norm_bf16", "rms_norm_fp16", "softmax_fp32")
     },
-    "jagged_softmax_fp32": [("seed", []), ("vectorize R=32", [_move(vectorize_mutations, "32")])],
+    "jagged_softmax_fp32": [
+        ("seed", []),
+        ("vectorize R=32", [_move(vectorize_mutations, "32")]),
+        ("row_block_stages=2", [_move(norm_mutations, "row_block_stages")]),
+        ("+dual_core", [_options(dual_core=True)]),
+    ],
     DRAFTED: [("template draft", [])],
 }
 
