@@ -417,18 +417,59 @@ def make_slots(
 
 
 def store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:
-    for slot, v in zip(slots, values, strict=True):
+    """Each slot gets its value, as one parallel copy (a loop's yield): a value that lives in another
+    slot's local-store buffer -- a carried value swapped, or computed in place in a carried value's
+    slot once that value died -- is read before that slot is overwritten (through a temporary where
+    the copies form a cycle)."""
+    sources: dict[int, Any] = {}
+    for i, (slot, v) in enumerate(zip(slots, values, strict=True)):
         if isinstance(slot, Buf):
-            ctx.store_into(slot, ctx.tensor(v))
+            sources[i] = ctx.tensor(v)
         elif isinstance(slot, ScalarSlot):
             d = ctx.deferred(v)
-            if d is not None:
-                if d.buf.buffer is not slot.buf.buffer:
-                    ctx.copy(slot.buf, d.buf.view((1,), (0,)))
+            sources[i] = d.buf if d is not None else None
+    for i in _copy_order(slots, sources, ctx):
+        slot, v, src = slots[i], values[i], sources.get(i)
+        if isinstance(slot, Buf):
+            ctx.store_into(slot, src)
+        elif isinstance(slot, ScalarSlot):
+            if src is not None:
+                if src.buffer is not slot.buf.buffer:
+                    ctx.copy(slot.buf, src.view((1,), (0,)))
             else:
                 ctx.fill(slot.buf, ctx.scalar(v), slot.buf.dtype)
         else:
             ctx.b.store(ctx.scalar(v), slot)
+
+
+def _slot_buffer(slot: Slot) -> Buffer | None:
+    buf = slot.buf if isinstance(slot, ScalarSlot) else slot
+    return buf.buffer if isinstance(buf, Buf) else None
+
+
+def _copy_order(slots: Sequence[Slot], sources: dict[int, Any], ctx: KernelLowering) -> list[int]:
+    """An order of the slot stores in which no slot is written while another store still has to read
+    it; a source caught in a cycle is first copied to a temporary (`sources` is updated)."""
+    owner = {id(b): i for i, s in enumerate(slots) if (b := _slot_buffer(s)) is not None}
+
+    def reads(i: int) -> int | None:  # the other slot whose buffer store i reads
+        src = sources.get(i)
+        j = owner.get(id(src.buffer)) if isinstance(src, Buf) else None
+        return j if j is not None and j != i else None
+
+    pending, order = list(range(len(slots))), []
+    while pending:
+        free = [i for i in pending if not any(reads(k) == i for k in pending if k != i)]
+        if not free:  # a cycle: free its first member's source
+            i = pending[0]
+            src = sources[i]
+            tmp = ctx.new_buf(None, src.shape, src.dtype)
+            ctx.copy(tmp, src)
+            sources[i] = tmp
+            continue
+        order.append(free[0])
+        pending.remove(free[0])
+    return order
 
 
 def bind_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Value]) -> None:

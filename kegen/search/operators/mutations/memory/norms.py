@@ -431,10 +431,10 @@ def pipeline_loop(fn: ast.FunctionDef, loop: ast.For, taken: set[str]) -> list[a
     body = [deferred.get(i, st) for i, st in enumerate(loop.body)]
     body = [_Use().visit(st) for st in body]
     loop.body = top + body + rotate
-    # Triton carries the loop's values in the order they are first defined. The mtia lowering copies
-    # the yielded values into their slots one after the other and may compute a held output in place
-    # of the (dead) prefetched row's slot: the held outputs must be copied out before the prefetched
-    # rows are rotated in, so they are defined first.
+    # Held outputs are defined before the prefetched rows (Triton carries loop values in that order).
+    # The mtia lowering once copied yielded values into their slots one after the other, so an output
+    # computed in place in the dead prefetched row's slot was overwritten first; it now updates the
+    # slots as one parallel copy (lowering.codegen.lower.store_slots, D34), and the order stays.
     return [*holders, *prefetch, loop, *post]
 
 
