@@ -8,7 +8,7 @@ evaluator (target nvidia: checked against the reference, CUDA events, L2 flushed
 eager / torch.compile baselines are measured in the same run. Results go to `--out`/sweep.json after
 every evaluation; a deadline leaves every problem measured (round-robin over problems).
 
-    python3 tools/sweep_nvidia_configs.py --out $OUT --deadline 400
+    python3 tools/sweep_nvidia_configs.py --out $OUT --deadline 400 [--grid first|second|auto]
     python3 tools/sweep_nvidia_configs.py --markdown sweep.json   # the table
 """
 
@@ -62,6 +62,19 @@ SWEEP: dict[str, list[tuple[str, Any]]] = {
         ("attention", A(64, 128, 4, 4, tma=1)),
         ("attention", A(64, 256, 8, 2)),
     ],
+}
+# the auto rewrite (tiles by shape class at launch) on every GEMM-class problem, persistent and TMA
+AUTO_SWEEP: dict[str, list[tuple[str, Any]]] = {
+    p: [("persistent", G(auto=1))] + ([] if p == "bmm_fp16" else [("tma", G(auto=1))])
+    for p in (
+        "gemm_fp16_512",
+        "gemm_bf16_1024",
+        "gemm_fp16_2048",
+        "gemm_bf16_4096",
+        "linear_bias_relu_fp16",
+        "linear_bias_gelu_bf16",
+        "bmm_fp16",
+    )
 }
 # the first sweep (2026-12-04, runs: docs/results/nvidia_configs_h200.md) measured these too
 FIRST_SWEEP: dict[str, list[tuple[str, Any]]] = {
@@ -133,9 +146,9 @@ def _source(problem: str, variant: str, config: Any) -> str:
     return gpu_gemm.rewrite(seed, variant, config)
 
 
-def run(out: Path, deadline: float, only: list[str], first: bool = False) -> dict[str, Any]:
+def run(out: Path, deadline: float, only: list[str], grid: str = "second") -> dict[str, Any]:
     start = time.monotonic()
-    sweep = FIRST_SWEEP if first else SWEEP
+    sweep = {"first": FIRST_SWEEP, "second": SWEEP, "auto": AUTO_SWEEP}[grid]
     plan = {p: sweep[p] for p in (only or sweep)}
     res: dict[str, Any] = {"env": environment(), "problems": {p: {"candidates": []} for p in plan}}
     path = out / "sweep.json"
@@ -204,13 +217,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline", type=float, default=400.0, help="seconds after which no new step starts")
     ap.add_argument("--only", default="", help="comma-separated problems (default: all of SWEEP)")
     ap.add_argument("--markdown", type=Path, help="render this JSON record as markdown and exit")
-    ap.add_argument("--first", action="store_true", help="the first sweep's grid (FIRST_SWEEP)")
+    ap.add_argument(
+        "--grid", default="second", choices=("first", "second", "auto"), help="which grid to measure"
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(args.markdown.read_text())))
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    res = run(args.out, args.deadline, [p for p in args.only.split(",") if p], args.first)
+    res = run(args.out, args.deadline, [p for p in args.only.split(",") if p], args.grid)
     (args.out / "sweep.md").write_text(markdown(res))
     print(markdown(res))
     return 0

@@ -95,6 +95,48 @@ def test_config_moves_retune_a_rewrite(tmp_path: Path) -> None:
     _check("gemm_fp16_512", flat, tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "batch", "tiles"),
+    [
+        (2048, 2048, 1, (128, 256, 64)),
+        (4096, 2048, 1, (128, 256, 64)),
+        (512, 512, 16, (128, 256, 64)),
+        (2048, 1024, 1, (128, 128, 64)),
+        (1024, 1024, 1, (64, 128, 128)),
+        (512, 512, 1, (64, 64, 64)),
+        (100, 30, 1, (64, 64, 64)),
+    ],
+)
+def test_auto_config_picks_the_measured_shape_class(
+    m: int, n: int, batch: int, tiles: tuple[int, int, int]
+) -> None:
+    """On an H200 (132 SMs) the auto rewrite launches the tiles the sweeps measured best per shape."""
+    src = gpu_gemm.rewrite(_seed("gemm_fp16_512"), "persistent", gpu_gemm.AUTO)
+    helper = src[src.index("_GEMM_CLASSES") : src.index("class ModelNew")]
+    scope: dict[str, Any] = {"triton": __import__("triton"), "GPU_AUTO": 1, "_num_sms": lambda device: 132}
+    exec(helper.split("\n@triton.jit")[0], scope)
+    cfg = scope["_gemm_config"](m, n, batch, "cuda", tma=True)
+    assert cfg[:3] == tiles and cfg[6] == (1 if tiles[:2] == (128, 256) else 0)
+    assert scope["_gemm_config"](m, n, batch, "cuda")[6] == 0  # flattened loops only with TMA loads
+    scope["GPU_AUTO"] = 0
+    scope.update(GPU_BLOCK_M=32, GPU_BLOCK_N=32, GPU_BLOCK_K=32, GPU_GROUP_M=2, GPU_WARPS=4, GPU_STAGES=2)
+    scope["GPU_FLATTEN"] = 0
+    assert scope["_gemm_config"](m, n, batch, "cuda") == (32, 32, 32, 2, 4, 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("problem", "variant"),
+    [("gemm_fp16_512", "persistent"), ("bmm_fp16", "persistent"), ("linear_bias_relu_fp16", "tma")],
+)
+def test_auto_rewrite_is_exact(problem: str, variant: str, tmp_path: Path) -> None:
+    out = gpu_gemm.rewrite(_seed(problem), variant, gpu_gemm.AUTO)
+    assert "GPU_AUTO = 1" in out and "_gemm_config(" in out
+    _check(problem, out, tmp_path)
+    fixed = gpu_gemm.set_config(out, SMALL)  # a config move pins the tiles
+    assert "GPU_AUTO = 0" in fixed
+    _check(problem, fixed, tmp_path)
+
+
 def test_moves_per_seed_class() -> None:
     families = {p: {m.family for m in gpu_mutations(_seed(p))} for p in ("gemm_fp16_2048", "bmm_fp16")}
     assert families["gemm_fp16_2048"] >= {"gpu_gemm_persistent", "gpu_gemm_split_k"}

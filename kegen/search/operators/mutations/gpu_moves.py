@@ -2,7 +2,10 @@
 
 - GEMM class (matmul, linear + bias + activation, bmm): the seed rewritten as a persistent kernel
   (grouped tile order, grid = SMs), the same with TMA tensor descriptors, or split-K (partial sums,
-  then the epilogue), each in a few tile configurations (`templates.gpu_gemm`).
+  then the epilogue), each in a few tile configurations (`templates.gpu_gemm`). The first of each
+  persistent/TMA list is `auto`: the tiles are chosen at launch by the GEMM's shape class (the
+  largest measured class whose tiles fill about one wave of SMs), so one rewrite serves every shape
+  a model calls it with and the first evaluation is near the best fixed configuration.
 - attention: a FlashAttention-style forward (exp2, scale folded into Q, pipelined K/V tiles;
   `templates.gpu_attention`).
 - convolution: an implicit GEMM over the NCHW/NCL activations with pre-packed weights
@@ -35,6 +38,7 @@ STEP = 0.05  # prior lost per place along a configuration list
 
 GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
     "persistent": (
+        gpu_gemm.AUTO,  # tiles by shape class at launch (the classes below, measured per shape)
         GemmConfig(128, 256, 64, 8, 8, 3),  # 2048² (29.7 us), linear 4096x512->2048
         GemmConfig(64, 128, 128, 8, 4, 4),  # 1024³ (9.2 us)
         GemmConfig(128, 256, 64, 8, 8, 4),  # bmm 16x512³ (14.1 us)
@@ -46,6 +50,7 @@ GEMM_CONFIGS: dict[str, tuple[GemmConfig, ...]] = {
         GemmConfig(128, 128, 64, 8, 4, 4),
     ),
     "tma": (
+        gpu_gemm.AUTO,
         GemmConfig(128, 256, 64, 8, 8, 3, flatten=1),  # 4096² (184.8 us), 2048² (29.9)
         GemmConfig(128, 256, 64, 8, 8, 4),
         GemmConfig(128, 128, 64, 8, 8, 4),

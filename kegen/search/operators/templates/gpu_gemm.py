@@ -50,9 +50,12 @@ class GemmConfig:
     split_k: int = 1
     flatten: int = 0  # persistent tile loop flattened with the K loop (the epilogue overlaps the next loads)
     ws: int = 0  # warp-specialized tile loop (producer/consumer warps, where this Triton and GPU support it)
+    auto: int = 0  # persistent/TMA: tiles chosen at launch by the GEMM's shape class (`_gemm_config`)
 
     @property
     def label(self) -> str:
+        if self.auto:
+            return "auto (by shape class)"
         s = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m} w{self.warps} s{self.stages}"
         s += f" split{self.split_k}" if self.split_k > 1 else ""
         return s + (" flat" if self.flatten else "") + (" ws" if self.ws else "")
@@ -62,7 +65,11 @@ class GemmConfig:
             f"GPU_BLOCK_M = {self.block_m}\nGPU_BLOCK_N = {self.block_n}\nGPU_BLOCK_K = {self.block_k}\n"
             f"GPU_GROUP_M = {self.group_m}\nGPU_WARPS = {self.warps}\nGPU_STAGES = {self.stages}\n"
             f"GPU_SPLIT_K = {self.split_k}\nGPU_FLATTEN = {self.flatten}\nGPU_WS = {self.ws}\n"
+            f"GPU_AUTO = {self.auto}\n"
         )
+
+
+AUTO = GemmConfig(auto=1)
 
 
 _SMS_HELPER = '''
@@ -77,6 +84,30 @@ def _num_sms(device):
         cuda = torch.device(device).type == "cuda"
         _SMS[key] = torch.cuda.get_device_properties(device).multi_processor_count if cuda else 4
     return _SMS[key]
+'''
+
+_CONFIG_HELPER = '''
+
+# shape classes measured on the H200 (docs/results/nvidia_configs_h200.md): the largest tile that still
+# gives about one wave of programs; (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages, flatten with TMA)
+_GEMM_CLASSES = (
+    (128, 256, 64, 8, 8, 3, 1),  # 2048x2048, 4096x4096, 4096x512->2048, bmm 16x512x512
+    (128, 128, 64, 8, 8, 4, 0),  # 2048x1024->1024
+    (64, 128, 128, 8, 4, 4, 0),  # 1024x1024
+    (64, 64, 64, 8, 4, 4, 0),  # 512x512 and smaller
+)
+
+
+def _gemm_config(m, n, batch, device, tma=False):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages, flatten): the module's constants, or with
+    GPU_AUTO the first shape class whose tiles fill about one wave of the device's SMs."""
+    if not GPU_AUTO:
+        return (GPU_BLOCK_M, GPU_BLOCK_N, GPU_BLOCK_K, GPU_GROUP_M, GPU_WARPS, GPU_STAGES, GPU_FLATTEN)
+    wave = 0.9 * _num_sms(device)
+    for cfg in _GEMM_CLASSES:
+        if triton.cdiv(m, cfg[0]) * triton.cdiv(n, cfg[1]) * batch >= wave:
+            break
+    return cfg[:6] + ((cfg[6] if tma else 0),)
 '''
 
 _ALLOC_HELPER = '''
@@ -246,10 +277,16 @@ def _contiguous_last(launch: Launch, outer: str, inner: str) -> bool | None:
     return i[1] > o[1]
 
 
-def _launch_kwargs(g: GemmSeed, launch: Launch, extra: dict[str, str]) -> str:
-    """The seed's arguments by parameter, with the tile sizes and `extra` keywords set."""
+_CONSTANT_BLOCKS = ("GPU_BLOCK_M", "GPU_BLOCK_N", "GPU_BLOCK_K")
+_CHOSEN_BLOCKS = ("_bm", "_bn", "_bk")
+
+
+def _launch_kwargs(
+    g: GemmSeed, launch: Launch, extra: dict[str, str], blocks: tuple[str, str, str] = _CONSTANT_BLOCKS
+) -> str:
+    """The seed's arguments by parameter, with the tile sizes (`blocks`) and `extra` keywords set."""
     args = dict(launch.args)
-    args.update({g.block_m: "GPU_BLOCK_M", g.block_n: "GPU_BLOCK_N", g.block_k: "GPU_BLOCK_K"})
+    args.update(dict(zip((g.block_m, g.block_n, g.block_k), blocks, strict=True)))
     pos = [args[p] for p in g.params if p not in g.constexprs and p in args]
     kws = [f"{p}={args[p]}" for p in g.params if p in g.constexprs and p in args]
     kws += [f"{k}={v}" for k, v in extra.items()]
@@ -294,25 +331,30 @@ def rewrite(source: str, variant: str, config: GemmConfig) -> str:
             tma_b_nk = b_k_last
             helpers.append(_ALLOC_HELPER)
         batch = _batch(g)
-        total = tiles
+        ext = "1"
+        if batch:
+            found = launch.grid_extent(batch[0])
+            if found is None:
+                raise MutationError(f"the launch grid's axis {batch[0]} (the batch) is not readable")
+            ext = found
         extra = {
             "NUM_PROGS": "_progs",
-            "GROUP_M": "GPU_GROUP_M",
-            "EVEN_K": even_k,
-            "FLATTEN": "bool(GPU_FLATTEN)",
+            "GROUP_M": "_gm",
+            "EVEN_K": f"{k} % _bk == 0",
+            "FLATTEN": "bool(_flat)",
             "WS": "bool(GPU_WS)",
-            **opts,
+            "num_warps": "_warps",
+            "num_stages": "_stages",
         }
         if batch:
-            ext = launch.grid_extent(batch[0])
-            if ext is None:
-                raise MutationError(f"the launch grid's axis {batch[0]} (the batch) is not readable")
-            total = f"{tiles} * ({ext})"
             extra["BATCH_EXTENT"] = ext
         kernels = persistent_kernel(g, tma_b_nk)
+        helpers.append(_CONFIG_HELPER)
         call = [
-            f"_progs = min(_num_sms({dev}), {total})",
-            f"{g.kernel.name}[(_progs,)]({_launch_kwargs(g, launch, extra)})",
+            f"_bm, _bn, _bk, _gm, _warps, _stages, _flat = _gemm_config({m}, {n}, {ext}, {dev}, "
+            f"tma={variant == 'tma'})",
+            f"_progs = min(_num_sms({dev}), triton.cdiv({m}, _bm) * triton.cdiv({n}, _bn) * ({ext}))",
+            f"{g.kernel.name}[(_progs,)]({_launch_kwargs(g, launch, extra, _CHOSEN_BLOCKS)})",
         ]
     elif variant == "split_k":
         kernels = split_k_kernels(g)
