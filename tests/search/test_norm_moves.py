@@ -174,11 +174,14 @@ def test_the_jagged_softmax_gets_the_pipeline_per_row_and_stages_per_row_block()
     assert [m.name for m in norm_mutations(seed)] == ["row_pipeline@jagged_softmax_kernel"]
     (vec,) = [m for m in vectorize_mutations(seed) if m.name.startswith("vectorize_rows=32@")]
     src = vec.apply(seed)
-    (m,) = norm_mutations(src)
+    m, dual = norm_mutations(src)
     assert m.name == "row_block_stages=2@jagged_softmax_kernel" and m.prior == STAGE_PRIOR
+    assert dual.name == "row_block_stages=2+dual_core@jagged_softmax_kernel" and dual.prior < m.prior
     out = m.apply(src)
     assert out.count("tl.range(start, end, R, num_stages=2)") == 3
     assert norm_mutations(out) == []  # staged already
+    both = dual.apply(src)
+    assert both.count("num_stages=2)") == 3 and "R=32, dual_core=True)" in both
     launched = src.replace("R=32)", "R=32, num_stages=2)")
     assert launched != src and norm_mutations(launched) == []  # the launch stages every loop already
 
@@ -229,5 +232,11 @@ def test_the_staged_jagged_softmax_is_correct_on_the_simulator(tmp_path: Path) -
     (vec,) = [m for m in vectorize_mutations(seed) if m.name.startswith("vectorize_rows=32@")]
     src = vec.apply(seed)
     _evaluate(
-        "jagged_softmax_fp32", _move(src, "row_block_stages").apply(src), tmp_path, "NUM_SEGMENTS = 24\n"
+        "jagged_softmax_fp32", _move(src, "row_block_stages=2@").apply(src), tmp_path, "NUM_SEGMENTS = 24\n"
+    )
+    _evaluate(
+        "jagged_softmax_fp32",
+        _move(src, "row_block_stages=2+dual").apply(src),
+        tmp_path,
+        "NUM_SEGMENTS = 24\n",
     )
