@@ -31,6 +31,7 @@ from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
 from kegen.search.operators.templates.conv_rows import conv_mutations
+from kegen.search.operators.templates.conv_stationary import stationary_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
@@ -73,7 +74,8 @@ class OfflineOperator(Operator):
             plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
             plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
             if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
-                plans += conv_mutations(ctx.parent_code) + gemm_plan_mutations(ctx.parent_code)
+                plans += conv_mutations(ctx.parent_code) + stationary_mutations(ctx.parent_code)
+                plans += gemm_plan_mutations(ctx.parent_code)
             if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
                 plans += gpu_mutations(ctx.parent_code)
         except SyntaxError:

@@ -26,7 +26,8 @@ from kegen.search.operators.templates.gpu_conv import MARKER as GPU_MARKER
 from kegen.search.operators.templates.gpu_conv import conv_module
 from kegen.search.operators.templates.gpu_launch import module_imports, rewritten_module
 
-MARKER = "# kegen-mtia: conv rows"
+REWRITTEN = "# kegen-mtia: conv"  # the marker prefix of every mtia convolution rewrite
+MARKER = f"{REWRITTEN} rows"
 
 KERNEL = """
 @triton.jit
@@ -76,7 +77,7 @@ _LAUNCH = """
 """
 
 
-def _model_tail() -> str:
+def model_tail() -> str:
     """`templates.gpu_conv`'s model tail (the weights packed once per storage and version, the
     convolution's checks and geometry) with the weights packed (*taps, C_out, C_in), then this
     kernel's launch."""
@@ -97,13 +98,13 @@ def rewrite(
 ) -> str:
     """The module rewritten as the row-tiled convolution; MutationError when it is not a
     one-convolution model with a bias-only epilogue, or already rewritten (for either target)."""
-    if MARKER in source or GPU_MARKER in source:
+    if REWRITTEN in source or GPU_MARKER in source:
         raise MutationError("already a convolution rewrite")
     x, attr, init_src = conv_module(source)
     imports = module_imports(source)
     consts = f"CONVR_BLOCK_CO = {block_co}\nCONVR_BLOCK_CI = {block_ci}\nCONVR_BLOCK_W = {block_w}\n"
     tail = (
-        _model_tail()
+        model_tail()
         .replace("{x}", x)
         .replace("{attr}", attr)
         .replace("{stages}", str(stages))

@@ -1,0 +1,186 @@
+"""mtia rewrite of a convolution seed with the weights stationary in the local store.
+
+`conv_rows` reloads every tap's [BLOCK_CO, BLOCK_CI] weight tile for each output row it computes:
+for conv2d_fp16 that is 144 KiB of weights per 14 KiB of output, the DMA unit's busiest traffic.
+Here each program loads all taps' weight tiles once (C_in in one block), then walks a run of
+output tiles (one output row's BLOCK_W pixels each: `(oh, column block)` pairs of one image), each
+tap's input tile one block DMA as in `conv_rows`. The runs are sized so that about one program per
+PE (two with `dual_core`) covers the output.
+
+The taps are unrolled at trace time: the kernel is generated for up to `KH_MAX` x `KW_MAX` taps,
+each tap's statements under constexpr guards (`if KH > kh`), so a 3x3 convolution compiles nine
+weight tiles and nine loads per output tile. The launch takes this kernel only where the taps fit
+the generated kernel, C_in fits one block and the estimated footprint (weights, accumulator, the
+taps' input tiles per stage, the output tile) fits the local store (`CONVS_LOCAL_BYTES`, mtia-2i's
+384 KiB, halved with dual_core); anything else runs the `conv_rows` kernel, which the module
+carries too. Measured at full size (docs/results/gemm_peak_mtia.md): conv2d_fp16 75.6 us (rows,
+dual core) -> 59.6 us (80.2% of its roofline).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.templates import conv_rows
+from kegen.search.operators.templates.gpu_conv import conv_module
+from kegen.search.operators.templates.gpu_launch import module_imports, rewritten_module
+
+MARKER = f"{conv_rows.REWRITTEN} stationary weights"
+KH_MAX, KW_MAX = 3, 7  # taps the generated kernel covers (1-D kernels up to 7, 2-D up to 3x7)
+LOCAL_BYTES = 384 * 1024  # mtia-2i's local store per PE
+
+
+def _guarded(lines: list[str], indent: str, kh: int, kw: int, body: list[str]) -> None:
+    """`body` under the constexpr guards of tap (kh, kw), appended to `lines`."""
+    for cond in ([f"KH > {kh}"] if kh else []) + ([f"KW > {kw}"] if kw else []):
+        lines.append(f"{indent}if {cond}:")
+        indent += "    "
+    lines += [indent + line for line in body]
+
+
+def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
+    """The weight-stationary kernel's source, taps unrolled up to kh_max x kw_max."""
+    lines = [
+        "@triton.jit",
+        "def conv_ws_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, TILES, PER, N_WB,",
+        "                   KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,",
+        "                   HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,",
+        "                   BLOCK_W: tl.constexpr):",
+        "    n = tl.program_id(0)",
+        "    t0 = tl.program_id(1) * PER",
+        "    t1 = tl.minimum(t0 + PER, TILES)",
+        "    co = tl.program_id(2) * BLOCK_CO + tl.arange(0, BLOCK_CO)",
+        "    co_ok = co < C_OUT",
+        "    ci = tl.arange(0, BLOCK_CI)",
+        "    ci_ok = ci < C_IN",
+        "    w_tile = w_ptr + co[:, None] * C_IN + ci[None, :]",
+        "    w_mask = co_ok[:, None] & ci_ok[None, :]",
+    ]
+    for kh in range(kh_max):
+        for kw in range(kw_max):
+            load = f"w{kh}_{kw} = tl.load(w_tile + ({kh} * KW + {kw}) * C_OUT * C_IN, mask=w_mask, other=0.0)"
+            _guarded(lines, "    ", kh, kw, [load])
+    lines += [
+        "    if HAS_BIAS:",
+        "        bias = tl.load(b_ptr + co, mask=co_ok, other=0.0).to(tl.float32)",
+        "    x_img = x_ptr + n * C_IN * H * W + ci[:, None] * (H * W)",
+        "    y_img = y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW)",
+        "    for t in range(t0, t1):",
+        "        oh = t // N_WB",
+        "        ow = (t % N_WB) * BLOCK_W + tl.arange(0, BLOCK_W)",
+        "        acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)",
+    ]
+    for kw in range(kw_max):  # the column masks of this tile, one per horizontal tap
+        cols = [
+            f"iw{kw} = ow + ({kw} - PAD_W)",
+            f"c{kw} = ci_ok[:, None] & ((iw{kw} >= 0) & (iw{kw} < W))[None, :]",
+        ]
+        _guarded(lines, "        ", 0, kw, cols)
+    for kh in range(kh_max):
+        for kw in range(kw_max):
+            tap = [
+                f"ih = oh + ({kh} - PAD_H)",
+                f"x = tl.load(x_img + ih * W + iw{kw}[None, :], mask=c{kw} & ((ih >= 0) & (ih < H)),",
+                "              other=0.0)",
+                f"acc += tl.dot(w{kh}_{kw}, x)",
+            ]
+            _guarded(lines, "        ", kh, kw, tap)
+    lines += [
+        "        if HAS_BIAS:",
+        "            acc += bias[:, None]",
+        "        tl.store(y_img + oh * OW + ow[None, :], acc.to(y_ptr.dtype.element_ty),",
+        "                 mask=co_ok[:, None] & (ow < OW)[None, :])",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+_LAUNCH = """
+        y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
+                        device=x.device)
+        bci = triton.next_power_of_2(c_in)
+        bw = min(CONVS_BLOCK_W, triton.next_power_of_2(ow))
+        taps, es = kh * kw, x.element_size()
+        need = (taps * CONVS_BLOCK_CO * bci * es + CONVS_BLOCK_CO * bw * (4 + es)  # weights, acc, output
+                + {stages} * taps * bci * bw * es)  # the taps' input tiles per stage
+        if kh <= {kh_max} and kw <= {kw_max} and need <= CONVS_LOCAL_BYTES // {cores}:
+            n_wb = triton.cdiv(ow, bw)
+            tiles, co_blocks = oh * n_wb, triton.cdiv(c_out, CONVS_BLOCK_CO)
+            per = triton.cdiv(tiles, max(1, CONVS_PROGRAMS // (batch * co_blocks)))
+            grid = (batch, triton.cdiv(tiles, per), co_blocks)
+            conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per, n_wb,
+                                 KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                                 BLOCK_CO=CONVS_BLOCK_CO, BLOCK_CI=bci, BLOCK_W=bw,
+                                 num_stages={stages}, dual_core={dual})
+            return y
+        bw = min(CONVR_BLOCK_W, triton.next_power_of_2(ow))
+        grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, CONVR_BLOCK_CO))
+        conv_rows_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow,
+                               KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                               BLOCK_CO=CONVR_BLOCK_CO, BLOCK_CI=CONVR_BLOCK_CI, BLOCK_W=bw,
+                               num_stages=2, dual_core=True)
+        return y
+"""
+
+
+def rewrite(
+    source: str,
+    block_co: int = 128,
+    block_w: int = 64,
+    stages: int = 2,
+    dual: bool = False,
+    programs: int = 64,
+) -> str:
+    """The module rewritten with the weight-stationary kernel (and the row kernel as its fallback);
+    MutationError when it is not a one-convolution model with a bias-only epilogue, or already
+    rewritten."""
+    if conv_rows.REWRITTEN in source or conv_rows.GPU_MARKER in source:
+        raise MutationError("already a convolution rewrite")
+    x, attr, init_src = conv_module(source)
+    head, sep, _ = conv_rows.model_tail().partition("        y = torch.empty(")
+    if not sep:
+        raise MutationError("templates.conv_rows' model tail changed: the stationary rewrite cannot reuse it")
+    launch = (
+        _LAUNCH.replace("{stages}", str(stages))
+        .replace("{dual}", str(dual))
+        .replace("{cores}", "2" if dual else "1")
+        .replace("{kh_max}", str(KH_MAX))
+        .replace("{kw_max}", str(KW_MAX))
+    )
+    tail = (head.rstrip(" ") + launch.lstrip("\n")).replace("{x}", x).replace("{attr}", attr)
+    consts = (
+        f"CONVS_BLOCK_CO = {block_co}\nCONVS_BLOCK_W = {block_w}\n"
+        f"CONVS_PROGRAMS = {programs * (2 if dual else 1)}\n"
+        f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\n"
+        "CONVR_BLOCK_CO = 128\nCONVR_BLOCK_CI = 64\nCONVR_BLOCK_W = 64\n"
+    )
+    kernels = stationary_kernel() + "\n\n" + conv_rows.KERNEL
+    return rewritten_module(module_imports(source), f"{MARKER}\n{consts}", kernels, init_src, tail)
+
+
+# (BLOCK_CO, BLOCK_W, num_stages, dual_core)
+VARIANTS: tuple[tuple[int, int, int, bool], ...] = ((128, 64, 2, False),)
+
+
+def stationary_mutations(source: str) -> list[Mutation]:
+    """The weight-stationary rewrite of a convolution module, one move per variant ([] when it does
+    not apply)."""
+    try:
+        rewrite(source)
+    except (MutationError, SyntaxError):
+        return []
+    return [
+        Mutation(
+            name=f"conv_stationary={co}x{w}{'+dual' if dual else ''}",
+            family="conv_rows",
+            description=f"rewrite the convolution with every tap's weight tile ({co} output channels x all "
+            f"C_in) loaded once per program, which then walks a run of output-row tiles of {w} pixels, one "
+            f"block DMA per tap; num_stages={stages}, dual_core={dual}",
+            apply=partial(rewrite, block_co=co, block_w=w, stages=stages, dual=dual),
+            helps=("memory", "latency"),
+            prior=1.9,
+            remedies=("fewer_bytes", "bigger_commands", "overlap"),
+            kernel="",
+        )
+        for co, w, stages, dual in VARIANTS
+    ]

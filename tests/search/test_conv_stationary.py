@@ -1,0 +1,58 @@
+"""The mtia weight-stationary convolution rewrite (templates/conv_stationary.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.templates.conv_rows import conv_mutations
+from kegen.search.operators.templates.conv_stationary import (
+    MARKER,
+    rewrite,
+    stationary_kernel,
+    stationary_mutations,
+)
+
+from .test_conv_rows import PROBLEM, _seed
+
+
+def test_both_convolution_seeds_get_the_move_once() -> None:
+    for name in ("conv1d_fp16", "conv2d_fp16"):
+        (move,) = stationary_mutations(_seed(name))
+        out = move.apply(_seed(name))
+        assert MARKER in out and "conv_ws_kernel[grid]" in out and "conv_rows_kernel[grid]" in out
+        assert stationary_mutations(out) == [] and conv_mutations(out) == []  # not rewritten twice
+        assert stationary_mutations(conv_mutations(_seed(name))[0].apply(_seed(name))) == []
+    assert stationary_mutations(_seed("gemm_fp16_2048")) == []  # not a convolution module
+
+
+def test_the_taps_are_unrolled_under_constexpr_guards() -> None:
+    src = stationary_kernel(kh_max=2, kw_max=2)
+    assert src.count("tl.dot(") == 4 and src.count("= tl.load(w_tile") == 4
+    assert "    if KH > 1:\n        if KW > 1:\n            w1_1 = tl.load(" in src
+
+
+@pytest.mark.parametrize(
+    ("d", "shape", "c_in", "c_out", "k", "pad", "kernel"),
+    [
+        (2, "2, 24, 9, 12", 24, 40, 3, 1, "conv_ws_kernel"),  # ragged channels and row
+        (1, "2, 24, 70", 24, 40, 5, 2, "conv_ws_kernel"),  # 5 taps, columns in blocks of 64
+        (2, "1, 16, 6, 6", 16, 32, 3, 0, "conv_ws_kernel"),  # no padding: a smaller output
+        (1, "1, 8, 40", 8, 16, 9, 4, "conv_rows_kernel"),  # more taps than the kernel has: rows
+    ],
+)
+def test_stationary_weights_are_correct_on_the_simulator(
+    tmp_path: Path, d: int, shape: str, c_in: int, c_out: int, k: int, pad: int, kernel: str
+) -> None:
+    """Each shape is computed exactly, by the stationary kernel where its taps fit, else by the row
+    kernel the module carries."""
+    problem = tmp_path / "problem.py"
+    problem.write_text(PROBLEM.format(d=d, shape=shape, c_in=c_in, c_out=c_out, k=k, pad=pad))
+    seed = _seed(f"conv{d}d_fp16").replace("padding=kernel_size // 2)", f"padding={pad})")
+    out = rewrite(seed)
+    res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
+    assert res.status.value == "ok", res.message
+    assert res.profile is not None
+    assert [launch["kernel"] for launch in res.profile["launches"]] == [kernel]
