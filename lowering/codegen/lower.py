@@ -431,6 +431,7 @@ def store_slots(ctx: KernelLowering, slots: Sequence[Slot], values: Sequence[Val
     for i in _copy_order(slots, sources, ctx):
         slot, v, src = slots[i], values[i], sources.get(i)
         if isinstance(slot, Buf):
+            assert src is not None  # a tensor slot's source is always a tensor (set above)
             ctx.store_into(slot, src)
         elif isinstance(slot, ScalarSlot):
             if src is not None:
