@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lowering.codegen.rules import (  # noqa: F401 - each module files its rules in RULES
     arith,
+    atomics,
     casts,
     constants,
     control,
