@@ -24,12 +24,29 @@ def test_the_tanh_spellings_are_recognised(expr: str) -> None:
     assert tanh_argument(ast.parse("1.0 - 3.0 / (tl.exp(2.0 * u) + 1.0)", mode="eval").body) is None
 
 
-def test_the_sigmoid_form_is_the_tanh_form() -> None:
+def test_the_sigmoid_form_is_the_tanh_form_with_the_cubic_folded() -> None:
     out = gelu_sigmoid((SUITE / "seed.py").read_text())
-    assert "tanh_u" not in out and "acc = acc / (1.0 + tl.exp(-2.0 * u))" in out
+    folded = "acc = acc / (1.0 + tl.exp(acc * (-1.5957691216057308 - 0.07135481627260025 * (acc * acc))))"
+    assert "tanh_u" not in out and "u = " not in out and folded in out
     for a in (-3.0, -0.5, 0.0, 0.7, 4.0):
         u = 0.7978845608028654 * (a + 0.044715 * a**3)
-        assert a / (1.0 + math.exp(-2.0 * u)) == pytest.approx(0.5 * a * (1.0 + math.tanh(u)), abs=1e-12)
+        gelu = 0.5 * a * (1.0 + math.tanh(u))
+        assert a / (1.0 + math.exp(-2.0 * u)) == pytest.approx(gelu, abs=1e-12)
+        assert a / (
+            1.0 + math.exp(a * (-1.5957691216057308 - 0.07135481627260025 * (a * a)))
+        ) == pytest.approx(gelu, abs=1e-12)
+
+
+def test_the_cubic_is_not_folded_where_its_operand_was_rebound_or_differs() -> None:
+    seed = (SUITE / "seed.py").read_text()
+    rebound = seed.replace(
+        "    tanh_u = 1.0 - 2.0", "    acc = acc * 1.0\n    tanh_u = 1.0 - 2.0"
+    )  # the GELU's `acc` is no longer the cubic's
+    assert rebound != seed
+    out = gelu_sigmoid(rebound)
+    assert "acc = acc / (1.0 + tl.exp(-2.0 * u))" in out and "u = 0.7978845608028654" in out
+    other = seed.replace("(acc + 0.044715 * acc * acc * acc)", "(acc + 0.044715 * acc * acc * bias[None, :])")
+    assert other != seed and "tl.exp(-2.0 * u)" in gelu_sigmoid(other)
 
 
 def test_a_tanh_read_elsewhere_is_kept() -> None:

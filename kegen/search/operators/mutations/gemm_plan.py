@@ -308,10 +308,17 @@ def gemm_plan_mutations(source: str) -> list[Mutation]:
 # --- epilogue math ---
 
 
-def _num(node: ast.AST, value: float) -> bool:
+def _constant(node: ast.AST) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return _num(node.operand, -value)
-    return isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == value
+        v = _constant(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return float(node.value)
+    return None
+
+
+def _num(node: ast.AST, value: float) -> bool:
+    return _constant(node) == value
 
 
 def _call(node: ast.AST, name: str) -> ast.Call | None:
@@ -365,12 +372,33 @@ def _factors(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
-class _GeluSigmoid(ast.NodeTransformer):
-    """`0.5 * a * (1 + t)` (any order of the factors) -> `a / (1 + exp(-2 u))` for the tanh `t`."""
+def gelu_cubic(u: ast.expr) -> tuple[float, float, str] | None:
+    """(c, d, a) when `u` is `c * (a + d * a * a * a)` (factors in any order), `a` as source."""
+    factors = _factors(u)
+    consts = [f for f in factors if _constant(f) is not None]
+    rest = [f for f in factors if _constant(f) is None]
+    if len(consts) != 1 or len(rest) != 1:
+        return None
+    inner = rest[0]
+    if not (isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Add)):
+        return None
+    for a, cube in ((inner.left, inner.right), (inner.right, inner.left)):
+        parts = _factors(cube)
+        ds = [f for f in parts if _constant(f) is not None]
+        xs = [f for f in parts if _constant(f) is None]
+        if len(ds) == 1 and len(xs) == 3 and len({ast.dump(x) for x in [a, *xs]}) == 1:
+            return _constant(consts[0]), _constant(ds[0]), ast.unparse(a)  # type: ignore[return-value]
+    return None
 
-    def __init__(self, tanh: dict[str, ast.expr]) -> None:
-        self.tanh = tanh
+
+class _GeluSigmoid(ast.NodeTransformer):
+    """`0.5 * a * (1 + t)` (any order) -> `a / (1 + exp(-2 u))` for the tanh `t`; a GELU cubic `u` of
+    the same `a` (`cubics`) folded in: `a / (1 + exp(a * (-2c - 2cd * a * a)))`, 7 SIMD ops, not 9."""
+
+    def __init__(self, tanh: dict[str, ast.expr], cubics: dict[str, tuple[float, float, str]]) -> None:
+        self.tanh, self.cubics = tanh, cubics
         self.used: set[str] = set()
+        self.folded: set[str] = set()
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
@@ -386,8 +414,35 @@ class _GeluSigmoid(ast.NodeTransformer):
         (a,) = [f for f in factors if f is not half[0] and f is not ones[0]]
         self.used.add(name)
         u = self.tanh[name]
-        exp = ast.parse(f"tl.exp(-2.0 * ({ast.unparse(u)}))", mode="eval").body
+        cubic = self.cubics.get(u.id) if isinstance(u, ast.Name) else gelu_cubic(u)
+        if cubic is not None and cubic[2] == ast.unparse(a):
+            c, d, x = cubic
+            if isinstance(u, ast.Name):
+                self.folded.add(u.id)
+            text = f"tl.exp({x} * ({-2 * c!r} - {2 * c * d!r} * ({x} * {x})))"
+        else:
+            text = f"tl.exp(-2.0 * ({ast.unparse(u)}))"
+        exp = ast.parse(text, mode="eval").body
         return ast.BinOp(a, ast.Div(), ast.BinOp(ast.Constant(1.0), ast.Add(), exp))
+
+
+def _cubics(body: list[ast.stmt], upto: int) -> dict[str, tuple[float, float, str]]:
+    """Names bound to a GELU cubic before statement `upto`, their `a` (a name) not rebound since."""
+    out: dict[str, tuple[float, float, str]] = {}
+    for i, st in enumerate(body[:upto]):
+        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+            continue
+        cubic = gelu_cubic(st.value)
+        name = st.targets[0].id
+        out.pop(name, None)
+        if cubic is not None and cubic[2].isidentifier():
+            if not any(_assigns(later, cubic[2]) for later in body[i + 1 : upto]):
+                out[name] = cubic
+    return out
+
+
+def _reads(fn: ast.FunctionDef, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(fn))
 
 
 def gelu_sigmoid(source: str) -> str:
@@ -405,15 +460,21 @@ def gelu_sigmoid(source: str) -> str:
         }
         if not tanh:
             continue
-        rewriter = _GeluSigmoid(tanh)
-        fn.body = [rewriter.visit(s) for s in fn.body]
-        for name in rewriter.used:
-            if any(
-                isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(fn)
-            ):
+        body, folded, used = [], set(), set()
+        for i, st in enumerate(fn.body):
+            rewriter = _GeluSigmoid(tanh, _cubics(fn.body, i))
+            body.append(rewriter.visit(st))
+            folded |= rewriter.folded
+            used |= rewriter.used
+        fn.body = body
+        for name in used:
+            if _reads(fn, name):
                 raise MutationError(f"{name} (a tanh) is read elsewhere in {fn.name}")
             fn.body = [s for s in fn.body if not _assigns(s, name)]
             changed = True
+        for name in folded:  # a folded cubic's binding goes where nothing else reads it
+            if not _reads(fn, name):
+                fn.body = [s for s in fn.body if not _assigns(s, name)]
     if not changed:
         raise MutationError("no tanh-form GELU (0.5 * a * (1 + tanh(u))) in the kernels")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
