@@ -312,7 +312,11 @@ def _constant(node: ast.AST) -> float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         v = _constant(node.operand)
         return None if v is None else -v
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, (int, float))
+        and type(node.value) is not bool
+    ):
         return float(node.value)
     return None
 
