@@ -32,6 +32,7 @@ from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
 from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.operators.templates.conv_stationary import stationary_mutations
+from kegen.search.operators.templates.linear_stationary import stationary_mutations as linear_mutations
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
@@ -75,7 +76,7 @@ class OfflineOperator(Operator):
             plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
             if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
                 plans += conv_mutations(ctx.parent_code) + stationary_mutations(ctx.parent_code)
-                plans += gemm_plan_mutations(ctx.parent_code)
+                plans += gemm_plan_mutations(ctx.parent_code) + linear_mutations(ctx.parent_code)
             if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
                 plans += gpu_mutations(ctx.parent_code)
         except SyntaxError:
