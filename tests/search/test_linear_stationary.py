@@ -20,8 +20,11 @@ def _seed(name: str) -> str:
 
 def test_plan_form_seeds_get_the_move_once() -> None:
     for name, kernel in (("linear_bias_gelu_bf16", "linear_gelu_kernel"), ("bmm_fp16", "bmm_kernel")):
-        (move,) = stationary_mutations(_seed(name))
-        assert move.name == f"linear_stationary@{kernel}"
+        move, other = stationary_mutations(_seed(name))
+        assert move.name == f"linear_stationary=32x128@{kernel}" and other.name.startswith(
+            "linear_stationary=64x64"
+        )
+        assert move.prior > other.prior
         out = move.apply(_seed(name))
         assert f"def {kernel}{FALLBACK}(" in out and "M_TILES" in out
         assert "for kegen_m_tile in range(pid" in out and "_next = tl.load(" in out  # pipelined
@@ -71,6 +74,6 @@ def test_the_stationary_bmm_is_correct_on_the_simulator(tmp_path: Path) -> None:
         small = small.replace(old, new)
     problem = tmp_path / "problem.py"
     problem.write_text(small.replace("K = _size(512)", "K = 90"))  # 2 batches, ragged M, N and K
-    (move,) = stationary_mutations(_seed("bmm_fp16"))
+    move = stationary_mutations(_seed("bmm_fp16"))[1]  # 64x64
     res = evaluate(problem, move.apply(_seed("bmm_fp16")), config=EvalConfig(target="mtia", trials=1))
     assert res.status.value == "ok", res.message

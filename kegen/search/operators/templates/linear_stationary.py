@@ -11,8 +11,8 @@ K loop gone (BK = K rounded up to a power of two). The M loop is then software-p
 tile's store deferred to the next), so the DMA keeps streaming outputs while the DPE and SIMD
 compute. The module keeps the original kernel as `<kernel>_tiled` and the launch takes it where the
 stationary tiles would not fit (`STATIONARY_BYTES`). Measured at full size (docs/results/
-gemm_peak_mtia.md): linear_bias_gelu_bf16 from its 64x64 seed with the GELU folded 146.2 us, 77.1% of
-its roofline (the split-store plan: 169.2 us).
+gemm_peak_mtia.md): linear_bias_gelu_bf16 from its 64x64 seed with the GELU folded, 32x128 tiles:
+134.1 us, 84.0% of its roofline (64x64 146.2 us; the split-store plan 169.2 us).
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from kegen.search.operators.mutations.blocks import find_blocks, set_block
 from kegen.search.operators.mutations.memory.row_pipeline import pipeline_loop
 
 PES = 64  # mtia-2i's processing elements: programs along M = PES // programs along the other axes
-BLOCK = 64  # the M and N tile (64x64 measured best at 4096x512x2048: 146.2 us; 32x128: 151.0 us)
+# (BM, BN) per move, best first: at 4096x512x2048 (linear_bias_gelu_bf16) 32x128 134.1 us, 64x64 146.2
+# us; 16x128 185.2, 32x64 149.4 us
+TILES: tuple[tuple[int, int], ...] = ((32, 128), (64, 64))
 STATIONARY_BYTES = 192 * 1024  # the [K, BN] weight and two [BM, K] input tiles: half the local store
 FALLBACK = "_tiled"
 
@@ -200,21 +202,21 @@ def _arg(call: ast.Call, params: list[str], name: str) -> ast.expr:
     raise MutationError(f"the launch does not pass {name}")
 
 
-def rewrite(source: str, kernel: str) -> str:
-    """The module with `kernel` rewritten (64x64 tiles, the weights stationary, the M loop pipelined)
-    and its launch choosing between it and the original kernel (`<kernel>_tiled`)."""
+def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> str:
+    """The module with `kernel` rewritten (block_m x block_n tiles, the weights stationary, the M loop
+    pipelined) and its launch choosing between it and the original kernel (`<kernel>_tiled`)."""
     if kernel + FALLBACK in source or "M_TILES" in source:
         raise MutationError(f"{kernel} is rewritten already")
     fn0 = next((f for f in jit_functions(ast.parse(source)) if f.name == kernel), None)
     if fn0 is None:
         raise MutationError(f"no jit kernel {kernel}")
     form0 = _Form(fn0)
-    for param in (form0.bm, form0.bn):
+    for param, value in ((form0.bm, block_m), (form0.bn, block_n)):
         sites = [s for s in find_blocks(source) if s.kernel == kernel and s.param == param]
         if len(sites) != 1:
             raise MutationError(f"{param} of {kernel} is not one launch block")
-        if sites[0].value != BLOCK:
-            source = set_block(source, sites[0], BLOCK)
+        if sites[0].value != value:
+            source = set_block(source, sites[0], value)
     tree = ast.parse(source)
     fn = next(f for f in jit_functions(tree) if f.name == kernel)
     original = copy.deepcopy(fn)
@@ -262,21 +264,22 @@ def stationary_mutations(source: str) -> list[Mutation]:
             rewrite(source, fn.name)
         except MutationError:
             continue
-        out.append(
-            Mutation(
-                name=f"linear_stationary@{fn.name}",
-                family="gemm_plan",
-                description=(
-                    f"{fn.name}: the [K, BN] weight tile loaded once per program (K in one block), the "
-                    f"programs walking {BLOCK}x{BLOCK} output tiles along M in a software-pipelined loop "
-                    "(next input tile loaded first, each output's store deferred); the original kernel where "
-                    "K does not fit"
-                ),
-                apply=partial(rewrite, kernel=fn.name),
-                helps=("memory", "latency"),
-                prior=1.7,
-                remedies=("fewer_bytes", "overlap"),
-                kernel=fn.name,
+        for rank, (bm, bn) in enumerate(TILES):
+            out.append(
+                Mutation(
+                    name=f"linear_stationary={bm}x{bn}@{fn.name}",
+                    family="gemm_plan",
+                    description=(
+                        f"{fn.name}: the [K, {bn}] weight tile loaded once per program (K in one block), the "
+                        f"programs walking {bm}x{bn} output tiles along M in a software-pipelined loop (next "
+                        "input tile loaded first, each output's store deferred); the original kernel where K "
+                        "does not fit"
+                    ),
+                    apply=partial(rewrite, kernel=fn.name, block_m=bm, block_n=bn),
+                    helps=("memory", "latency"),
+                    prior=1.7 - 0.05 * rank,
+                    remedies=("fewer_bytes", "overlap"),
+                    kernel=fn.name,
+                )
             )
-        )
     return out
