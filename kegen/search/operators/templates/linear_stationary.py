@@ -277,7 +277,7 @@ def stationary_mutations(source: str) -> list[Mutation]:
                     ),
                     apply=partial(rewrite, kernel=fn.name, block_m=bm, block_n=bn),
                     helps=("memory", "latency"),
-                    prior=1.7 - 0.05 * rank,
+                    prior=1.45 - 0.05 * rank,
                     remedies=("fewer_bytes", "overlap"),
                     kernel=fn.name,
                 )
