@@ -77,3 +77,11 @@ def test_the_stationary_bmm_is_correct_on_the_simulator(tmp_path: Path) -> None:
     move = stationary_mutations(_seed("bmm_fp16"))[1]  # 64x64
     res = evaluate(problem, move.apply(_seed("bmm_fp16")), config=EvalConfig(target="mtia", trials=1))
     assert res.status.value == "ok", res.message
+
+
+def test_the_gelu_moves_apply_in_either_order() -> None:
+    """gelu_sigmoid rewrites a GELU inside the stationary kernel's M loop as it does in the body."""
+    seed = _seed("linear_bias_gelu_bf16")
+    first = gelu_sigmoid(stationary_mutations(seed)[0].apply(seed))
+    assert "tanh_u" not in first and "tl.exp(acc * (-1.5957691216057308" in first
+    assert "linear_gelu_kernel_tiled" in first and first.count("tl.exp(acc * (") == 2  # both kernels

@@ -1,5 +1,4 @@
-"""Dot-kernel epilogue moves: the output tile's store overlapped with the next half tile's K loop
-(mtia), and cheaper epilogue math (any target).
+"""Dot-kernel epilogue moves: the store overlapped with the next half tile's K loop (mtia), cheaper math.
 
 On the simulated chip a program ends by waiting for its commands, so a GEMM program's output store
 (a 256x256 bf16 tile: 128 KiB at a PE's share of DRAM, ~41 us on mtia-2i) runs while its PE computes
@@ -12,17 +11,14 @@ so the next operand load waits for the store to drain (write-after-read).
 along N, one after the other: the first half's cast tile is made before the second half's loop and
 stored from inside it (at its first iteration), so the store drains while the second half's loads and
 dots run, from buffers that do not alias the loop's. The launch is unchanged: the tiles inside the
-kernel use half of its N block (at least `MIN_HALF` wide). Measured at full size: gemm_bf16_4096 plan
-256x256x64 985.8 us (78.8% of its roofline) -> 951.4 us (81.6%) as 256x(2x128)
-(docs/results/gemm_peak_mtia.md).
+kernel use half of its N block (at least `MIN_HALF` wide). gemm_bf16_4096 plan 256x256x64: 985.8 us
+(78.8% of its roofline) -> 951.4 us (81.6%) as 256x(2x128) (docs/results/gemm_peak_mtia.md).
 
-`gelu_sigmoid`: the tanh-form GELU `0.5 * a * (1 + tanh(u))` is `a * sigmoid(2u)` =
-`a / (1 + exp(-2u))`. Written with the tanh spelled through an exponential (`1 - 2 / (exp(2u) + 1)`,
-as the production linear+GELU seed does) the epilogue spends a division, an exponential and four
-more tile operations per element on the SIMD; the sigmoid form one exponential, one division and two
-operations (measured at full size on linear_bias_gelu_bf16, plan 256x128x64: 215.2 -> 202.9 us); a
-GELU cubic `u` of the same operand is folded into the exponent as well (two operations fewer:
-split-store plan 173.4 -> 169.2 us). The tanh value must be read only by that product (then dropped).
+`gelu_sigmoid`: the tanh-form GELU `0.5 * a * (1 + tanh(u))` is `a / (1 + exp(-2u))`: one exponential
+and one division per element on the SIMD instead of the tanh's (spelled `1 - 2 / (exp(2u) + 1)` by
+the production seed) four more operations (linear_bias_gelu_bf16, plan 256x128x64: 215.2 -> 202.9 us);
+GELU's cubic `u` of the same operand is folded into the exponent (two operations fewer: split-store
+plan 173.4 -> 169.2 us). The tanh value must be read only by that product (it is then dropped).
 """
 
 from __future__ import annotations
@@ -445,36 +441,40 @@ def _reads(fn: ast.FunctionDef, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(fn))
 
 
+def _gelu_block(fn: ast.FunctionDef, stmts: list[ast.stmt]) -> bool:
+    """Rewrite the GELUs of one statement list of `fn` in place; whether any was rewritten."""
+    tanh = {
+        s.targets[0].id: u
+        for s in stmts
+        if isinstance(s, ast.Assign)
+        and len(s.targets) == 1
+        and isinstance(s.targets[0], ast.Name)
+        and (u := tanh_argument(s.value)) is not None
+    }
+    folded, used = set(), set()
+    for i, st in enumerate(list(stmts) if tanh else []):
+        rewriter = _GeluSigmoid(tanh, _cubics(stmts, i))
+        stmts[i] = rewriter.visit(st)
+        folded |= rewriter.folded
+        used |= rewriter.used
+    for name in used:
+        if _reads(fn, name):
+            raise MutationError(f"{name} (a tanh) is read elsewhere in {fn.name}")
+        stmts[:] = [s for s in stmts if not _assigns(s, name)]
+    for name in folded:  # a folded cubic's binding goes where nothing else reads it
+        if not _reads(fn, name):
+            stmts[:] = [s for s in stmts if not _assigns(s, name)]
+    return bool(used)
+
+
 def gelu_sigmoid(source: str) -> str:
-    """The source with every tanh-form GELU of its jit kernels written as `a / (1 + exp(-2u))`."""
+    """The source with every tanh-form GELU of its jit kernels (in the body or a loop's) written as
+    `a / (1 + exp(-2u))`."""
     tree = ast.parse(source)
     changed = False
     for fn in jit_functions(tree):
-        tanh = {
-            s.targets[0].id: u
-            for s in fn.body
-            if isinstance(s, ast.Assign)
-            and len(s.targets) == 1
-            and isinstance(s.targets[0], ast.Name)
-            and (u := tanh_argument(s.value)) is not None
-        }
-        if not tanh:
-            continue
-        body, folded, used = [], set(), set()
-        for i, st in enumerate(fn.body):
-            rewriter = _GeluSigmoid(tanh, _cubics(fn.body, i))
-            body.append(rewriter.visit(st))
-            folded |= rewriter.folded
-            used |= rewriter.used
-        fn.body = body
-        for name in used:
-            if _reads(fn, name):
-                raise MutationError(f"{name} (a tanh) is read elsewhere in {fn.name}")
-            fn.body = [s for s in fn.body if not _assigns(s, name)]
-            changed = True
-        for name in folded:  # a folded cubic's binding goes where nothing else reads it
-            if not _reads(fn, name):
-                fn.body = [s for s in fn.body if not _assigns(s, name)]
+        blocks = [fn.body, *(n.body for n in ast.walk(fn) if isinstance(n, ast.For | ast.While))]
+        changed = any([_gelu_block(fn, block) for block in blocks]) or changed
     if not changed:
         raise MutationError("no tanh-form GELU (0.5 * a * (1 + tanh(u))) in the kernels")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
