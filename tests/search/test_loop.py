@@ -71,11 +71,16 @@ def test_failed_candidates_are_nodes_not_crashes(tmp_path, store, monkeypatch) -
     from tests.search import fake_eval
 
     real = fake_eval.cost
-    monkeypatch.setattr(
-        fake_eval,
-        "cost",
-        lambda code: (_ for _ in ()).throw(RuntimeError("boom")) if "BLOCK_SIZE = 64" in code else real(code),
-    )
+    seed = (EXAMPLES / "softmax" / "seed.py").read_text()
+    failed: set[str] = set()
+
+    def failing(code: str) -> float:  # the first two candidates raise, whatever moves they are
+        if code != seed and (code in failed or len(failed) < 2):
+            failed.add(code)
+            raise RuntimeError("boom")
+        return real(code)
+
+    monkeypatch.setattr(fake_eval, "cost", failing)
     r = run_search(_config(tmp_path, budget=10), store)
     bugs = [n for n in store.nodes(r.run_id) if n.is_bug]
     assert bugs and all(n.verdict == "runtime_error" and n.fitness == 0 for n in bugs)
