@@ -294,7 +294,7 @@ def gemm_plan_mutations(source: str) -> list[Mutation]:
                         + ("; program axes exchanged (programs walk N first)" if swap else ""),
                         apply=apply,
                         helps=("memory", "latency"),
-                        prior=1.5 + (0.1 if swap else 0.0),
+                        prior=1.5 + (0.1 if swap else 0.0) + (0.0 if double else 0.05),  # halves first
                         remedies=("overlap", "fewer_bytes") if swap else ("overlap",),
                         kernel=fn.name,
                     )
