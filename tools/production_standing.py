@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
-
-def geomean(values: list[float]) -> float | None:
-    """The geometric mean of the positive values, None when there are none."""
-    vals = [v for v in values if v > 0]
-    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
+from kegen.bench.metrics import geomean
 
 
 def load(path: Path) -> list[dict[str, Any]]:

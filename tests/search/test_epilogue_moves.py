@@ -47,6 +47,9 @@ def test_the_cubic_is_not_folded_where_its_operand_was_rebound_or_differs() -> N
     assert "acc = acc / (1.0 + tl.exp(-2.0 * u))" in out and "u = 0.7978845608028654" in out
     other = seed.replace("(acc + 0.044715 * acc * acc * acc)", "(acc + 0.044715 * acc * acc * bias[None, :])")
     assert other != seed and "tl.exp(-2.0 * u)" in gelu_sigmoid(other)
+    cubic = "0.7978845608028654 * (acc + 0.044715 * acc * acc * acc)"
+    itself = seed.replace(f"u = {cubic}", f"acc = {cubic}").replace("tl.exp(2.0 * u)", "tl.exp(2.0 * acc)")
+    assert itself.count("acc = 0.79788") == 1 and "tl.exp(acc * (" not in gelu_sigmoid(itself)  # a rebound
 
 
 def test_a_tanh_read_elsewhere_is_kept() -> None:

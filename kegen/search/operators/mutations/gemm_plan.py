@@ -422,19 +422,16 @@ class _GeluSigmoid(ast.NodeTransformer):
         return ast.BinOp(a, ast.Div(), ast.BinOp(ast.Constant(1.0), ast.Add(), exp))
 
 
-def _cubics(body: list[ast.stmt], upto: int) -> dict[str, tuple[float, float, str]]:
-    """Names bound to a GELU cubic before statement `upto`, their `a` (a name) not rebound since."""
-    out: dict[str, tuple[float, float, str]] = {}
-    for i, st in enumerate(body[:upto]):
-        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
-            continue
-        cubic = gelu_cubic(st.value)
-        name = st.targets[0].id
-        out.pop(name, None)
-        if cubic is not None and cubic[2].isidentifier():
-            if not any(_assigns(later, cubic[2]) for later in body[i + 1 : upto]):
-                out[name] = cubic
-    return out
+def _note_cubic(cubics: dict[str, tuple[float, float, str]], st: ast.stmt) -> None:
+    """`cubics` (names bound to a GELU cubic whose `a`, a name, is not rebound since) past `st`."""
+    for name, (_, _, a) in list(cubics.items()):
+        if _assigns(st, a):
+            del cubics[name]
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        name, cubic = st.targets[0].id, gelu_cubic(st.value)
+        cubics.pop(name, None)
+        if cubic is not None and cubic[2].isidentifier() and cubic[2] != name:
+            cubics[name] = cubic
 
 
 def _reads(fn: ast.FunctionDef, name: str) -> bool:
@@ -452,11 +449,13 @@ def _gelu_block(fn: ast.FunctionDef, stmts: list[ast.stmt]) -> bool:
         and (u := tanh_argument(s.value)) is not None
     }
     folded, used = set(), set()
+    cubics: dict[str, tuple[float, float, str]] = {}
     for i, st in enumerate(list(stmts) if tanh else []):
-        rewriter = _GeluSigmoid(tanh, _cubics(stmts, i))
+        rewriter = _GeluSigmoid(tanh, cubics)
         stmts[i] = rewriter.visit(st)
         folded |= rewriter.folded
         used |= rewriter.used
+        _note_cubic(cubics, stmts[i])
     for name in used:
         if _reads(fn, name):
             raise MutationError(f"{name} (a tanh) is read elsewhere in {fn.name}")

@@ -37,6 +37,7 @@ import re
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
+from kegen.search.operators.mutations.knobs import apply_launch_options
 from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.mutations.memory.row_pipeline import (
     call_arg,
@@ -198,8 +199,6 @@ def stage_loops(source: str, kernel: str, stages: int = STAGES) -> str:
 def _staged_dual(source: str, kernel: str) -> str:
     """`stage_loops`, then `dual_core=True` on the kernel's launches (MutationError where the launch
     cannot take it)."""
-    from kegen.search.operators.mutations.knobs import apply_launch_options
-
     staged = stage_loops(source, kernel)
     out = apply_launch_options(staged, {kernel: {"dual_core": True}})
     if out == staged:
