@@ -21,9 +21,16 @@ import ast
 import copy
 from functools import partial
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params, jit_functions
+from kegen.search.operators.mutations.base import (
+    Mutation,
+    MutationError,
+    constexpr_params,
+    jit_functions,
+    launch_of,
+)
 from kegen.search.operators.mutations.blocks import find_blocks, set_block
-from kegen.search.operators.mutations.memory.row_pipeline import pipeline_loop
+from kegen.search.operators.mutations.memory.row_pipeline import pipeline_loop, stored_names
+from kegen.search.operators.templates.gpu_launch import find_launch
 
 PES = 64  # mtia-2i's processing elements: programs along M = PES // programs along the other axes
 # (BM, BN) per move, best first: at 4096x512x2048 (linear_bias_gelu_bf16) 32x128 134.1 us, 64x64 146.2
@@ -39,13 +46,6 @@ def _is_tl(node: ast.AST, attr: str) -> bool:
 
 def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _targets(st: ast.stmt) -> set[str]:
-    if isinstance(st, ast.Assign | ast.AugAssign | ast.AnnAssign):
-        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return set()
 
 
 class _Form:
@@ -107,7 +107,7 @@ class _Form:
         pids = [
             (i, s)
             for i, s in enumerate(body)
-            if isinstance(s, ast.Assign) and _targets(s) == {self.pid} and _is_tl(s.value, "program_id")
+            if isinstance(s, ast.Assign) and stored_names(s) == {self.pid} and _is_tl(s.value, "program_id")
         ]
         if len(pids) != 1 or not isinstance(pids[0][1].value.args[0], ast.Constant):  # type: ignore[attr-defined]
             raise MutationError(f"{self.pid} of {fn.name} is not one `tl.program_id(axis)`")
@@ -122,7 +122,7 @@ def _split(stmts: list[ast.stmt], dep: set[str]) -> tuple[list[ast.stmt], list[a
     free, tied = [], []
     for st in stmts:
         if _names(st) & dep or _is_tl(getattr(st, "value", None) or st, "store"):
-            dep |= _targets(st)
+            dep |= stored_names(st)
             tied.append(st)
         else:
             free.append(st)
@@ -136,12 +136,12 @@ def rewrite_kernel(fn: ast.FunctionDef) -> _Form:
     loop = body[form.i_loop]
     assert isinstance(loop, ast.For)
     skip = {form.i_pid, form.i_offs, form.i_acc, form.i_loop}
-    offs_name = _targets(body[form.i_offs])
-    dep = offs_name | _targets(body[form.i_acc])
+    offs_name = stored_names(body[form.i_offs])
+    dep = offs_name | stored_names(body[form.i_acc])
     pre_free, pre_tied = _split([s for i, s in enumerate(body[: form.i_loop]) if i not in skip], dep)
     loop_free, loop_tied = _split(loop.body, dep)
     post_free, post_tied = _split(body[form.i_loop + 1 :], dep)
-    if any(_names(s) & _targets(t) for s in post_free for t in loop_tied):
+    if any(_names(s) & stored_names(t) for s in post_free for t in loop_tied):
         raise MutationError(f"{fn.name}: a statement after the K loop reads the loop's M-tile values")
     tile = "kegen_m_tile"
     offs = copy.deepcopy(body[form.i_offs])
@@ -162,44 +162,19 @@ def rewrite_kernel(fn: ast.FunctionDef) -> _Form:
     return form
 
 
-def _launch(tree: ast.Module, kernel: str) -> tuple[ast.Expr, list[ast.stmt], ast.Call, list[ast.expr]]:
-    """The launch statement of `kernel`, its enclosing statement list, its call and grid axes."""
+def _launch_site(tree: ast.Module, kernel: str) -> tuple[ast.Expr, list[ast.stmt]]:
+    """The launch statement of `kernel` and the statement list holding it."""
     for node in ast.walk(tree):
         for field in ("body", "orelse"):
             stmts = getattr(node, field, None)
             if not isinstance(stmts, list):
                 continue
             for st in stmts:
-                if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
-                    f = st.value.func
-                    if (
-                        isinstance(f, ast.Subscript)
-                        and isinstance(f.value, ast.Name)
-                        and f.value.id == kernel
-                    ):
-                        grid = f.slice
-                        if isinstance(grid, ast.Name):
-                            binds = [
-                                n.value
-                                for n in ast.walk(node)
-                                if isinstance(n, ast.Assign)
-                                and [ast.unparse(t) for t in n.targets] == [grid.id]
-                            ]
-                            grid = binds[0] if len(binds) == 1 else grid
-                        if not isinstance(grid, ast.Tuple):
-                            raise MutationError(f"the grid of {kernel} is not a literal tuple")
-                        return st, stmts, st.value, list(grid.elts)
+                hit = launch_of(st)
+                if hit is not None and hit[0] == kernel:
+                    assert isinstance(st, ast.Expr)
+                    return st, stmts
     raise MutationError(f"no launch statement of {kernel}")
-
-
-def _arg(call: ast.Call, params: list[str], name: str) -> ast.expr:
-    for kw in call.keywords:
-        if kw.arg == name:
-            return kw.value
-    i = params.index(name)
-    if i < len(call.args):
-        return call.args[i]
-    raise MutationError(f"the launch does not pass {name}")
 
 
 def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> str:
@@ -217,6 +192,12 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
             raise MutationError(f"{param} of {kernel} is not one launch block")
         if sites[0].value != value:
             source = set_block(source, sites[0], value)
+    launch = find_launch(source, kernel)
+    if launch.grid is None or form0.axis >= len(launch.grid):
+        raise MutationError(f"the grid of {kernel} is not a literal tuple with axis {form0.axis}")
+    missing = {form0.k_extent, form0.bm, form0.bn, fn0.args.args[0].arg} - set(launch.args)
+    if missing:
+        raise MutationError(f"the launch of {kernel} does not pass {', '.join(sorted(missing))}")
     tree = ast.parse(source)
     fn = next(f for f in jit_functions(tree) if f.name == kernel)
     original = copy.deepcopy(fn)
@@ -224,29 +205,26 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
     params = [a.arg for a in fn.args.args]
     form = rewrite_kernel(fn)
     tree.body.insert(tree.body.index(fn) + 1, original)
-    stmt, stmts, call, grid = _launch(tree, kernel)
-    if form.axis >= len(grid):
-        raise MutationError(f"the grid of {kernel} has no axis {form.axis}")
-    k_arg = ast.unparse(_arg(call, params, form.k_extent))
-    kp = f"triton.next_power_of_2({k_arg})"
-    tiles = ast.unparse(grid[form.axis])
-    others = " * ".join(f"({ast.unparse(g)})" for i, g in enumerate(grid) if i != form.axis) or "1"
-    new_grid = [ast.unparse(g) for g in grid]
+    stmt, stmts = _launch_site(tree, kernel)
+    call = stmt.value
+    assert isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+    if any(isinstance(a, ast.Starred) for a in call.args) or params.index(form.bk) < len(call.args):
+        raise MutationError(f"the launch of {kernel} passes {form.bk} positionally")
+    kp = f"triton.next_power_of_2({launch.args[form.k_extent]})"
+    tiles = launch.grid[form.axis]
+    others = " * ".join(f"({g})" for i, g in enumerate(launch.grid) if i != form.axis) or "1"
+    new_grid = list(launch.grid)
     new_grid[form.axis] = f"min({tiles}, max(1, {PES} // ({others})))"
     fast = copy.deepcopy(call)
-    assert isinstance(fast.func, ast.Subscript)
-    fast.func.slice = ast.parse(f"({', '.join(new_grid)},)", mode="eval").body
+    fast.func.slice = ast.parse(f"({', '.join(new_grid)},)", mode="eval").body  # type: ignore[attr-defined]
     fast.keywords = [k for k in fast.keywords if k.arg != form.bk] + [
         ast.keyword(form.bk, ast.parse(kp, mode="eval").body),
         ast.keyword("M_TILES", ast.parse(tiles, mode="eval").body),
     ]
-    if any(isinstance(a, ast.Starred) for a in fast.args) or params.index(form.bk) < len(fast.args):
-        raise MutationError(f"the launch of {kernel} passes {form.bk} positionally")
     slow = copy.deepcopy(call)
-    assert isinstance(slow.func, ast.Subscript) and isinstance(slow.func.value, ast.Name)
-    slow.func.value.id = kernel + FALLBACK
-    es = f"{ast.unparse(call.args[0]) if call.args else 'x'}.element_size()"
-    bm, bn = (ast.unparse(_arg(call, params, p)) for p in (form.bm, form.bn))
+    slow.func.value.id = kernel + FALLBACK  # type: ignore[attr-defined]
+    es = f"({launch.args[params[0]]}).element_size()"  # the first pointer's elements
+    bm, bn = launch.args[form.bm], launch.args[form.bn]
     cond = ast.parse(f"{kp} * ({bn} + 2 * {bm}) * {es} <= {STATIONARY_BYTES}", mode="eval").body
     stmts[stmts.index(stmt)] = ast.If(test=cond, body=[ast.Expr(fast)], orelse=[ast.Expr(slow)])
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
