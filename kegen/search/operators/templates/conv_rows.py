@@ -64,7 +64,7 @@ def conv_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW,
              acc.to(y_ptr.dtype.element_ty), mask=co_ok[:, None] & (ow < OW)[None, :])
 """
 
-_LAUNCH = """
+LAUNCH = """
         y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
                         device=x.device)
         bw = min(CONVR_BLOCK_W, triton.next_power_of_2(ow))
@@ -85,7 +85,12 @@ def model_tail() -> str:
     ours = head.replace("permute(*range(2, w.dim()), 1, 0)", "permute(*range(2, w.dim()), 0, 1)")
     if not sep or ours == head:
         raise MutationError("templates.gpu_conv's model tail changed: the row rewrite cannot reuse it")
-    return ours.replace("-> (taps, C_in, C_out)", "-> (*taps, C_out, C_in)").rstrip("\n") + _LAUNCH
+    return ours.replace("-> (taps, C_in, C_out)", "-> (*taps, C_out, C_in)").rstrip("\n") + LAUNCH
+
+
+def constants(block_co: int, block_ci: int, block_w: int) -> str:
+    """The module constants the row kernel's launch reads (tuned by the block moves)."""
+    return f"CONVR_BLOCK_CO = {block_co}\nCONVR_BLOCK_CI = {block_ci}\nCONVR_BLOCK_W = {block_w}\n"
 
 
 def rewrite(
@@ -102,7 +107,7 @@ def rewrite(
         raise MutationError("already a convolution rewrite")
     x, attr, init_src = conv_module(source)
     imports = module_imports(source)
-    consts = f"CONVR_BLOCK_CO = {block_co}\nCONVR_BLOCK_CI = {block_ci}\nCONVR_BLOCK_W = {block_w}\n"
+    consts = constants(block_co, block_ci, block_w)
     tail = (
         model_tail()
         .replace("{x}", x)

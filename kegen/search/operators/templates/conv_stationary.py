@@ -95,9 +95,7 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
     return "\n".join(lines) + "\n"
 
 
-_LAUNCH = """
-        y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
-                        device=x.device)
+_WS_LAUNCH = """
         bci = triton.next_power_of_2(c_in)
         bw = min(CONVS_BLOCK_W, triton.next_power_of_2(ow))
         taps, es = kh * kw, x.element_size()
@@ -113,14 +111,21 @@ _LAUNCH = """
                                  BLOCK_CO=CONVS_BLOCK_CO, BLOCK_CI=bci, BLOCK_W=bw,
                                  num_stages={stages}, dual_core={dual})
             return y
-        bw = min(CONVR_BLOCK_W, triton.next_power_of_2(ow))
-        grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, CONVR_BLOCK_CO))
-        conv_rows_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow,
-                               KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
-                               BLOCK_CO=CONVR_BLOCK_CO, BLOCK_CI=CONVR_BLOCK_CI, BLOCK_W=bw,
-                               num_stages=2, dual_core=True)
-        return y
 """
+
+
+def _launch(stages: int, dual: bool) -> str:
+    """The stationary kernel's launch where it fits, else the row kernel's (two stages, dual core), as
+    the tail of `forward`: the row rewrite's launch with this one before its own."""
+    rows = conv_rows.LAUNCH.replace("{stages}", "2").replace("{dual}", "True")
+    alloc, sep, row_launch = rows.partition("        bw = min(CONVR_BLOCK_W")
+    if not sep:
+        raise MutationError("templates.conv_rows' launch changed: the stationary rewrite cannot reuse it")
+    values = {"stages": stages, "dual": dual, "cores": 2 if dual else 1, "kh_max": KH_MAX, "kw_max": KW_MAX}
+    ws = _WS_LAUNCH.lstrip("\n")
+    for key, value in values.items():
+        ws = ws.replace("{" + key + "}", str(value))
+    return alloc + ws + sep + row_launch
 
 
 def rewrite(
@@ -140,19 +145,12 @@ def rewrite(
     head, sep, _ = conv_rows.model_tail().partition("        y = torch.empty(")
     if not sep:
         raise MutationError("templates.conv_rows' model tail changed: the stationary rewrite cannot reuse it")
-    launch = (
-        _LAUNCH.replace("{stages}", str(stages))
-        .replace("{dual}", str(dual))
-        .replace("{cores}", "2" if dual else "1")
-        .replace("{kh_max}", str(KH_MAX))
-        .replace("{kw_max}", str(KW_MAX))
-    )
+    launch = _launch(stages, dual)
     tail = (head.rstrip(" ") + launch.lstrip("\n")).replace("{x}", x).replace("{attr}", attr)
     consts = (
         f"CONVS_BLOCK_CO = {block_co}\nCONVS_BLOCK_W = {block_w}\n"
         f"CONVS_PROGRAMS = {programs * (2 if dual else 1)}\n"
-        f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\n"
-        "CONVR_BLOCK_CO = 128\nCONVR_BLOCK_CI = 64\nCONVR_BLOCK_W = 64\n"
+        f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\n" + conv_rows.constants(128, 64, 64)
     )
     kernels = stationary_kernel() + "\n\n" + conv_rows.KERNEL
     return rewritten_module(module_imports(source), f"{MARKER}\n{consts}", kernels, init_src, tail)
