@@ -283,12 +283,9 @@ def test_seed_eval_reads_eval_results() -> None:
 
 
 def test_record_bench_writes_dated_files_and_a_history_line(tmp_path: Path, monkeypatch) -> None:
-    import importlib.util
+    from tests.tool_module import load_tool
 
-    spec = importlib.util.spec_from_file_location("record_bench", Path(__file__).parents[2] / "tools" / "record_bench.py")
-    assert spec and spec.loader
-    record = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(record)
+    record = load_tool("record_bench")
     fake = Scripted()
     monkeypatch.setattr(adapters, "evaluate_seed", fake.evaluate)
     monkeypatch.setattr(record, "REPO", tmp_path)

@@ -3,25 +3,18 @@ geomean over the seeds, on synthetic records."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "production_standing.py"
+from tests.tool_module import load_tool
 
 
 @pytest.fixture(scope="module")
 def tool() -> Any:
-    spec = importlib.util.spec_from_file_location("production_standing", TOOL)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["production_standing"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("production_standing")
 
 
 def _problem(name: str, target: float, seed: float, best: float, status: str = "ok") -> dict[str, Any]:

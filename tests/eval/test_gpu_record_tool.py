@@ -3,25 +3,18 @@ ratios (the evaluations themselves are faked; the real ones run on the GPU machi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[2] / "tools" / "record_production_gpu.py"
+from tests.tool_module import load_tool
 
 
 @pytest.fixture(scope="module")
 def tool() -> Any:
-    spec = importlib.util.spec_from_file_location("record_production_gpu", TOOL)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["record_production_gpu"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("record_production_gpu")
 
 
 SEED = {"status": "ok", "seed_s": 40e-6, "eager_s": 60e-6, "compile_s": 50e-6, "roofline_s": 20e-6,
