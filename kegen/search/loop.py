@@ -370,6 +370,8 @@ class SearchDriver:
             improved = False
             self.progress.best_fitness = max(self.progress.best_fitness, fitness)
         if proposal is not None:
+            if parent_fitness <= 0 and node.parent_id is not None:  # submitted before its parent was judged
+                parent_fitness = self.store.node(node.parent_id).fitness or 0.0
             self.operator.observe(proposal, parent_fitness, fitness)
         self.last_verdict = out.status
         if improved or node.parent_id is None:

@@ -168,3 +168,22 @@ def test_without_a_seed_the_root_is_drafted_from_the_reference(tmp_path, store) 
     drafts = [r.root.code] + [c.code or "" for c in store.children(r.root.id)]
     assert any("fused_elementwise_kernel" in d for d in drafts)
     assert r.evaluations == 3
+
+
+def test_children_drafted_before_their_parent_was_judged_learn_against_its_fitness(
+    tmp_path, store, monkeypatch
+) -> None:
+    from kegen.search.operators.offline import OfflineOperator
+
+    seen: list[float] = []
+    real = OfflineOperator.observe
+
+    def observe(self, proposal, parent_fitness, fitness):  # type: ignore[no-untyped-def]
+        seen.append(parent_fitness)
+        real(self, proposal, parent_fitness, fitness)
+
+    monkeypatch.setattr(OfflineOperator, "observe", observe)
+    r = run_search(_config(tmp_path, "uct", budget=6, jobs=2), store)
+    early = [n for n in store.children(r.root.id) if n.created_at < (r.root.evaluated_at or 0)]
+    assert early, "with two workers the root's first children are drafted while it is evaluated"
+    assert len(seen) == 6 and all(f == pytest.approx(1.0) or f > 1.0 for f in seen)  # never 0: unjudged

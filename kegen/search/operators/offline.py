@@ -5,9 +5,14 @@ knowledge-base recipes, whole plans sized from the parent's measured grid: `muta
 and scores each from the parent's diagnosis (`kegen.profiling.diagnosis`,
 the same object the prompts render): the weights of the remedy kinds the mutation provides, minus
 those it works against, damped when it changes another kernel than the one the bottleneck was read
-from; plus what each family of mutations has gained so far in this search, and a little noise. It
-returns the best one whose result is not already in the tree. With the diagnosis withheld
-(`use_diagnosis=False`, the ablation's control arm) only priors, gains and noise remain.
+from; plus what each family of mutations has gained so far in this search, and a little noise. A
+mutation that made some other node faster and is not yet in this node's lineage ranks first
+(`TRANSPLANT_MIN_GAIN`): winners found on different branches get combined (a GELU rewrite that won on
+the seed is tried on the re-tiled kernel that later became the best) instead of the family average
+of a move that won big on a weak parent crowding it out. Those transplants come first (best score
+first), then the rest by score; it returns the first whose result is not already in the tree. With
+the diagnosis withheld (`use_diagnosis=False`, the ablation's control arm) only priors, gains and
+noise remain.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from kegen.search.operators.templates.linear_stationary import stationary_mutati
 from kegen.search.store import code_hash
 
 UNTRIED_BONUS = 0.5
+TRANSPLANT_MIN_GAIN = 0.02  # a move that made its parent this much faster elsewhere is tried here first
 OTHER_KERNEL = 0.3  # weight of a diagnosis on a mutation of another kernel than the bottleneck's
 DIAGNOSIS_CAP = 2.0  # the diagnosis term is clipped to [-cap, cap]
 
@@ -56,6 +62,7 @@ class OfflineOperator(Operator):
         self.config = config
         self.rng = random.Random(seed)
         self.gains: dict[str, list[float]] = defaultdict(list)
+        self.wins: dict[str, float] = {}  # a move's description -> its best gain over its parent so far
         self.use_diagnosis = use_diagnosis
 
     def candidates(self, ctx: OperatorContext) -> list[Mutation]:
@@ -120,7 +127,11 @@ class OfflineOperator(Operator):
                 error="the offline operator mutates correct candidates; it does not debug",
             )
         tried = {a.description for a in ctx.siblings}
-        muts = sorted(self.candidates(ctx), key=lambda m: -self.score(m, ctx.diagnosis))
+        lineage = _lineage(ctx)
+        muts = sorted(
+            self.candidates(ctx),
+            key=lambda m: (not self.transplants(m, lineage), -self.score(m, ctx.diagnosis)),
+        )
         for m in muts:
             if m.description in tried:
                 continue
@@ -138,7 +149,7 @@ class OfflineOperator(Operator):
                     code,
                     f"{a.description}; {b.description}",
                     self.name,
-                    meta={"mutation": f"{a.name}+{b.name}", "family": a.family},
+                    meta={"mutation": f"{a.name}+{b.name}", "family": a.family, "pair": True},
                 )
         return Proposal(
             None,
@@ -160,7 +171,23 @@ class OfflineOperator(Operator):
             return None
         return code
 
+    def transplants(self, m: Mutation, lineage: set[str]) -> bool:
+        """Whether the same change made another node faster and this node's lineage lacks it."""
+        return m.description not in lineage and self.wins.get(m.description, 0.0) >= TRANSPLANT_MIN_GAIN
+
     def observe(self, proposal: Proposal, parent_fitness: float, fitness: float) -> None:
         family = proposal.meta.get("family")
         if family and parent_fitness > 0:
-            self.gains[family].append(fitness / parent_fitness - 1.0)
+            gain = fitness / parent_fitness - 1.0
+            self.gains[family].append(gain)
+            # keyed by the description, which names the concrete change (a plan move's name does not:
+            # "tile <= 256" re-tiles a seed but only sets stages on a kernel already tiled)
+            if proposal.meta.get("mutation") and not proposal.meta.get("pair"):  # pairs: not as a unit
+                key = proposal.description
+                self.wins[key] = max(self.wins.get(key, gain), gain)
+
+
+def _lineage(ctx: OperatorContext) -> set[str]:
+    """The single moves that made the parent: its description and its ancestors', pairs split."""
+    descriptions = [ctx.parent.description or ""] + [a.description for a in ctx.ancestors]
+    return {part for d in descriptions for part in d.split("; ") if part}
