@@ -193,10 +193,15 @@ def test_code_under_tmp_is_bound_back_into_the_sandbox(tmp_path, monkeypatch) ->
 
     code = tmp_path / "checkout" / "src"
     code.mkdir(parents=True)
+    carried = tmp_path / "llvm"  # a carried llvm-mc (wrapper script and libraries), as on a bare host
+    (carried / "lib").mkdir(parents=True)
+    (carried / "mc.sh").write_text("#!/bin/sh\n")
+    monkeypatch.setenv("KEGEN_LLVM_MC", str(carried / "mc.sh"))
     monkeypatch.setattr(sys, "path", [*sys.path, str(code), str(code.parent), "/tmp"])
     paths = sandbox._code_paths_under_private_mounts()
     if str(tmp_path.resolve()).startswith("/tmp/"):
         assert str(code.parent.resolve()) in paths and str(code.resolve()) not in paths
+        assert str(carried.resolve()) in paths  # the worker's lowering finds its assembler
     assert "/tmp" not in paths and all(p.startswith(("/tmp/", "/run/")) for p in paths)
     args = sandbox._bwrap_args("bwrap", None)
     assert args.index("/tmp") < max((i for i, a in enumerate(args) if a in paths), default=len(args))

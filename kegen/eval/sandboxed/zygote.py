@@ -105,7 +105,8 @@ def _under(path: str, prefixes: tuple[str, ...]) -> bool:
 
 def code_paths_to_keep() -> list[str]:
     """Code the worker must still read that lives under a directory each worker gets privately
-    (a checkout or venv under /tmp), plus the candidate inbox: bound back read-only per worker."""
+    (a checkout or venv under /tmp, the folder of `$KEGEN_LLVM_MC`: a carried assembler and its
+    libraries), plus the candidate inbox: bound back read-only per worker."""
     import kegen
 
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(kegen.__file__))}
@@ -113,6 +114,9 @@ def code_paths_to_keep() -> list[str]:
     inbox = os.environ.get("KEGEN_SANDBOX_INBOX")
     if inbox:
         found.add(inbox)
+    assembler = os.environ.get("KEGEN_LLVM_MC")
+    if assembler:  # the mtia lowering runs it in the worker
+        found.add(os.path.dirname(os.path.abspath(assembler)))
     keep = {os.path.realpath(p) for p in found if os.path.isabs(p)}
     keep = {
         p for p in keep if _under(p, PRIVATE_PREFIXES) and p not in PRIVATE_PREFIXES and os.path.exists(p)

@@ -100,13 +100,18 @@ PRIVATE_MOUNTS = ("/tmp", "/run")
 
 
 def _code_paths_under_private_mounts() -> list[str]:
-    """The interpreter, its environment and kegen's own code where they live under a directory the
-    sandbox replaces by a private tmpfs (a checkout or venv in /tmp): bound back read-only, so the
-    worker runs the same code. Only these directories come back, never the host's /tmp itself."""
+    """The interpreter, its environment, kegen's own code and the assembler the mtia lowering runs
+    (`$KEGEN_LLVM_MC`'s folder: a carried llvm-mc and its libraries) where they live under a
+    directory the sandbox replaces by a private tmpfs (a checkout or venv in /tmp): bound back
+    read-only, so the worker runs the same code. Only these directories come back, never the host's
+    /tmp itself."""
     import kegen
 
     candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(kegen.__file__).parents[1])}
     candidates.update(p for p in sys.path if p)
+    assembler = os.environ.get("KEGEN_LLVM_MC")
+    if assembler:  # without it every lowering in the worker fails: "KEGEN_LLVM_MC=... is not a file"
+        candidates.add(str(Path(assembler).parent))
     keep: set[str] = set()
     for raw in candidates:
         try:
