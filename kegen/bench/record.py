@@ -32,6 +32,7 @@ from typing import Any
 from kegen.bench.host import describe_host
 from kegen.bench.results import SEARCH_DONE, BenchReport, ProblemResult
 from kegen.bench.runner import BenchConfig, SearchOutcome, run_bench
+from kegen.executor.local import share_threads
 from kegen.suites import SuiteProblem, find_suite
 
 RESULT_FILE = "result.json"
@@ -152,6 +153,9 @@ def record(cfg: RecordConfig, *, search_problem: Any = None, log: Any = print) -
     if cfg.problems_at_once == 1:
         out = [one(p) for p in todo]
     else:
+        # each search's pool has jobs // problems_at_once workers; side by side they are cfg.jobs, so
+        # each gets cores // cfg.jobs threads (8 pools of 2 on 16 cores gave 8 each: 128 threads)
+        share_threads(cfg.jobs)
         with ThreadPoolExecutor(max_workers=cfg.problems_at_once) as pool:
             out = list(pool.map(one, todo))
     return [r for r in out if r is not None]

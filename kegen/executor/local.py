@@ -37,6 +37,16 @@ def threads_per_worker(jobs: int, cpus: int | None = None) -> int:
     return max(1, (cpus or os.cpu_count() or 1) // max(jobs, 1))
 
 
+def share_threads(workers: int, cpus: int | None = None) -> int:
+    """Set the thread variables (where the user has not) to each of `workers` processes' share of
+    the cores, for pools started side by side from this process (their workers inherit them: each
+    pool alone would give its own few workers all the cores). Returns the share."""
+    share = threads_per_worker(workers, cpus)
+    for var in THREAD_VARS:
+        os.environ.setdefault(var, str(share))
+    return share
+
+
 @dataclass
 class _Task:
     id: int

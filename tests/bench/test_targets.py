@@ -297,3 +297,22 @@ def test_compile_baselines_completed_for_records_that_lack_them(tmp_path: Path, 
     rec = load_record(cfg.work_dir, "gemm")
     assert rec is not None and rec.row.compile_time_s == pytest.approx(3e-5) and rec.row.compile_message == ""
     assert complete_compile_baselines(cfg, log=lambda m: None) == []  # nothing left to measure
+
+
+def test_searches_side_by_side_share_the_cores_among_all_their_workers(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    from kegen.executor.local import THREAD_VARS
+
+    for var in THREAD_VARS:  # set first, so that the teardown restores what was there before
+        monkeypatch.setenv(var, "0")
+        monkeypatch.delenv(var)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    cfg = RecordConfig(work_dir=tmp_path / "w", suite="default", only=("gemm", "softmax"), jobs=8,
+                       problems_at_once=2, compile_baseline=False)
+    record(cfg, search_problem=ScriptedSearch(), log=lambda m: None)
+    # two pools of 4 workers: 2 threads each (a pool alone would have given its 4 workers 4 each)
+    assert all(os.environ[var] == "2" for var in THREAD_VARS)
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")  # a user's setting wins
+    record(cfg, search_problem=ScriptedSearch(), log=lambda m: None)
+    assert os.environ["OMP_NUM_THREADS"] == "5"
