@@ -8,6 +8,7 @@ ones are never evaluated again.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
@@ -35,6 +36,10 @@ from kegen.search.store import GraphStore, Node
 from kegen.search.termination import SearchProgress, Termination
 
 MAX_FAILED_PROPOSALS = 25
+# Python 3.11's ast module keeps its recursion depth per interpreter, not per thread: two searches in
+# threads of one process (the recorder's --problems-at-once) parsing at once fail with "SystemError:
+# AST constructor recursion depth mismatch". Building contexts and writing children take this lock.
+AST_LOCK = threading.RLock()
 UNCHARGED = "no_candidate"  # metrics key of a child with no code: it costs no evaluation
 NO_CANDIDATE = ("no_code", "invalid_code")  # verdicts of such children
 MIN_PROPOSAL_S = 3.0  # no concurrent (LLM) proposal starts with less of the time limit left
@@ -224,11 +229,14 @@ class SearchDriver:
                 self._wait_any(executor, self._t0)
                 return None
             return "search space exhausted: no untried mutation left"
-        ctx = self.builder.build(sel, step=self.progress.evaluations)
+        with AST_LOCK:
+            ctx = self.builder.build(sel, step=self.progress.evaluations)
         if self.proposing is not None:
             self.proposing.submit(sel, ctx)
             return None
-        self._place(executor, sel, ctx, self.operator.propose(ctx))
+        with AST_LOCK:
+            proposal = self.operator.propose(ctx)
+        self._place(executor, sel, ctx, proposal)
         return None
 
     def _place(self, executor: EvalExecutor, sel: Any, ctx: OperatorContext, proposal: Proposal) -> None:

@@ -187,3 +187,34 @@ def test_children_drafted_before_their_parent_was_judged_learn_against_its_fitne
     early = [n for n in store.children(r.root.id) if n.created_at < (r.root.evaluated_at or 0)]
     assert early, "with two workers the root's first children are drafted while it is evaluated"
     assert len(seen) == 6 and all(f == pytest.approx(1.0) or f > 1.0 for f in seen)  # never 0: unjudged
+
+
+def test_children_are_written_under_the_process_wide_ast_lock(tmp_path, store, monkeypatch) -> None:
+    """Searches side by side in threads (the recorder) must not parse at once: Python 3.11's ast keeps
+    one recursion depth per interpreter ("SystemError: AST constructor recursion depth mismatch")."""
+    import threading
+
+    from kegen.search.loop import AST_LOCK
+    from kegen.search.operators.offline import OfflineOperator
+
+    held: list[bool] = []
+    real = OfflineOperator.propose
+
+    def propose(self, ctx):  # type: ignore[no-untyped-def]
+        free: list[bool] = []
+
+        def try_lock() -> None:  # from another thread: fails while this one holds the lock
+            got = AST_LOCK.acquire(blocking=False)
+            if got:
+                AST_LOCK.release()
+            free.append(got)
+
+        probe = threading.Thread(target=try_lock)
+        probe.start()
+        probe.join()
+        held.append(not free[0])
+        return real(self, ctx)
+
+    monkeypatch.setattr(OfflineOperator, "propose", propose)
+    run_search(_config(tmp_path, "uct", budget=3), store)
+    assert held and all(held)
