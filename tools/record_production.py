@@ -14,7 +14,10 @@ every recorded problem at the end of each command.
 
 The mtia target needs its extras (`pip install -e '.[mtia]'`: unicorn, llvmlite, lark, ml_dtypes,
 pyelftools) and LLVM's `llvm-mc` (or `$KEGEN_LLVM_MC`); the tool checks both first and exits 2 in
-seconds, naming what is missing. On a GPU host it hides the GPUs (CUDA_VISIBLE_DEVICES="") so that
+seconds, naming what is missing. On a host without llvm-mc (the device machine), carry the archive
+`tools/carry_llvm_mc.sh` packs (its header says how to unpack it and set `$KEGEN_LLVM_MC`). Side by
+side (`--problems-at-once`), the searches' workers share the cores: each gets cores // --jobs threads.
+On a GPU host it hides the GPUs (CUDA_VISIBLE_DEVICES="") so that
 the mtia driver is Triton's active one. `--archive PATH` restores the work folder from PATH when
 it is missing and packs it there at the end, or when the process gets SIGTERM (a command's
 `timeout`): on a machine that starts bare, carry that one file from one command to the next (it
