@@ -103,20 +103,29 @@ def _under(path: str, prefixes: tuple[str, ...]) -> bool:
     return any(path == p or path.startswith(p + "/") for p in prefixes)
 
 
-def code_paths_to_keep() -> list[str]:
-    """Code the worker must still read that lives under a directory each worker gets privately
-    (a checkout or venv under /tmp, the folder of `$KEGEN_LLVM_MC`: a carried assembler and its
-    libraries), plus the candidate inbox: bound back read-only per worker."""
+def code_roots() -> set[str]:
+    """Where the code a worker runs lives: the interpreter's prefixes, kegen's checkout, every
+    `sys.path` entry and the folder of `$KEGEN_LLVM_MC` (the assembler the mtia lowering runs, with
+    its libraries when carried onto a bare host). The sandbox binds back those under its private
+    mounts (here per worker, and `kegen.eval.trusted.sandbox` for the zygote)."""
     import kegen
 
     found = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.dirname(kegen.__file__))}
     found.update(p for p in sys.path if p)
+    assembler = os.environ.get("KEGEN_LLVM_MC")
+    if assembler:  # without it every lowering in the worker fails: "KEGEN_LLVM_MC=... is not a file"
+        found.add(os.path.dirname(os.path.abspath(assembler)))
+    return found
+
+
+def code_paths_to_keep() -> list[str]:
+    """Code the worker must still read that lives under a directory each worker gets privately
+    (a checkout or venv under /tmp, a carried assembler: `code_roots`), plus the candidate inbox:
+    bound back read-only per worker."""
+    found = code_roots()
     inbox = os.environ.get("KEGEN_SANDBOX_INBOX")
     if inbox:
         found.add(inbox)
-    assembler = os.environ.get("KEGEN_LLVM_MC")
-    if assembler:  # the mtia lowering runs it in the worker
-        found.add(os.path.dirname(os.path.abspath(assembler)))
     keep = {os.path.realpath(p) for p in found if os.path.isabs(p)}
     keep = {
         p for p in keep if _under(p, PRIVATE_PREFIXES) and p not in PRIVATE_PREFIXES and os.path.exists(p)

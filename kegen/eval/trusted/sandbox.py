@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kegen.eval.sandboxed.seccomp import unix_socket_filter
+from kegen.eval.sandboxed.zygote import code_roots
 from kegen.proctree import descendants, process_table
 from kegen.targets import GPU_TARGETS
 
@@ -100,20 +101,12 @@ PRIVATE_MOUNTS = ("/tmp", "/run")
 
 
 def _code_paths_under_private_mounts() -> list[str]:
-    """The interpreter, its environment, kegen's own code and the assembler the mtia lowering runs
-    (`$KEGEN_LLVM_MC`'s folder: a carried llvm-mc and its libraries) where they live under a
-    directory the sandbox replaces by a private tmpfs (a checkout or venv in /tmp): bound back
-    read-only, so the worker runs the same code. Only these directories come back, never the host's
-    /tmp itself."""
-    import kegen
-
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(kegen.__file__).parents[1])}
-    candidates.update(p for p in sys.path if p)
-    assembler = os.environ.get("KEGEN_LLVM_MC")
-    if assembler:  # without it every lowering in the worker fails: "KEGEN_LLVM_MC=... is not a file"
-        candidates.add(str(Path(assembler).parent))
+    """The worker's code roots (`zygote.code_roots`: the interpreter, its environment, kegen's own
+    code, the assembler's folder) where they live under a directory the sandbox replaces by a
+    private tmpfs (a checkout or venv in /tmp): bound back read-only, so the worker runs the same
+    code. Only these directories come back, never the host's /tmp itself."""
     keep: set[str] = set()
-    for raw in candidates:
+    for raw in code_roots():
         try:
             path = Path(raw).resolve()
         except OSError:
