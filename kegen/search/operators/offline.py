@@ -31,7 +31,12 @@ from kegen.search.operators.mutations.epilogue import fusion_mutations
 from kegen.search.operators.mutations.gemm_plan import epilogue_mutations, gemm_plan_mutations
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.launch_batch import batch_mutations
-from kegen.search.operators.mutations.memory import attention_mutations, embedding_mutations, norm_mutations
+from kegen.search.operators.mutations.memory import (
+    attention_mutations,
+    attention_pipeline_mutations,
+    embedding_mutations,
+    norm_mutations,
+)
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
@@ -72,6 +77,8 @@ class OfflineOperator(Operator):
             recipes += row_mutations(ctx.parent_code)
             recipes += embedding_mutations(ctx.parent_code)  # embedding bags: the segment gather
             recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
+            if launch:  # the next key block's scores ahead of this block's softmax (mtia's in-order queues)
+                recipes += attention_pipeline_mutations(ctx.parent_code)
             recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
             recipes += fusion_mutations(ctx.parent_code)  # a GEMM's pointwise consumer in its epilogue

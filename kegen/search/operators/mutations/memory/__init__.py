@@ -4,12 +4,14 @@ diagnosis of the form it rewrites:
 - `embedding`: a bag-per-program embedding bag becomes the segment gather (several bags per
   program, one DMA gather across bags, membership matmul in fp32); the bag-group moves after it.
 - `attention`: the online-softmax loop with the scale folded into Q, exp2, the key mask only for
-  ragged sequences.
+  ragged sequences; `attention_pipeline`: the next key block's scores computed before this block's
+  softmax.
 - `norms`: row kernels take several rows per program in a pipelined loop, row-invariant loads hoisted.
 """
 
 from kegen.search.operators.mutations.memory.attention import attention_mutations
+from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations
 from kegen.search.operators.mutations.memory.embedding import embedding_mutations
 from kegen.search.operators.mutations.memory.norms import norm_mutations
 
-__all__ = ["attention_mutations", "embedding_mutations", "norm_mutations"]
+__all__ = ["attention_mutations", "attention_pipeline_mutations", "embedding_mutations", "norm_mutations"]

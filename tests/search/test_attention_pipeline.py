@@ -1,0 +1,88 @@
+"""The score-ahead attention move (mutations/memory/attention_pipeline.py).
+
+AST-level: what the rewrite emits on the suites' attention kernels (seed, exp2 form, the drafting
+template) and which loops it leaves alone. Simulated: the rewritten kernels are correct against
+PyTorch with a sequence that divides the key block and one that does not (the clamped last block).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kegen.search.operators.mutations import MutationError
+from kegen.search.operators.mutations.memory.attention import rewrite as exp2_rewrite
+from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations, rewrite
+from kegen.search.operators.templates.attention import attention
+from kegen.suites import find_suite
+
+PROBLEM = find_suite("production").select(["attention_fwd_fp16"]).problems[0]
+SEED = PROBLEM.seed_path.read_text()
+
+
+def _exp2_form() -> str:
+    """The production seed after the exp2 move, with two load stages and dual core (the b30 best's launch)."""
+    out = exp2_rewrite(SEED, "attention_kernel")
+    return out.replace("BLOCK_N=KEY_BLOCK,", "BLOCK_N=KEY_BLOCK, num_stages=2, dual_core=True,")
+
+
+def test_the_seed_computes_the_next_blocks_scores_before_this_blocks_softmax() -> None:
+    (m,) = attention_pipeline_mutations(SEED)
+    out = m.apply(SEED)
+    body = out[out.index("    for start in range(0, seq, BLOCK_N):"): out.index("    acc = acc / l_i")]
+    lines = [ln.strip() for ln in body.splitlines()]
+    assert lines[1] == "start_next = tl.minimum(start + BLOCK_N, start_last)"
+    assert lines[4] == "s_next = tl.dot(q, kt_next) * scale"
+    assert lines[-1] == "s = s_next"
+    assert "kt = tl.load" not in body and "s = tl.dot" not in body  # this block's K tile is not reloaded
+    assert "keys = start + offs_n" in body  # still read by the V load and the key mask
+    before = out[: out.index("    for start in range")]
+    assert "start_last = 0 + (seq - 1 - 0) // BLOCK_N * BLOCK_N" in before
+    assert "s = tl.dot(q, kt_first) * scale" in before
+    assert attention_pipeline_mutations(out) == []  # already a block ahead
+
+
+def test_the_launch_drops_to_one_load_stage() -> None:
+    (m,) = attention_pipeline_mutations(_exp2_form())
+    out = m.apply(_exp2_form())
+    assert "num_stages=1, dual_core=True" in out
+
+
+def test_the_drafting_template_is_recognised() -> None:
+    src = attention(["q", "k", "v"], "q", "k", "v", (1, 2, 64, 32), (4096, 2048, 32, 1), 64, 64, causal=True)
+    (m,) = attention_pipeline_mutations(src)
+    assert "s = s_next" in m.apply(src)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # the scores read a value carried by the loop: they cannot be computed a block early
+        ("s = tl.dot(q, kt) * scale", "s = tl.dot(q, kt) * scale + m_i[:, None]"),
+        # no second product after the scores: not an attention loop
+        ("acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)", "acc = acc * alpha[:, None] + p"),
+        # the K tile comes from a statement with a side effect
+        ("s = tl.dot(q, kt) * scale", "s = tl.dot(q, tl.atomic_add(k_ptr + keys[None, :], 0.0)) * scale"),
+    ],
+)
+def test_other_loops_are_left_alone(edit: tuple[str, str]) -> None:
+    assert edit[0] in SEED
+    src = SEED.replace(*edit)
+    assert attention_pipeline_mutations(src) == []
+    with pytest.raises(MutationError):
+        rewrite(src, "attention_kernel")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("seq", "form"), [(128, "exp2"), (80, "seed")])
+def test_the_rewritten_kernels_are_correct_on_the_simulator(seq: int, form: str, tmp_path: Path) -> None:
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+
+    problem = tmp_path / "attention.py"
+    problem.write_text(PROBLEM.problem_path.read_text() + f"\n\nSEQ = {seq}\nHEADS = 2\nBATCH = 1\n")
+    src = _exp2_form() if form == "exp2" else SEED
+    out = rewrite(src, "attention_kernel")
+    r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
+    assert r.status.value == "ok", f"{r.status} {r.message}"
