@@ -27,9 +27,13 @@ def _exp2_form() -> str:
     return out.replace("BLOCK_N=KEY_BLOCK,", "BLOCK_N=KEY_BLOCK, num_stages=2, dual_core=True,")
 
 
+def _dual(src: str) -> str:
+    return src.replace("BLOCK_M=64, BLOCK_N=64)", "BLOCK_M=64, BLOCK_N=64, dual_core=True)")
+
+
 def test_the_seed_computes_the_next_blocks_scores_before_this_blocks_softmax() -> None:
-    (m,) = attention_pipeline_mutations(SEED)
-    out = m.apply(SEED)
+    (m,) = attention_pipeline_mutations(_dual(SEED))
+    out = m.apply(_dual(SEED))
     body = out[out.index("    for start in range(0, seq, BLOCK_N):"): out.index("    acc = acc / l_i")]
     lines = [ln.strip() for ln in body.splitlines()]
     assert lines[1] == "start_next = tl.minimum(start + BLOCK_N, start_last)"
@@ -43,6 +47,12 @@ def test_the_seed_computes_the_next_blocks_scores_before_this_blocks_softmax() -
     assert attention_pipeline_mutations(out) == []  # already a block ahead
 
 
+def test_only_dual_core_launches_get_the_move() -> None:
+    assert attention_pipeline_mutations(SEED) == []  # one core: measured slower
+    assert attention_pipeline_mutations(_exp2_form().replace("dual_core=True", "dual_core=False")) == []
+    assert rewrite(SEED, "attention_kernel")  # the rewrite itself still applies when asked
+
+
 def test_the_launch_drops_to_one_load_stage() -> None:
     (m,) = attention_pipeline_mutations(_exp2_form())
     out = m.apply(_exp2_form())
@@ -51,6 +61,7 @@ def test_the_launch_drops_to_one_load_stage() -> None:
 
 def test_the_drafting_template_is_recognised() -> None:
     src = attention(["q", "k", "v"], "q", "k", "v", (1, 2, 64, 32), (4096, 2048, 32, 1), 64, 64, causal=True)
+    src = src.replace("BLOCK_D=triton.next_power_of_2(head_dim))", "BLOCK_D=triton.next_power_of_2(head_dim), dual_core=True)")
     (m,) = attention_pipeline_mutations(src)
     assert "s = s_next" in m.apply(src)
 
@@ -68,7 +79,7 @@ def test_the_drafting_template_is_recognised() -> None:
 )
 def test_other_loops_are_left_alone(edit: tuple[str, str]) -> None:
     assert edit[0] in SEED
-    src = SEED.replace(*edit)
+    src = _dual(SEED).replace(*edit)
     assert attention_pipeline_mutations(src) == []
     with pytest.raises(MutationError):
         rewrite(src, "attention_kernel")
