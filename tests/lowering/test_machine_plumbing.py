@@ -128,6 +128,39 @@ def test_kegen_eval_machine_flag_changes_simulated_time(tmp_path) -> None:  # ty
     assert times["mtia-v1"] > 1.5 * times["mtia-300"], times
 
 
+@pytest.mark.slow
+def test_kegen_eval_takes_a_machine_file_by_relative_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A machine TOML of the user's own (here: mtia-2i with a quarter of its DRAM bandwidth, in a folder under /tmp, named
+    relative to the working directory) reaches the sandboxed worker, which sees neither that folder nor
+    the caller's working directory: the file travels with the candidate. The kernel runs on it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mtia_sim.machine import MACHINES_DIR
+
+    example = Path(__file__).resolve().parents[2] / "kegen" / "examples" / "vector_add"
+    text = (MACHINES_DIR / "mtia-2i.toml").read_text()
+    assert "bw = 204.8e9" in text
+    (tmp_path / "slow.toml").write_text(
+        text.replace('name = "mtia-2i"', 'name = "slow-dram"').replace("bw = 204.8e9", "bw = 51.2e9"))
+    problem = tmp_path / "problem.py"  # 4 MiB of traffic: DRAM time well above launch overheads
+    problem.write_text((example / "problem.py").read_text().replace("N = 8192", "N = 1 << 18"))
+    results = {}
+    for machine in ("mtia-2i", "slow.toml"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "kegen.cli", "eval", "problem.py", str(example / "seed.py"),
+             "--machine", machine, "--json", "--no-profile", "--trials", "1", "--seed", "1"],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        result = json.loads(proc.stdout)
+        assert result["status"] == "ok", proc.stdout[-2000:]
+        results[machine] = result
+    assert results["slow.toml"]["machine"] == "slow.toml"
+    ratio = results["slow.toml"]["candidate_time_s"] / results["mtia-2i"]["candidate_time_s"]
+    assert 2.0 < ratio < 4.2, ratio  # streaming at a quarter of the bandwidth (plus fixed overheads)
+
+
 def test_kegen_lower_machine(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """`kegen lower --machine` compiles for that machine (metadata and target arch); a bad name is a
     one-line error naming the shipped machines."""

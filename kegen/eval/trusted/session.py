@@ -8,7 +8,9 @@ hanging, memory or process count over the limit, garbage on the wire) becomes a 
 
 from __future__ import annotations
 
+import os
 import select
+import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -57,6 +59,7 @@ class WorkerSession:
         self.device, self.deadline, self.timeout_s = device, deadline, timeout_s
         self.memory_limit_mb, self.out_device = memory_limit_mb, out_device
         host_path, self.inside_path = sandbox.candidate_inbox_path(zygote, source)
+        self._job_dir = host_path.parent
         self.source_name = source.name
         self.cache_key: str | None = None
         self.cache_seed: str | None = None
@@ -179,12 +182,27 @@ class WorkerSession:
             "cache_seed": self.cache_seed,
             **config,
         }
+        if config.get("machine"):
+            header["machine"] = self._machine_inside(str(config["machine"]))
         reply, _ = self.request(header, blobs)
         if reply.get("op") != "ready":
             raise CandidateError("runtime_error", f"unexpected reply to init: {reply.get('op')}")
         if self.device is not None and self.device.pending_error:
             error, self.device.pending_error = self.device.pending_error, None
             raise CandidateError("runtime_error", f"moving the model to the mtia device failed: {error}")
+
+    def _machine_inside(self, machine: str) -> str:
+        """A machine TOML file given by path travels with the candidate (the worker sees neither the
+        caller's working directory nor its /tmp); a shipped machine's name is passed as it is."""
+        path = Path(machine).expanduser()
+        by_path = machine.endswith(".toml") or "/" in machine  # as mtia_sim.machine reads it
+        if not (by_path and path.is_file()):
+            return machine
+        copy = self._job_dir / "machine" / path.name
+        copy.parent.mkdir(mode=0o755, exist_ok=True)
+        shutil.copyfile(path, copy)
+        os.chmod(copy, 0o644)
+        return str(Path(self.inside_path).parent / "machine" / path.name)
 
     def call(self, inputs: list[Any]) -> CallResult:
         device = self.device
