@@ -27,30 +27,36 @@ def _exp2_form() -> str:
     return out.replace("BLOCK_N=KEY_BLOCK,", "BLOCK_N=KEY_BLOCK, num_stages=2, dual_core=True,")
 
 
-def _dual(src: str) -> str:
-    return src.replace("BLOCK_M=64, BLOCK_N=64)", "BLOCK_M=64, BLOCK_N=64, dual_core=True)")
-
-
-def test_the_seed_computes_the_next_blocks_scores_before_this_blocks_softmax() -> None:
-    (m,) = attention_pipeline_mutations(_dual(SEED))
-    out = m.apply(_dual(SEED))
+def test_the_exp2_form_computes_the_next_blocks_scores_before_this_blocks_softmax() -> None:
+    src = exp2_rewrite(SEED, "attention_kernel")
+    (m,) = attention_pipeline_mutations(src)
+    out = m.apply(src)
     body = out[out.index("    for start in range(0, seq, BLOCK_N):"): out.index("    acc = acc / l_i")]
     lines = [ln.strip() for ln in body.splitlines()]
     assert lines[1] == "start_next = tl.minimum(start + BLOCK_N, start_last)"
-    assert lines[4] == "s_next = tl.dot(q, kt_next) * scale"
+    assert lines[4] == "s_next = tl.dot(q, kt_next)"
     assert lines[-1] == "s = s_next"
     assert "kt = tl.load" not in body and "s = tl.dot" not in body  # this block's K tile is not reloaded
     assert "keys = start + offs_n" in body  # still read by the V load and the key mask
     before = out[: out.index("    for start in range")]
     assert "start_last = 0 + (seq - 1 - 0) // BLOCK_N * BLOCK_N" in before
-    assert "s = tl.dot(q, kt_first) * scale" in before
+    assert "s = tl.dot(q, kt_first)\n" in before
     assert attention_pipeline_mutations(out) == []  # already a block ahead
 
 
-def test_only_dual_core_launches_get_the_move() -> None:
-    assert attention_pipeline_mutations(SEED) == []  # one core: measured slower
-    assert attention_pipeline_mutations(_exp2_form().replace("dual_core=True", "dual_core=False")) == []
-    assert rewrite(SEED, "attention_kernel")  # the rewrite itself still applies when asked
+def test_only_the_product_goes_ahead_and_its_scale_stays_in_place() -> None:
+    out = rewrite(SEED, "attention_kernel")
+    body = out[out.index("    for start in range(0, seq, BLOCK_N):"): out.index("    acc = acc / l_i")]
+    lines = [ln.strip() for ln in body.splitlines()]
+    assert lines[4] == "s_dot_next = tl.dot(q, kt_next)"  # no SIMD work ahead of this block's softmax
+    assert lines[6] == "s = s_dot * scale" and lines[-1] == "s_dot = s_dot_next"
+    assert "    s_dot = tl.dot(q, kt_first)\n" in out
+
+
+def test_scores_of_several_products_are_left_alone() -> None:
+    src = SEED.replace("s = tl.dot(q, kt) * scale", "s = (tl.dot(q, kt) + tl.dot(q, kt)) * scale")
+    with pytest.raises(MutationError, match="not one tl.dot"):
+        rewrite(src, "attention_kernel")
 
 
 def test_the_launch_drops_to_one_load_stage() -> None:
@@ -61,7 +67,6 @@ def test_the_launch_drops_to_one_load_stage() -> None:
 
 def test_the_drafting_template_is_recognised() -> None:
     src = attention(["q", "k", "v"], "q", "k", "v", (1, 2, 64, 32), (4096, 2048, 32, 1), 64, 64, causal=True)
-    src = src.replace("BLOCK_D=triton.next_power_of_2(head_dim))", "BLOCK_D=triton.next_power_of_2(head_dim), dual_core=True)")
     (m,) = attention_pipeline_mutations(src)
     assert "s = s_next" in m.apply(src)
 
@@ -79,7 +84,7 @@ def test_the_drafting_template_is_recognised() -> None:
 )
 def test_other_loops_are_left_alone(edit: tuple[str, str]) -> None:
     assert edit[0] in SEED
-    src = _dual(SEED).replace(*edit)
+    src = SEED.replace(*edit)
     assert attention_pipeline_mutations(src) == []
     with pytest.raises(MutationError):
         rewrite(src, "attention_kernel")
