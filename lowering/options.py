@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+LOCAL_STORE_PLANS = ("spread", "compact")
 PE_MAPPINGS = ("round_robin", "blocked")  # as lowering.passes.pe_mapping.PE_MAPPINGS
 SRAM_MODES = ("cache", "resident", "off")  # as mtia_sim.timing.sram_cache.SRAM_MODES
 MACHINE_PREFIX = "mtia-"
@@ -38,7 +39,10 @@ class MtiaOptions:
     a value: default mtia-2i; `arch` follows it unless given),
     `opt_level` (LLVM optimisation level for the control code, 2 or 3), `red_accumulate` (atomics
     whose result is unused, on affine blocks with a box mask or on scalar pointers, become one
-    RED_ACCUMULATE over the reduction network instead of per-element DMA_ATOMIC).
+    RED_ACCUMULATE over the reduction network instead of per-element DMA_ATOMIC),
+    `local_store_plan` ("spread": next-fit placement and rotating slots for carried tiles computed
+    ahead, falling back to "compact" when that does not fit; "compact": first-fit placement and one
+    slot per carried tensor; docs/DECISIONS.md D38).
     The other fields are what Triton's frontend reads from every backend's options.
     """
 
@@ -50,6 +54,7 @@ class MtiaOptions:
     opt_level: int = 2
     red_accumulate: bool = True
     sram_mode: str = "cache"  # how the on-chip SRAM serves DRAM tensors: mtia_sim.timing.sram_cache
+    local_store_plan: str = "spread"
     # fields Triton's frontend and runtime read
     num_warps: int = 1
     num_ctas: int = 1
@@ -84,6 +89,10 @@ class MtiaOptions:
             raise ValueError(f"num_stages must be >= 1, got {self.num_stages}")
         if self.sram_mode not in SRAM_MODES:
             raise ValueError(f"sram_mode must be one of {SRAM_MODES}, got {self.sram_mode!r}")
+        if self.local_store_plan not in LOCAL_STORE_PLANS:
+            raise ValueError(
+                f"local_store_plan must be one of {LOCAL_STORE_PLANS}, got {self.local_store_plan!r}"
+            )
         if self.opt_level < 2 or self.opt_level > 3:
             raise ValueError(f"opt_level must be 2 or 3, got {self.opt_level}")
         if not self.arch:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from lowering.errors import LoweringError
+from lowering.errors import LocalStoreOverflowError, LoweringError
 from lowering.options import MtiaOptions
 from lowering.passes.inline_calls import InlineCalls
 from lowering.passes.liveness import LivenessAnalysis
@@ -221,14 +221,24 @@ def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = No
         ctx.result("multi-buffering"),
         ctx.result("unit-mapping"),
     )
-    lowered = KernelLowering(
-        fn,
-        plan,
-        RULES,
-        capacity=local_store_capacity(options.machine),
-        options=options,
-        constexprs=constexprs,
-    ).lower()
+    def lowering(compact: bool) -> KernelLowering:
+        return KernelLowering(
+            fn,
+            plan,
+            RULES,
+            capacity=local_store_capacity(options.machine),
+            options=options,
+            constexprs=constexprs,
+            compact=compact,
+        )
+
+    if getattr(options, "local_store_plan", "spread") == "compact":
+        lowered = lowering(compact=True).lower()
+    else:
+        try:  # spread placement and rotating carried slots; the compact plan when that does not fit
+            lowered = lowering(compact=False).lower()
+        except LocalStoreOverflowError:
+            lowered = lowering(compact=True).lower()
     header = [f"; kernel {fn.name}", f"; local store: peak {lowered.local_store_peak} B"]
     header += [f";   {offset:>7} +{size:<7} {label}" for label, offset, size in lowered.buffers]
     header.append(f"; commands issued (static): {lowered.commands}")

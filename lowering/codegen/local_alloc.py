@@ -1,8 +1,13 @@
-"""Local-store allocation: first-fit placement of tensor buffers, with reuse when values die.
+"""Local-store allocation: placement of tensor buffers, with reuse when values die.
 
 The code generator asks for a buffer when a tensor value is produced and releases it after the
 value's last use (`lowering.passes.liveness`). Addresses are static (assigned at compile time);
-the command processor orders reuse of an address behind earlier readers (write-after-read).
+the command processor orders reuse of an address behind earlier readers (write-after-read), so a
+freed range reused at once makes the next command wait for the last readers of the old value (a
+false dependency between units that would otherwise overlap). The default placement is next-fit:
+the search for a free range starts where the last buffer ended and wraps around, so freed ranges
+rest before they are reused; `next_fit=False` is first-fit from offset 0 (the compact placement
+the code generator falls back to when the spread one does not fit; docs/DECISIONS.md D38).
 When live tensors exceed the capacity, `LocalStoreOverflowError` names them, their sizes, the
 capacity and the constexprs that set the block sizes. With dual_core the two cores of a PE share
 its local store, so the allocator gets half of it (the code generator shifts core 1's addresses).
@@ -32,7 +37,7 @@ def _align(n: int) -> int:
 
 
 class LocalStoreAllocator:
-    """First-fit allocator over [0, capacity) with a free list; tracks the peak."""
+    """Next-fit (or first-fit) allocator over [0, capacity) with a free list; tracks the peak."""
 
     def __init__(
         self,
@@ -40,29 +45,43 @@ class LocalStoreAllocator:
         kernel: str = "",
         constexprs: dict[str, int] | None = None,
         dual_core: bool = False,
+        next_fit: bool = False,
     ) -> None:
         self.capacity = capacity
+        self.next_fit = next_fit
         self.dual_core = dual_core  # capacity is one core's half of the PE's shared local store
         self.kernel = kernel
         self.constexprs = dict(constexprs or {})
         self.live: list[Buffer] = []
+        self.cursor = 0  # next-fit: the search for a free range starts where the last buffer ended
         self.peak = 0
         self.log: list[tuple[str, int, int]] = []  # (name, offset, size) in allocation order
 
     def allocate(self, size: int, name: str) -> Buffer:
         size = _align(max(size, 1))
-        offset = 0
-        for b in sorted(self.live, key=lambda b: b.offset):
-            if b.offset - offset >= size:
-                break
-            offset = max(offset, b.offset + b.size)
-        if offset + size > self.capacity:
+        offset = self._fit(size, self.cursor) if self.next_fit else None
+        if offset is None:
+            offset = self._fit(size, 0)
+        if offset is None:
             self._overflow(size, name)
+            raise AssertionError("unreachable")
+        self.cursor = offset + size
         buf = Buffer(offset, size, name)
         self.live.append(buf)
         self.peak = max(self.peak, offset + size)
         self.log.append((name, offset, size))
         return buf
+
+    def _fit(self, size: int, start: int) -> int | None:
+        """The lowest offset >= `start` where `size` bytes are free, or None."""
+        pos = start
+        for b in sorted(self.live, key=lambda b: b.offset):
+            if b.offset + b.size <= pos:
+                continue
+            if b.offset - pos >= size:
+                return pos
+            pos = max(pos, b.offset + b.size)
+        return pos if pos + size <= self.capacity else None
 
     def release(self, buf: Buffer) -> None:
         if buf in self.live and not buf.refs and buf.pinned <= 0:

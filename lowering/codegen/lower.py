@@ -82,8 +82,12 @@ class KernelLowering(CommandIssuer):
         capacity: int,
         options: Any,
         constexprs: Mapping[str, Any] | None = None,
+        compact: bool = False,
     ) -> None:
         self.fn = fn
+        # compact: the first-fit placement and one slot per carried tensor (docs/DECISIONS.md D38), the
+        # fallback when the spread placement with rotating slots does not fit the local store
+        self.rotate_carried = not compact
         self.plan = plan
         self.rules = rules  # op name -> rule (`lowering.codegen.rules.RULES`)
         self.options = options
@@ -92,7 +96,7 @@ class KernelLowering(CommandIssuer):
         self.dual_core = bool(getattr(options, "dual_core", False))
         self.core_share = core_share(capacity, self.dual_core)
         self.alloc = LocalStoreAllocator(
-            self.core_share, fn.name, dict(constexprs or {}), dual_core=self.dual_core
+            self.core_share, fn.name, dict(constexprs or {}), dual_core=self.dual_core, next_fit=not compact
         )
         self.core_offset: ir.Value | None = None  # dual_core: byte offset of this core's half
         self.env: dict[int, Lowered] = {}
@@ -104,6 +108,7 @@ class KernelLowering(CommandIssuer):
         self.cfg_blocks: dict[int, ir.Block] = {}  # tile Block -> LLVM block (multi-block bodies)
         self.cfg_slots: dict[int, list[Any]] = {}  # tile Block -> slots of its arguments
         self.no_reuse = False
+        self.dest_hints: dict[int, Buf] = {}  # value -> where to compute it (a loop's rotating slot half)
         self.carry_slots: dict[int, ir.Value] = {}  # carried pointer arg -> i64 stack slot of its step sum
         self.program_latch: ir.Block | None = None  # blocked PE mapping: where a return continues
         self.accumulated = False  # a RED_ACCUMULATE was issued (core reads of memory fence RED too)
@@ -309,6 +314,9 @@ class KernelLowering(CommandIssuer):
 
     # -- buffers ------------------------------------------------------------------------------
     def new_buf(self, v: Value | None, shape: tuple[int, ...], dtype: DType, name: str | None = None) -> Buf:
+        hint = self.dest_hints.pop(id(v), None) if v is not None and name is None else None
+        if hint is not None and hint.shape == tuple(shape) and hint.nbytes == n_bytes(shape, dtype):
+            return hint.view(hint.shape, hint.strides, dtype)
         n = 1
         for d in shape:
             n *= d
@@ -328,7 +336,10 @@ class KernelLowering(CommandIssuer):
         return f"<{op.name}{f' line {line}' if line else ''}>"
 
     def result_buf(self, op: Operation, res: Value, dtype: DType, reuse: Sequence[Value] = ()) -> Buf:
-        """A dense buffer for `res`, reusing a dying operand's buffer in place when legal."""
+        """A dense buffer for `res`, reusing a dying operand's buffer in place when legal (or the
+        rotating loop slot `res` is to be computed in, when it has one)."""
+        if id(res) in self.dest_hints:
+            return self.new_buf(res, tuple(res.shape), dtype)
         dying = set() if self.no_reuse else {id(v) for v in self.plan.liveness.values_dying_after(op)}
         for v in reuse:
             x = self.env.get(id(v))
@@ -348,9 +359,11 @@ class KernelLowering(CommandIssuer):
     def local_addr(self, x: Buf) -> Word:
         """The device address of local-store view `x` for this program: with dual_core, shifted
         into this core's half of the store (a static int when no shift is needed)."""
+        if x.dyn_base is not None:  # ring-buffer addresses are built from `local_base` already
+            return self.b.add(x.dyn_base, I64(x.byte_offset)) if x.byte_offset else x.dyn_base
         addr = x.addr
-        if self.core_offset is None or x.dyn_base is not None:
-            return addr  # ring-buffer addresses are built from `local_base` already
+        if self.core_offset is None:
+            return addr
         return self.b.add(I64(addr), self.core_offset)
 
     def local_base(self, offset: int) -> Word:
@@ -397,6 +410,14 @@ class ScalarSlot:
 
     buf: Buf
     ty: ir.Type
+
+
+def n_bytes(shape: Sequence[int], dtype: DType) -> int:
+    """Bytes of a dense tensor of `shape` and `dtype`."""
+    n = isa.ITEMSIZE[dtype]
+    for d in shape:
+        n *= d
+    return n
 
 
 def make_slots(

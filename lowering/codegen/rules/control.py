@@ -4,6 +4,13 @@ Loop-carried scalars live in stack slots (LLVM's mem2reg makes them registers); 
 tensors live in local-store slots pinned for the loop. Loads marked by the multi-buffering pass
 rotate through a ring of `num_stages` buffers so the DMA of the next iteration does not wait for
 the compute of the current one.
+
+A carried tensor whose next value is computed while the current one is still needed (a tile
+computed one iteration ahead: `s_next = dot(q, k_next) ... use s ... yield s_next`) cannot be
+computed in place in its slot, and copying it into the slot at the yield puts a copy between two
+iterations. Such a value gets a rotating slot instead (modulo variable expansion, docs/DECISIONS.md
+D38): two halves, the current value in half `iteration % 2` and the next one computed directly into
+the other half; the yield only advances the iteration counter.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from lowering.codegen.lower import (
     unpin,
 )
 from lowering.codegen.rules.table import rule
+from lowering.codegen.values import Buf, row_major
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Block, Operation, Value
 from mtia_sim.isa import ITEMSIZE, Op, ReduceOp, Reg, UnitMask
@@ -77,6 +85,66 @@ def _rings(ctx: KernelLowering, body: Block, counter: ir.Value) -> list[Buffer]:
     return rings
 
 
+def _uses(op: Operation, v: Value) -> bool:
+    """`op` or an op nested in its regions reads `v`."""
+    return any(any(o is v for o in inner.operands) for inner in op.walk())
+
+
+def rotating_candidates(
+    body: Block, carried: list[Value], yielded: list[Value], keep: list[int]
+) -> list[int]:
+    """The carried tensors (indices into `carried`) that get a rotating slot: the yielded value is the
+    result of a plain op directly in the body, yielded once, and the carried value is still read by a
+    later op of the body (so it cannot be computed in place in a single slot)."""
+    out = []
+    position = {id(o): k for k, o in enumerate(body.ops)}
+    for i in keep:
+        if i >= len(yielded) or not carried[i].type.is_tensor:
+            continue
+        y = yielded[i]
+        owner = y.owner
+        if not isinstance(owner, Operation) or id(owner) not in position or owner.regions:
+            continue
+        if owner.name.startswith("scf.") or sum(1 for x in yielded if x is y) != 1:
+            continue
+        if y.type != carried[i].type or len(carried[i].shape) > 4:
+            continue
+        later = body.ops[position[id(owner)] + 1:]
+        if any(_uses(o, carried[i]) for o in later):
+            out.append(i)
+    return out
+
+
+def _release_inits(ctx: KernelLowering, op: Operation, body: Block, stored: list[Value]) -> None:
+    """Free the initial values now in their slots whose last use is this loop and which its body does
+    not read (liveness keeps a loop's operands alive to its end: a score tile computed before a
+    pipelined loop held a tile of the local store through every iteration)."""
+    read = {id(o) for inner in body.walk() for o in inner.operands}
+    for v in ctx.plan.liveness.values_dying_after(op):
+        if v.type.is_tensor and id(v) not in read and any(v is x for x in stored):
+            ctx.release(v)
+
+
+class _Rotating:
+    """A rotating slot: a ring of two halves; `current`/`following` are views at this iteration."""
+
+    def __init__(self, ctx: KernelLowering, v: Value) -> None:
+        self.shape = tuple(v.shape)
+        self.dtype = dt.to_dtype(v.type)
+        nbytes = v.type.numel * ITEMSIZE[self.dtype]
+        self.nbytes = (nbytes + 31) // 32 * 32
+        self.ring = ctx.alloc.allocate(2 * self.nbytes, f"rotating %{v.name_hint or '?'} x2")
+        self.ring.pinned += 1
+
+    def half(self, ctx: KernelLowering, parity: ir.Value) -> Buf:
+        b = ctx.b
+        addr = b.add(ctx.i64(ctx.local_base(self.ring.offset)), b.mul(parity, I64(self.nbytes)))
+        return Buf(self.ring, self.shape, row_major(self.shape), self.dtype, dyn_base=addr)
+
+    def static_half(self) -> Buf:
+        return Buf(self.ring, self.shape, row_major(self.shape), self.dtype)
+
+
 @rule("scf.for")
 def _for(ctx: KernelLowering, op: Operation) -> None:
     from lowering.codegen.rules.memory import sexpr
@@ -92,12 +160,20 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     term = body.terminator
     yielded = list(term.operands) if term is not None and term.name == "scf.yield" else []
     loop_args = {id(a) for a in body.args}
+    rotate = rotating_candidates(body, carried, yielded, keep) if ctx.rotate_carried else []
+    rotating = {i: _Rotating(ctx, carried[i]) for i in rotate}
+    keep_rotating = [i for i in keep if i in rotating]
+    keep = [i for i in keep if i not in rotating]
     on_units = [
         bool(yielded) and not carried[i].type.is_tensor and produced_by_units(yielded[i], loop_args)
         for i in keep
     ]
     slots = make_slots(ctx, [carried[i] for i in keep], "iter", on_units)
+    for i in keep_rotating:  # the initial value goes to half 0 (read before any slot store below)
+        ctx.store_into(rotating[i].static_half(), ctx.tensor(inits[i]))
     store_slots(ctx, slots, [inits[i] for i in keep])
+    if ctx.rotate_carried:
+        _release_inits(ctx, op, body, [inits[i] for i in [*keep, *keep_rotating]])
     for c in moving.values():
         slot = ctx.alloca(I64, name="ptr.step")
         b.store(I64(0), slot)
@@ -120,11 +196,22 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
     b.position_at_end(loop)
     ctx.bind(iv_arg, iv)
     bind_slots(ctx, slots, [carried[i] for i in keep])
+    following: dict[int, Buf] = {}
+    if rotating:
+        parity = b.and_(b.load(counter), I64(1))
+        next_parity = b.xor(parity, I64(1))
+        for i, r in rotating.items():
+            ctx.bind(carried[i], r.half(ctx, parity))
+            following[i] = r.half(ctx, next_parity)
+            ctx.dest_hints[id(yielded[i])] = following[i]
     for c in moving.values():
         ctx.env[id(c.arg)] = Symbolic(tuple(c.arg.shape))
 
     def on_yield(y: Operation | None) -> None:
         values = list(y.operands) if y is not None else []
+        for i in keep_rotating:  # first: they write only the halves nothing else reads
+            ctx.dest_hints.pop(id(yielded[i]), None)
+            ctx.store_into(following[i], ctx.tensor(values[i]))
         steps = [(ctx.carry_slots[id(c.arg)], sexpr(ctx, c.delta)) for c in moving.values()]
         store_slots(ctx, slots, [values[i] for i in keep] if values else [])
         for slot, delta in steps:
@@ -141,6 +228,12 @@ def _for(ctx: KernelLowering, op: Operation) -> None:
         ring.pinned -= 1
         ctx.alloc.release(ring)
     bind_slots(ctx, slots, [op.results[i] for i in keep])
+    if rotating:
+        final = b.and_(b.load(counter), I64(1))  # the half the last yield wrote (half 0: no iteration)
+        for i, r in rotating.items():
+            ctx.bind(op.results[i], r.half(ctx, final))
+            r.ring.pinned -= 1
+            ctx.alloc.release(r.ring)
     for c in moving.values():
         ctx.env[id(c.result)] = Symbolic(tuple(c.result.shape))
     unpin(ctx, slots)
