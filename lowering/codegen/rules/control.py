@@ -22,14 +22,9 @@ from llvmlite import ir
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
 from lowering.codegen.local_alloc import Buffer
-from lowering.codegen.lower import (
-    KernelLowering,
-    bind_slots,
-    make_slots,
-    store_slots,
-    unpin,
-)
+from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules.table import rule
+from lowering.codegen.slots import bind_slots, make_slots, store_slots, unpin
 from lowering.codegen.values import Buf, row_major
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Block, Operation, Value

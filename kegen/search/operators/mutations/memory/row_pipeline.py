@@ -303,7 +303,7 @@ def pipeline_loop(fn: ast.FunctionDef, loop: ast.For, taken: set[str]) -> list[a
     # Held outputs are defined before the prefetched rows (Triton carries loop values in that order).
     # The mtia lowering once copied yielded values into their slots one after the other, so an output
     # computed in place in the dead prefetched row's slot was overwritten first; it now updates the
-    # slots as one parallel copy (lowering.codegen.lower.store_slots, D34), and the order stays.
+    # slots as one parallel copy (lowering.codegen.slots.store_slots, D34), and the order stays.
     return [*holders, *prefetch, loop, *post]
 
 
