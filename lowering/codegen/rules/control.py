@@ -15,7 +15,7 @@ the other half; the yield only advances the iteration counter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from llvmlite import ir
 
@@ -86,7 +86,7 @@ def _uses(op: Operation, v: Value) -> bool:
 
 
 def rotating_candidates(
-    body: Block, carried: list[Value], yielded: list[Value], keep: list[int]
+    body: Block, carried: Sequence[Value], yielded: Sequence[Value], keep: Sequence[int]
 ) -> list[int]:
     """The carried tensors (indices into `carried`) that get a rotating slot: the yielded value is the
     result of a plain op directly in the body, yielded once, and the carried value is still read by a

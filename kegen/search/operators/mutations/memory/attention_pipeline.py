@@ -178,7 +178,7 @@ def rewrite(source: str, kernel: str) -> str:
     last = _fresh(taken, f"{var}_last")
     nxt = _fresh(taken, f"{var}_next")
     score, drop_score = plan.score, True
-    dots = [n for n in ast.walk(score.value) if call_name(n) == "tl.dot"]
+    dots = [n for n in ast.walk(score.value) if isinstance(n, ast.Call) and call_name(n) == "tl.dot"]
     if len(dots) != 1:
         raise MutationError(f"{kernel}: the scores are not one tl.dot product")
     if score.value is not dots[0]:
@@ -214,7 +214,9 @@ def _replace(expr: ast.expr, node: ast.AST, by: ast.expr) -> ast.expr:
         def visit(self, n: ast.AST) -> ast.AST:
             return by if n is node else super().visit(n)
 
-    return _Swap().visit(expr)  # type: ignore[no-any-return]
+    out = _Swap().visit(expr)
+    assert isinstance(out, ast.expr)
+    return out
 
 
 def _single_stage(tree: ast.Module, kernel: str) -> None:
