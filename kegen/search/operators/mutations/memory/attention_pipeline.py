@@ -26,7 +26,9 @@ unit's in-order queue (with the scale taken ahead the production seed measured 1
 with the product alone 116.6 us). Measured on attention_fwd_fp16 (mtia-2i, simulated): the seed
 131.5 -> 116.6 us, with dual core 110.7 -> 97.9 us; the exp2 form with 64 queries per program
 118.2 -> 104.1 us, with dual core 96.9 -> 83.9 us; with 128 queries, two stages and dual core (the
-budget-30 best) 93.2 -> 82.7 us.
+budget-30 best) 93.2 -> 82.7 us. (Those figures are with the compact local-store plan; with the
+rotating carried slot of docs/DECISIONS.md D38 the score tile is not copied at the yield and the
+64-query dual-core kernel runs 76.4 us, 74.2 us with 128 keys per block.)
 
 Recognised form: a `for` loop over `range(lo, hi[, step])` whose body assigns `S = <expression with
 tl.dot>` from the loop variable, loop-invariant names and statements before it (simple assignments,
