@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     from kegen.eval import EvalConfig, evaluate
 
     only = [s for s in args.only.split(",") if s]
-    config = EvalConfig(target="mtia", trials=1, profile=False, seed=args.seed, fresh_process=True)
+    config = EvalConfig(target="mtia", trials=1, profile=False, seed=args.seed, fresh_process=True,
+                        extra={"reproducible": True})  # the same inputs for both plans
     rows = []
     print(f"{'problem':<26} {'spread':>10} {'compact':>10} {'compact/spread':>15}")
     for name, problem, source in kernels(args.work, only, args.kernel):
