@@ -32,7 +32,8 @@ class Buffer:
     pinned: int = 0  # >0 while a loop holds it (loop-carried slots, multi-buffer rings)
 
 
-def _align(n: int) -> int:
+def align(n: int) -> int:
+    """`n` bytes rounded up to the local store's alignment."""
     return (n + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
 
 
@@ -58,7 +59,7 @@ class LocalStoreAllocator:
         self.log: list[tuple[str, int, int]] = []  # (name, offset, size) in allocation order
 
     def allocate(self, size: int, name: str) -> Buffer:
-        size = _align(max(size, 1))
+        size = align(max(size, 1))
         offset = self._fit(size, self.cursor) if self.next_fit else None
         if offset is None:
             offset = self._fit(size, 0)

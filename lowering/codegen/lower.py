@@ -384,6 +384,14 @@ class KernelLowering(CommandIssuer):
             raise LoweringError(f"operand rank {len(strides)} does not match command rank {rank_shape}")
         return addr, [0] * (isa.MAX_DIMS - len(strides)) + strides
 
+    def ring_view(
+        self, ring: Buffer, stride: int, index: ir.Value, shape: tuple[int, ...], dtype: DType
+    ) -> Buf:
+        """Entry `index` (a runtime value) of `ring`, whose entries lie `stride` bytes apart: a load's
+        multi-buffer stage, or a half of a rotating loop slot."""
+        addr = self.b.add(self.i64(self.local_base(ring.offset)), self.b.mul(index, I64(stride)))
+        return Buf(ring, shape, row_major(shape), dtype, dyn_base=addr)
+
     def i64(self, x: ir.Value | int, unsigned: bool = False) -> ir.Value:
         if isinstance(x, int):
             return I64(x)

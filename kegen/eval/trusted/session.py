@@ -8,9 +8,7 @@ hanging, memory or process count over the limit, garbage on the wire) becomes a 
 
 from __future__ import annotations
 
-import os
 import select
-import shutil
 import signal
 import time
 from dataclasses import dataclass
@@ -59,7 +57,7 @@ class WorkerSession:
         self.device, self.deadline, self.timeout_s = device, deadline, timeout_s
         self.memory_limit_mb, self.out_device = memory_limit_mb, out_device
         host_path, self.inside_path = sandbox.candidate_inbox_path(zygote, source)
-        self._job_dir = host_path.parent
+        self.zygote = zygote
         self.source_name = source.name
         self.cache_key: str | None = None
         self.cache_seed: str | None = None
@@ -198,11 +196,7 @@ class WorkerSession:
         by_path = machine.endswith(".toml") or "/" in machine  # as mtia_sim.machine reads it
         if not (by_path and path.is_file()):
             return machine
-        copy = self._job_dir / "machine" / path.name
-        copy.parent.mkdir(mode=0o755, exist_ok=True)
-        shutil.copyfile(path, copy)
-        os.chmod(copy, 0o644)
-        return str(Path(self.inside_path).parent / "machine" / path.name)
+        return sandbox.candidate_inbox_path(self.zygote, path)[1]
 
     def call(self, inputs: list[Any]) -> CallResult:
         device = self.device

@@ -21,7 +21,7 @@ from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I1, I64
-from lowering.codegen.local_alloc import Buffer
+from lowering.codegen.local_alloc import Buffer, align
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules.table import rule
 from lowering.codegen.slots import bind_slots, make_slots, store_slots, unpin
@@ -71,8 +71,7 @@ def _rings(ctx: KernelLowering, body: Block, counter: ir.Value) -> list[Buffer]:
         if ctx.plan.pointers.access(o) is None:
             continue
         res = o.results[0]
-        nbytes = res.type.numel * ITEMSIZE[dt.to_dtype(res.type)]
-        nbytes = (nbytes + 31) // 32 * 32
+        nbytes = align(res.type.numel * ITEMSIZE[dt.to_dtype(res.type)])
         ring = ctx.alloc.allocate(nbytes * depth, f"%{res.name_hint or '?'} x{depth} stages")
         ring.pinned += 1
         ctx.rings[id(o)] = (ring, nbytes, depth, counter)
@@ -126,15 +125,12 @@ class _Rotating:
     def __init__(self, ctx: KernelLowering, v: Value) -> None:
         self.shape = tuple(v.shape)
         self.dtype = dt.to_dtype(v.type)
-        nbytes = v.type.numel * ITEMSIZE[self.dtype]
-        self.nbytes = (nbytes + 31) // 32 * 32
+        self.nbytes = align(v.type.numel * ITEMSIZE[self.dtype])
         self.ring = ctx.alloc.allocate(2 * self.nbytes, f"rotating %{v.name_hint or '?'} x2")
         self.ring.pinned += 1
 
     def half(self, ctx: KernelLowering, parity: ir.Value) -> Buf:
-        b = ctx.b
-        addr = b.add(ctx.i64(ctx.local_base(self.ring.offset)), b.mul(parity, I64(self.nbytes)))
-        return Buf(self.ring, self.shape, row_major(self.shape), self.dtype, dyn_base=addr)
+        return ctx.ring_view(self.ring, self.nbytes, parity, self.shape, self.dtype)
 
     def static_half(self) -> Buf:
         return Buf(self.ring, self.shape, row_major(self.shape), self.dtype)

@@ -140,13 +140,8 @@ def _load_dst(ctx: KernelLowering, op: Operation, res: Any, dtype: DType) -> Buf
     if ring is None:
         return ctx.new_buf(res, tuple(res.shape), dtype)
     buffer, nbytes, depth, counter = ring
-    b = ctx.b
-    slot = b.urem(b.load(counter), I64(depth))
-    addr = b.add(ctx.i64(ctx.local_base(buffer.offset)), b.mul(slot, I64(nbytes)))
-    from lowering.codegen.values import row_major
-
-    shape = tuple(res.shape)  # type: ignore[attr-defined]
-    return Buf(buffer, shape, row_major(shape), dtype, dyn_base=addr)
+    slot = ctx.b.urem(ctx.b.load(counter), I64(depth))
+    return ctx.ring_view(buffer, nbytes, slot, tuple(res.shape), dtype)
 
 
 def _scalar_access(ctx: KernelLowering, op: Operation) -> None:

@@ -39,6 +39,7 @@ The rewrite assumes the loop runs at least once (the prologue computes the first
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
@@ -110,7 +111,7 @@ def _plan(loop: ast.For) -> _Plan | None:
             derived |= stored_names(st)
     if not any(_reads_score(st, derived) for st in rest):
         return None
-    assigned_later = set().union(*(stored_names(st) for st in rest)) if rest else set()
+    assigned_later = _stored(rest)
     # the statements S depends on, walking back from S; each a simple assignment of this body
     needed = names_in(score.value)
     slice_: list[ast.Assign] = []
@@ -123,24 +124,24 @@ def _plan(loop: ast.For) -> _Plan | None:
         assert isinstance(st, ast.Assign)
         slice_.insert(0, st)
         needed |= names_in(st.value)
-    slice_names = set().union(*(stored_names(st) for st in slice_)) if slice_ else set()
+    slice_names = _stored(slice_)
     # S must come from this iteration's loop variable and loop-invariant values only
-    carried = (assigned_later | stored_names_of(body[:at])) - slice_names
+    carried = (assigned_later | _stored(body[:at])) - slice_names
     if (needed - slice_names) & carried or s_name in needed or var in slice_names:
         return None
     if any(s_name in stored_names(st) for st in body[:at]):
         return None
     if any(isinstance(st, ast.Assign) and ast.unparse(st.value) == s_name for st in rest):
         return None  # S copied into the carried tile: the loop already computes its scores ahead
-    used_after = set().union(*(names_in(st) for st in rest)) if rest else set()
     others = [st for st in body[:at] if st not in slice_]
-    used_elsewhere = used_after | (set().union(*(names_in(st) for st in others)) if others else set())
+    used_elsewhere = set().union(*(names_in(st) for st in [*rest, *others]))
     removable = [st for st in slice_ if not stored_names(st) & used_elsewhere]
     return _Plan(loop, var, score, s_name, slice_, removable)
 
 
-def stored_names_of(stmts: list[ast.stmt]) -> set[str]:
-    return set().union(*(stored_names(st) for st in stmts)) if stmts else set()
+def _stored(stmts: Sequence[ast.stmt]) -> set[str]:
+    """Names any of `stmts` assigns."""
+    return set().union(*(stored_names(st) for st in stmts))
 
 
 def _find(fn: ast.FunctionDef) -> _Plan | None:
