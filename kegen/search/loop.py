@@ -89,6 +89,8 @@ class SearchDriver:
         self.progress = SearchProgress()
         self.exhausted: set[int] = set()
         self.inflight: dict[Future[Any], tuple[int, Proposal | None, float]] = {}
+        # children judged before their parent: (proposal, fitness) to observe once the parent is
+        self.unjudged_parent: dict[int, list[tuple[Proposal, float]]] = {}
         self.proposing: ProposalPool | None = None  # concurrent operators write children in threads
         self._t0 = time.perf_counter()
         self.bar: Any = None
@@ -379,8 +381,15 @@ class SearchDriver:
             self.progress.best_fitness = max(self.progress.best_fitness, fitness)
         if proposal is not None:
             if parent_fitness <= 0 and node.parent_id is not None:  # submitted before its parent was judged
-                parent_fitness = self.store.node(node.parent_id).fitness or 0.0
-            self.operator.observe(proposal, parent_fitness, fitness)
+                parent = self.store.node(node.parent_id)
+                if parent.evaluated_at is None:  # and judged before it: learn once the parent is
+                    self.unjudged_parent.setdefault(parent.id, []).append((proposal, fitness))
+                else:
+                    self.operator.observe(proposal, parent.fitness or 0.0, fitness)
+            else:
+                self.operator.observe(proposal, parent_fitness, fitness)
+        for child_proposal, child_fitness in self.unjudged_parent.pop(node_id, []):
+            self.operator.observe(child_proposal, fitness, child_fitness)
         self.last_verdict = out.status
         if improved or node.parent_id is None:
             self._write_best()
