@@ -11,6 +11,7 @@ width that is not a power of two, with and without include_last_offset.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 
 from kegen.search.operators.drafting import analyze
 from kegen.search.operators.mutations import MutationError
-from kegen.search.operators.mutations.memory.embedding import embedding_mutations, rewrite
+from kegen.search.operators.mutations.memory.embedding import balance_mutations, embedding_mutations, rewrite
 from kegen.search.operators.templates import embedding
 from kegen.suites import find_suite
 
@@ -212,3 +213,43 @@ def test_a_segment_gather_in_place_offers_fewer_bags_per_program_for_parallelism
     assert set(moves) == {"BAG_GROUP=8@module", "BAG_GROUP=32@module"}  # no second rewrite of the kernel
     assert "parallelism" in moves["BAG_GROUP=8@module"].remedies
     assert "BAG_GROUP = 8\n" in moves["BAG_GROUP=8@module"].apply(source)
+
+
+def test_a_segment_gather_offers_the_balanced_form_once(tmp_path: Path) -> None:
+    source = analyze(_problem(tmp_path, "function", "sum", True)).source
+    assert source is not None
+    moves = balance_mutations(source)
+    assert [m.name for m in moves] == ["bag_balance@embedding_bag_kernel"]
+    out = moves[0].apply(source)
+    assert embedding.BALANCED_MARKER in out
+    assert "embedding_bag_kernel[BAG_PROGRAMS,](" in out and "dual_core=True" in out
+    assert "COARSE=triton.next_power_of_2(triton.cdiv(num_bags, BAG_FINE))" in out
+    assert "BAG_GROUP = 32\nROW_BLOCK = 16\nBAG_FINE = 32\nBAG_PROGRAMS = 128\n" in out
+    assert balance_mutations(out) == []  # balanced already
+    assert {m.name for m in embedding_mutations(out)} == {"BAG_GROUP=16@module", "BAG_GROUP=64@module"}
+    seed = PRODUCTION["embedding_bag_sum_fp16"].seed_path.read_text()
+    assert balance_mutations(seed) == []  # a bag-per-program loop takes the segment gather first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kind", "mode", "last", "consts"),
+    [
+        # a few programs, each walking several chunks, two fine steps of offsets
+        ("module", "mean", False, {"BAG_PROGRAMS": 5, "BAG_GROUP": 4, "BAG_FINE": 4, "ROW_BLOCK": 8}),
+        # more programs than bags: most take none; the trailing empty bag goes to the last one
+        ("function", "sum", True, {}),
+    ],
+)
+def test_balanced_bags_are_correct_on_the_simulator(
+    kind: str, mode: str, last: bool, consts: dict[str, int], tmp_path: Path
+) -> None:
+    pytest.importorskip("mtia_sim.simulator")
+    problem = _problem(tmp_path, kind, mode, last)
+    source = analyze(problem).source
+    assert source is not None
+    out = balance_mutations(source)[0].apply(source)
+    for name, value in consts.items():
+        out, n = re.subn(rf"^{name} = \d+$", f"{name} = {value}", out, flags=re.M)
+        assert n == 1, name
+    _evaluate(problem, out)

@@ -34,6 +34,7 @@ from kegen.search.operators.mutations.launch_batch import batch_mutations
 from kegen.search.operators.mutations.memory import (
     attention_mutations,
     attention_pipeline_mutations,
+    balance_mutations,
     embedding_mutations,
     norm_mutations,
 )
@@ -79,6 +80,7 @@ class OfflineOperator(Operator):
             recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
             if launch:  # the next key block's scores ahead of this block's softmax (mtia's in-order queues)
                 recipes += attention_pipeline_mutations(ctx.parent_code)
+                recipes += balance_mutations(ctx.parent_code)  # embedding bags: one program per core
             recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
             recipes += fusion_mutations(ctx.parent_code)  # a GEMM's pointwise consumer in its epilogue

@@ -2,7 +2,8 @@
 diagnosis of the form it rewrites:
 
 - `embedding`: a bag-per-program embedding bag becomes the segment gather (several bags per
-  program, one DMA gather across bags, membership matmul in fp32); the bag-group moves after it.
+  program, one DMA gather across bags, membership matmul in fp32); the bag-group moves after it, and
+  the balanced form (one program per core, bags shared out by index count).
 - `attention`: the online-softmax loop with the scale folded into Q, exp2, the key mask only for
   ragged sequences; `attention_pipeline`: the next key block's scores computed before this block's
   softmax.
@@ -11,7 +12,13 @@ diagnosis of the form it rewrites:
 
 from kegen.search.operators.mutations.memory.attention import attention_mutations
 from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations
-from kegen.search.operators.mutations.memory.embedding import embedding_mutations
+from kegen.search.operators.mutations.memory.embedding import balance_mutations, embedding_mutations
 from kegen.search.operators.mutations.memory.norms import norm_mutations
 
-__all__ = ["attention_mutations", "attention_pipeline_mutations", "embedding_mutations", "norm_mutations"]
+__all__ = [
+    "attention_mutations",
+    "attention_pipeline_mutations",
+    "balance_mutations",
+    "embedding_mutations",
+    "norm_mutations",
+]

@@ -197,6 +197,94 @@ def group_mutations(source: str) -> list[Mutation]:
     return out
 
 
+BALANCE_FAMILY, BALANCE_PRIOR = "embedding_bag_balance", 2.0
+BALANCED_BAGS, BALANCED_ROWS = 32, 16  # measured best with the balance (docs/results/memory_moves_mtia.md)
+
+
+def _segment_gather_kernel(tree: ast.Module) -> ast.FunctionDef | None:
+    """The module's one segment-gather kernel that is not balanced yet, or None."""
+    found = [
+        fn for fn in jit_functions(tree)
+        if "member.to(vals.dtype)" in _src(fn) and embedding.BALANCED_MARKER not in _src(fn)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _set_constant(source: str, name: str, value: int) -> str:
+    out, n = re.subn(rf"^{name} = \d+$", f"{name} = {value}", source, count=1, flags=re.M)
+    if n != 1:
+        raise MutationError(f"no module constant {name}")
+    return out
+
+
+def balance(source: str) -> str:
+    """`source`'s segment gather rewritten in the balanced form (`templates.embedding.balanced_kernel`):
+    BAG_PROGRAMS programs on both cores of every PE, each taking the bags that start in its equal
+    share of the indices, BALANCED_BAGS bags per chunk, ROW_BLOCK BALANCED_ROWS."""
+    tree = ast.parse(source)
+    fn = _segment_gather_kernel(tree)
+    call = _launch(tree, fn.name) if fn is not None else None
+    if fn is None or call is None:
+        raise MutationError("no segment-gather embedding bag kernel with one launch to balance")
+    grid = call.func.slice  # type: ignore[attr-defined]
+    elts = grid.elts if isinstance(grid, ast.Tuple) else []
+    m = re.fullmatch(r"triton\.cdiv\((.+), BAG_GROUP\)", _src(elts[0])) if len(elts) == 1 else None
+    if m is None:
+        raise MutationError(f"the launch of {fn.name} has no grid (triton.cdiv(num_bags, BAG_GROUP),)")
+    num_bags = m[1]
+    new_call = ast.parse(_src(call), mode="eval").body
+    assert isinstance(new_call, ast.Call) and isinstance(new_call.func, ast.Subscript)
+    new_call.func.slice = ast.Tuple([ast.Name("BAG_PROGRAMS", ast.Load())], ast.Load())
+    new_call.keywords = [k for k in new_call.keywords if k.arg not in ("FINE", "COARSE", "dual_core")]
+    coarse = f"triton.next_power_of_2(triton.cdiv({num_bags}, BAG_FINE))"
+    new_call.keywords += [
+        ast.keyword("FINE", ast.Name("BAG_FINE", ast.Load())),
+        ast.keyword("COARSE", ast.parse(coarse, mode="eval").body),
+        ast.keyword("dual_core", ast.Constant(True)),
+    ]
+    lines = source.splitlines(keepends=True)
+    start, end = call.lineno - 1, call.end_lineno or call.lineno
+    head = lines[start][: call.col_offset]
+    tail = lines[end - 1][call.end_col_offset or 0 :]
+    lines[start:end] = [head + ast.unparse(new_call) + tail]
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
+    lines[first : fn.end_lineno] = [embedding.balanced_kernel(fn.name).lstrip("\n")]
+    out = "".join(lines)
+    if re.search(r"^(BAG_FINE|BAG_PROGRAMS) = ", out, flags=re.M):
+        raise MutationError("the module already defines BAG_FINE or BAG_PROGRAMS")
+    out = _set_constant(_set_constant(out, "BAG_GROUP", BALANCED_BAGS), "ROW_BLOCK", BALANCED_ROWS)
+    m_rows = re.search(r"^ROW_BLOCK = \d+\n", out, flags=re.M)
+    assert m_rows is not None
+    consts = f"BAG_FINE = {embedding.BAG_FINE}\nBAG_PROGRAMS = {embedding.BAG_PROGRAMS}\n"
+    return out[: m_rows.end()] + consts + out[m_rows.end() :]
+
+
+def balance_mutations(source: str) -> list[Mutation]:
+    """The balanced form of a segment gather in place (mtia: it launches one program per core)."""
+    tree = ast.parse(source)
+    fn = _segment_gather_kernel(tree)
+    if fn is None or _launch(tree, fn.name) is None:
+        return []
+    if not re.search(r"^BAG_GROUP = \d+$", source, flags=re.M):
+        return []
+    return [
+        Mutation(
+            name=f"bag_balance@{fn.name}",
+            family=BALANCE_FAMILY,
+            description=(
+                f"{fn.name}: one program per core, each pooling the bags that start in its equal share of "
+                f"the indices (found with two small offset loads), {BALANCED_BAGS} bags per chunk, "
+                f"row blocks of {BALANCED_ROWS}: every core gathers about as many rows"
+            ),
+            apply=balance,
+            helps=("latency", "occupancy"),
+            prior=BALANCE_PRIOR,
+            remedies=("balance", "overlap"),
+            kernel=fn.name,
+        )
+    ]
+
+
 def embedding_mutations(source: str) -> list[Mutation]:
     """The segment-gather rewrite of every bag-per-program embedding bag kernel in `source`, and the
     bag-group moves of a segment gather already in place."""
