@@ -34,6 +34,7 @@ _BY_KIND: dict[tuple[str, str], dict[str, float]] = {
     ("latency", ""): {"overlap": 1.0, "bigger_commands": 0.5},
 }
 STALL_WEIGHT = 0.5
+IMBALANCE = 1.05  # slowest active PE's busy time over the mean from which `balance` is weighed
 PROTECT_PARALLELISM = 0.8
 TOP_STALLS = 3
 
@@ -92,8 +93,9 @@ def diagnose_profile(prof: Profile) -> Diagnosis:
     if longest is not None and longest.pes_total and longest.programs <= 2 * longest.pes_total:
         # few programs per PE: a change that cuts the programs leaves PEs idle
         protect["parallelism"] = PROTECT_PARALLELISM * (1.0 if longest.programs <= longest.pes_total else 0.5)
-    if (prof.metric("load_imbalance") or 1.0) > 1.2:
-        add("balance", 0.3)
+    imbalance = prof.metric("load_imbalance") or 1.0
+    if imbalance > IMBALANCE:  # the slowest PE sets the time: 1.1x is ~10% of a memory-bound kernel
+        add("balance", min(1.0, 3.0 * (imbalance - 1.0)))
     excess = prof.metric("dram_excess")
     if excess is not None and excess > 1.5:
         add("fewer_bytes", min(0.5, 0.25 * (excess - 1)))
