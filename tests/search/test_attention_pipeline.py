@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kegen.search.operators.mutations import MutationError
+from kegen.search.operators.mutations.memory.attention import attention_mutations
 from kegen.search.operators.mutations.memory.attention import rewrite as exp2_rewrite
 from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations, rewrite
 from kegen.search.operators.templates.attention import attention
@@ -90,8 +91,52 @@ def test_other_loops_are_left_alone(edit: tuple[str, str]) -> None:
         rewrite(src, "attention_kernel")
 
 
+def test_the_exp2_move_applies_after_the_score_ahead_move() -> None:
+    """The two moves compose in either order: on the score-ahead kernel the product is carried in
+    s_dot, and the exp2 move still folds the scale into Q (both of Q's dots are scaled by it)."""
+    ahead = rewrite(SEED, "attention_kernel")
+    (m,) = attention_mutations(ahead)
+    out = m.apply(ahead)
+    body = out[out.index("    for start in range(0, seq, BLOCK_N):"): out.index("    acc = acc / l_i")]
+    lines = [ln.strip() for ln in body.splitlines()]
+    assert "s = s_dot" in lines and "s = s_dot * scale" not in lines
+    assert "p = tl.exp2(s - m_new[:, None])" in lines and "tl.exp(" not in out
+    before = out[: out.index("    for start in range")]
+    fold = "    q = (q.to(tl.float32) * (scale * 1.4426950408889634)).to(q.dtype)\n"
+    assert fold in before and before.index(fold) < before.index("s_dot = tl.dot(q, kt_first)")
+    assert attention_mutations(out) == [] and attention_pipeline_mutations(out) == []
+
+
+def test_q_may_be_redefined_from_itself_before_the_loop() -> None:
+    """`q = q.to(...)` before the loop is part of Q's definition: the scale is folded after it."""
+    src = rewrite(SEED, "attention_kernel").replace("    m_i = tl.full", "    q = q.to(q.dtype)\n    m_i = tl.full", 1)
+    (m,) = attention_mutations(src)
+    out = m.apply(src)
+    assert "    q = q.to(q.dtype)\n    q = (q.to(tl.float32) * (scale * 1.4426950408889634)).to(q.dtype)\n" in out
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        # the carried product is also read unscaled: folding the scale into Q would change it
+        ("m_i = m_new\n", "m_i = m_new + tl.max(s_dot, axis=1) * 0.0\n"),
+        # Q is read by something other than the scores' dots
+        ("acc = acc / l_i[:, None]", "acc = acc / l_i[:, None] + q.to(tl.float32)"),
+    ],
+)
+def test_the_exp2_move_refuses_a_score_ahead_kernel_that_reads_q_or_the_product_elsewhere(
+    edit: tuple[str, str],
+) -> None:
+    ahead = rewrite(SEED, "attention_kernel")
+    assert edit[0] in ahead
+    src = ahead.replace(*edit)
+    assert attention_mutations(src) == []
+    with pytest.raises(MutationError):
+        exp2_rewrite(src, "attention_kernel")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize(("seq", "form"), [(128, "exp2"), (80, "seed")])
+@pytest.mark.parametrize(("seq", "form"), [(128, "exp2"), (80, "seed"), (80, "ahead")])
 def test_the_rewritten_kernels_are_correct_on_the_simulator(seq: int, form: str, tmp_path: Path) -> None:
     pytest.importorskip("mtia_sim.simulator")
     from kegen.eval import EvalConfig, evaluate
@@ -100,5 +145,7 @@ def test_the_rewritten_kernels_are_correct_on_the_simulator(seq: int, form: str,
     problem.write_text(PROBLEM.problem_path.read_text() + f"\n\nSEQ = {seq}\nHEADS = 2\nBATCH = 1\n")
     src = _exp2_form() if form == "exp2" else SEED
     out = rewrite(src, "attention_kernel")
+    if form == "ahead":  # score-ahead first, then the exp2 move on top
+        out = exp2_rewrite(out, "attention_kernel")
     r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
     assert r.status.value == "ok", f"{r.status} {r.message}"

@@ -12,9 +12,11 @@ the DMA and DPE waiting on it. The move, as a kernel engineer writes it:
 - the key mask `s = tl.where(keys < seq, s, -inf)` runs only when the sequence length does not
   divide the key block: a constexpr EVEN_N (`seq % BLOCK_N == 0`, computed at the launch) guards it.
 
-Recognised form: `S = tl.dot(Q, K) * SCALE` inside a `for` loop, Q a tile assigned once before the
-loop, every `tl.exp` of the kernel inside the loop; S read only by tl.where / tl.max / the
-exponentials' differences.
+Recognised form: `S = tl.dot(Q, K) * SCALE` inside a `for` loop, or `S = D * SCALE` with D carrying
+such a product from an earlier iteration (the score-ahead form of `attention_pipeline`, so the two
+moves compose in either order); Q a tile assigned before the loop and read by nothing but those dots
+(folding the scale into it must change nothing else), every `tl.exp` of the kernel inside the loop;
+S read only by tl.where / tl.max / the exponentials' differences.
 """
 
 from __future__ import annotations
@@ -31,18 +33,102 @@ PRIOR = 1.8
 LOG2E = "1.4426950408889634"
 
 
-def _scaled_dot(loop: ast.For) -> tuple[str, str, str, ast.Assign] | None:
-    """(S, Q, SCALE, the assignment) of `S = tl.dot(Q, K) * SCALE` directly in `loop`'s body."""
+def _single_name(st: ast.AST) -> str | None:
+    """The target of `NAME = value`, or None."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        return st.targets[0].id
+    return None
+
+
+def _stores(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+
+
+def _dot_operand(v: ast.AST | None) -> ast.Name | None:
+    """Q of `tl.dot(Q, ...)` with Q a name, or None."""
+    if isinstance(v, ast.Call) and ast.unparse(v.func) == "tl.dot" and len(v.args) >= 2:
+        return v.args[0] if isinstance(v.args[0], ast.Name) else None
+    return None
+
+
+def _dot_chain(fn: ast.FunctionDef, name: str) -> tuple[str, set[str]] | None:
+    """(Q, the names) when `name` only ever holds `tl.dot(Q, ...)`: every assignment of it is such a
+    dot or another name that does (the score-ahead form carries the product: `s_dot = tl.dot(q, k0)`
+    before the loop, `s_dot_next = tl.dot(q, k)` and `s_dot = s_dot_next` in it); else None."""
+    names, todo, qs = set(), [name], set()
+    while todo:
+        n = todo.pop()
+        if n in names:
+            continue
+        names.add(n)
+        stores = [x for x in ast.walk(fn) if _stores(x, n)]
+        assigns = [st for st in ast.walk(fn) if _single_name(st) == n]
+        if not assigns or len(assigns) != len(stores):  # a tuple target, a loop variable, an augmented store
+            return None
+        for st in assigns:
+            v = st.value if isinstance(st, ast.Assign) else None
+            if (q := _dot_operand(v)) is not None:
+                qs.add(q.id)
+            elif isinstance(v, ast.Name):
+                todo.append(v.id)
+            else:
+                return None
+    return (qs.pop(), names) if len(qs) == 1 else None
+
+
+def _scaled_dot(fn: ast.FunctionDef, loop: ast.For) -> tuple[str, str, str, ast.Assign, set[str]] | None:
+    """(S, Q, SCALE, the assignment, the names carrying the product) of `S = tl.dot(Q, K) * SCALE`
+    directly in `loop`'s body, or of `S = D * SCALE` with D carrying such a product (`_dot_chain`)."""
     for st in loop.body:
-        if not (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)):
+        target = _single_name(st)
+        if target is None or not isinstance(st, ast.Assign):
             continue
         v = st.value
-        if isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult) and isinstance(v.left, ast.Call):
-            call = v.left
-            dot = ast.unparse(call.func) == "tl.dot" and len(call.args) >= 2
-            if dot and isinstance(call.args[0], ast.Name):
-                return st.targets[0].id, call.args[0].id, ast.unparse(v.right), st
+        if not (isinstance(v, ast.BinOp) and isinstance(v.op, ast.Mult)):
+            continue
+        left = v.left
+        if (q := _dot_operand(left)) is not None:
+            return target, q.id, ast.unparse(v.right), st, set()
+        if isinstance(left, ast.Name) and (chain := _dot_chain(fn, left.id)) is not None:
+            return target, chain[0], ast.unparse(v.right), st, chain[1]
     return None
+
+
+def _statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> int:
+    """The id of the statement holding `node`."""
+    while not isinstance(node, ast.stmt) and id(node) in parents:
+        node = parents[id(node)]
+    return id(node)
+
+
+def _q_only_scaled(fn: ast.FunctionDef, q_name: str, s_assign: ast.Assign, carried: set[str]) -> bool:
+    """Whether Q is read only as the first operand of dots whose products reach nothing but S's
+    scaling (directly or through the carried names): folding the scale into Q changes nothing else."""
+    parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
+    scaled = s_assign.value.left  # type: ignore[attr-defined]
+    q_defs = {id(st) for st in fn.body if _single_name(st) == q_name}
+
+    def into_carried(node: ast.AST | None) -> bool:
+        parent = parents.get(id(node))
+        target = _single_name(parent) if parent is not None else None
+        return target is not None and target in carried
+
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)):
+            continue
+        if n.id == q_name:
+            dot = parents.get(id(n))
+            if isinstance(dot, ast.Attribute) and dot.attr in ("dtype", "shape"):
+                continue
+            if _statement_of(n, parents) in q_defs:  # `q = f(q)`: part of Q's definition
+                continue
+            if _dot_operand(dot) is not n:
+                return False
+            if dot is not scaled and not into_carried(dot):
+                return False
+        elif n.id in carried and n is not scaled and not into_carried(n):
+            return False
+    return True
 
 
 def _find(fn: ast.FunctionDef) -> tuple[ast.For, str, str, str, ast.Assign, ast.Assign] | None:
@@ -51,10 +137,10 @@ def _find(fn: ast.FunctionDef) -> tuple[ast.For, str, str, str, ast.Assign, ast.
     if len(loops) != 1:
         return None
     loop = loops[0]
-    found = _scaled_dot(loop)
+    found = _scaled_dot(fn, loop)
     if found is None:
         return None
-    s_name, q_name, scale, s_assign = found
+    s_name, q_name, scale, s_assign, carried = found
     before = fn.body[: fn.body.index(loop)]
     q_assigns = [
         st for st in before
@@ -62,6 +148,8 @@ def _find(fn: ast.FunctionDef) -> tuple[ast.For, str, str, str, ast.Assign, ast.
     ]
     inside = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     if not q_assigns or q_name in inside or re.search(r"\b" + s_name + r"\b", scale):
+        return None
+    if not _q_only_scaled(fn, q_name, s_assign, carried):
         return None
     exps = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == "tl.exp"]
     in_loop = {id(n) for n in ast.walk(loop)}
