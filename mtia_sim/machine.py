@@ -339,9 +339,14 @@ def list_machines() -> list[str]:
     return sorted(p.stem for p in MACHINES_DIR.glob("*.toml"))
 
 
+def names_a_path(machine: str) -> bool:
+    """Whether `machine` is read as a path to a TOML file (else as a shipped machine's name)."""
+    return machine.endswith(".toml") or "/" in machine or "\\" in machine
+
+
 def _resolve(name_or_path: str | Path) -> Path:
     text = str(name_or_path)
-    if isinstance(name_or_path, Path) or text.endswith(".toml") or "/" in text or "\\" in text:
+    if isinstance(name_or_path, Path) or names_a_path(text):
         return Path(name_or_path)
     path = MACHINES_DIR / f"{text}.toml"
     if not path.is_file():  # forgive spelling: "mtia2i", "MTIA_2i" -> "mtia-2i"

@@ -7,7 +7,9 @@
 A worker may sit on another machine (Ray), where the driver's problem and baseline paths do not
 exist: a `FileRef` carries a file's text, and the worker uses the path itself when it holds the same
 text there (one machine, shared file systems) and a private copy otherwise. Problem files must then
-be self-contained (no imports of their own sibling files).
+be self-contained (no imports of their own sibling files). A machine given as a TOML file (`--machine
+my.toml`) travels the same way: the request carries its text (`machine_file`) and the worker
+evaluates on its own copy; a machine name resolves on the worker from kegen's shipped descriptions.
 """
 
 from __future__ import annotations
@@ -62,12 +64,23 @@ class EvalRequest:
     machine: str = ""
     timeout_s: float | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    machine_file: FileRef | None = None  # set from `machine` when it names a file on the driver
 
-    def config(self) -> EvalConfig:
-        """The EvalConfig of this request (the user's settings, then the request's own fields)."""
+    def __post_init__(self) -> None:
+        if self.machine_file is None and _names_a_file(self.machine):
+            object.__setattr__(self, "machine_file", FileRef.of(self.machine))
+
+    def machine_here(self, scratch: Path) -> str:
+        """The machine to evaluate on, on this machine: the name, or a path holding the driver's
+        machine file (its own path where the same text is there, else a copy under `scratch`)."""
+        return self.machine_file.materialize(scratch) if self.machine_file is not None else self.machine
+
+    def config(self, machine: str | None = None) -> EvalConfig:
+        """The EvalConfig of this request (the user's settings, then the request's own fields;
+        `machine` in place of the request's, e.g. `machine_here`'s path)."""
         fields: dict[str, Any] = {"target": self.target, **self.overrides}
-        if self.machine:
-            fields["machine"] = self.machine
+        if machine or self.machine:
+            fields["machine"] = machine or self.machine
         if self.timeout_s is not None:
             fields["timeout_s"] = self.timeout_s
         return EvalConfig.from_settings(**fields)
@@ -79,6 +92,12 @@ class EvalRequest:
         with tempfile.TemporaryDirectory(prefix="kegen-task-") as tmp:
             scratch = Path(tmp)
             baseline = Path(self.baseline.materialize(scratch)) if self.baseline is not None else None
-            return evaluate(
-                self.problem.materialize(scratch), self.code, baseline=baseline, config=self.config()
-            )
+            config = self.config(self.machine_here(scratch))
+            return evaluate(self.problem.materialize(scratch), self.code, baseline=baseline, config=config)
+
+
+def _names_a_file(machine: str) -> bool:
+    """Whether `machine` is a path to a machine description here (not a shipped machine's name)."""
+    from mtia_sim.machine import names_a_path
+
+    return bool(machine) and names_a_path(machine) and Path(machine).is_file()

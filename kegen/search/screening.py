@@ -116,10 +116,15 @@ def screened_task(request: ScreenRequest, fn: Any, *args: Any) -> dict[str, Any]
     from kegen.search.screening_probe import probe
 
     eval_request = args[1]
-    code, machine = eval_request.code, eval_request.machine
+    code = eval_request.code
     with tempfile.TemporaryDirectory(prefix="kegen-screen-") as tmp:
         problem = Path(eval_request.problem.materialize(Path(tmp)))
+        machine = eval_request.machine_here(Path(tmp))
         pr = probe(problem, code, machine, request.config.probe_timeout_s, request.salt)
+        # the machine file may be a copy in tmp: read the bound's figures while it is there
+        bound = None
+        if pr.status == "ok" and pr.key is not None and pr.key not in request.known_keys:
+            bound = lower_bound(pr.launches, pr.roofline, machine, request.config.bound_slack)
     info: dict[str, Any] = {"probe_s": round(pr.duration_s, 3)}
     if pr.status == "compile_error":
         return _screened("compile_error", pr.message, "rejected", info, source_line=pr.source_line)
@@ -129,7 +134,7 @@ def screened_task(request: ScreenRequest, fn: Any, *args: Any) -> dict[str, Any]
     info["artifact_key"] = pr.key
     if pr.key in request.known_keys:
         return _screened(SKIPPED_STATUS, "same compiled kernels as an evaluated node", "duplicate", info)
-    bound = lower_bound(pr.launches, pr.roofline, machine, request.config.bound_slack)
+    assert bound is not None  # computed above for a probe that compiled to new kernels
     info["lower_bound"] = bound.to_dict()
     best = request.best_time_s
     if best and bound.seconds > request.config.hopeless_factor * best:

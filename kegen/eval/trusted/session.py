@@ -192,9 +192,10 @@ class WorkerSession:
     def _machine_inside(self, machine: str) -> str:
         """A machine TOML file given by path travels with the candidate (the worker sees neither the
         caller's working directory nor its /tmp); a shipped machine's name is passed as it is."""
+        from mtia_sim.machine import names_a_path
+
         path = Path(machine).expanduser()
-        by_path = machine.endswith(".toml") or "/" in machine  # as mtia_sim.machine reads it
-        if not (by_path and path.is_file()):
+        if not (names_a_path(machine) and path.is_file()):
             return machine
         return sandbox.candidate_inbox_path(self.zygote, path)[1]
 
