@@ -33,6 +33,7 @@ from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 from kegen.search.operators.mutations.launch_batch import batch_mutations
 from kegen.search.operators.mutations.memory import (
     attention_mutations,
+    attention_persist_mutations,
     attention_pipeline_mutations,
     balance_mutations,
     embedding_mutations,
@@ -80,6 +81,7 @@ class OfflineOperator(Operator):
             recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
             if launch:  # the next key block's scores ahead of this block's softmax (mtia's in-order queues)
                 recipes += attention_pipeline_mutations(ctx.parent_code)
+                recipes += attention_persist_mutations(ctx.parent_code)  # one program per PE walking tiles
                 recipes += balance_mutations(ctx.parent_code)  # embedding bags: one program per core
             recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
             recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)

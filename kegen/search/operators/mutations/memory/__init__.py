@@ -6,17 +6,20 @@ diagnosis of the form it rewrites:
   the balanced form (one program per core, bags shared out by index count).
 - `attention`: the online-softmax loop with the scale folded into Q, exp2, the key mask only for
   ragged sequences; `attention_pipeline`: the next key block's scores computed before this block's
-  softmax.
+  softmax; `attention_persist`: one program per PE walking its (query block, head) tiles, the next
+  tile's loads carried.
 - `norms`: row kernels take several rows per program in a pipelined loop, row-invariant loads hoisted.
 """
 
 from kegen.search.operators.mutations.memory.attention import attention_mutations
+from kegen.search.operators.mutations.memory.attention_persist import attention_persist_mutations
 from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations
 from kegen.search.operators.mutations.memory.embedding import balance_mutations, embedding_mutations
 from kegen.search.operators.mutations.memory.norms import norm_mutations
 
 __all__ = [
     "attention_mutations",
+    "attention_persist_mutations",
     "attention_pipeline_mutations",
     "balance_mutations",
     "embedding_mutations",
