@@ -140,3 +140,22 @@ def test_the_persistent_kernels_are_correct_on_the_simulator(form: str, tmp_path
     out = out.replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 3")
     r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
     assert r.status.value == "ok", f"{r.status} {r.message}"
+
+
+def test_the_exp2_and_score_ahead_moves_apply_inside_the_tile_loop() -> None:
+    """The moves compose in any order: on a persistent kernel the exp2 and score-ahead moves read the
+    tile loop's body (`tile_scope`) and rewrite the key loop in it."""
+    from kegen.search.operators.mutations.memory.attention import attention_mutations
+    from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations
+
+    out = rewrite(SEED, "attention_kernel")
+    (exp2,) = attention_mutations(out)
+    out = exp2.apply(out)
+    (ahead,) = attention_pipeline_mutations(out)
+    out = ahead.apply(out)
+    kernel = _kernel(out)
+    walk = kernel.index("    for persist_tile in range(")
+    assert kernel.index("        q = (q.to(tl.float32) * (scale * 1.4426950408889634)).to(q.dtype)\n") > walk
+    assert "            s_next = tl.dot(q, kt_next)\n" in kernel and "tl.exp(" not in kernel
+    assert attention_mutations(out) == [] and attention_pipeline_mutations(out) == []
+    assert attention_persist_mutations(out) == []

@@ -27,6 +27,7 @@ from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.launches import launches
+from kegen.search.operators.mutations.memory.attention_persist import tile_scope
 
 FAMILY = "attention_exp2"
 PRIOR = 1.8
@@ -170,7 +171,7 @@ def _launch_keywords(tree: ast.Module, kernel: str) -> ast.Call | None:
 def rewrite(source: str, kernel: str) -> str:
     """`source` with `kernel`'s scale folded into Q, exp2 for exp, and the key mask guarded by EVEN_N."""
     tree = ast.parse(source)
-    fns = [f for f in jit_functions(tree) if f.name == kernel]
+    fns = [tile_scope(f) for f in jit_functions(tree) if f.name == kernel]
     found = _find(fns[0]) if fns else None
     if found is None:
         raise MutationError(f"{kernel} has no online-softmax loop with a scaled tl.dot")
@@ -229,7 +230,7 @@ def attention_mutations(source: str) -> list[Mutation]:
     """The exp2 / folded-scale rewrite of every online-softmax attention kernel in `source`."""
     out = []
     for fn in jit_functions(ast.parse(source)):
-        if _find(fn) is None:
+        if _find(tile_scope(fn)) is None:
             continue
         out.append(
             Mutation(

@@ -56,6 +56,19 @@ class _Plan:
     env: dict[str, ast.expr]  # prologue names assigned once -> their values (inlined into addresses)
 
 
+def tile_scope(fn: ast.FunctionDef) -> ast.FunctionDef:
+    """The scope the attention moves read a kernel in: `fn` itself, or for a persistent kernel (its
+    one top-level loop holds one loop: the key loop inside the tile loop) a stand-in whose body is the
+    tile loop's body (the same list: rewrites of the stand-in change the kernel) and whose name and
+    parameters are `fn`'s."""
+    outer = [st for st in fn.body if isinstance(st, ast.For)]
+    if len(outer) != 1 or sum(isinstance(st, ast.For) for st in outer[0].body) != 1:
+        return fn
+    scope = ast.FunctionDef(name=fn.name, args=fn.args, body=outer[0].body, decorator_list=[], returns=None,
+                            type_params=[])
+    return scope
+
+
 def _program_id_axis(node: ast.AST) -> int | None:
     if call_name(node) == "tl.program_id" and isinstance(node, ast.Call) and node.args:
         arg = node.args[0]

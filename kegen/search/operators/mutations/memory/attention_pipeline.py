@@ -44,6 +44,7 @@ from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
 from kegen.search.operators.mutations.launches import launches
+from kegen.search.operators.mutations.memory.attention_persist import tile_scope
 from kegen.search.operators.mutations.memory.row_pipeline import (
     _fresh,
     _subst,
@@ -166,7 +167,7 @@ def _renamed(stmts: list[ast.Assign], env: dict[str, ast.expr], suffix: str, tak
 def rewrite(source: str, kernel: str) -> str:
     """`source` with `kernel`'s online-softmax loop computing the next key block's scores first."""
     tree = ast.parse(source)
-    fns = [f for f in jit_functions(tree) if f.name == kernel]
+    fns = [tile_scope(f) for f in jit_functions(tree) if f.name == kernel]
     plan = _find(fns[0]) if fns else None
     if plan is None:
         raise MutationError(f"{kernel} has no online-softmax loop whose scores can be computed a block ahead")
@@ -237,7 +238,7 @@ def attention_pipeline_mutations(source: str) -> list[Mutation]:
     out = []
     tree = ast.parse(source)
     for fn in jit_functions(tree):
-        plan = _find(fn)
+        plan = _find(tile_scope(fn))
         if plan is None:
             continue
         out.append(
