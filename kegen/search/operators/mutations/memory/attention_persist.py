@@ -64,8 +64,8 @@ def tile_scope(fn: ast.FunctionDef) -> ast.FunctionDef:
     outer = [st for st in fn.body if isinstance(st, ast.For)]
     if len(outer) != 1 or sum(isinstance(st, ast.For) for st in outer[0].body) != 1:
         return fn
-    scope = ast.FunctionDef(name=fn.name, args=fn.args, body=outer[0].body, decorator_list=[], returns=None,
-                            type_params=[])
+    scope = ast.FunctionDef(name=fn.name, args=fn.args, body=outer[0].body, decorator_list=[], returns=None)
+    scope.type_params = []  # type: ignore[attr-defined]  # a field from Python 3.12 on
     return scope
 
 
