@@ -159,3 +159,40 @@ def test_the_exp2_and_score_ahead_moves_apply_inside_the_tile_loop() -> None:
     assert "            s_next = tl.dot(q, kt_next)\n" in kernel and "tl.exp(" not in kernel
     assert attention_mutations(out) == [] and attention_pipeline_mutations(out) == []
     assert attention_persist_mutations(out) == []
+
+
+CAUSAL_PROBLEM = '''"""Causal SDPA, fp32, 1 x 3 heads, 100 queries x 32."""
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def get_inputs():
+    return [torch.randn(1, 3, 100, 32), torch.randn(1, 3, 100, 32), torch.randn(1, 3, 100, 32)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.slow
+def test_the_drafting_templates_causal_kernel_is_correct_persistent(tmp_path: Path) -> None:
+    """The drafting template (strided operands passed with `*x.stride()`, a key loop bounded by the
+    causal mask, a query block from a module constant): 3 heads x 2 ragged query blocks on 2 programs."""
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+    from kegen.search.operators.templates.attention import attention
+
+    problem = tmp_path / "causal.py"
+    problem.write_text(CAUSAL_PROBLEM)
+    src = attention(["q", "k", "v"], "q", "k", "v", (1, 3, 100, 32), (9600, 3200, 32, 1), 100, 100, causal=True)
+    (plain, _q128) = attention_persist_mutations(src)
+    out = plain.apply(src).replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 2")
+    r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
+    assert r.status.value == "ok", f"{r.status} {r.message}"
