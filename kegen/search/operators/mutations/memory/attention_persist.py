@@ -7,7 +7,8 @@ all PEs at once, so the DRAM bursts while the SIMD idles (the production attenti
 tile: ~8 us at the start and ~6 us at the end of a 75 us kernel). The move, as a kernel engineer
 writes it:
 
-- the grid becomes `min(PERSIST_PROGRAMS, tiles)` programs (one per PE; two per PE with dual core),
+- the grid becomes `min(PERSIST_PROGRAMS, tiles)` programs (one per PE of the machine this process
+  compiles for; two per PE with dual core),
   and each program walks tiles `pid, pid + nprog, ...` with `X = tile // G1`, `Y = tile % G1`: the
   programs running together cover every head first, so a program's next tile is the same head
   (its K and V stay in the SRAM cache) and the tile transitions do not all miss at once;
@@ -41,7 +42,7 @@ from kegen.search.operators.mutations.memory.row_pipeline import call_arg, call_
 
 FAMILY = "attention_persist"
 PRIOR = 1.6  # below the score-ahead and exp2 moves: they recognise only the one-tile-per-program form
-PROGRAMS = 64  # mtia-2i's PEs: one program per PE (two per PE with dual core)
+PROGRAMS = 64  # one program per PE (two per PE with dual core): mtia-2i's PEs, where no machine is read
 QUERY_BLOCK = 128  # the variant's query block: 64-query tiles measured 86.7 us persistent (DPE setup)
 _EXPS = ("tl.exp", "tl.exp2", "tl.math.exp", "tl.math.exp2")
 _LOAD_KEYWORDS = {"pointer", "mask", "other", "cache_modifier", "eviction_policy", "volatile"}
@@ -316,6 +317,17 @@ def _persist_launch(tree: ast.Module, kernel: str, nm: _Names) -> None:
     ]
 
 
+def pe_count() -> int:
+    """The PEs of the machine this process compiles for (`PROGRAMS` where it cannot be read)."""
+    try:
+        from kegen.search.operators.mutations.footprint import default_machine
+        from mtia_sim.machine import load_machine
+
+        return int(load_machine(default_machine()).num_pes)
+    except Exception:  # the simulator or the machine description is absent
+        return PROGRAMS
+
+
 def _with_query_block(source: str, kernel: str, query_block: int) -> str:
     sites = [s for s in find_blocks(source) if s.kernel == kernel and s.axis == 0]
     if len(sites) != 1:
@@ -344,7 +356,7 @@ def rewrite(source: str, kernel: str, query_block: int | None = None) -> str:
     if "PERSIST_PROGRAMS = " not in source:
         lines = out.splitlines(keepends=True)
         at = next((i for i, ln in enumerate(lines) if ln.startswith(("@triton.jit", "@jit"))), len(lines))
-        lines.insert(at, f"PERSIST_PROGRAMS = {PROGRAMS}  # one program per PE (mtia-2i)\n\n")
+        lines.insert(at, f"PERSIST_PROGRAMS = {pe_count()}  # one program per PE\n\n")
         out = "".join(lines)
     return out
 
