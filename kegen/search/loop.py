@@ -237,7 +237,10 @@ class SearchDriver:
             self.proposing.submit(sel, ctx)
             return None
         with AST_LOCK:
-            proposal = self.operator.propose(ctx)
+            try:
+                proposal = self.operator.propose(ctx)
+            except Exception as exc:  # the operator broke: the child fails, the search goes on (as pooled)
+                proposal = Proposal(None, f"operator failed: {exc}", self.operator.name, error=str(exc))
         self._place(executor, sel, ctx, proposal)
         return None
 

@@ -18,8 +18,11 @@ noise remain.
 from __future__ import annotations
 
 import ast
+import logging
 import random
 from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
 
 from kegen.profiling import Diagnosis
 from kegen.search.config import OperatorConfig
@@ -47,6 +50,8 @@ from kegen.search.operators.templates.conv_stationary import stationary_mutation
 from kegen.search.operators.templates.linear_stationary import stationary_mutations as linear_mutations
 from kegen.search.store import code_hash
 
+log = logging.getLogger(__name__)
+
 UNTRIED_BONUS = 0.5
 TRANSPLANT_MIN_GAIN = 0.02  # a move that made its parent this much faster elsewhere is tried here first
 OTHER_KERNEL = 0.3  # weight of a diagnosis on a mutation of another kernel than the bottleneck's
@@ -73,32 +78,46 @@ class OfflineOperator(Operator):
         self.use_diagnosis = use_diagnosis
 
     def candidates(self, ctx: OperatorContext) -> list[Mutation]:
-        launch = ctx.problem.target == "mtia"
+        """Every mutation that applies to the parent. A move finder that breaks on this source (a
+        defect in the move, not in the candidate) is left out with a warning; the others are listed."""
+        code = ctx.parent_code
         try:
-            recipes = recipe_mutations(ctx.parent_code, ctx.problem.platform)
-            recipes += row_mutations(ctx.parent_code)
-            recipes += embedding_mutations(ctx.parent_code)  # embedding bags: the segment gather
-            recipes += attention_mutations(ctx.parent_code)  # online softmax: exp2, scale in Q
-            if launch:  # the next key block's scores ahead of this block's softmax (mtia's in-order queues)
-                recipes += attention_pipeline_mutations(ctx.parent_code)
-                recipes += attention_persist_mutations(ctx.parent_code)  # one program per PE walking tiles
-                recipes += balance_mutations(ctx.parent_code)  # embedding bags: one program per core
-            recipes += norm_mutations(ctx.parent_code)  # row kernels: rows per program, pipelined
-            recipes += epilogue_mutations(ctx.parent_code)  # cheaper epilogue math (GELU as a sigmoid)
-            recipes += fusion_mutations(ctx.parent_code)  # a GEMM's pointwise consumer in its epilogue
-            recipes += batch_mutations(ctx.parent_code)  # one launch for a cat's per-input copies
-            knobs = knob_mutations(ctx.parent_code, launch_options=launch)
-            sites = {f"@{s.kernel}:{s.param}" for s in find_blocks(ctx.parent_code)}
-            blocks = block_mutations(ctx.parent_code) + tile_mutations(ctx.parent_code)
-            plans = plan_mutations(ctx.parent_code, ctx.profile) if launch else []
-            plans += vectorize_mutations(ctx.parent_code)  # loops: R rows per step
-            if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
-                plans += conv_mutations(ctx.parent_code) + stationary_mutations(ctx.parent_code)
-                plans += gemm_plan_mutations(ctx.parent_code) + linear_mutations(ctx.parent_code)
-            if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
-                plans += gpu_mutations(ctx.parent_code)
+            ast.parse(code)
         except SyntaxError:
             return []
+        launch = ctx.problem.target == "mtia"
+
+        def moves(finder: Callable[..., list[Any]], *args: Any, **kwargs: Any) -> list[Any]:
+            try:
+                return finder(code, *args, **kwargs)
+            except SyntaxError:
+                return []
+            except Exception as exc:  # noqa: BLE001 - a defective move must not end the search
+                _warn_once(getattr(finder, "__name__", repr(finder)), exc)
+                return []
+
+        recipes = moves(recipe_mutations, ctx.problem.platform)
+        recipes += moves(row_mutations)
+        recipes += moves(embedding_mutations)  # embedding bags: the segment gather
+        recipes += moves(attention_mutations)  # online softmax: exp2, scale in Q
+        if launch:  # the next key block's scores ahead of this block's softmax (mtia's in-order queues)
+            recipes += moves(attention_pipeline_mutations)
+            recipes += moves(attention_persist_mutations)  # one program per PE walking tiles
+            recipes += moves(balance_mutations)  # embedding bags: one program per core
+        recipes += moves(norm_mutations)  # row kernels: rows per program, pipelined
+        recipes += moves(epilogue_mutations)  # cheaper epilogue math (GELU as a sigmoid)
+        recipes += moves(fusion_mutations)  # a GEMM's pointwise consumer in its epilogue
+        recipes += moves(batch_mutations)  # one launch for a cat's per-input copies
+        knobs = moves(knob_mutations, launch_options=launch)
+        sites = {f"@{s.kernel}:{s.param}" for s in moves(find_blocks)}
+        blocks = moves(block_mutations) + moves(tile_mutations)
+        plans = moves(plan_mutations, ctx.profile) if launch else []
+        plans += moves(vectorize_mutations)  # loops: R rows per step
+        if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
+            plans += moves(conv_mutations) + moves(stationary_mutations)
+            plans += moves(gemm_plan_mutations) + moves(linear_mutations)
+        if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
+            plans += moves(gpu_mutations)
         # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
         knobs = [m for m in knobs if _block_site(m) not in sites]
         return recipes + knobs + blocks + plans
@@ -178,6 +197,9 @@ class OfflineOperator(Operator):
             ast.parse(code)
         except (MutationError, SyntaxError, ValueError, KeyError):
             return None
+        except Exception as exc:  # noqa: BLE001 - a defective move is skipped, the search goes on
+            _warn_once(m.name, exc)
+            return None
         if code_hash(code) in known or code_hash(code) == code_hash(source):
             return None
         return code
@@ -196,6 +218,18 @@ class OfflineOperator(Operator):
             if proposal.meta.get("mutation") and not proposal.meta.get("pair"):  # pairs: not as a unit
                 key = proposal.description
                 self.wins[key] = max(self.wins.get(key, gain), gain)
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(move: str, exc: Exception) -> None:
+    """Log a move that broke on a source (once per move and error type in this process)."""
+    key = f"{move}:{type(exc).__name__}"
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning("offline move %s failed and was skipped (%s: %s); please report it", move,
+                    type(exc).__name__, exc)
 
 
 def _lineage(ctx: OperatorContext) -> set[str]:
