@@ -41,7 +41,7 @@ from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.mutations.memory.row_pipeline import call_arg, call_name, parse_expr
 
 FAMILY = "attention_persist"
-PRIOR = 1.6  # below the score-ahead and exp2 moves: they recognise only the one-tile-per-program form
+PRIOR = 1.6  # below the score-ahead (2.2) and exp2 (1.8) moves: persistent last carries the first K tile too
 PROGRAMS = 64  # one program per PE (two per PE with dual core): mtia-2i's PEs, where no machine is read
 QUERY_BLOCK = 128  # the variant's query block: 64-query tiles measured 86.7 us persistent (DPE setup)
 _EXPS = ("tl.exp", "tl.exp2", "tl.math.exp", "tl.math.exp2")
