@@ -253,3 +253,53 @@ def test_balanced_bags_are_correct_on_the_simulator(
         out, n = re.subn(rf"^{name} = \d+$", f"{name} = {value}", out, flags=re.M)
         assert n == 1, name
     _evaluate(problem, out)
+
+
+FIXED_LENGTH_PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(300, 40, mode={mode!r})
+
+    def forward(self, indices):
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randint(0, 300, ({rows}, {length}))]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _fixed_length(tmp_path: Path, mode: str, length: int, functional: bool = False) -> Path:
+    expr = f"F.embedding_bag(indices, self.bag.weight, mode={mode!r})" if functional else "self.bag(indices)"
+    path = tmp_path / f"bag2d_{mode}_{length}_{functional}.py"
+    path.write_text(FIXED_LENGTH_PROBLEM.format(mode=mode, expr=expr, rows=37, length=length))
+    return path
+
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_two_dimensional_indices_are_drafted_as_fixed_length_bags(functional: bool, tmp_path: Path) -> None:
+    a = analyze(_fixed_length(tmp_path, "sum", 5, functional))
+    assert a.op_class == "embedding" and a.source is not None, a.summary
+    assert "torch.arange(0, indices.numel(), indices.shape[1], device=indices.device)" in a.source
+    assert "LAST=False, MEAN=False" in a.source
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("mode", "length"), [("mean", 5), ("sum", 3)])
+def test_fixed_length_bags_are_correct_on_the_simulator(mode: str, length: int, tmp_path: Path) -> None:
+    """37 bags of 5 or 3 rows: groups of 4 bags straddle the row blocks."""
+    pytest.importorskip("mtia_sim.simulator")
+    problem = _fixed_length(tmp_path, mode, length)
+    source = analyze(problem).source
+    assert source is not None
+    _evaluate(problem, source.replace("BAG_GROUP = 16", "BAG_GROUP = 4"))

@@ -63,15 +63,16 @@ def draft_gather(t: Traced) -> str | None:
 
 
 def draft_embedding_bag(t: Traced) -> str | None:
-    """Embedding bags over 1-D indices with offsets, sum or mean pooling: nn.EmbeddingBag(...)(idx,
-    offsets) or F.embedding_bag(idx, table, offsets, mode=..., include_last_offset=...)."""
+    """Embedding bags with sum or mean pooling: nn.EmbeddingBag(...)(idx, offsets) or
+    F.embedding_bag(idx, table, offsets, mode=..., include_last_offset=...) over 1-D indices, and
+    both over 2-D indices without offsets (each row one bag: offsets `arange(rows) * row length`)."""
     if len(t.ops) != 1 or t.out is not t.ops[0]:
         return None
     n, mod = t.ops[0], t.module(t.ops[0])
     if isinstance(mod, nn.EmbeddingBag):
-        if mod.padding_idx is not None or mod.max_norm is not None or n.kwargs or len(n.args) != 2:
+        if mod.padding_idx is not None or mod.max_norm is not None or n.kwargs or len(n.args) not in (1, 2):
             return None
-        idx, off = n.args
+        idx, off = n.args[0], (n.args[1] if len(n.args) == 2 else None)
         opts: dict[str, Any] = {"mode": mod.mode, "include_last_offset": mod.include_last_offset}
         init = twins(t)
         table_src = f"self.{str(n.target).replace('.', '_')}.weight.detach()"
@@ -91,12 +92,20 @@ def draft_embedding_bag(t: Traced) -> str | None:
             return None
     else:
         return None
-    if init is None or idx not in t.ph or off not in t.ph or rank_of(idx) != 1 or rank_of(off) != 1:
+    if init is None or idx not in t.ph:
         return None
     if opts["mode"] not in ("sum", "mean"):
         t.notes.append(f"embedding_bag mode={opts['mode']!r} (the template pools sum and mean)")
         return None
-    return embedding.embedding_bag(
-        t.args, table_src, t.arg(idx), t.arg(off), opts["mode"] == "mean", bool(opts["include_last_offset"]),
-        init=init,
-    )
+    if off is None and rank_of(idx) == 2:  # fixed-length bags: row r is bag r
+        if opts["include_last_offset"]:
+            return None  # torch refuses 2-D input with include_last_offset
+        i = t.arg(idx)
+        off_src = f"torch.arange(0, {i}.numel(), {i}.shape[1], device={i}.device)"  # as torch builds them
+        last = False
+    elif off in t.ph and rank_of(idx) == 1 and rank_of(off) == 1:
+        off_src, last = t.arg(off), bool(opts["include_last_offset"])
+    else:
+        return None
+    mean = opts["mode"] == "mean"
+    return embedding.embedding_bag(t.args, table_src, t.arg(idx), off_src, mean, last, init=init)
