@@ -303,3 +303,66 @@ def test_fixed_length_bags_are_correct_on_the_simulator(mode: str, length: int, 
     source = analyze(problem).source
     assert source is not None
     _evaluate(problem, source.replace("BAG_GROUP = 16", "BAG_GROUP = 4"))
+
+
+WEIGHTED_PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(300, 40, mode="sum").to({dtype})
+
+    def forward(self, indices, offsets, weights):
+        return {expr}
+
+
+def get_inputs():
+    lengths = torch.tensor({lengths})
+    offsets = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(lengths, 0)[:-1]])
+    n = int(lengths.sum())
+    return [torch.randint(0, 300, (n,)), offsets, torch.rand(n, dtype={dtype})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _weighted(tmp_path: Path, functional: bool, dtype: str = "torch.float32") -> Path:
+    expr = (
+        "F.embedding_bag(indices, self.bag.weight, offsets, mode='sum', per_sample_weights=weights)"
+        if functional
+        else "self.bag(indices, offsets, per_sample_weights=weights)"
+    )
+    path = tmp_path / f"bag_weighted_{functional}.py"
+    path.write_text(WEIGHTED_PROBLEM.format(expr=expr, lengths=list(LENGTHS), dtype=dtype))
+    return path
+
+
+@pytest.mark.parametrize("functional", [False, True])
+def test_per_sample_weights_are_drafted_into_the_membership_mask(functional: bool, tmp_path: Path) -> None:
+    a = analyze(_weighted(tmp_path, functional))
+    assert a.op_class == "embedding" and a.source is not None, a.summary
+    assert "n_idx, dim, psw_ptr, LAST: tl.constexpr" in a.source
+    assert "acc += tl.dot(member.to(vals.dtype) * wts.to(vals.dtype)[None, :], vals)" in a.source
+    assert "psw = weights.reshape(-1).contiguous()" in a.source
+    (m,) = balance_mutations(a.source)  # the balanced form keeps the weights
+    out = m.apply(a.source)
+    assert "n_idx, dim, psw_ptr, LAST: tl.constexpr" in out and "wts.to(vals.dtype)" in out
+
+
+@pytest.mark.slow
+def test_weighted_bags_are_correct_on_the_simulator(tmp_path: Path) -> None:
+    """fp16 table and weights, the segment gather (groups of 4 bags straddling the long bags) and
+    its balanced form."""
+    pytest.importorskip("mtia_sim.simulator")
+    problem = _weighted(tmp_path, False, "torch.float16")
+    source = analyze(problem).source
+    assert source is not None
+    _evaluate(problem, source.replace("BAG_GROUP = 16", "BAG_GROUP = 4"))
+    (m,) = balance_mutations(source)
+    _evaluate(problem, m.apply(source))

@@ -22,6 +22,7 @@ _BAG_PARAMS: tuple[str, ...] = ("max_norm", "norm_type", "scale_grad_by_freq", "
 _BAG_PARAMS += ("per_sample_weights", "include_last_offset", "padding_idx")
 _BAG_DEFAULTS: dict[str, Any] = {**_EMBEDDING_DEFAULTS, "per_sample_weights": None}
 _BAG_DEFAULTS |= {"include_last_offset": False, "mode": "mean"}
+_MODULE_CALL = ("input", "offsets", "per_sample_weights")  # nn.EmbeddingBag.forward's parameters
 
 
 def draft_gather(t: Traced) -> str | None:
@@ -65,14 +66,16 @@ def draft_gather(t: Traced) -> str | None:
 def draft_embedding_bag(t: Traced) -> str | None:
     """Embedding bags with sum or mean pooling: nn.EmbeddingBag(...)(idx, offsets) or
     F.embedding_bag(idx, table, offsets, mode=..., include_last_offset=...) over 1-D indices, and
-    both over 2-D indices without offsets (each row one bag: offsets `arange(rows) * row length`)."""
+    both over 2-D indices without offsets (each row one bag); with per-sample weights (an input
+    shaped as the indices, mode 'sum') the membership mask carries them."""
     if len(t.ops) != 1 or t.out is not t.ops[0]:
         return None
     n, mod = t.ops[0], t.module(t.ops[0])
     if isinstance(mod, nn.EmbeddingBag):
-        if mod.padding_idx is not None or mod.max_norm is not None or n.kwargs or len(n.args) not in (1, 2):
+        call = dict(zip(_MODULE_CALL, n.args, strict=False)) | dict(n.kwargs)
+        if mod.padding_idx is not None or mod.max_norm is not None or set(call) - set(_MODULE_CALL):
             return None
-        idx, off = n.args[0], (n.args[1] if len(n.args) == 2 else None)
+        idx, off, psw = call.get("input"), call.get("offsets"), call.get("per_sample_weights")
         opts: dict[str, Any] = {"mode": mod.mode, "include_last_offset": mod.include_last_offset}
         init = twins(t)
         table_src = f"self.{str(n.target).replace('.', '_')}.weight.detach()"
@@ -80,9 +83,10 @@ def draft_embedding_bag(t: Traced) -> str | None:
         opts = _BAG_DEFAULTS | dict(zip(("input", "weight", "offsets", *_BAG_PARAMS), n.args, strict=False))
         opts |= dict(n.kwargs)
         idx, table, off = opts.get("input"), opts.get("weight"), opts.get("offsets")
+        psw = opts.get("per_sample_weights")
         fixed = {k: v for k, v in _BAG_DEFAULTS.items() if k not in ("mode", "include_last_offset")}
-        if any(opts.get(k) != v for k, v in fixed.items()):
-            t.notes.append("F.embedding_bag with max_norm, padding_idx or per_sample_weights")
+        if any(opts.get(k) != v for k, v in fixed.items() if k != "per_sample_weights"):
+            t.notes.append("F.embedding_bag with max_norm or padding_idx")
             return None
         if isinstance(table, Node) and table.op == "get_attr":
             init, table_src = twins(t), f"self.{str(table.target).replace('.', '_')}.detach()"
@@ -97,6 +101,9 @@ def draft_embedding_bag(t: Traced) -> str | None:
     if opts["mode"] not in ("sum", "mean"):
         t.notes.append(f"embedding_bag mode={opts['mode']!r} (the template pools sum and mean)")
         return None
+    if psw is not None and (psw not in t.ph or rank_of(psw) != rank_of(idx) or opts["mode"] != "sum"):
+        t.notes.append("per_sample_weights other than an input shaped as the indices with mode='sum'")
+        return None
     if off is None and rank_of(idx) == 2:  # fixed-length bags: row r is bag r
         if opts["include_last_offset"]:
             return None  # torch refuses 2-D input with include_last_offset
@@ -107,5 +114,7 @@ def draft_embedding_bag(t: Traced) -> str | None:
         off_src, last = t.arg(off), bool(opts["include_last_offset"])
     else:
         return None
-    mean = opts["mode"] == "mean"
-    return embedding.embedding_bag(t.args, table_src, t.arg(idx), off_src, mean, last, init=init)
+    mean, weights = opts["mode"] == "mean", (t.arg(psw) if psw is not None else None)
+    return embedding.embedding_bag(
+        t.args, table_src, t.arg(idx), off_src, mean, last, init=init, weights=weights
+    )

@@ -24,7 +24,7 @@ BAG_GROUP, ROW_BLOCK = 16, 64  # the tuned defaults on mtia-2i (docs/results/mem
 
 _KERNEL = """
 @triton.jit
-def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.constexpr, MEAN: tl.constexpr,
+def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.constexpr, MEAN: tl.constexpr,
 {pad}BAGS: tl.constexpr, ROWS: tl.constexpr, BLOCK_D: tl.constexpr):
     pid = tl.program_id(0)
     bags = pid * BAGS + tl.arange(0, BAGS)
@@ -50,7 +50,7 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.conste
         vals = tl.load(w_ptr + starts_of_rows[:, None] + cols[None, :], mask=pmask[:, None] & cmask[None, :],
                        other=0.0)
         member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
-        acc += tl.dot(member.to(vals.dtype), vals)
+{pool8}
     if MEAN:
         acc = acc / tl.maximum(ends - starts, 1).to(tl.float32)[:, None]
     tl.store(y_ptr + bags[:, None] * dim + cols[None, :], acc.to(y_ptr.dtype.element_ty),
@@ -69,7 +69,7 @@ BAG_FINE, BAG_PROGRAMS = 32, 128  # balanced form: offsets per fine step; progra
 # segment gather does (one store per chunk).
 _BALANCED = """
 @triton.jit
-def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.constexpr, MEAN: tl.constexpr,
+def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.constexpr, MEAN: tl.constexpr,
 {pad}BAGS: tl.constexpr, ROWS: tl.constexpr, BLOCK_D: tl.constexpr, FINE: tl.constexpr,
 {pad}COARSE: tl.constexpr):
     pid = tl.program_id(0)
@@ -115,7 +115,7 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.conste
             vals = tl.load(w_ptr + starts_of_rows[:, None] + cols[None, :],
                            mask=pmask[:, None] & cmask[None, :], other=0.0)
             member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
-            acc += tl.dot(member.to(vals.dtype), vals)
+{pool12}
         if MEAN:
             acc = acc / tl.maximum(ends - starts, 1).to(tl.float32)[:, None]
         tl.store(y_ptr + bags[:, None] * dim + cols[None, :], acc.to(y_ptr.dtype.element_ty),
@@ -124,25 +124,47 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim, LAST: tl.conste
 BALANCED_MARKER = "share_lo = pid * total // nprog"
 
 
-def balanced_kernel(name: str = "embedding_bag_kernel") -> str:
+_POOL = "acc += tl.dot(member.to(vals.dtype), vals)"
+# per-sample weights (mode "sum"): the membership mask carries each position's weight
+_WEIGHTED_POOL = (
+    "wts = tl.load(psw_ptr + pos, mask=pmask, other=0.0)\n"
+    "{ind}acc += tl.dot(member.to(vals.dtype) * wts.to(vals.dtype)[None, :], vals)"
+)
+WEIGHTS_PARAM = "psw_ptr"
+
+
+def _fill(template: str, name: str, weighted: bool) -> str:
+    pools = {}
+    for key, ind in (("pool8", " " * 8), ("pool12", " " * 12)):
+        pools[key] = ind + (_WEIGHTED_POOL.format(ind=ind) if weighted else _POOL)
+    wparam = f" {WEIGHTS_PARAM}," if weighted else ""
+    return template.format(name=name, pad=" " * (len(name) + 5), w=wparam, **pools)
+
+
+def balanced_kernel(name: str = "embedding_bag_kernel", weighted: bool = False) -> str:
     """The balanced segment gather's source under `name` (same operands as `bag_kernel`, plus the
     constexprs FINE and COARSE = next_power_of_2(cdiv(num_bags, FINE)); launch BAG_PROGRAMS programs)."""
-    return _BALANCED.format(name=name, pad=" " * (len(name) + 5))
+    return _fill(_BALANCED, name, weighted)
 
 
-def bag_kernel(name: str = "embedding_bag_kernel") -> str:
-    """The segment-gather kernel's source under `name` (a top-level `@triton.jit` function)."""
-    return _KERNEL.format(name=name, pad=" " * (len(name) + 5))
+def bag_kernel(name: str = "embedding_bag_kernel", weighted: bool = False) -> str:
+    """The segment-gather kernel's source under `name` (a top-level `@triton.jit` function); with
+    `weighted`, a `psw_ptr` operand after `dim` (one weight per index, sum pooling)."""
+    return _fill(_KERNEL, name, weighted)
 
 
-def bag_launch(name: str, operands: Sequence[str], mean: bool, last: bool, indent: str = "") -> str:
+def bag_launch(
+    name: str, operands: Sequence[str], mean: bool, last: bool, indent: str = "", weights: str | None = None
+) -> str:
     """The launch of `bag_kernel(name)` (two lines, the second indented by `indent` + 4) over the
     caller's expressions `operands` = (table, idx, off, out, num_bags, n_idx, dim); the table and
-    the output are contiguous [*, dim], `idx` and `off` 1-D."""
+    the output are contiguous [*, dim], `idx` and `off` 1-D; `weights` (1-D, one per index) for
+    `bag_kernel(name, weighted=True)`."""
     table, idx, off, out, num_bags, n_idx, dim = operands
+    w = f" {weights}," if weights is not None else ""
     return (
         f"{name}[(triton.cdiv({num_bags}, BAG_GROUP),)]({table}, {idx}, {off}, {out}, {num_bags}, {n_idx}, "
-        f"{dim},\n{indent}    LAST={last}, MEAN={mean}, BAGS=BAG_GROUP, ROWS=ROW_BLOCK, "
+        f"{dim},{w}\n{indent}    LAST={last}, MEAN={mean}, BAGS=BAG_GROUP, ROWS=ROW_BLOCK, "
         f"BLOCK_D=triton.next_power_of_2({dim}))"
     )
 
@@ -163,18 +185,24 @@ def embedding_bag(
     init: Sequence[str] = (),
     bags: int = BAG_GROUP,
     rows: int = ROW_BLOCK,
+    weights: str | None = None,
 ) -> str:
     """A whole candidate: F.embedding_bag(idx, table, off, mode='mean' if mean else 'sum',
-    include_last_offset=last) over 1-D indices; `table`, `idx`, `off` are forward-time expressions
-    over `args`, `dtype` the output's (default the table's), `init` rebuilds the model's parameters."""
+    include_last_offset=last, per_sample_weights=weights) over 1-D indices; `table`, `idx`, `off`,
+    `weights` are forward-time expressions over `args`, `dtype` the output's (default the table's),
+    `init` rebuilds the model's parameters."""
+    if weights is not None and mean:
+        raise ValueError("per-sample weights pool by sum only (as torch's embedding_bag)")
     init_body = "\n".join(f"        {line}" for line in ("super().__init__()", *init))
     operands = ("table", "idx", "off", "y", "num_bags", "idx.numel()", "table.shape[1]")
-    launch = bag_launch("embedding_bag_kernel", operands, mean, last, " " * 8)
+    psw = "psw" if weights is not None else None
+    launch = bag_launch("embedding_bag_kernel", operands, mean, last, " " * 8, weights=psw)
     out_dtype = dtype or "table.dtype"
     body = (
         f"        table = {table}.contiguous()\n"
         f"        idx = {idx}.reshape(-1).contiguous()\n"
-        f"        off = {off}.contiguous()\n"
+        + (f"        psw = {weights}.reshape(-1).contiguous()\n" if weights is not None else "")
+        + f"        off = {off}.contiguous()\n"
         f"        num_bags = off.numel() - {int(last)}\n"
         f"        y = torch.empty((num_bags, table.shape[1]), dtype={out_dtype}, device=table.device)\n"
         f"        {launch}\n"
@@ -185,7 +213,7 @@ def embedding_bag(
         + "\n"
         + constants(bags, rows)
         + "\n"
-        + bag_kernel()
+        + bag_kernel(weighted=weights is not None)
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{body}\n"
     )
