@@ -257,15 +257,18 @@ def _embedding_bag_seed(part: Partition, g: Group) -> str | None:
     vals = {r: part.values[r] for r in _raw_inputs(part, g) if isinstance(part.values.get(r), torch.Tensor)}
     tables = [r for r, v in vals.items() if v.is_floating_point() and v.dim() == 2]
     ints = [r for r, v in vals.items() if not v.is_floating_point() and v.dim() == 1]
-    for table, (idx, off) in itertools.product(tables, itertools.permutations(ints, 2)):
-        for mode, last in itertools.product(("sum", "mean"), (False, True)):
+    weights = [None, *(r for r, v in vals.items() if v.is_floating_point() and v.dim() == 1)]
+    for table, (idx, off), psw in itertools.product(tables, itertools.permutations(ints, 2), weights):
+        for mode, last in itertools.product(("sum",) if psw else ("sum", "mean"), (False, True)):
             try:
-                ref = F.embedding_bag(vals[idx], vals[table], vals[off], mode=mode, include_last_offset=last)
+                ref = F.embedding_bag(vals[idx], vals[table], vals[off], mode=mode, include_last_offset=last,
+                                      per_sample_weights=vals[psw] if psw else None)
             except (RuntimeError, IndexError, ValueError):
                 continue
             if ref.shape == out.shape and ref.dtype == out.dtype and _close(ref, out):
                 args = [f"in_{n}_storage" if n in g.flat else f"in_{n}" for n in g.inputs]
                 return embedding.embedding_bag(
-                    args, _arg(part, g, table), _arg(part, g, idx), _arg(part, g, off), mode == "mean", last
-                )
+                    args, _arg(part, g, table), _arg(part, g, idx), _arg(part, g, off), mode == "mean", last,
+                    weights=_arg(part, g, psw) if psw else None,
+                )  # fmt: skip
     return None

@@ -206,3 +206,40 @@ def test_attention_with_an_additive_mask_a_scale_and_two_readers_of_its_output(t
         assert res.status.value == "ok", res.message
         whole = evaluate(problem, p["composed"], config=cfg)
         assert whole.status.value == "ok", whole.message
+
+
+WEIGHTED = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(40, 8, mode="sum")
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, idx, offsets, weights):
+        return torch.relu(self.fc(self.bag(idx, offsets, per_sample_weights=weights)))
+
+
+def get_inputs():
+    return [torch.randint(0, 40, (12,)), torch.tensor([0, 3, 5, 9]), torch.rand(12)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_weighted_bag_is_seeded_with_its_weights(tmp_path: Path) -> None:
+    src = tmp_path / "weighted.py"
+    src.write_text(WEIGHTED)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    p = plan_variant(mf, problem, 0, tmp_path / "groups")
+    (g,) = [g for g in p["groups"] if g["kernel"] == "embedding_bag"]
+    seed = Path(g["seed_path"]).read_text()
+    assert "psw_ptr" in seed and "MEAN=False" in seed
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    res = evaluate(g["problem"], seed, config=cfg)
+    assert res.status.value == "ok", res.message
