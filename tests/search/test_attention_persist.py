@@ -157,6 +157,8 @@ def test_the_exp2_and_score_ahead_moves_apply_inside_the_tile_loop() -> None:
     walk = kernel.index("    for persist_tile in range(")
     assert kernel.index("        q = (q.to(tl.float32) * (scale * 1.4426950408889634)).to(q.dtype)\n") > walk
     assert "            s_next = tl.dot(q, kt_next)\n" in kernel and "tl.exp(" not in kernel
+    # this tile's first K load and product come before the next tile's loads (the DMA queue is in order)
+    assert kernel.index("kt_first = tl.load(") < kernel.index("persist_next = persist_tile + persist_nprog")
     assert attention_mutations(out) == [] and attention_pipeline_mutations(out) == []
     assert attention_persist_mutations(out) == []
 

@@ -70,6 +70,25 @@ def tile_scope(fn: ast.FunctionDef) -> ast.FunctionDef:
     return scope
 
 
+def tile_prefetch_index(body: list[ast.stmt]) -> int | None:
+    """In a persistent kernel's tile-loop body, the index of `persist_next = persist_tile + persist_nprog`
+    (where the next tile's loads start), else None. A move that adds loads before the key loop puts them
+    ahead of it: the next tile's loads queue behind this tile's first ones, not in front of them."""
+    for i, st in enumerate(body):
+        target = _single_target(st)
+        v = getattr(st, "value", None)
+        if (
+            target is not None
+            and target.startswith("persist_next")
+            and isinstance(v, ast.BinOp)
+            and isinstance(v.op, ast.Add)
+            and all(isinstance(x, ast.Name) for x in (v.left, v.right))
+            and ast.unparse(v).startswith("persist_tile")
+        ):
+            return i
+    return None
+
+
 def _program_id_axis(node: ast.AST) -> int | None:
     if call_name(node) == "tl.program_id" and isinstance(node, ast.Call) and node.args:
         arg = node.args[0]

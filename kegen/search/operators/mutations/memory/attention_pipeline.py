@@ -44,7 +44,7 @@ from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
 from kegen.search.operators.mutations.launches import launches
-from kegen.search.operators.mutations.memory.attention_persist import tile_scope
+from kegen.search.operators.mutations.memory.attention_persist import tile_prefetch_index, tile_scope
 from kegen.search.operators.mutations.memory.row_pipeline import (
     _fresh,
     _subst,
@@ -198,6 +198,8 @@ def rewrite(source: str, kernel: str) -> str:
     s_next = env[s]
     assert isinstance(s_next, ast.Name)
     at = fn.body.index(loop)
+    ahead_of = tile_prefetch_index(fn.body[:at])  # a persistent kernel: before the next tile's loads
+    at = ahead_of if ahead_of is not None else at
     last_start = ast.parse(f"{last} = ({lo}) + (({hi}) - 1 - ({lo})) // ({step}) * ({step})").body[0]
     fn.body[at:at] = [last_start, *first]
     drop = {id(st) for st in [*plan.removable, *([plan.score] if drop_score else [])]}
