@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -198,3 +199,18 @@ def test_the_drafting_templates_causal_kernel_is_correct_persistent(tmp_path: Pa
     out = plain.apply(src).replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 2")
     r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
     assert r.status.value == "ok", f"{r.status} {r.message}"
+
+
+def test_block_moves_leave_the_persistent_query_block_alone() -> None:
+    """The tile count is computed on the host from the query block: a block move that changed it in
+    the kernel alone would leave rows uncomputed. The block reads as tiling a program id of unknown
+    axis (the tile index of a `range(pid, tiles, num_programs)` loop), so no move changes it."""
+    from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
+
+    out = rewrite(SEED, "attention_kernel")
+    (site,) = [s for s in find_blocks(out) if s.param == "BLOCK_M"]
+    assert site.pid and site.axis is None
+    assert not [m for m in block_mutations(out) + tile_mutations(out) if "BLOCK_M" in m.name]
+    ctx = SimpleNamespace(parent_code=out, problem=SimpleNamespace(target="mtia", platform="mtia"), profile=None)
+    names = [m.name for m in OfflineOperator.candidates(OfflineOperator.__new__(OfflineOperator), ctx)]
+    assert not [n for n in names if n.startswith("BLOCK_M=")]

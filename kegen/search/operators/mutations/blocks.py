@@ -96,6 +96,22 @@ def _has_arange(node: ast.AST) -> bool:
     )
 
 
+def _persistent_range(it: ast.AST, pids: dict[str, int | None], nprogs: set[str]) -> bool:
+    """Whether `it` is `range(START, END, STEP)` with START a program id (or derived from one) and
+    STEP the program count: the tile loop of a persistent program."""
+    if not (isinstance(it, ast.Call) and ast.unparse(it.func) == "range" and len(it.args) == 3):
+        return False
+    start, step = it.args[0], it.args[2]
+    from_pid = any(
+        _is_program_id(n) is not None or (isinstance(n, ast.Name) and n.id in pids) for n in ast.walk(start)
+    )
+    by_count = any(
+        (isinstance(n, ast.Name) and n.id in nprogs) or ast.unparse(n).startswith("tl.num_programs(")
+        for n in ast.walk(step)
+    )
+    return from_pid and by_count
+
+
 def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
     """constexpr name -> the program axis it tiles (`None`: it multiplies a program id of unknown axis)."""
     pids: dict[str, int | None] = {}
@@ -104,6 +120,8 @@ def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
         for node in ast.walk(fn)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
     ]
+    loops = [node for node in ast.walk(fn) if isinstance(node, ast.For) and isinstance(node.target, ast.Name)]
+    nprogs = {t for t, v in assigns if ast.unparse(v).startswith("tl.num_programs(")}
     changed = True
     while changed:  # pid_m = tl.program_id(0); pid_m = pid // num_pid_n (axis unknown), through names too
         changed = False
@@ -122,6 +140,10 @@ def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
             new = ax if target not in pids or pids[target] == ax else None
             if target not in pids or pids[target] != new:
                 pids[target], changed = new, True
+        for loop in loops:  # `for tile in range(pid, n, nprog)`: a persistent program's tile index
+            assert isinstance(loop.target, ast.Name)
+            if _persistent_range(loop.iter, pids, nprogs) and pids.get(loop.target.id, 0) is not None:
+                pids[loop.target.id], changed = None, True
 
     def axis_of(node: ast.AST) -> tuple[bool, int | None]:
         ax = _is_program_id(node)
