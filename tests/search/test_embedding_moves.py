@@ -366,3 +366,63 @@ def test_weighted_bags_are_correct_on_the_simulator(tmp_path: Path) -> None:
     _evaluate(problem, source.replace("BAG_GROUP = 16", "BAG_GROUP = 4"))
     (m,) = balance_mutations(source)
     _evaluate(problem, m.apply(source))
+
+
+PADDED_PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(300, 40, mode={mode!r}, padding_idx=3)
+
+    def forward(self, indices, offsets):
+        return {expr}
+
+
+def get_inputs():
+    indices = torch.randint(0, 8, (500,))  # index 3 about one time in eight
+    indices[100:140] = 3  # a bag of padding only: 0, and no division by zero in a mean
+    return [indices, torch.tensor([0, 5, 100, 140, 141, 300, 499])]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _padded(tmp_path: Path, mode: str, functional: bool) -> Path:
+    expr = (
+        f"F.embedding_bag(indices, self.bag.weight, offsets, mode={mode!r}, padding_idx=3)"
+        if functional
+        else "self.bag(indices, offsets)"
+    )
+    path = tmp_path / f"bag_padded_{mode}_{functional}.py"
+    path.write_text(PADDED_PROBLEM.format(mode=mode, expr=expr))
+    return path
+
+
+@pytest.mark.parametrize(("mode", "functional"), [("mean", False), ("sum", True)])
+def test_a_padding_index_is_drafted_out_of_the_membership_mask(mode: str, functional: bool, tmp_path: Path) -> None:
+    a = analyze(_padded(tmp_path, mode, functional))
+    assert a.op_class == "embedding" and a.source is not None, a.summary
+    assert "n_idx, dim, pad_idx, LAST: tl.constexpr" in a.source
+    assert "member = member & (rows != pad_idx)[None, :]" in a.source
+    assert "acc = acc / tl.maximum(cnt, 1.0)[:, None]" in a.source
+    assert "self.bag = nn.EmbeddingBag(300, 40, mode=" in a.source and "padding_idx=3)" in a.source
+    (m,) = balance_mutations(a.source)
+    assert "n_idx, dim, pad_idx, LAST: tl.constexpr" in m.apply(a.source)
+
+
+@pytest.mark.slow
+def test_padded_mean_bags_are_correct_on_the_simulator(tmp_path: Path) -> None:
+    pytest.importorskip("mtia_sim.simulator")
+    problem = _padded(tmp_path, "mean", False)
+    source = analyze(problem).source
+    assert source is not None
+    _evaluate(problem, source.replace("BAG_GROUP = 16", "BAG_GROUP = 4"))
+    (m,) = balance_mutations(source)
+    _evaluate(problem, m.apply(source))

@@ -67,14 +67,16 @@ def draft_embedding_bag(t: Traced) -> str | None:
     """Embedding bags with sum or mean pooling: nn.EmbeddingBag(...)(idx, offsets) or
     F.embedding_bag(idx, table, offsets, mode=..., include_last_offset=...) over 1-D indices, and
     both over 2-D indices without offsets (each row one bag); with per-sample weights (an input
-    shaped as the indices, mode 'sum') the membership mask carries them."""
+    shaped as the indices, mode 'sum') the membership mask carries them; a padding index leaves its
+    entries out of the mask (and out of a mean's count)."""
     if len(t.ops) != 1 or t.out is not t.ops[0]:
         return None
     n, mod = t.ops[0], t.module(t.ops[0])
     if isinstance(mod, nn.EmbeddingBag):
         call = dict(zip(_MODULE_CALL, n.args, strict=False)) | dict(n.kwargs)
-        if mod.padding_idx is not None or mod.max_norm is not None or set(call) - set(_MODULE_CALL):
+        if mod.max_norm is not None or set(call) - set(_MODULE_CALL):
             return None
+        pad = mod.padding_idx  # the module stores it non-negative
         idx, off, psw = call.get("input"), call.get("offsets"), call.get("per_sample_weights")
         opts: dict[str, Any] = {"mode": mod.mode, "include_last_offset": mod.include_last_offset}
         init = twins(t)
@@ -83,10 +85,13 @@ def draft_embedding_bag(t: Traced) -> str | None:
         opts = _BAG_DEFAULTS | dict(zip(("input", "weight", "offsets", *_BAG_PARAMS), n.args, strict=False))
         opts |= dict(n.kwargs)
         idx, table, off = opts.get("input"), opts.get("weight"), opts.get("offsets")
-        psw = opts.get("per_sample_weights")
+        psw, pad = opts.get("per_sample_weights"), opts.get("padding_idx")
         fixed = {k: v for k, v in _BAG_DEFAULTS.items() if k not in ("mode", "include_last_offset")}
-        if any(opts.get(k) != v for k, v in fixed.items() if k != "per_sample_weights"):
-            t.notes.append("F.embedding_bag with max_norm or padding_idx")
+        if any(opts.get(k) != v for k, v in fixed.items() if k not in ("per_sample_weights", "padding_idx")):
+            t.notes.append("F.embedding_bag with max_norm, norm_type, scale_grad_by_freq or sparse")
+            return None
+        if pad is not None and not (isinstance(pad, int) and pad >= 0):
+            t.notes.append("F.embedding_bag with a padding_idx that is not a non-negative int")
             return None
         if isinstance(table, Node) and table.op == "get_attr":
             init, table_src = twins(t), f"self.{str(table.target).replace('.', '_')}.detach()"
@@ -116,5 +121,5 @@ def draft_embedding_bag(t: Traced) -> str | None:
         return None
     mean, weights = opts["mode"] == "mean", (t.arg(psw) if psw is not None else None)
     return embedding.embedding_bag(
-        t.args, table_src, t.arg(idx), off_src, mean, last, init=init, weights=weights
+        t.args, table_src, t.arg(idx), off_src, mean, last, init=init, weights=weights, padding_idx=pad
     )

@@ -22,8 +22,9 @@ def module_ctor(m: nn.Module) -> str | None:
         ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
     elif isinstance(m, nn.Embedding) and m.padding_idx is None and m.max_norm is None:
         ctor = f"nn.Embedding({m.num_embeddings}, {m.embedding_dim})"
-    elif isinstance(m, nn.EmbeddingBag) and m.padding_idx is None and m.max_norm is None:
-        ctor = f"nn.EmbeddingBag({m.num_embeddings}, {m.embedding_dim}, mode={m.mode!r})"
+    elif isinstance(m, nn.EmbeddingBag) and m.max_norm is None:
+        pad = f", padding_idx={m.padding_idx}" if m.padding_idx is not None else ""
+        ctor = f"nn.EmbeddingBag({m.num_embeddings}, {m.embedding_dim}, mode={m.mode!r}{pad})"
     else:
         return None
     dtype = next(m.parameters()).dtype

@@ -41,7 +41,7 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
         hi = tl.where(last >= num_bags, n_idx, hi)
     cols = tl.arange(0, BLOCK_D)
     cmask = cols < dim
-    acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32)
+    acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32){cnt4}
     for s in range(lo, hi, ROWS):
         pos = s + tl.arange(0, ROWS)
         pmask = pos < hi
@@ -52,7 +52,7 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
         member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
 {pool8}
     if MEAN:
-        acc = acc / tl.maximum(ends - starts, 1).to(tl.float32)[:, None]
+        acc = acc / {count}[:, None]
     tl.store(y_ptr + bags[:, None] * dim + cols[None, :], acc.to(y_ptr.dtype.element_ty),
              mask=bmask[:, None] & cmask[None, :])
 """
@@ -106,7 +106,7 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
             ends = tl.load(off_ptr + bags + 1, mask=bags + 1 < num_bags, other=n_idx)
             hi = tl.load(off_ptr + tl.minimum(last, num_bags - 1))
             hi = tl.where(last >= num_bags, n_idx, hi)
-        acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32)
+        acc = tl.zeros((BAGS, BLOCK_D), dtype=tl.float32){cnt8}
         for s in range(lo, hi, ROWS):
             pos = s + tl.arange(0, ROWS)
             pmask = pos < hi
@@ -117,7 +117,7 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
             member = (pos[None, :] >= starts[:, None]) & (pos[None, :] < ends[:, None])
 {pool12}
         if MEAN:
-            acc = acc / tl.maximum(ends - starts, 1).to(tl.float32)[:, None]
+            acc = acc / {count}[:, None]
         tl.store(y_ptr + bags[:, None] * dim + cols[None, :], acc.to(y_ptr.dtype.element_ty),
                  mask=bmask[:, None] & cmask[None, :])
 """
@@ -133,35 +133,55 @@ _WEIGHTED_POOL = (
 WEIGHTS_PARAM = "psw_ptr"
 
 
-def _fill(template: str, name: str, weighted: bool) -> str:
+_PADDED = (  # entries at the padding index do not count (mean: nor in the bag's size)
+    "member = member & (rows != pad_idx)[None, :]\n"
+    "{ind}if MEAN:\n"
+    "{ind}    cnt += tl.sum(member.to(tl.float32), axis=1)\n"
+)
+PAD_PARAM = "pad_idx"
+
+
+def _fill(template: str, name: str, weighted: bool, padded: bool = False) -> str:
     pools = {}
     for key, ind in (("pool8", " " * 8), ("pool12", " " * 12)):
-        pools[key] = ind + (_WEIGHTED_POOL.format(ind=ind) if weighted else _POOL)
-    wparam = f" {WEIGHTS_PARAM}," if weighted else ""
-    return template.format(name=name, pad=" " * (len(name) + 5), w=wparam, **pools)
+        pool = _WEIGHTED_POOL.format(ind=ind) if weighted else _POOL
+        pools[key] = ind + (_PADDED.format(ind=ind) + ind if padded else "") + pool
+    for key, ind in (("cnt4", " " * 4), ("cnt8", " " * 8)):
+        pools[key] = f"\n{ind}cnt = tl.zeros((BAGS,), dtype=tl.float32)" if padded else ""
+    count = "tl.maximum(cnt, 1.0)" if padded else "tl.maximum(ends - starts, 1).to(tl.float32)"
+    wparam = (f" {WEIGHTS_PARAM}," if weighted else "") + (f" {PAD_PARAM}," if padded else "")
+    return template.format(name=name, pad=" " * (len(name) + 5), w=wparam, count=count, **pools)
 
 
-def balanced_kernel(name: str = "embedding_bag_kernel", weighted: bool = False) -> str:
+def balanced_kernel(name: str = "embedding_bag_kernel", weighted: bool = False, padded: bool = False) -> str:
     """The balanced segment gather's source under `name` (same operands as `bag_kernel`, plus the
     constexprs FINE and COARSE = next_power_of_2(cdiv(num_bags, FINE)); launch BAG_PROGRAMS programs)."""
-    return _fill(_BALANCED, name, weighted)
+    return _fill(_BALANCED, name, weighted, padded)
 
 
-def bag_kernel(name: str = "embedding_bag_kernel", weighted: bool = False) -> str:
+def bag_kernel(name: str = "embedding_bag_kernel", weighted: bool = False, padded: bool = False) -> str:
     """The segment-gather kernel's source under `name` (a top-level `@triton.jit` function); with
-    `weighted`, a `psw_ptr` operand after `dim` (one weight per index, sum pooling)."""
-    return _fill(_KERNEL, name, weighted)
+    `weighted`, a `psw_ptr` operand after `dim` (one weight per index, sum pooling); with `padded`,
+    then a `pad_idx` operand (entries equal to it are left out, and out of a mean's count)."""
+    return _fill(_KERNEL, name, weighted, padded)
 
 
 def bag_launch(
-    name: str, operands: Sequence[str], mean: bool, last: bool, indent: str = "", weights: str | None = None
+    name: str,
+    operands: Sequence[str],
+    mean: bool,
+    last: bool,
+    indent: str = "",
+    weights: str | None = None,
+    padding_idx: int | None = None,
 ) -> str:
     """The launch of `bag_kernel(name)` (two lines, the second indented by `indent` + 4) over the
     caller's expressions `operands` = (table, idx, off, out, num_bags, n_idx, dim); the table and
     the output are contiguous [*, dim], `idx` and `off` 1-D; `weights` (1-D, one per index) for
-    `bag_kernel(name, weighted=True)`."""
+    `bag_kernel(name, weighted=True)`; `padding_idx` for `bag_kernel(name, padded=True)`."""
     table, idx, off, out, num_bags, n_idx, dim = operands
     w = f" {weights}," if weights is not None else ""
+    w += f" {padding_idx}," if padding_idx is not None else ""
     return (
         f"{name}[(triton.cdiv({num_bags}, BAG_GROUP),)]({table}, {idx}, {off}, {out}, {num_bags}, {n_idx}, "
         f"{dim},{w}\n{indent}    LAST={last}, MEAN={mean}, BAGS=BAG_GROUP, ROWS=ROW_BLOCK, "
@@ -186,17 +206,18 @@ def embedding_bag(
     bags: int = BAG_GROUP,
     rows: int = ROW_BLOCK,
     weights: str | None = None,
+    padding_idx: int | None = None,
 ) -> str:
     """A whole candidate: F.embedding_bag(idx, table, off, mode='mean' if mean else 'sum',
-    include_last_offset=last, per_sample_weights=weights) over 1-D indices; `table`, `idx`, `off`,
-    `weights` are forward-time expressions over `args`, `dtype` the output's (default the table's),
-    `init` rebuilds the model's parameters."""
+    include_last_offset=last, per_sample_weights=weights, padding_idx=padding_idx) over 1-D indices;
+    `table`, `idx`, `off`, `weights` are forward-time expressions over `args`, `dtype` the output's
+    (default the table's), `init` rebuilds the model's parameters."""
     if weights is not None and mean:
         raise ValueError("per-sample weights pool by sum only (as torch's embedding_bag)")
     init_body = "\n".join(f"        {line}" for line in ("super().__init__()", *init))
     operands = ("table", "idx", "off", "y", "num_bags", "idx.numel()", "table.shape[1]")
     psw = "psw" if weights is not None else None
-    launch = bag_launch("embedding_bag_kernel", operands, mean, last, " " * 8, weights=psw)
+    launch = bag_launch("embedding_bag_kernel", operands, mean, last, " " * 8, psw, padding_idx)
     out_dtype = dtype or "table.dtype"
     body = (
         f"        table = {table}.contiguous()\n"
@@ -213,7 +234,7 @@ def embedding_bag(
         + "\n"
         + constants(bags, rows)
         + "\n"
-        + bag_kernel(weighted=weights is not None)
+        + bag_kernel(weighted=weights is not None, padded=padding_idx is not None)
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{body}\n"
     )

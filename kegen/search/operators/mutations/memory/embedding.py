@@ -248,8 +248,10 @@ def balance(source: str) -> str:
     tail = lines[end - 1][call.end_col_offset or 0 :]
     lines[start:end] = [head + ast.unparse(new_call) + tail]
     first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)]) - 1
-    weighted = embedding.WEIGHTS_PARAM in {a.arg for a in fn.args.args}  # per-sample weights (sum)
-    lines[first : fn.end_lineno] = [embedding.balanced_kernel(fn.name, weighted).lstrip("\n")]
+    params = {a.arg for a in fn.args.args}  # per-sample weights (sum), a padding index
+    weighted, padded = embedding.WEIGHTS_PARAM in params, embedding.PAD_PARAM in params
+    kernel = embedding.balanced_kernel(fn.name, weighted, padded)
+    lines[first : fn.end_lineno] = [kernel.lstrip("\n")]
     out = "".join(lines)
     if re.search(r"^(BAG_FINE|BAG_PROGRAMS) = ", out, flags=re.M):
         raise MutationError("the module already defines BAG_FINE or BAG_PROGRAMS")
