@@ -106,10 +106,13 @@ def _persistent_range(it: ast.AST, pids: dict[str, int | None], nprogs: set[str]
         _is_program_id(n) is not None or (isinstance(n, ast.Name) and n.id in pids) for n in ast.walk(start)
     )
     by_count = any(
-        (isinstance(n, ast.Name) and n.id in nprogs) or ast.unparse(n).startswith("tl.num_programs(")
-        for n in ast.walk(step)
+        (isinstance(n, ast.Name) and n.id in nprogs) or _is_num_programs(n) for n in ast.walk(step)
     )
     return from_pid and by_count
+
+
+def _is_num_programs(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.num_programs"
 
 
 def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
@@ -121,7 +124,7 @@ def block_axes(fn: ast.FunctionDef) -> dict[str, int | None]:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
     ]
     loops = [node for node in ast.walk(fn) if isinstance(node, ast.For) and isinstance(node.target, ast.Name)]
-    nprogs = {t for t, v in assigns if ast.unparse(v).startswith("tl.num_programs(")}
+    nprogs = {t for t, v in assigns if _is_num_programs(v)}
     changed = True
     while changed:  # pid_m = tl.program_id(0); pid_m = pid // num_pid_n (axis unknown), through names too
         changed = False

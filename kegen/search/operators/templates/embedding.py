@@ -142,15 +142,15 @@ PAD_PARAM = "pad_idx"
 
 
 def _fill(template: str, name: str, weighted: bool, padded: bool = False) -> str:
-    pools = {}
+    parts = {}  # the pooling statement, the count's initial value, per indentation
     for key, ind in (("pool8", " " * 8), ("pool12", " " * 12)):
         pool = _WEIGHTED_POOL.format(ind=ind) if weighted else _POOL
-        pools[key] = ind + (_PADDED.format(ind=ind) + ind if padded else "") + pool
+        parts[key] = ind + (_PADDED.format(ind=ind) + ind if padded else "") + pool
     for key, ind in (("cnt4", " " * 4), ("cnt8", " " * 8)):
-        pools[key] = f"\n{ind}cnt = tl.zeros((BAGS,), dtype=tl.float32)" if padded else ""
+        parts[key] = f"\n{ind}cnt = tl.zeros((BAGS,), dtype=tl.float32)" if padded else ""
     count = "tl.maximum(cnt, 1.0)" if padded else "tl.maximum(ends - starts, 1).to(tl.float32)"
     wparam = (f" {WEIGHTS_PARAM}," if weighted else "") + (f" {PAD_PARAM}," if padded else "")
-    return template.format(name=name, pad=" " * (len(name) + 5), w=wparam, count=count, **pools)
+    return template.format(name=name, pad=" " * (len(name) + 5), w=wparam, count=count, **parts)
 
 
 def balanced_kernel(name: str = "embedding_bag_kernel", weighted: bool = False, padded: bool = False) -> str:

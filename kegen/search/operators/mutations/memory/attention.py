@@ -28,17 +28,11 @@ from functools import partial
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.mutations.memory.attention_persist import tile_scope
+from kegen.search.operators.mutations.memory.row_pipeline import assign_target
 
 FAMILY = "attention_exp2"
 PRIOR = 1.8
 LOG2E = "1.4426950408889634"
-
-
-def _single_name(st: ast.AST) -> str | None:
-    """The target of `NAME = value`, or None."""
-    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-        return st.targets[0].id
-    return None
 
 
 def _stores(node: ast.AST, name: str) -> bool:
@@ -63,7 +57,7 @@ def _dot_chain(fn: ast.FunctionDef, name: str) -> tuple[str, set[str]] | None:
             continue
         names.add(n)
         stores = [x for x in ast.walk(fn) if _stores(x, n)]
-        assigns = [st for st in ast.walk(fn) if _single_name(st) == n]
+        assigns = [st for st in ast.walk(fn) if assign_target(st) == n]
         if not assigns or len(assigns) != len(stores):  # a tuple target, a loop variable, an augmented store
             return None
         for st in assigns:
@@ -81,7 +75,7 @@ def _scaled_dot(fn: ast.FunctionDef, loop: ast.For) -> tuple[str, str, str, ast.
     """(S, Q, SCALE, the assignment, the names carrying the product) of `S = tl.dot(Q, K) * SCALE`
     directly in `loop`'s body, or of `S = D * SCALE` with D carrying such a product (`_dot_chain`)."""
     for st in loop.body:
-        target = _single_name(st)
+        target = assign_target(st)
         if target is None or not isinstance(st, ast.Assign):
             continue
         v = st.value
@@ -107,11 +101,11 @@ def _q_only_scaled(fn: ast.FunctionDef, q_name: str, s_assign: ast.Assign, carri
     scaling (directly or through the carried names): folding the scale into Q changes nothing else."""
     parents = {id(c): p for p in ast.walk(fn) for c in ast.iter_child_nodes(p)}
     scaled = s_assign.value.left  # type: ignore[attr-defined]
-    q_defs = {id(st) for st in fn.body if _single_name(st) == q_name}
+    q_defs = {id(st) for st in fn.body if assign_target(st) == q_name}
 
     def into_carried(node: ast.AST | None) -> bool:
         parent = parents.get(id(node))
-        target = _single_name(parent) if parent is not None else None
+        target = assign_target(parent) if parent is not None else None
         return target is not None and target in carried
 
     for n in ast.walk(fn):

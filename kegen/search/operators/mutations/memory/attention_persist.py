@@ -38,7 +38,13 @@ from kegen.search.operators.mutations.base import Mutation, MutationError, jit_f
 from kegen.search.operators.mutations.blocks import find_blocks, set_block
 from kegen.search.operators.mutations.grids import grid_expr
 from kegen.search.operators.mutations.launches import launches
-from kegen.search.operators.mutations.memory.row_pipeline import call_arg, call_name, parse_expr
+from kegen.search.operators.mutations.memory.row_pipeline import (
+    _fresh,
+    assign_target,
+    call_arg,
+    call_name,
+    parse_expr,
+)
 
 FAMILY = "attention_persist"
 PRIOR = 1.6  # below the score-ahead (2.2) and exp2 (1.8) moves: persistent last carries the first K tile too
@@ -75,7 +81,7 @@ def tile_prefetch_index(body: list[ast.stmt]) -> int | None:
     (where the next tile's loads start), else None. A move that adds loads before the key loop puts them
     ahead of it: the next tile's loads queue behind this tile's first ones, not in front of them."""
     for i, st in enumerate(body):
-        target = _single_target(st)
+        target = assign_target(st)
         v = getattr(st, "value", None)
         if (
             target is not None
@@ -98,18 +104,13 @@ def _program_id_axis(node: ast.AST) -> int | None:
     return None
 
 
-def _assigned_once(fn: ast.FunctionDef) -> dict[str, int]:
+def _store_counts(fn: ast.FunctionDef) -> dict[str, int]:
+    """How many times each name is assigned in `fn`."""
     counts: dict[str, int] = {}
     for n in ast.walk(fn):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             counts[n.id] = counts.get(n.id, 0) + 1
     return counts
-
-
-def _single_target(st: ast.stmt) -> str | None:
-    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-        return st.targets[0].id
-    return None
 
 
 def _plan(fn: ast.FunctionDef) -> _Plan:
@@ -127,10 +128,10 @@ def _plan(fn: ast.FunctionDef) -> _Plan:
     if any(call_name(n) in ("tl.num_programs", "tl.atomic_add", "tl.atomic_cas", "tl.atomic_xchg")
            for n in ast.walk(fn)):
         raise MutationError(f"{fn.name} reads the program count or uses atomics")
-    counts = _assigned_once(fn)
+    counts = _store_counts(fn)
     axes: dict[int, str] = {}
     for st in fn.body[:li]:
-        target = _single_target(st)
+        target = assign_target(st)
         axis = _program_id_axis(st.value) if target and isinstance(st, ast.Assign) else None
         if axis is not None and target is not None:
             if axis in axes or axis not in (0, 1) or counts.get(target) != 1:
@@ -145,7 +146,7 @@ def _plan(fn: ast.FunctionDef) -> _Plan:
     loads: list[int] = []
     tile_names = {axes[0], axes[1]}
     for i, st in enumerate(fn.body[:li]):
-        target = _single_target(st)
+        target = assign_target(st)
         if target is None or not isinstance(st, ast.Assign):
             continue
         value = st.value
@@ -207,15 +208,6 @@ def _check_free(load: ast.Call, allowed: set[str]) -> None:
         raise MutationError(f"the carried load `{ast.unparse(load)}` reads {free}, assigned more than once")
 
 
-def _fresh(taken: set[str], name: str) -> str:
-    out, k = name, 1
-    while out in taken:
-        k += 1
-        out = f"{name}{k}"
-    taken.add(out)
-    return out
-
-
 @dataclass
 class _Names:
     """The fresh names the persistent form introduces."""
@@ -266,7 +258,7 @@ def _persist_kernel(fn: ast.FunctionDef, plan: _Plan, nm: _Names, taken: set[str
     for i, st in enumerate(fn.body[: plan.loop]):
         if isinstance(st, ast.Assign) and _program_id_axis(st.value) is not None:
             continue
-        target = _single_target(st)
+        target = assign_target(st)
         if i not in plan.loads or target is None or not isinstance(st, ast.Assign):
             body.append(st)
             continue

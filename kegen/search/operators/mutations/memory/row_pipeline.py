@@ -44,6 +44,13 @@ def loop_step(loop: ast.For) -> str:
     return ast.unparse(it.args[2]) if len(it.args) == 3 else "1"
 
 
+def assign_target(st: ast.AST) -> str | None:
+    """The target of `NAME = value`, or None."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+        return st.targets[0].id
+    return None
+
+
 def call_name(n: ast.AST) -> str:
     return ast.unparse(n.func) if isinstance(n, ast.Call) else ""
 
