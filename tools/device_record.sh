@@ -11,7 +11,8 @@
 # then, here: copy mtia_*state.tar.gz back into .devcarry/ (the next command resumes from them) and
 # unpack gpu_results.tgz in the checkout (the nvidia records travel as untracked files).
 #
-# Knobs (environment): MTIA_ONLY / MTIA_BUDGET / MTIA_JOBS (problems other than attention),
+# Knobs (environment): MTIA_SUITE (default production; e.g. holdout, with MTIA_ONLY its problems and
+# ATTN=0) / MTIA_ONLY / MTIA_BUDGET / MTIA_JOBS / MTIA_AT_ONCE (problems other than attention),
 # ATTN_BUDGET / ATTN_JOBS (attention_fwd_fp16, searched apart with its own budget), GPU_ONLY /
 # GPU_BUDGET / GPU_SEARCH / GPU_NAME, DEADLINE (s after setup: no new work after it), MTIA=0, ATTN=0
 # or GPU=0 to leave a side out, MTIA_NAME (the mtia state archive's name, default mtia).
@@ -23,7 +24,9 @@ CARRY=${CARRY:-.devcarry}
 ALL=gemm_fp16_512,gemm_bf16_1024,gemm_fp16_2048,gemm_bf16_4096,linear_bias_relu_fp16,linear_bias_gelu_bf16
 ALL=$ALL,bmm_fp16,embedding_bag_sum_fp16,embedding_bag_mean_fp32,jagged_sum_fp32,jagged_softmax_fp32
 ALL=$ALL,jagged_to_padded_fp16,layer_norm_bf16,rms_norm_fp16,softmax_fp32,conv1d_fp16,conv2d_fp16
+MTIA_SUITE=${MTIA_SUITE:-production}
 MTIA_ONLY=${MTIA_ONLY:-$ALL}
+MTIA_AT_ONCE=${MTIA_AT_ONCE:-4}
 MTIA_BUDGET=${MTIA_BUDGET:-30}
 MTIA_JOBS=${MTIA_JOBS:-10}
 ATTN_BUDGET=${ATTN_BUDGET:-50}
@@ -52,7 +55,7 @@ echo "setup $(($(date +%s) - t0)) s" | tee -a "$OUT/setup.log"
 mtia_record() {  # name problems budget jobs at_once
     local name=$1
     [ -f "$CARRY/${name}_state.tar.gz" ] && cp "$CARRY/${name}_state.tar.gz" "$OUT/"
-    timeout -s TERM $((DEADLINE + 90)) python3 tools/record_production.py --only "$2" --budget "$3" \
+    timeout -s TERM $((DEADLINE + 90)) python3 tools/record_production.py --suite "$MTIA_SUITE" --only "$2" --budget "$3" \
         --jobs "$4" --problems-at-once "$5" --skip-done --deadline "$DEADLINE" --drain 70 \
         --no-compile-baseline --work-dir "/tmp/$name" --archive "$OUT/${name}_state.tar.gz" \
         --out "/tmp/res/$name" >"$OUT/$name.log" 2>&1
@@ -60,7 +63,7 @@ mtia_record() {  # name problems budget jobs at_once
 }
 pids=()
 if [ "$MTIA" = 1 ]; then
-    mtia_record "$MTIA_NAME" "$MTIA_ONLY" "$MTIA_BUDGET" "$MTIA_JOBS" 4 &
+    mtia_record "$MTIA_NAME" "$MTIA_ONLY" "$MTIA_BUDGET" "$MTIA_JOBS" "$MTIA_AT_ONCE" &
     pids+=($!)
 fi
 if [ "$MTIA" = 1 ] && [ "$ATTN" = 1 ]; then

@@ -1,0 +1,34 @@
+"""GEMM C = A @ B, M 1536 x N 768 x K 1024 in float16 (float32 accumulation, float16 output)."""
+
+import os
+
+import torch
+import torch.nn as nn
+
+_SCALE = float(os.environ.get("KEGEN_SUITE_SCALE", "1"))
+
+
+def _size(n, multiple=16):
+    """`n` times KEGEN_SUITE_SCALE (tests run reduced shapes), a positive multiple of `multiple`."""
+    return max(multiple, round(n * _SCALE / multiple) * multiple)
+
+
+M = _size(1536)
+N = _size(768)
+K = _size(1024)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, a, b):
+        return torch.matmul(a.float(), b.float()).to(a.dtype)
+
+
+def get_inputs():
+    return [torch.randn(M, K, dtype=torch.float16), torch.randn(K, N, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
