@@ -60,6 +60,7 @@ mtia_record() {  # name problems budget jobs at_once
         --no-compile-baseline --work-dir "/tmp/$name" --archive "$OUT/${name}_state.tar.gz" \
         --out "/tmp/res/$name" >"$OUT/$name.log" 2>&1
     echo "$name: rc $? after $(($(date +%s) - t0)) s" >>"$OUT/setup.log"
+    cp -r /tmp/res/"$name".md /tmp/res/"$name".json /tmp/res/"$name"_kernels "$OUT/" 2>/dev/null
 }
 pids=()
 if [ "$MTIA" = 1 ]; then

@@ -56,6 +56,19 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "docs" / "results"
 
 
+def keep_best_kernels(data: dict, folder: Path) -> int:
+    """Copy each searched problem's best kernel beside the record (`<out>_kernels/<problem>.py`), so the
+    figures can be re-checked after the work folder is gone; how many were copied."""
+    kept = 0
+    for p in data.get("problems", []):
+        src = Path(p.get("best_path") or "")
+        if p.get("best_source") == "search" and src.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{p['name']}.py").write_text(src.read_text())
+            kept += 1
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="production")
@@ -133,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(js.read_text())
     data["command"] = command
     js.write_text(json.dumps(data, indent=2) + "\n")
+    kept = keep_best_kernels(data, args.out.parent / (args.out.name + "_kernels"))
+    if kept:
+        print(f"kept {kept} best kernels in {args.out.name}_kernels/")
     if args.archive is not None and args.work_dir.is_dir():
         pack(args.work_dir, args.archive)
         print(f"packed {args.work_dir} into {args.archive}")

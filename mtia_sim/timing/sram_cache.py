@@ -6,10 +6,12 @@ bandwidth and latency. The model is a line-granular LRU cache over device addres
 
 - `mode="cache"` (default): cold at the start of each launch (inputs were just written by the host);
   a DRAM read of a resident line is a hit (SRAM bytes), of any other line a miss (DRAM bytes, and the
-  line is filled into the SRAM when the command completes). A miss on a line whose fill is already
-  in flight merges with it (as a cache's miss-status registers do): SRAM bytes, but the command
-  cannot complete before that fill. Writes are write-through with allocate: they cost DRAM
-  bandwidth and leave the line resident, so a later read hits.
+  line is filled into the SRAM when the command completes). A miss moves the whole line from DRAM,
+  so a command pays at least its missed lines' bytes (a read covering part of a line pays the
+  line). A miss on a line whose fill is already in flight merges with it (as a cache's miss-status
+  registers do): SRAM bytes, but the command cannot complete before that fill. Writes are
+  write-through with allocate: they cost DRAM bandwidth and leave the line resident, so a later read
+  hits.
 - `mode="resident"`: the launch's tensors were placed in the SRAM scratchpad before it started (the
   ISCA'25 GEMM figure, "operands resident on chip"): every DRAM access is served by the SRAM while the
   launch's footprint fits `capacity`; beyond that, accesses to lines that no longer fit go to DRAM.
@@ -157,12 +159,17 @@ class SramCache:
         st = self.stats
         if dram_r:
             spans = [s for s in ev.spans if not s.write and s.level == MemLevel.DRAM]
+            missed_before = st.miss_lines
             hit_b = dram_r * self._access(spans, fill_id, routed, write=False)
-            read[MemLevel.DRAM] = dram_r - hit_b
+            # a missed line is filled whole, so DRAM moves at least its bytes: a read that covers
+            # part of a line pays the line, and the neighbour that hits on the rest got it paid for
+            # (charging only the command's share let misaligned rows read half their bytes free)
+            miss_b = max(dram_r - hit_b, float((st.miss_lines - missed_before) * self.line))
+            read[MemLevel.DRAM] = miss_b
             read[MemLevel.SRAM] = read.get(MemLevel.SRAM, 0.0) + hit_b
             st.read_hit_bytes += hit_b
-            st.read_miss_bytes += dram_r - hit_b
-            routed.sram_fill += dram_r - hit_b
+            st.read_miss_bytes += miss_b
+            routed.sram_fill += miss_b
         if dram_w:
             spans = [s for s in ev.spans if s.write and s.level == MemLevel.DRAM]
             kept = dram_w * self._access(spans, fill_id, routed, write=True)

@@ -125,6 +125,25 @@ def test_concurrent_misses_on_the_same_lines_merge():
     assert all(c.end >= filler.end for c in merged)  # they wait for the data
 
 
+@pytest.mark.parametrize("use_native", [True, False])
+def test_misaligned_reads_pay_every_line_they_fill(use_native: bool) -> None:
+    """Rows that straddle cache lines: each miss fills a whole line from DRAM, so reads split across
+    commands never move fewer DRAM bytes than the lines they touch (charging each command only its
+    share of a line let a misaligned GEMM run faster than its DRAM roofline)."""
+    line = M.sram_line_bytes
+    rows = 16
+    evs = []
+    for i in range(rows):  # consecutive `line`-byte reads starting half a line in: each covers 2 lines
+        evs += [dma(line, local_addr=i * line, mem_addr=BASE + line // 2 + i * line), fence()]
+    r = _run([program(0, evs)], use_native=use_native)
+    assert r.counters.bandwidth["dram"]["bytes"] == (rows + 1) * line  # every line touched, once
+    assert r.commands[0].bytes_read == {MemLevel.DRAM: 2 * line}
+    assert all(c.bytes_read[MemLevel.DRAM] == line for c in r.commands[1:])
+    aligned = _run([program(0, [dma(line, local_addr=i * line, mem_addr=BASE + i * line)
+                                for i in range(rows)])], use_native=use_native)
+    assert aligned.counters.bandwidth["dram"]["bytes"] == rows * line
+
+
 def test_writes_go_through_to_dram_and_allocate():
     n = 32 * KB
     evs = [dma(n, src=MemLevel.LOCAL, dst=MemLevel.DRAM, mem_addr=BASE), fence(),

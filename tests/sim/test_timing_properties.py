@@ -112,8 +112,11 @@ def test_random_parameters_change_only_time(seed):
     for name in UNIT_NAMES:
         a, b = ref.counters.totals[name], other.counters.totals[name]
         assert (a.commands, a.flops, a.elements) == (b.commands, b.flops, b.elements)
-        # the SRAM cache moves DRAM bytes to the SRAM (how many depends on timing); totals stay
-        assert sum(a.bytes_read.values()) == pytest.approx(sum(b.bytes_read.values()))
+        # the SRAM cache moves DRAM bytes to the SRAM (how many depends on timing); a missed line is
+        # filled whole, so read totals never fall below what the commands read (the events' bytes)
+        read = sum(sum(c.event.bytes_read.values()) for c in ref.commands if c.event.unit.name == name)
+        assert sum(a.bytes_read.values()) >= read * (1 - 1e-12)
+        assert sum(b.bytes_read.values()) >= read * (1 - 1e-12)
         assert sum(a.bytes_written.values()) == pytest.approx(sum(b.bytes_written.values()))
         for level in ("local", "remote_local"):
             assert a.bytes_read.get(level, 0) == b.bytes_read.get(level, 0)
@@ -139,10 +142,12 @@ def test_counters_add_up(seed):
     dram = sum(rec.bytes_read.get("dram", 0) + rec.bytes_written.get("dram", 0) for rec in r.commands)
     dram += sum(p.mem_bytes.get("dram", 0) for p in r.programs)  # scalar loads and stores
     assert c.roofline.dram_bytes == pytest.approx(dram)
-    # every command's DRAM bytes are served by the DRAM or (cache hits) by the SRAM
+    # every command's DRAM bytes are served by the DRAM or (cache hits) by the SRAM; a missed line
+    # is filled whole, which adds at most one line per miss
     served = sum(sum(rec.bytes_read.values()) + sum(rec.bytes_written.values()) for rec in r.commands)
     asked = sum(sum(e.bytes_read.values()) + sum(e.bytes_written.values()) for e in events)
-    assert served == pytest.approx(asked)
+    misses = r.sram_cache.miss_lines if r.sram_cache is not None else 0
+    assert asked * (1 - 1e-12) <= served <= asked + misses * m.sram_line_bytes
     busy = 0.0  # a unit is busy while any of its commands runs (DMA commands may overlap)
     by_unit: dict[tuple, list] = {}
     for rec in r.commands:

@@ -265,14 +265,18 @@ int cache_route(Cache *c, const Trace *t, const CmdStatic *cs, i64 fill_id, Rout
     r->read = cs->br; r->written = cs->bw;
     r->sram_fill = 0.0; r->fill_id = 0; r->nfill = 0; r->nwaits = 0;
     if (dram_r != 0) {
+        i64 missed_before = c->miss_lines;
         double f = access(c, t, cs, 0, fill_id, r);
         if (f < 0) return -1;
         double hit = dram_r * f;
-        ld_set(&r->read, LV_DRAM, dram_r - hit);
+        /* a missed line is filled whole: DRAM moves at least its bytes (sram_cache.route) */
+        double fills = (double)((c->miss_lines - missed_before) * c->line);
+        double miss = dram_r - hit > fills ? dram_r - hit : fills;
+        ld_set(&r->read, LV_DRAM, miss);
         ld_set(&r->read, LV_SRAM, ld_get(&r->read, LV_SRAM) + hit);
         c->read_hit += hit;
-        c->read_miss += dram_r - hit;
-        r->sram_fill += dram_r - hit;
+        c->read_miss += miss;
+        r->sram_fill += miss;
     }
     if (dram_w != 0) {
         double f = access(c, t, cs, 1, fill_id, r);

@@ -1,4 +1,5 @@
-"""GEMM C = A @ B, 1000x1000x1000 in bfloat16 (no dimension a multiple of 16) (float32 accumulation, bfloat16 output)."""
+"""GEMM C = A @ B, 1000x1000x1000 in bfloat16 (no dimension a multiple of 16; float32 accumulation,
+bfloat16 output)."""
 
 import os
 
