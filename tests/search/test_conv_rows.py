@@ -67,8 +67,9 @@ def test_a_strided_convolution_is_refused() -> None:
 def test_row_tiles_are_correct_on_the_simulator(
     tmp_path: Path, d: int, shape: str, c_in: int, c_out: int, k: int, pad: int
 ) -> None:
-    """Ragged channels (40 of a 128 block, 24 of 64), ragged rows (12 of 16 columns), a 5-tap 1-D
-    kernel and a convolution without padding (smaller output) are all computed exactly."""
+    """Ragged channels (40 of a 64 block, 24 of 32: the launch narrows the blocks to the channels),
+    ragged rows (12 of 16 columns), a 5-tap 1-D kernel and a convolution without padding (smaller
+    output) are all computed exactly."""
     problem = tmp_path / "problem.py"
     problem.write_text(PROBLEM.format(d=d, shape=shape, c_in=c_in, c_out=c_out, k=k, pad=pad))
     seed = _seed(f"conv{d}d_fp16").replace("padding=kernel_size // 2)", f"padding={pad})")

@@ -68,10 +68,13 @@ LAUNCH = """
         y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
                         device=x.device)
         bw = min(CONVR_BLOCK_W, triton.next_power_of_2(ow))
-        grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, CONVR_BLOCK_CO))
+        # blocks no wider than the channels (few input or output channels leave less of a tile masked)
+        bci = min(CONVR_BLOCK_CI, max(16, triton.next_power_of_2(c_in)))
+        bco = min(CONVR_BLOCK_CO, max(16, triton.next_power_of_2(c_out)))
+        grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, bco))
         conv_rows_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow,
                                KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
-                               BLOCK_CO=CONVR_BLOCK_CO, BLOCK_CI=CONVR_BLOCK_CI, BLOCK_W=bw,
+                               BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                num_stages={stages}, dual_core={dual})
         return y
 """
