@@ -7,24 +7,17 @@ KEGEN_SUITE_SCALE=1/16; its searches are recorded by tools/record_production.py 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
 
 import pytest
-import torch
 
-from kegen.eval.loader import load_candidate, load_problem
+from kegen.eval.loader import load_problem
 from kegen.suites import GEMM_CLASSES, SUITE_FILE, find_suite
 from kegen.suites.interpreter import check_problems
+from tests.suites.checks import check_declared_dtype
 
 HOLDOUT = find_suite("holdout")
 PRODUCTION = find_suite("production")
 PROBLEMS = {p.name: p for p in HOLDOUT.problems}
-
-
-@pytest.fixture
-def small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("KEGEN_SUITE_SCALE", "0.0625")
-    yield
 
 
 def test_manifest_matches_the_folders_and_the_production_targets() -> None:
@@ -49,17 +42,7 @@ def test_no_problem_repeats_a_production_shape() -> None:
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_inputs_and_reference_have_the_declared_dtype(name: str, small: None) -> None:
-    p = PROBLEMS[name]
-    problem = load_problem(p.problem_path)
-    torch.manual_seed(0)
-    model = problem.model_cls(*problem.get_init_inputs())
-    inputs = problem.get_inputs()
-    floating = [t for t in inputs if isinstance(t, torch.Tensor) and t.is_floating_point()]
-    assert floating and all(t.dtype == getattr(torch, p.dtype) for t in floating)
-    with torch.no_grad():
-        out = model(*inputs)
-    assert out.dtype == getattr(torch, p.dtype) and torch.isfinite(out.float()).all()
-    assert isinstance(load_candidate(p.seed_path), type)
+    check_declared_dtype(PROBLEMS[name])
 
 
 @pytest.mark.slow

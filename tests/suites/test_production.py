@@ -7,27 +7,19 @@ references run at KEGEN_SUITE_SCALE=1/16, the scale knob the problems read.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import torch
 
-from kegen.eval.loader import load_candidate, load_problem
+from kegen.eval.loader import load_problem
 from kegen.eval.trusted.roofline import problem_bytes, tensor_bytes
 from kegen.suites import GEMM_CLASSES, SUITE_FILE, SuiteProblem, find_suite
 from kegen.suites.interpreter import check_problems
+from tests.suites.checks import check_declared_dtype
 
-SCALE_ENV = "KEGEN_SUITE_SCALE"
-SMALL = "0.0625"
 SUITE = find_suite("production")
 PROBLEMS = {p.name: p for p in SUITE.problems}
-
-
-@pytest.fixture
-def small(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv(SCALE_ENV, SMALL)
-    yield
 
 
 def _sizes(p: SuiteProblem) -> dict[str, int]:
@@ -81,23 +73,9 @@ def test_memory_bound_problems_are_at_production_sizes() -> None:
         assert needed in names
 
 
-def _floating(values: list[Any]) -> list[torch.Tensor]:
-    return [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
-
-
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_inputs_and_reference_have_the_declared_dtype_at_reduced_scale(name: str, small: None) -> None:
-    p = PROBLEMS[name]
-    problem = load_problem(p.problem_path)
-    torch.manual_seed(0)
-    model = problem.model_cls(*problem.get_init_inputs())
-    inputs = problem.get_inputs()
-    assert _floating(inputs) and all(t.dtype == getattr(torch, p.dtype) for t in _floating(inputs))
-    with torch.no_grad():
-        out = model(*inputs)
-    assert isinstance(out, torch.Tensor) and out.dtype == getattr(torch, p.dtype)
-    assert torch.isfinite(out.float()).all()
-    assert isinstance(load_candidate(p.seed_path), type)  # the seed imports and defines ModelNew
+    check_declared_dtype(PROBLEMS[name])
 
 
 @pytest.mark.parametrize("name", ["jagged_sum_fp32", "embedding_bag_mean_fp32"])
