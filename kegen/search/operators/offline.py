@@ -45,6 +45,7 @@ from kegen.search.operators.mutations.memory import (
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
+from kegen.search.operators.mutations.wave_tiles import wave_tile_mutations
 from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.operators.templates.conv_stationary import stationary_mutations
 from kegen.search.operators.templates.linear_stationary import stationary_mutations as linear_mutations
@@ -116,6 +117,7 @@ class OfflineOperator(Operator):
         if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
             plans += moves(conv_mutations) + moves(stationary_mutations)
             plans += moves(gemm_plan_mutations) + moves(linear_mutations)
+            plans += moves(wave_tile_mutations, ctx.profile)  # tiles that fill every wave of PEs
         if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
             plans += moves(gpu_mutations)
         # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
