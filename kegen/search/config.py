@@ -24,6 +24,8 @@ class PolicyConfig:
     `exploration`: UCB1's constant c. `widening`: UCT expands a node again while its number of
     children is below `widening * visits ** 0.5`. `epsilon`: greedy's chance of a random parent.
     `islands`, `tournament`, `migration_every`: the evolutionary policy's population layout.
+    `expand_best`: UCT expands the best correct node as soon as it is found (an incumbent without
+    children is chosen before the UCB descent; docs/DECISIONS.md D42).
     """
 
     name: str = "uct"
@@ -35,6 +37,7 @@ class PolicyConfig:
     tournament: int = 3
     migration_every: int = 6
     debug_probability: float = 0.0
+    expand_best: bool = True
 
 
 @dataclass(frozen=True)

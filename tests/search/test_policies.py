@@ -79,10 +79,32 @@ def test_uct_widening_expands_a_node_with_few_children(store) -> None:
     run = new_run(store)
     root = _add(store, run, None, 1.0)
     _add(store, run, root, 2.0)
-    wide = UctPolicy(PolicyConfig(name="uct", draft_children=1, widening=10.0), random.Random(0))
+    cfg = {"name": "uct", "draft_children": 1, "expand_best": False}
+    wide = UctPolicy(PolicyConfig(**cfg, widening=10.0), random.Random(0))
     assert wide.select(_view(store, run)).parent_id == root
-    narrow = UctPolicy(PolicyConfig(name="uct", draft_children=1, widening=0.1), random.Random(0))
+    narrow = UctPolicy(PolicyConfig(**cfg, widening=0.1), random.Random(0))
     assert narrow.select(_view(store, run)).parent_id != root
+
+
+def test_uct_expands_a_new_best_once_before_descending(store) -> None:
+    """The hold-out GEMM's tree: the best kernel (a plan under a weak 128x128 branch) sat unexpanded
+    for 16 evaluations while UCB's means and widening chose elsewhere."""
+    run = new_run(store)
+    root = _add(store, run, None, 1.0)
+    weak = _add(store, run, root, 1.15)
+    strong = _add(store, run, root, 1.3)
+    for _ in range(4):  # a well-valued sibling branch
+        _add(store, run, strong, 1.35)
+    _add(store, run, weak, 1.0)
+    best = _add(store, run, weak, 1.6)  # found under the weak branch, no children yet
+    cfg = {"name": "uct", "draft_children": 1, "exploration": 0.5}
+    plain = UctPolicy(PolicyConfig(**cfg, expand_best=False), random.Random(0))
+    assert plain.select(_view(store, run)).parent_id != best  # the mean of `weak` hides it
+    pol = UctPolicy(PolicyConfig(**cfg), random.Random(0))
+    assert pol.select(_view(store, run)).parent_id == best
+    _add(store, run, best, 1.5)  # once it has a child, UCB decides again
+    assert pol.select(_view(store, run)).parent_id == plain.select(_view(store, run)).parent_id
+    assert pol.select(_view(store, run, exhausted=[best])).parent_id != best
 
 
 def test_islands_take_turns_and_migrate(store) -> None:

@@ -134,7 +134,8 @@ def test_moves_are_offered_only_where_a_wave_is_partial() -> None:
     # 128 programs: two full waves as they are; doubled blocks give 64 (one full wave): nothing
     assert wave_tile_mutations(src, _profile("matmul_kernel", 128)) == []
     balanced = wave_tiles(src, "matmul_kernel", 64)
-    assert wave_tile_mutations(balanced, _profile("matmul_kernel", 72)) == []
+    again = [m.name for m in wave_tile_mutations(balanced, _profile("matmul_kernel", 72))]
+    assert again and all(n.startswith("wave_tiles_regrow") for n in again)  # not balanced twice
     # no dot, no move
     assert wave_tile_mutations(_seed("softmax_fp32"), _profile("softmax_kernel", 72)) == []
 
@@ -171,3 +172,17 @@ def test_balanced_bmm_and_doubled_block_are_correct_on_the_simulator(tmp_path: P
     assert "BM, BN, BK = (128, 64, 32)" in out and "(M, N), (BM, BN), batch, pes=16)" in out
     res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
     assert res.status.value == "ok", res.message
+
+
+def test_a_balanced_kernel_over_several_waves_regrows_its_blocks() -> None:
+    """Balanced 64x64 blocks in two waves: doubling a block halves the waves, the spans follow at run
+    time (the grid and the kernel stay as the balance wrote them)."""
+    balanced = wave_tiles(_seed("gemm_fp16_2048"), "matmul_kernel", 64)
+    muts = {m.name: m for m in wave_tile_mutations(balanced, _profile("matmul_kernel", 128))}
+    assert set(muts) == {
+        "wave_tiles_regrow+2xBLOCK_M@matmul_kernel",
+        "wave_tiles_regrow+2xBLOCK_N@matmul_kernel",
+    }
+    out = muts["wave_tiles_regrow+2xBLOCK_M@matmul_kernel"].apply(balanced)
+    assert "BM, BN, BK = (128, 64, 32)" in out and "triton.cdiv(M, block_m_span)" in out
+    assert wave_tile_mutations(balanced, _profile("matmul_kernel", 64)) == []  # one wave already

@@ -11,11 +11,19 @@ from kegen.search.store import Node
 class UctPolicy(Policy):
     """Descend from the root by UCB1 = Q/N + c*sqrt(ln N_parent / N), Q normalised by the best
     fitness found; stop and expand a node while it has fewer than `widening * sqrt(N)` children.
-    Pending children count as visited (a virtual loss), so parallel selections spread out."""
+    Pending children count as visited (a virtual loss), so parallel selections spread out.
+
+    With `expand_best`, the best correct node is chosen first while it has no children (pending
+    ones included): UCB's means dilute a new best found under a weak sibling branch, and progressive
+    widening keeps adding siblings above it, so without this a budget-20 search could end without
+    ever mutating its own best kernel (D42)."""
 
     name = "uct"
 
     def choose(self, tree: TreeView) -> Selection:
+        best = tree.best() if self.config.expand_best else None
+        if best is not None and best.id not in tree.exhausted and not tree.children.get(best.id):
+            return Selection(best.id)
         node = tree.root
         norm = tree.max_fitness()
         while True:

@@ -363,17 +363,19 @@ def _quantized(programs: int, pes: int) -> bool:
 def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
     """`wave_tiles` for each dot kernel whose measured launch leaves PEs idle in a wave, with its
     blocks as they are and with one tiled block doubled (fewer, larger programs that the spans then
-    spread over every PE), when that still fits the local store."""
+    spread over every PE), when that still fits the local store. A kernel balanced already gets its
+    span blocks doubled while its programs take more than one wave (the spans follow at run time)."""
     tree = ast.parse(source)
     muts: list[Mutation] = []
     for fn in jit_functions(tree):
         kernel = fn.name
-        if not _uses_dot(source, kernel) or any(a.arg.endswith(SPAN) for a in fn.args.args):
-            continue
         measured = _measured(profile, kernel)
-        if measured is None:
+        if not _uses_dot(source, kernel) or measured is None:
             continue
         programs, pes = measured
+        if any(a.arg.endswith(SPAN) for a in fn.args.args):
+            muts.extend(_regrow_mutations(source, fn, programs, pes))
+            continue
         tiled = [s for s in find_blocks(source) if s.kernel == kernel and s.axis is not None and s.index == 0]
         params = constexpr_params(fn)
         if not tiled or any(s.param not in params for s in tiled):
@@ -392,6 +394,43 @@ def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
         except (MutationError, SyntaxError, ValueError, KeyError):
             continue
         out.append(m)
+    return out
+
+
+def _regrow_mutations(source: str, fn: ast.FunctionDef, programs: int, pes: int) -> list[Mutation]:
+    """Double one block of a balanced kernel whose programs need several waves: the launcher's spans
+    then cover the extents in fewer, larger programs (a 128x128 kernel balanced to two waves of 96x96
+    becomes one wave of 192x96 in 256x128 blocks)."""
+    if programs <= pes:
+        return []
+    spans = {a.arg for a in fn.args.args if a.arg.endswith(SPAN)}
+    sites = [s for s in find_blocks(source) if s.kernel == fn.name and _span_name(s.param) in spans]
+    out = []
+    for site in sites:
+        changes = [(site, site.value * 2)]
+
+        def apply(src: str, changes: list[Any] = changes, kernel: str = fn.name) -> str:
+            out = set_blocks(src, changes)
+            if not still_fits(src, out, kernel):
+                raise MutationError("the doubled block does not fit the local store")
+            return out
+
+        out.append(
+            Mutation(
+                name=f"wave_tiles_regrow+2x{site.param}@{fn.name}",
+                family="wave_tiles",
+                description=(
+                    f"wave-balanced {fn.name} with {site.param} {site.value} -> {site.value * 2}: fewer "
+                    f"waves of larger programs, the runtime spans still filling every PE"
+                ),
+                apply=apply,
+                helps=("memory", "latency"),
+                prior=1.7,
+                remedies=("balance", "fewer_bytes", "bigger_commands"),
+                costs=(),
+                kernel=fn.name,
+            )
+        )
     return out
 
 
