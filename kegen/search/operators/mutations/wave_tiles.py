@@ -116,8 +116,9 @@ def _pid_vars(fn: ast.FunctionDef) -> dict[str, tuple[int, int]]:
             and ast.unparse(stmt.value.func) == "tl.program_id"
             and stmt.value.args
             and isinstance(stmt.value.args[0], ast.Constant)
+            and isinstance(stmt.value.args[0].value, int)
         ):
-            out[stmt.targets[0].id] = (int(stmt.value.args[0].value), i)
+            out[stmt.targets[0].id] = (stmt.value.args[0].value, i)
     return out
 
 
