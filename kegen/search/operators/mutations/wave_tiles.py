@@ -20,6 +20,7 @@ against the problem's extents stay as they were.
 from __future__ import annotations
 
 import ast
+import copy
 from typing import Any
 
 from kegen.search.operators.mutations.base import (
@@ -37,7 +38,7 @@ from kegen.search.operators.mutations.blocks import (
     set_blocks,
     still_fits,
 )
-from kegen.search.operators.mutations.grids import bindings, grid_element
+from kegen.search.operators.mutations.grids import bindings
 
 HELPER = "_kegen_wave_spans"
 SPAN = "_span"  # suffix of the kernel parameter that carries a block's span (`BLOCK_M` -> `block_m_span`)
@@ -45,26 +46,31 @@ MAX_WAVES = 4  # beyond this many waves one partial wave costs little; the block
 GRANULE = 16  # spans are multiples of this many elements (or of the block, when smaller)
 
 HELPER_SOURCE = f'''
-def {HELPER}(extents, blocks, others=1, pes=64, granule={GRANULE}, max_waves={MAX_WAVES}):
+def {HELPER}(extents, blocks, grid=1, pes=64, granule={GRANULE}, max_waves={MAX_WAVES}):
     """Elements each program covers along each tiled axis (written by kegen's `wave_tiles` move).
 
-    Each span is at most its block and a multiple of `granule`; the spans give as many programs as
-    fill the waves of `pes` programs that the blocks need (every PE busy in every wave), the least
-    masked such spans when several do. The blocks themselves when they fill their waves already,
-    need more than `max_waves`, or tile more than two axes."""
+    `grid` is the launch's grid with the blocks (its programs beyond the tiles' count, a batch
+    axis, multiply every choice). Each span is at most its block and a multiple of `granule`; the
+    spans give as many programs as fill the waves of `pes` programs that the blocks need (every PE
+    busy in every wave), the least masked such spans when several do. The blocks themselves when
+    they fill their waves already, need more than `max_waves`, or tile more than two axes."""
 
     def cdiv(a, b):
         return -(-a // b)
 
     extents, blocks = [int(e) for e in extents], [int(b) for b in blocks]
     counts = [cdiv(e, b) for e, b in zip(extents, blocks)]
-    total = int(others)
+    total = 1
+    for g in grid if isinstance(grid, (tuple, list)) else (grid,):
+        total *= int(g)
+    tiles = 1
     for c in counts:
-        total *= c
+        tiles *= c
+    others = total // tiles if tiles else 1
     waves = cdiv(total, pes)
     if total == 0 or total % pes == 0 or waves > max_waves or len(counts) > 2:
         return tuple(blocks)
-    slots = waves * pes // max(1, int(others))
+    slots = waves * pes // max(1, others)
 
     def spans_for(want):
         out = []
@@ -104,24 +110,6 @@ def _span_name(block: str) -> str:
     return block.lower() + SPAN
 
 
-def _pid_vars(fn: ast.FunctionDef) -> dict[str, tuple[int, int]]:
-    """name -> (program axis, index of its statement in the body) of `name = tl.program_id(axis)`."""
-    out: dict[str, tuple[int, int]] = {}
-    for i, stmt in enumerate(fn.body):
-        if (
-            isinstance(stmt, ast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], ast.Name)
-            and isinstance(stmt.value, ast.Call)
-            and ast.unparse(stmt.value.func) == "tl.program_id"
-            and stmt.value.args
-            and isinstance(stmt.value.args[0], ast.Constant)
-            and isinstance(stmt.value.args[0].value, int)
-        ):
-            out[stmt.targets[0].id] = (stmt.value.args[0].value, i)
-    return out
-
-
 def _product_sides(node: ast.AST, pid: str, block: str) -> bool:
     if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult)):
         return False
@@ -145,9 +133,11 @@ class _Respan(ast.NodeTransformer):
         return node
 
 
-def _offset_vars(fn: ast.FunctionDef, pid: str, span: str) -> set[str]:
+def _offset_vars(fn: ast.FunctionDef, pid: str, span: str, block: str) -> set[str]:
     """Names assigned from `pid * span` and a `tl.arange` (the axis's offsets), and names assigned
-    from those by adding a constant shift (a split tile's second half)."""
+    from those plus a shift made of the block alone (a split tile's second half, `offs + BLOCK // 2`);
+    a shift by anything else (`pos + k - PAD`: a convolution's input halo) is not this program's
+    span and stays unconfined."""
     assigns = [
         (n.targets[0].id, n.value)
         for n in ast.walk(fn)
@@ -165,11 +155,19 @@ def _offset_vars(fn: ast.FunctionDef, pid: str, span: str) -> set[str]:
         for t, v in assigns:
             if t not in out and isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add):
                 sides = (v.left, v.right)
-                if any(isinstance(s, ast.Name) and s.id in out for s in sides) and not any(
-                    "ptr" in ast.unparse(s) for s in sides
-                ):
-                    out.add(t)
-                    changed = True
+                for base, shift in (sides, sides[::-1]):
+                    if (
+                        isinstance(base, ast.Name)
+                        and base.id in out
+                        and names_in(shift) == {block}
+                        and all(
+                            isinstance(n, ast.Name | ast.Load | ast.Constant | ast.BinOp | ast.operator)
+                            for n in ast.walk(shift)
+                        )
+                    ):
+                        out.add(t)
+                        changed = True
+                        break
     return out
 
 
@@ -186,8 +184,9 @@ class _Confine(ast.NodeTransformer):
         if len(node.ops) != 1 or not isinstance(node.ops[0], ast.Lt):
             return node
         left, right = node.left, node.comparators[0]
-        if not (names_in(left) & self.offsets) or names_in(right) & self.offsets:
-            return node
+        base = left.value if isinstance(left, ast.Subscript) else left
+        if not (isinstance(base, ast.Name) and base.id in self.offsets) or names_in(right) & self.offsets:
+            return node  # `offs < E` only: `offs + k - PAD < E` reads a neighbour's halo
         if not all(
             isinstance(n, ast.Name | ast.Load | ast.Attribute | ast.Constant) for n in ast.walk(right)
         ):
@@ -198,59 +197,219 @@ class _Confine(ast.NodeTransformer):
         return node
 
 
-def balance_kernel(fn: ast.FunctionDef) -> list[tuple[int, str, str]]:
-    """Rewrite `fn` in place: every block that tiles a program axis through `pid * BLOCK` gets a
-    runtime span parameter. Returns (axis, block, span parameter) per tiled axis."""
+def _derived(fn: ast.FunctionDef, roots: set[str]) -> set[str]:
+    """`roots` and every name assigned (anywhere in `fn`) from an expression that reads one of them."""
+    assigns = [
+        (t.id, n.value)
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign | ast.AugAssign | ast.AnnAssign) and n.value is not None
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Name)
+    ]
+    out = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for target, value in assigns:
+            if target not in out and names_in(value) & out:
+                out.add(target)
+                changed = True
+    return out
+
+
+def _check_confined(fn: ast.FunctionDef, block: str, pid: str, offsets: set[str], lims: set[str]) -> None:
+    """Refuse a kernel whose programs could still write outside their span: every store addressed by
+    the axis's offsets must be masked by the span's limit, nothing may be stored by tile index alone
+    (per-program partial results change meaning with the program count), and no atomics
+    (overlapping rows would be counted twice). Loads may read past the span (a halo): what a program
+    writes is then what the narrower program would write."""
+    addressed = _derived(fn, offsets)
+    by_tile = _derived(fn, {pid})
+    confined = _derived(fn, lims)
+    for n in ast.walk(fn):
+        if not isinstance(n, ast.Call):
+            continue
+        name = ast.unparse(n.func)
+        if name.startswith("tl.atomic_"):
+            raise MutationError(f"{fn.name} uses {name}: programs may not overlap")
+        if name not in ("tl.load", "tl.store") or not n.args:
+            continue
+        pointer = names_in(n.args[0])
+        mask = next((k.value for k in n.keywords if k.arg == "mask"), n.args[2] if len(n.args) > 2 else None)
+        if (
+            name == "tl.store"
+            and pointer & addressed
+            and not (mask is not None and names_in(mask) & confined)
+        ):
+            raise MutationError(f"a store of {fn.name} addressed by {block}'s offsets is not masked by them")
+        if name == "tl.store" and pointer & by_tile and not pointer & addressed:
+            raise MutationError(f"{fn.name} stores by tile index along {block}")
+
+
+def _tile_index(fn: ast.FunctionDef, block: str) -> tuple[str, int]:
+    """(name, statement index) of the tile index that multiplies `block` (`pid_m * BLOCK_M`): one
+    name, assigned once at the top level of the kernel (a program id or derived from one)."""
+    names = {
+        side.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)
+        for side, other in ((n.left, n.right), (n.right, n.left))
+        if isinstance(side, ast.Name)
+        and isinstance(other, ast.Name)
+        and other.id == block
+        and side.id != block
+    }
+    index = {
+        t.id: i
+        for i, st in enumerate(fn.body)
+        if isinstance(st, ast.Assign)
+        for t in st.targets
+        if isinstance(t, ast.Name)
+    }
+    found = [n for n in names if n in index]
+    if len(found) != 1:
+        raise MutationError(f"{block} in {fn.name} is not multiplied by one top-level tile index")
+    assigned = sum(
+        1
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == found[0] for t in n.targets)
+    )
+    if assigned != 1:
+        raise MutationError(f"the tile index {found[0]} of {fn.name} is assigned more than once")
+    return found[0], index[found[0]]
+
+
+class _CountsBySpan(ast.NodeTransformer):
+    """`tl.cdiv(E, BLOCK)` -> `tl.cdiv(E, span)` in the kernel (a flattened program order's tile
+    counts, which must follow the spans)."""
+
+    def __init__(self, spans: dict[str, str]) -> None:
+        self.spans = spans
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if ast.unparse(node.func) in ("tl.cdiv", "triton.cdiv") and len(node.args) == 2:
+            b = node.args[1]
+            if isinstance(b, ast.Name) and b.id in self.spans:
+                node.args[1] = ast.Name(self.spans[b.id], ast.Load())
+        return node
+
+
+def _hoist_program_ids(fn: ast.FunctionDef, blocks: set[str]) -> None:
+    """`tl.program_id(d) * BLOCK` written inline -> a top-level `kegen_pid_d = tl.program_id(d)`."""
+    hoisted: dict[int, str] = {}
+    for n in ast.walk(fn):
+        if not (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult)):
+            continue
+        for attr, other in (("left", n.right), ("right", n.left)):
+            side = getattr(n, attr)
+            if (
+                isinstance(other, ast.Name)
+                and other.id in blocks
+                and isinstance(side, ast.Call)
+                and ast.unparse(side.func) == "tl.program_id"
+                and len(side.args) == 1
+                and isinstance(side.args[0], ast.Constant)
+                and isinstance(side.args[0].value, int)
+            ):
+                axis = side.args[0].value
+                name = hoisted.setdefault(axis, f"kegen_pid_{axis}")
+                setattr(n, attr, ast.Name(name, ast.Load()))
+    for axis, name in sorted(hoisted.items(), reverse=True):
+        fn.body.insert(0, ast.parse(f"{name} = tl.program_id({axis})").body[0])
+
+
+def balance_kernel(fn: ast.FunctionDef) -> list[tuple[str, int | None]]:
+    """Rewrite `fn` in place: every block that tiles the programs through `index * BLOCK` (a program
+    id, or a tile index decoded from a flattened program id) gets a runtime span parameter, its
+    kernel-side tile counts (`tl.cdiv(E, BLOCK)`) follow the span, and its masks are confined to the
+    span. Returns (block, program axis or None) in order."""
     if any(a.arg.endswith(SPAN) for a in fn.args.args):
         raise MutationError(f"{fn.name} is already wave-balanced")
-    pids = _pid_vars(fn)
-    axes = block_axes(fn)
-    plan: list[tuple[int, str, str, str, int]] = []  # axis, block, span, pid, statement index
-    for block, axis in sorted(axes.items(), key=lambda kv: (kv[1] is None, kv[1] or 0)):
-        if axis is None:
-            raise MutationError(f"{block} tiles a program order of unknown axis in {fn.name}")
-        pid = next((p for p, (ax, _) in pids.items() if ax == axis), None)
-        if pid is None:
-            raise MutationError(f"{fn.name} reads tl.program_id({axis}) other than as `pid = ...`")
-        plan.append((axis, block, _span_name(block), pid, pids[pid][1]))
-    if not plan:
-        raise MutationError(f"no block of {fn.name} tiles a program axis")
-    if len({a for a, *_ in plan}) != len(plan):
-        raise MutationError(f"two blocks tile one program axis in {fn.name}")
-    respan = _Respan([(pid, block, span) for _, block, span, pid, _ in plan])
-    respan.visit(fn)
+    ranged = {
+        n.args[1].id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Call)
+        and ast.unparse(n.func) == "tl.arange"
+        and len(n.args) == 2
+        and isinstance(n.args[1], ast.Name)
+    }
+    axes = {b: ax for b, ax in block_axes(fn).items() if b in ranged}  # tile sizes, not GROUP_M
+    if not axes:
+        raise MutationError(f"no block of {fn.name} tiles the programs")
+    _hoist_program_ids(fn, set(axes))
+    plan: list[tuple[str, str, str, int]] = []  # block, span, tile index, statement index
+    for block in sorted(axes, key=lambda b: (axes[b] is None, axes[b] or 0, b)):
+        pid, index = _tile_index(fn, block)
+        plan.append((block, _span_name(block), pid, index))
+    if len({pid for _, _, pid, _ in plan}) != len(plan):
+        raise MutationError(f"two blocks share one tile index in {fn.name}")
+    _Respan([(pid, block, span) for block, span, pid, _ in plan]).visit(fn)
+    _CountsBySpan({block: span for block, span, _, _ in plan}).visit(fn)
     inserts: list[tuple[int, ast.stmt]] = []
-    for axis, block, span, pid, index in plan:
-        offsets = _offset_vars(fn, pid, span)
+    for block, span, pid, index in plan:
+        offsets = _offset_vars(fn, pid, span, block)
         if not offsets:
             raise MutationError(f"no offsets `{pid} * {block} + tl.arange(...)` in {fn.name}")
         confine = _Confine(offsets, f"{pid}")
         confine.visit(fn)
         if not confine.limits:
-            raise MutationError(f"the axis-{axis} offsets of {fn.name} are never masked to the problem")
+            raise MutationError(f"the {block} offsets of {fn.name} are never masked to the problem")
         for extent, lim in confine.limits.items():
             stmt = ast.parse(f"{lim} = tl.minimum({extent}, {pid} * {span} + {span})").body[0]
             inserts.append((index, stmt))
+        _check_confined(fn, block, pid, offsets, set(confine.limits.values()))
         fn.args.args.append(ast.arg(span))
     for index, stmt in sorted(inserts, key=lambda x: -x[0]):
         fn.body.insert(index + 1, stmt)
-    return [(axis, block, span) for axis, block, span, *_ in plan]
+    if any(isinstance(n, ast.Name) and n.id in axes for n in ast.walk(fn) if _in_index_math(fn, n)):
+        raise MutationError(f"a block of {fn.name} still sizes its program decode")
+    return [(block, axes[block]) for block, *_ in plan]
 
 
-def _cdiv_extent(element: ast.AST) -> ast.expr | None:
-    """E of a grid element `triton.cdiv(E, B)` or `(E + B - 1) // B`."""
-    if isinstance(element, ast.Call) and ast.unparse(element.func) in ("triton.cdiv", "cdiv"):
-        return element.args[0] if len(element.args) == 2 else None
+def _in_index_math(fn: ast.FunctionDef, node: ast.AST) -> bool:
+    """Whether `node` sits in a `//` or `%` (a program decode that a span must replace)."""
+    for n in ast.walk(fn):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv | ast.Mod):
+            if any(m is node for m in ast.walk(n.right)):
+                return True
+    return False
+
+
+def _cdiv_parts(node: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    """(E, B) of `triton.cdiv(E, B)` or `(E + B - 1) // B`."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) in ("triton.cdiv", "cdiv"):
+        return (node.args[0], node.args[1]) if len(node.args) == 2 else None
     if (
-        isinstance(element, ast.BinOp)
-        and isinstance(element.op, ast.FloorDiv)
-        and isinstance(element.left, ast.BinOp)
-        and isinstance(element.left.op, ast.Sub)
-        and isinstance(element.left.left, ast.BinOp)
-        and isinstance(element.left.left.op, ast.Add)
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.FloorDiv)
+        and isinstance(node.left, ast.BinOp)
+        and isinstance(node.left.op, ast.Sub)
+        and isinstance(node.left.left, ast.BinOp)
+        and isinstance(node.left.left.op, ast.Add)
+        and ast.unparse(node.left.left.right) == ast.unparse(node.right)
     ):
-        return element.left.left.left
+        return node.left.left.left, node.right
     return None
+
+
+class _GridBySpan(ast.NodeTransformer):
+    """In a grid expression, each `triton.cdiv(E, B)` whose B is a tiled block's launch value ->
+    `triton.cdiv(E, span)`; records E per block."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values  # unparsed launch value -> span name
+        self.extents: dict[str, ast.expr] = {}
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        parts = _cdiv_parts(node)
+        if parts is not None and ast.unparse(parts[1]) in self.values:
+            span = self.values[ast.unparse(parts[1])]
+            if span in self.extents:
+                raise MutationError(f"the grid divides by the block of {span} twice")
+            self.extents[span] = parts[0]
+            return ast.parse(f"triton.cdiv({ast.unparse(parts[0])}, {span})", mode="eval").body
+        return self.generic_visit(node)
 
 
 def _launch_sites(tree: ast.Module, kernel: str) -> list[tuple[list[ast.stmt], int, ast.Call]]:
@@ -275,16 +434,47 @@ def _scope_of(tree: ast.Module, stmts: list[ast.stmt]) -> ast.AST:
     return tree
 
 
-def balance_launches(tree: ast.Module, kernel: str, axes: list[tuple[int, str, str]], pes: int) -> int:
-    """Make every launch of `kernel` compute the spans and size its grid by them; returns the
-    number of launches rewritten (MutationError when one cannot be)."""
+def _respan_grid(
+    grid: ast.expr, tiled: list[tuple[str, int | None]], keywords: dict[str, ast.expr]
+) -> tuple[ast.expr, dict[str, ast.expr] | None]:
+    """The grid with each block's `triton.cdiv(E, block)` divided by its span instead, and E per
+    span; blocks launched with one value (`BLOCK_M=32, BLOCK_N=32`) are told apart by their program
+    axis in a tuple grid, else (grid, None)."""
+    values = {ast.unparse(keywords[b]): _span_name(b) for b, _ in tiled}
+    if len(values) == len(tiled):
+        rewrite = _GridBySpan(values)
+        return rewrite.visit(grid), rewrite.extents  # type: ignore[return-value]
+    if not (
+        isinstance(grid, ast.Tuple | ast.List)
+        and all(ax is not None and ax < len(grid.elts) for _, ax in tiled)
+        and len({ax for _, ax in tiled}) == len(tiled)
+    ):
+        return grid, None
+    found: dict[str, ast.expr] = {}
+    for block, axis in tiled:
+        assert axis is not None
+        rewrite = _GridBySpan({ast.unparse(keywords[block]): _span_name(block)})
+        new = rewrite.visit(grid.elts[axis])
+        assert isinstance(new, ast.expr)
+        grid.elts[axis] = new
+        found.update(rewrite.extents)
+    return grid, found
+
+
+def balance_launches(tree: ast.Module, kernel: str, tiled: list[tuple[str, int | None]], pes: int) -> int:
+    """Make every launch of `kernel` compute the spans (from the extents its grid divides by the
+    blocks, and the grid itself) and size its grid by them; returns the number of launches
+    rewritten (MutationError when one cannot be)."""
     sites = _launch_sites(tree, kernel)
     if not sites:
         raise MutationError(f"{kernel} is never launched")
+    blocks = [b for b, _ in tiled]
+    spans = [_span_name(b) for b in blocks]
     for stmts, index, call in sites:
         grid_node = call.func.slice  # type: ignore[attr-defined]
         scope = _scope_of(tree, stmts)
         anchor = index
+        grid_stmt: ast.Assign | None = None
         if isinstance(grid_node, ast.Name):
             binds = bindings(scope, grid_node.id)
             if len(binds) != 1 or binds[0][1] != -1:
@@ -298,33 +488,25 @@ def balance_launches(tree: ast.Module, kernel: str, axes: list[tuple[int, str, s
             grid = grid_node
         if isinstance(grid, ast.Lambda):
             raise MutationError(f"the grid of {kernel} is a function of its meta-parameters")
-        keywords = {k.arg: k for k in call.keywords if k.arg}
-        extents, blocks, tiled = [], [], set()
-        for axis, block, _ in axes:
-            element = grid_element(grid, axis)
-            extent = _cdiv_extent(element) if element is not None else None
-            if extent is None or block not in keywords:
-                raise MutationError(f"{kernel}'s grid axis {axis} is not `triton.cdiv(extent, {block})`")
-            extents.append(extent)
-            blocks.append(keywords[block].value)
-            tiled.add(axis)
-        n_axes = len(grid.elts) if isinstance(grid, ast.Tuple | ast.List) else 1
-        others = [grid_element(grid, a) for a in range(n_axes) if a not in tiled]
-        others_src = " * ".join(f"({ast.unparse(o)})" for o in others if o is not None) or "1"
-        spans = [span for *_, span in axes]
+        keywords = {k.arg: k.value for k in call.keywords if k.arg}
+        missing = [b for b in blocks if b not in keywords]
+        if missing:
+            raise MutationError(f"{kernel}'s launch does not pass {', '.join(missing)} by keyword")
+        original = ast.unparse(grid)
+        new_grid, found = _respan_grid(copy.deepcopy(grid), tiled, keywords)
+        if found is None:
+            raise MutationError(f"two blocks of {kernel} are launched with one value")
+        if set(found) != set(spans):
+            raise MutationError(f"{kernel}'s grid is not sized by `triton.cdiv(extent, block)` per block")
+        extents = ", ".join(ast.unparse(found[sp]) for sp in spans)
+        launch_blocks = ", ".join(ast.unparse(keywords[b]) for b in blocks)
         stmt = ast.parse(
-            f"{', '.join(spans)}, = {HELPER}(({', '.join(ast.unparse(e) for e in extents)},), "
-            f"({', '.join(ast.unparse(b) for b in blocks)},), {others_src}, pes={pes})"
+            f"{', '.join(spans)}, = {HELPER}(({extents},), ({launch_blocks},), {original}, pes={pes})"
         ).body[0]
-        for (axis, _, span), extent in zip(axes, extents, strict=True):
-            new = ast.parse(f"triton.cdiv({ast.unparse(extent)}, {span})", mode="eval").body
-            if isinstance(grid, ast.Tuple | ast.List):
-                grid.elts[axis] = new
-            elif axis == 0:
-                if isinstance(grid_node, ast.Name):
-                    grid_stmt.value = new
-                else:
-                    call.func.slice = new  # type: ignore[attr-defined]
+        if grid_stmt is not None:
+            grid_stmt.value = new_grid  # type: ignore[assignment]
+        else:
+            call.func.slice = new_grid  # type: ignore[attr-defined]
         for span in spans:
             call.keywords.append(ast.keyword(span, ast.Name(span, ast.Load())))
         stmts.insert(anchor, stmt)
@@ -338,8 +520,8 @@ def wave_tiles(source: str, kernel: str, pes: int) -> str:
     fn = fns.get(kernel)
     if fn is None:
         raise MutationError(f"no jit kernel {kernel}")
-    axes = balance_kernel(fn)
-    balance_launches(tree, kernel, axes, pes)
+    blocks = balance_kernel(fn)
+    balance_launches(tree, kernel, blocks, pes)
     if not any(isinstance(n, ast.FunctionDef) and n.name == HELPER for n in tree.body):
         where = next(i for i, n in enumerate(tree.body) if isinstance(n, ast.FunctionDef))
         tree.body.insert(where, _helper_node())
