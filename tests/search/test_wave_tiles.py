@@ -1,4 +1,4 @@
-"""Wave-balanced tiles (mutations/wave_tiles.py): runtime spans that fill every wave of PEs."""
+"""Wave-balanced tiles (mutations/waves/): runtime spans that fill every wave of PEs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.mutations.base import MutationError
-from kegen.search.operators.mutations.wave_tiles import HELPER, HELPER_SOURCE, wave_tile_mutations, wave_tiles
+from kegen.search.operators.mutations.waves import HELPER, HELPER_SOURCE, wave_tile_mutations, wave_tiles
 
 SUITES = Path(__file__).parents[2] / "kegen" / "suites"
 

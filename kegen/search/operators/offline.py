@@ -45,7 +45,7 @@ from kegen.search.operators.mutations.memory import (
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
-from kegen.search.operators.mutations.wave_tiles import wave_tile_mutations
+from kegen.search.operators.mutations.waves import wave_tile_mutations
 from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.operators.templates.conv_stationary import stationary_mutations
 from kegen.search.operators.templates.linear_stationary import stationary_mutations as linear_mutations

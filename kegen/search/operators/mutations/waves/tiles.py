@@ -37,7 +37,7 @@ from kegen.search.operators.mutations.blocks import (
     still_fits,
 )
 from kegen.search.operators.mutations.grids import bindings
-from kegen.search.operators.mutations.wave_kernel import SPAN, balance_kernel, span_name
+from kegen.search.operators.mutations.waves.kernel import SPAN, balance_kernel, span_name
 
 HELPER = "_kegen_wave_spans"
 MAX_WAVES = 4  # beyond this many waves one partial wave costs little; the blocks are kept
