@@ -295,3 +295,13 @@ def test_a_kernel_that_stores_by_tile_index_or_uses_atomics_is_refused() -> None
     assert atomic != src
     with pytest.raises(MutationError, match="atomic"):
         wave_tiles(atomic, "matmul_kernel", 64)
+
+
+def test_a_dual_core_launch_fills_waves_of_both_cores() -> None:
+    """With dual_core a wave is 128 programs: 72 programs fill it poorly (balance towards 128),
+    128 fill it exactly (nothing to do)."""
+    src = _seed("gemm_fp16_2048").replace("BLOCK_K=BK)", "BLOCK_K=BK, dual_core=True)")
+    assert "dual_core=True" in src
+    muts = {m.name: m for m in wave_tile_mutations(src, _profile("matmul_kernel", 72))}
+    assert "pes=128" in muts["wave_tiles@matmul_kernel"].apply(src)
+    assert wave_tile_mutations(src, _profile("matmul_kernel", 128)) == []

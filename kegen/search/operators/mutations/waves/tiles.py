@@ -37,6 +37,7 @@ from kegen.search.operators.mutations.blocks import (
     still_fits,
 )
 from kegen.search.operators.mutations.grids import bindings
+from kegen.search.operators.mutations.knobs import launch_options_of
 from kegen.search.operators.mutations.waves.kernel import SPAN, balance_kernel, span_name
 
 HELPER = "_kegen_wave_spans"
@@ -284,6 +285,8 @@ def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
         if not _uses_dot(source, kernel) or measured is None:
             continue
         programs, pes = measured
+        if launch_options_of(source).get(kernel, {}).get("dual_core"):
+            pes *= 2  # a wave is two programs per PE, one on each core
         if any(a.arg.endswith(SPAN) for a in fn.args.args):
             muts.extend(_regrow_mutations(source, fn, programs, pes))
             continue
@@ -294,6 +297,8 @@ def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
         variants: list[tuple[str, list[Any], int]] = [("", [], programs)]
         for site in tiled:
             variants.append((f"+2x{site.param}", [(site, site.value * 2)], -(-programs // 2)))
+        if not _quantized(programs, pes):
+            continue  # the blocks fill their waves already: nothing to balance
         for suffix, changes, count in variants:
             if not _quantized(count, pes):
                 continue
