@@ -12,9 +12,9 @@ problem's extents, so that the programs fill the waves the blocks need (1536x768
 The spans are computed at run time by `_kegen_wave_spans` (added to the candidate's module), so a
 kernel installed for a model stays balanced at every shape it serves; where the blocks already fill
 their waves (or need more than `MAX_WAVES`, where one partial wave matters little) the spans are the
-blocks and the kernel runs as before. Correctness does not depend on the masks that confine a program
-to its span (neighbouring programs would compute the same values), only its bytes do; the masks
-against the problem's extents stay as they were.
+blocks and the kernel runs as before. The kernel side (`waves/kernel.py`) masks every store along a
+balanced axis to the span and refuses kernels a narrower program would not reproduce (stores by tile
+index, atomics); loads may read past the span (a convolution's halo).
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
         for suffix, changes, count in variants:
             if not _quantized(count, pes):
                 continue
-            muts.append(_mutation(kernel, suffix, changes, pes, source))
+            muts.append(_mutation(kernel, suffix, changes, pes))
     out = []
     for m in muts:
         try:
@@ -350,7 +350,7 @@ def _regrow_mutations(source: str, fn: ast.FunctionDef, programs: int, pes: int)
     return out
 
 
-def _mutation(kernel: str, suffix: str, changes: list[Any], pes: int, parent: str) -> Mutation:
+def _mutation(kernel: str, suffix: str, changes: list[Any], pes: int) -> Mutation:
     def apply(src: str) -> str:
         base = set_blocks(src, changes) if changes else src
         if changes and not still_fits(src, base, kernel):
