@@ -40,7 +40,7 @@ DOT_SRAM_MODES = ("cache", "resident")  # DRAM behind the SRAM cache, or operand
 MIN_DOT_BLOCK = 32
 
 
-def _launch_programs(profile: Any, kernel: str) -> tuple[int, int, tuple[int, ...] | None] | None:
+def launch_programs(profile: Any, kernel: str) -> tuple[int, int, tuple[int, ...] | None] | None:
     """(programs, PEs, grid) of the largest measured launch of `kernel`, if the profile has it."""
     best: tuple[int, int, tuple[int, ...] | None] | None = None
     for launch in getattr(profile, "launches", None) or []:
@@ -149,7 +149,7 @@ def plan_mutations(source: str, profile: Any) -> list[Mutation]:
         by_launch.setdefault((site.kernel, site.index), []).append(site)
     muts: list[Mutation] = []
     for (kernel, _), sites in by_launch.items():
-        measured = _launch_programs(profile, kernel)
+        measured = launch_programs(profile, kernel)
         axis_sites = [s for s in sites if s.tiles]
         if measured is None or not axis_sites:
             continue

@@ -34,13 +34,11 @@ class _Respan(ast.NodeTransformer):
 
     def __init__(self, axes: list[tuple[str, str, str]]) -> None:
         self.axes = axes
-        self.hits = 0
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
         for pid, block, span in self.axes:
             if _product_sides(node, pid, block):
-                self.hits += 1
                 return ast.BinOp(ast.Name(pid, ast.Load()), ast.Mult(), ast.Name(span, ast.Load()))
         return node
 
@@ -274,15 +272,16 @@ def balance_kernel(fn: ast.FunctionDef) -> list[tuple[str, int | None]]:
         fn.args.args.append(ast.arg(span))
     for index, stmt in sorted(inserts, key=lambda x: -x[0]):
         fn.body.insert(index + 1, stmt)
-    if any(isinstance(n, ast.Name) and n.id in axes for n in ast.walk(fn) if _in_index_math(fn, n)):
+    if _decode_divisors(fn) & set(axes):
         raise MutationError(f"a block of {fn.name} still sizes its program decode")
     return [(block, axes[block]) for block, *_ in plan]
 
 
-def _in_index_math(fn: ast.FunctionDef, node: ast.AST) -> bool:
-    """Whether `node` sits in a `//` or `%` (a program decode that a span must replace)."""
-    for n in ast.walk(fn):
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv | ast.Mod):
-            if any(m is node for m in ast.walk(n.right)):
-                return True
-    return False
+def _decode_divisors(fn: ast.FunctionDef) -> set[str]:
+    """Names on the right of a `//` or `%` (a program decode that a span must replace)."""
+    return {
+        name
+        for n in ast.walk(fn)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.FloorDiv | ast.Mod)
+        for name in names_in(n.right)
+    }

@@ -38,6 +38,7 @@ from kegen.search.operators.mutations.blocks import (
 )
 from kegen.search.operators.mutations.grids import bindings
 from kegen.search.operators.mutations.knobs import launch_options_of
+from kegen.search.operators.mutations.plans import launch_programs
 from kegen.search.operators.mutations.waves.kernel import SPAN, balance_kernel, span_name
 
 HELPER = "_kegen_wave_spans"
@@ -257,16 +258,6 @@ def wave_tiles(source: str, kernel: str, pes: int) -> str:
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def _measured(profile: Any, kernel: str) -> tuple[int, int] | None:
-    """(programs, PEs) of the largest measured launch of `kernel`."""
-    best: tuple[int, int] | None = None
-    for launch in getattr(profile, "launches", None) or []:
-        if launch.kernel == kernel and launch.programs and launch.pes_total:
-            if best is None or launch.programs > best[0]:
-                best = (int(launch.programs), int(launch.pes_total))
-    return best
-
-
 def _quantized(programs: int, pes: int) -> bool:
     waves = -(-programs // pes)
     return programs % pes != 0 and waves <= MAX_WAVES
@@ -281,10 +272,10 @@ def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
     muts: list[Mutation] = []
     for fn in jit_functions(tree):
         kernel = fn.name
-        measured = _measured(profile, kernel)
+        measured = launch_programs(profile, kernel)
         if not _uses_dot(source, kernel) or measured is None:
             continue
-        programs, pes = measured
+        programs, pes, _ = measured
         if launch_options_of(source).get(kernel, {}).get("dual_core"):
             pes *= 2  # a wave is two programs per PE, one on each core
         if any(a.arg.endswith(SPAN) for a in fn.args.args):
@@ -294,11 +285,11 @@ def wave_tile_mutations(source: str, profile: Any) -> list[Mutation]:
         params = constexpr_params(fn)
         if not tiled or any(s.param not in params for s in tiled):
             continue
+        if not _quantized(programs, pes):
+            continue  # the blocks fill their waves already: nothing to balance
         variants: list[tuple[str, list[Any], int]] = [("", [], programs)]
         for site in tiled:
             variants.append((f"+2x{site.param}", [(site, site.value * 2)], -(-programs // 2)))
-        if not _quantized(programs, pes):
-            continue  # the blocks fill their waves already: nothing to balance
         for suffix, changes, count in variants:
             if not _quantized(count, pes):
                 continue
