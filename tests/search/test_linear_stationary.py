@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.mutations import MutationError
 from kegen.search.operators.mutations.gemm_plan import gelu_sigmoid
-from kegen.search.operators.templates.linear_stationary import FALLBACK, rewrite, stationary_mutations
+from kegen.search.operators.templates.linear_stationary import (
+    FALLBACK,
+    HELPER_SOURCE,
+    rewrite,
+    stationary_mutations,
+)
 
 PRODUCTION = Path(__file__).parents[2] / "kegen" / "suites" / "production"
 
@@ -28,11 +35,62 @@ def test_plan_form_seeds_get_the_move_once() -> None:
         out = move.apply(_seed(name))
         assert f"def {kernel}{FALLBACK}(" in out and "M_TILES" in out
         assert "for kegen_m_tile in range(pid" in out and "_next = tl.load(" in out  # pipelined
-        assert "BLOCK_K=triton.next_power_of_2(K)" in out
+        assert (
+            "kegen_k_chunks, kegen_block_k, kegen_block_m, kegen_block_n = _kegen_stationary_plan(K, " in out
+        )
+        assert (
+            "BLOCK_K=kegen_block_k" in out
+            and "triton.cdiv(M, kegen_block_m)" in out
+            and f"def {kernel}_k3(" in out
+            and f"def {kernel}_k5(" in out
+        )
         assert stationary_mutations(out) == []  # not rewritten twice
     with pytest.raises(MutationError, match="no jit kernel"):
         rewrite(_seed("softmax_fp32"), "linear_gelu_kernel")
     assert stationary_mutations(_seed("softmax_fp32")) == []
+
+
+def _plan_helper() -> Callable[..., tuple[int, int, int, int]]:
+    scope: dict[str, Any] = {}
+    exec(HELPER_SOURCE, scope)  # noqa: S102 - the helper as the move writes it into candidates
+    return scope["_kegen_stationary_plan"]  # type: ignore[no-any-return]
+
+
+def test_k_is_cut_into_the_chunks_that_pad_it_least() -> None:
+    plan = _plan_helper()
+    expected = {768: (3, 256), 512: (1, 512), 640: (5, 128), 1536: (3, 512), 48: (3, 16), 1000: (1, 1024)}
+    for k, want in expected.items():
+        assert plan(k, 16, 16, 2, 1 << 30)[:2] == want, k
+    assert plan(8, 16, 16, 2, 1 << 30)[:2] == (1, 16)  # a dot's K is at least 16
+    for k in range(1, 3000, 7):
+        count, block, _, _ = plan(k, 16, 16, 2, 1 << 30)
+        assert count * block >= k and block & (block - 1) == 0 and block >= 16
+        assert count * block <= max(16, 1 << (k - 1).bit_length())  # never more padding than one block
+
+
+def test_the_tile_shrinks_until_the_stationary_blocks_fit() -> None:
+    plan = _plan_helper()
+    cap = 384 * 1024
+    assert plan(512, 32, 128, 2, cap) == (1, 512, 32, 128)  # fits as asked
+    assert plan(768, 32, 128, 2, cap) == (3, 256, 32, 128)  # 336 KiB of weights and inputs
+    assert plan(768, 64, 64, 2, cap) == (3, 256, 32, 64)  # the longer side (M on ties) halved first
+    assert plan(768, 64, 64, 2, cap, shrink=False) == (3, 256, 0, 0)
+    assert plan(1 << 16, 64, 64, 2, cap)[2:] == (0, 0)  # nothing fits: the original kernel
+    for k in (96, 700, 1024, 2000):
+        for bm, bn in ((16, 16), (32, 128), (128, 64), (64, 256)):
+            count, block, m, n = plan(k, bm, bn, 4, cap)
+            if m:
+                assert m <= bm and n <= bn and count * block * (n + 3 * m) * 4 + m * n * 16 <= cap
+
+
+def test_the_unrolled_k_chunks_load_their_weights_once() -> None:
+    out = rewrite(_seed("linear_bias_gelu_bf16"), "linear_gelu_kernel")
+    k3 = out[out.index("def linear_gelu_kernel_k3(") : out.index("def linear_gelu_kernel_k5(")]
+    head, loop = k3.split("for kegen_m_tile in range(", 1)
+    for i in range(3):
+        assert f"k_c{i} = {i} * BLOCK_K" in head and f"wt_c{i} = tl.load(" in head  # hoisted weights
+        assert f"tl.dot(x_c{i}, wt_c{i}" in loop and f"x_c{i}_next = tl.load(" in loop  # pipelined inputs
+    assert "wt_c0 = tl.load(" not in loop
 
 
 def test_a_kernel_whose_m_program_id_is_read_elsewhere_is_refused() -> None:
@@ -45,9 +103,12 @@ def test_a_kernel_whose_m_program_id_is_read_elsewhere_is_refused() -> None:
 @pytest.mark.parametrize(
     ("batch", "in_f", "out_f", "kernel"),
     [
-        ("200", "48", "2100", "linear_gelu_kernel"),  # 33 N blocks: one program walks the 4 M tiles
-        ("37", "48", "80", "linear_gelu_kernel"),  # one M tile per program, ragged M, N and K
-        ("37", "1024", "24", "linear_gelu_kernel_tiled"),  # K too large to stay: the original kernel
+        ("200", "48", "2100", "linear_gelu_kernel_k3"),  # 33 N blocks: one program walks the 4 M tiles
+        ("37", "60", "80", "linear_gelu_kernel"),  # one M tile per program, ragged M, N and K (one block)
+        ("37", "1024", "24", "linear_gelu_kernel"),  # 32x128 would not fit: 32x64 stays
+        ("37", "4096", "24", "linear_gelu_kernel_tiled"),  # no tile fits: the original kernel
+        ("37", "90", "80", "linear_gelu_kernel_k3"),  # ragged K: the third block masked past 90
+        ("70", "80", "130", "linear_gelu_kernel_k5"),  # K in five blocks of 16
     ],
 )
 def test_the_stationary_linear_is_correct_on_the_simulator(
@@ -84,4 +145,4 @@ def test_the_gelu_moves_apply_in_either_order() -> None:
     seed = _seed("linear_bias_gelu_bf16")
     first = gelu_sigmoid(stationary_mutations(seed)[0].apply(seed))
     assert "tanh_u" not in first and "tl.exp(acc * (-1.5957691216057308" in first
-    assert "linear_gelu_kernel_tiled" in first and first.count("tl.exp(acc * (") == 2  # both kernels
+    assert "linear_gelu_kernel_tiled" in first and first.count("tl.exp(acc * (") == 4  # every kernel

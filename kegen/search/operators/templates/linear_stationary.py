@@ -3,16 +3,20 @@
 A plan-form dot kernel (one `acc = tl.zeros((BM, BN))`, one K loop `for k in range(0, K, BK)` with
 `tl.dot`, an epilogue, one final store) computes one output tile per program and re-reads its
 [K, BN] weight tile for every M tile. Where K is small (a linear layer's in_features: 512 on
-linear_bias_gelu_bf16) the whole [K, BN] tile fits the local store, so here each program loads it
-once (with every other statement that does not depend on the M tile, such as the bias), then walks
-the M tiles `pid_m, pid_m + G, ...` (G programs along M, about one program per PE in all) with the
-K loop gone (BK = K rounded up to a power of two). The M loop is then software-pipelined by
-`row_pipeline.pipeline_loop` (the next tile's input loads at the top of each iteration, each
-tile's store deferred to the next), so the DMA keeps streaming outputs while the DPE and SIMD
-compute. The module keeps the original kernel as `<kernel>_tiled` and the launch takes it where the
-stationary tiles would not fit (`STATIONARY_BYTES`). Measured at full size (docs/results/
-gemm_peak_mtia.md): linear_bias_gelu_bf16 from its 64x64 seed with the GELU folded, 32x128 tiles:
-134.1 us, 84.0% of its roofline (64x64 146.2 us; the split-store plan 169.2 us).
+linear_bias_gelu_bf16, 768 on the hold-out linear+SiLU) the whole [K, BN] tile fits the local store,
+so here each program loads it once (with every other statement that does not depend on the M tile,
+such as the bias), then walks the M tiles `pid_m, pid_m + G, ...` (G programs along M, about one
+program per PE in all) with the K loop unrolled into 1, 3 or 5 blocks of BK (a power of two): the
+launch takes the count that pads K least (`_kegen_k_chunks`, written into the candidate: 768 is
+3 x 256 where one block would pad it to 1024, a third more dot work and local store). The M loop
+is then software-pipelined by `row_pipeline.pipeline_loop` (the next tile's input loads at the top
+of each iteration, each tile's store deferred to the next), so the DMA keeps streaming outputs while
+the DPE and SIMD compute. The module keeps the original kernel as `<kernel>_tiled` and the launch
+takes it where the stationary tiles would not fit the local store of the machine the move was made
+for. Measured at full size (docs/results/gemm_peak_mtia.md, linear_stationary_mtia.md):
+linear_bias_gelu_bf16, 32x128 tiles, K one block: 134.1 us, 84.0% of its roofline (120.5 us under
+D41); the hold-out linear+SiLU (K 768), 32x128 in three blocks: 108.4 us, 95.7% (one block did not
+fit; the best other plan 145.9 us).
 """
 
 from __future__ import annotations
@@ -30,14 +34,62 @@ from kegen.search.operators.mutations.base import (
 )
 from kegen.search.operators.mutations.blocks import find_blocks, set_block
 from kegen.search.operators.mutations.memory.row_pipeline import pipeline_loop, stored_names
-from kegen.search.operators.templates.gpu_launch import find_launch
+from kegen.search.operators.templates.gpu_launch import Launch, find_launch
 
-PES = 64  # mtia-2i's processing elements: programs along M = PES // programs along the other axes
+PES = 64  # mtia-2i's processing elements (where no machine is read): programs along M = PES // the other axes
+LOCAL_STORE = 384 * 1024  # mtia-2i's local store per PE, where no machine is read
 # (BM, BN) per move, best first: at 4096x512x2048 (linear_bias_gelu_bf16) 32x128 134.1 us, 64x64 146.2
 # us; 16x128 185.2, 32x64 149.4 us
 TILES: tuple[tuple[int, int], ...] = ((32, 128), (64, 64))
-STATIONARY_BYTES = 192 * 1024  # the [K, BN] weight and two [BM, K] input tiles: half the local store
 FALLBACK = "_tiled"
+# K unrolled in this many blocks of BK (a power of two); the launch takes the count that pads K least
+# (K 768: 3 x 256, where one block pads it to 1024)
+CHUNKS = (1, 3, 5)
+HELPER = "_kegen_stationary_plan"
+PLAN_VARS = ("kegen_k_chunks", "kegen_block_k", "kegen_block_m", "kegen_block_n")
+HELPER_SOURCE = f'''
+def {HELPER}(k, block_m, block_n, item, capacity, shrink=True, counts={CHUNKS!r}, floor=16):
+    """(chunks, block_k, block_m, block_n) of a weight-stationary dot kernel (written by kegen's
+    `linear_stationary` move): K cut into `chunks` blocks of `block_k` (a power of two), the count
+    that pads K least, fewer on ties; the tile halved (its longer side first, where `shrink`) until
+    its [K, block_n] weights, three [block_m, K] input tiles (prefetched, current, loop-carried),
+    the accumulator and the epilogue's tiles fit `capacity` bytes; block_m 0 where none fits."""
+    best = None
+    for count in counts:
+        block = max(floor, 1 << max(0, (-(-int(k) // count) - 1).bit_length()))
+        if best is None or count * block < best[0] * best[1]:
+            best = (count, block)
+    chunks, block_k = best
+    while block_m >= floor and block_n >= floor:
+        need = chunks * block_k * (block_n + 3 * block_m) * item + block_m * block_n * (4 + 3 * item)
+        if need <= capacity:
+            return chunks, block_k, block_m, block_n
+        if not shrink:
+            break
+        if block_m >= block_n:
+            block_m //= 2
+        else:
+            block_n //= 2
+    return chunks, block_k, 0, 0
+'''
+
+
+def _machine() -> tuple[int, int]:
+    """(PEs, local-store bytes) of the machine this process compiles for (mtia-2i's where unknown)."""
+    try:
+        from kegen.search.operators.mutations.footprint import default_machine, local_store_bytes
+        from mtia_sim.machine import load_machine
+
+        name = default_machine()
+        return int(load_machine(name).num_pes), int(local_store_bytes(name) or LOCAL_STORE)
+    except Exception:  # the simulator or the machine description is absent
+        return PES, LOCAL_STORE
+
+
+def _helper_node() -> ast.FunctionDef:
+    fn = ast.parse(HELPER_SOURCE).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return fn
 
 
 def _is_tl(node: ast.AST, attr: str) -> bool:
@@ -129,17 +181,45 @@ def _split(stmts: list[ast.stmt], dep: set[str]) -> tuple[list[ast.stmt], list[a
     return free, tied
 
 
-def rewrite_kernel(fn: ast.FunctionDef) -> _Form:
-    """`fn` rewritten in place (a new runtime parameter `M_TILES`: the number of M tiles)."""
+class _Rename(ast.NodeTransformer):
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Name(self.env[node.id], node.ctx) if node.id in self.env else node
+
+
+def _chunk_bodies(fn: ast.FunctionDef, form: _Form, chunks: int) -> list[list[ast.stmt]]:
+    """The K loop's body once per K chunk: chunk i at `k = i * BK`, its loop-local names suffixed."""
+    loop = fn.body[form.i_loop]
+    assert isinstance(loop, ast.For)
+    if chunks == 1:
+        return [[ast.parse(f"{form.k_var} = 0").body[0], *loop.body]]
+    before = set().union(*(stored_names(s) for s in fn.body[: form.i_loop]))
+    local = (set().union(*(stored_names(s) for s in loop.body)) - before) | {form.k_var}
+    out = []
+    for i in range(chunks):
+        env = {name: f"{name}_c{i}" for name in local}
+        start = ast.parse(f"{env[form.k_var]} = {i} * {form.bk}").body[0]
+        out.append([start, *(_Rename(env).visit(copy.deepcopy(s)) for s in loop.body)])
+    return out
+
+
+def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1) -> _Form:
+    """`fn` rewritten in place (a new runtime parameter `M_TILES`: the number of M tiles); the K loop
+    unrolled into `chunks` blocks of BK (the launch sets BK to cover K)."""
     form = _Form(fn)
     body = fn.body
-    loop = body[form.i_loop]
-    assert isinstance(loop, ast.For)
     skip = {form.i_pid, form.i_offs, form.i_acc, form.i_loop}
     offs_name = stored_names(body[form.i_offs])
     dep = offs_name | stored_names(body[form.i_acc])
     pre_free, pre_tied = _split([s for i, s in enumerate(body[: form.i_loop]) if i not in skip], dep)
-    loop_free, loop_tied = _split(loop.body, dep)
+    loop_free: list[ast.stmt] = []
+    loop_tied: list[ast.stmt] = []
+    for chunk in _chunk_bodies(fn, form, chunks):
+        free, tied = _split(chunk, dep)
+        loop_free += free
+        loop_tied += tied
     post_free, post_tied = _split(body[form.i_loop + 1 :], dep)
     if any(_names(s) & stored_names(t) for s in post_free for t in loop_tied):
         raise MutationError(f"{fn.name}: a statement after the K loop reads the loop's M-tile values")
@@ -154,7 +234,7 @@ def rewrite_kernel(fn: ast.FunctionDef) -> _Form:
         body=[offs, *pre_tied, body[form.i_acc], *loop_tied, *post_tied],
         orelse=[],
     )
-    head = [body[form.i_pid], *pre_free, ast.parse(f"{form.k_var} = 0").body[0], *loop_free, *post_free]
+    head = [body[form.i_pid], *pre_free, *loop_free, *post_free]
     step = ast.parse(f"kegen_m_step = tl.num_programs({form.axis})").body[0]
     fn.body = [*head, step, m_loop]
     fn.args.args.append(ast.arg("M_TILES"))
@@ -200,34 +280,90 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
         raise MutationError(f"the launch of {kernel} does not pass {', '.join(sorted(missing))}")
     tree = ast.parse(source)
     fn = next(f for f in jit_functions(tree) if f.name == kernel)
-    original = copy.deepcopy(fn)
-    original.name = kernel + FALLBACK
-    params = [a.arg for a in fn.args.args]
-    form = rewrite_kernel(fn)
-    tree.body.insert(tree.body.index(fn) + 1, original)
+    kernels, form = _add_kernels(tree, fn)
     stmt, stmts = _launch_site(tree, kernel)
     call = stmt.value
     assert isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
+    params = [a.arg for a in fn.args.args]
     if any(isinstance(a, ast.Starred) for a in call.args) or params.index(form.bk) < len(call.args):
         raise MutationError(f"the launch of {kernel} passes {form.bk} positionally")
-    kp = f"triton.next_power_of_2({launch.args[form.k_extent]})"
-    tiles = launch.grid[form.axis]
-    others = " * ".join(f"({g})" for i, g in enumerate(launch.grid) if i != form.axis) or "1"
-    new_grid = list(launch.grid)
-    new_grid[form.axis] = f"min({tiles}, max(1, {PES} // ({others})))"
-    fast = copy.deepcopy(call)
-    fast.func.slice = ast.parse(f"({', '.join(new_grid)},)", mode="eval").body  # type: ignore[attr-defined]
-    fast.keywords = [k for k in fast.keywords if k.arg != form.bk] + [
-        ast.keyword(form.bk, ast.parse(kp, mode="eval").body),
-        ast.keyword("M_TILES", ast.parse(tiles, mode="eval").body),
-    ]
-    slow = copy.deepcopy(call)
-    slow.func.value.id = kernel + FALLBACK  # type: ignore[attr-defined]
-    es = f"({launch.args[params[0]]}).element_size()"  # the first pointer's elements
-    bm, bn = launch.args[form.bm], launch.args[form.bn]
-    cond = ast.parse(f"{kp} * ({bn} + 2 * {bm}) * {es} <= {STATIONARY_BYTES}", mode="eval").body
-    stmts[stmts.index(stmt)] = ast.If(test=cond, body=[ast.Expr(fast)], orelse=[ast.Expr(slow)])
+    i = stmts.index(stmt)
+    stmts[i : i + 1] = _launch(call, launch, form, kernels, params[0])
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _add_kernels(tree: ast.Module, fn: ast.FunctionDef) -> tuple[dict[int, str], _Form]:
+    """`fn` rewritten with K in one block, copies with K in each other count of `CHUNKS` after it,
+    then the original (`<kernel>_tiled`); the chunk helper before the first function."""
+    kernel = fn.name
+    original = copy.deepcopy(fn)
+    original.name = kernel + FALLBACK
+    where = tree.body.index(fn)
+    kernels = {}
+    for chunks in CHUNKS:
+        fast = fn if chunks == 1 else copy.deepcopy(original)
+        fast.name = kernel if chunks == 1 else f"{kernel}_k{chunks}"
+        form = rewrite_kernel(fast, chunks)
+        kernels[chunks] = fast.name
+        if chunks != 1:
+            where += 1
+            tree.body.insert(where, fast)
+    tree.body.insert(where + 1, original)
+    first = next(i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef))
+    tree.body.insert(first, _helper_node())
+    return kernels, form
+
+
+class _Blocks(ast.NodeTransformer):
+    """The tile's block names -> the plan's block variables."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Name(self.env[node.id], ast.Load()) if node.id in self.env else node
+
+
+def _launch(call: ast.Call, launch: Launch, form: _Form, kernels: dict[int, str], ptr: str) -> list[ast.stmt]:
+    """The statements replacing the launch `call`: the plan chosen (K chunks, a tile that fits the
+    local store), then the stationary kernel of that chunk count, else the original kernel."""
+    chunks, block_k, block_m, block_n = PLAN_VARS
+    bm, bn, k = launch.args[form.bm], launch.args[form.bn], launch.args[form.k_extent]
+    shrink = bm.isidentifier() and bn.isidentifier() and bm != bn  # the grid can follow the new blocks
+    env = {bm: block_m, bn: block_n} if shrink else {}
+
+    def on_plan(text: str) -> ast.expr:
+        return _Blocks(env).visit(ast.parse(text, mode="eval").body)  # type: ignore[no-any-return]
+
+    tiles = launch.grid[form.axis]  # type: ignore[index]
+    others = " * ".join(f"({g})" for i, g in enumerate(launch.grid or ()) if i != form.axis) or "1"
+    grid = list(launch.grid or ())
+    pes, capacity = _machine()
+    grid[form.axis] = f"min({tiles}, max(1, {pes} // ({others})))"
+
+    def fast(name: str) -> ast.stmt:
+        call_ = copy.deepcopy(call)
+        call_.func.value.id = name  # type: ignore[attr-defined]
+        call_.func.slice = on_plan(f"({', '.join(grid)},)")  # type: ignore[attr-defined]
+        given = {form.bk, form.bm, form.bn}
+        call_.keywords = [k for k in call_.keywords if k.arg not in given] + [
+            ast.keyword(form.bm, ast.Name(block_m, ast.Load())),
+            ast.keyword(form.bn, ast.Name(block_n, ast.Load())),
+            ast.keyword(form.bk, ast.Name(block_k, ast.Load())),
+            ast.keyword("M_TILES", on_plan(tiles)),
+        ]
+        return ast.Expr(call_)
+
+    slow = copy.deepcopy(call)
+    slow.func.value.id = next(iter(kernels.values())) + FALLBACK  # type: ignore[attr-defined]
+    item = f"({launch.args[ptr]}).element_size()"  # the first pointer's elements
+    plan = f"{', '.join(PLAN_VARS)} = {HELPER}({k}, {bm}, {bn}, {item}, {capacity}, shrink={shrink})"
+    chain: list[ast.stmt] = [fast(kernels[CHUNKS[-1]])]
+    for count in reversed(CHUNKS[:-1]):
+        test = ast.parse(f"{chunks} == {count}", mode="eval").body
+        chain = [ast.If(test=test, body=[fast(kernels[count])], orelse=chain)]
+    cond = ast.parse(f"{block_m} > 0", mode="eval").body
+    return [ast.parse(plan).body[0], ast.If(test=cond, body=chain, orelse=[ast.Expr(slow)])]
 
 
 def stationary_mutations(source: str) -> list[Mutation]:
