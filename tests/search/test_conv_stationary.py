@@ -10,6 +10,7 @@ from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.operators.templates.conv_stationary import (
     MARKER,
+    pixel_kernel,
     rewrite,
     stationary_kernel,
     stationary_mutations,
@@ -32,12 +33,17 @@ def test_the_taps_are_unrolled_under_constexpr_guards() -> None:
     src = stationary_kernel(kh_max=2, kw_max=2)
     assert src.count("tl.dot(") == 4 and src.count("= tl.load(w_tile") == 4
     assert "    if KH > 1:\n        if KW > 1:\n            w1_1 = tl.load(" in src
+    pixels = pixel_kernel(kh_max=2, kw_max=3)
+    assert pixels.count("tl.dot(") == 6 and "x_img + (p + ((1 - PAD_H) * W + (2 - PAD_W)))[None, :]" in pixels
 
 
 @pytest.mark.parametrize(
     ("d", "shape", "c_in", "c_out", "k", "pad", "kernel"),
     [
-        (2, "2, 24, 9, 12", 24, 40, 3, 1, "conv_ws_kernel"),  # ragged channels and row
+        (2, "2, 24, 9, 12", 24, 40, 3, 1, "conv_px_kernel"),  # ragged channels, 12-pixel rows: pixel tiles
+        (2, "1, 8, 7, 7", 8, 40, 5, 2, "conv_px_kernel"),  # 5x5 taps over one 49-pixel tile
+        (2, "1, 8, 4, 60", 8, 16, 3, 1, "conv_ws_kernel"),  # rows 60 of 64 wide: row tiles
+        (2, "1, 256, 5, 5", 256, 16, 3, 1, "conv_ws_kernel"),  # pixel tiles too large: row tiles of 8
         (1, "2, 24, 70", 24, 40, 5, 2, "conv_ws_kernel"),  # 5 taps, columns in blocks of 64
         (2, "1, 16, 6, 6", 16, 32, 3, 0, "conv_ws_kernel"),  # no padding: a smaller output
         (1, "1, 8, 40", 8, 16, 9, 4, "conv_rows_kernel"),  # more taps than the kernel has: rows

@@ -7,14 +7,20 @@ output tiles (one output row's BLOCK_W pixels each: `(oh, column block)` pairs o
 tap's input tile one block DMA as in `conv_rows`. The runs are sized so that about one program per
 PE (two with `dual_core`) covers the output.
 
-The taps are unrolled at trace time: the kernel is generated for up to `KH_MAX` x `KW_MAX` taps,
+The taps are unrolled at trace time: the kernels are generated for up to `KH_MAX` x `KW_MAX` taps,
 each tap's statements under constexpr guards (`if KH > kh`), so a 3x3 convolution compiles nine
-weight tiles and nine loads per output tile. The launch takes this kernel only where the taps fit
-the generated kernel, C_in fits one block and the estimated footprint (weights, accumulator, the
-taps' input tiles per stage, the output tile) fits the local store (`CONVS_LOCAL_BYTES`, mtia-2i's
-384 KiB, halved with dual_core); anything else runs the `conv_rows` kernel, which the module
-carries too. Measured at full size (docs/results/gemm_peak_mtia.md): conv2d_fp16 75.6 us (rows,
-dual core) -> 59.6 us (80.2% of its roofline).
+weight tiles and nine loads per output tile. Two tile shapes: rows (`conv_ws_kernel`, BLOCK_W
+pixels of one output row) and, for a 2-D "same" convolution (stride 1, output the input's size)
+whose rows would leave a quarter of their tiles masked or are narrower than 32 pixels, flattened
+pixels (`conv_px_kernel`: BLOCK_W consecutive pixels of an image across rows, each tap's input one
+block DMA at a constant shift, masked per pixel). The launch halves the output-channel block until
+the estimated footprint (weights, accumulator, the taps' input tiles per stage, the output tile)
+fits the local store (`CONVS_LOCAL_BYTES`, mtia-2i's 384 KiB, halved with dual_core), tries rows
+where pixel tiles do not fit, and runs the `conv_rows` kernel, which the module carries too, where
+neither fits or the taps exceed the generated kernels. Measured at full size (docs/results/
+gemm_peak_mtia.md, conv_pixels_mtia.md): conv2d_fp16 75.6 us (rows, dual core) -> 59.6 us (80.2% of
+its roofline; 60.7 us under D41); the hold-out 5x5 conv (40-pixel rows, 32 -> 96 channels) 37.9 us
+(row kernel) -> 26.3 us with pixel tiles.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from kegen.search.operators.templates.gpu_conv import conv_module
 from kegen.search.operators.templates.gpu_launch import module_imports, rewritten_module
 
 MARKER = f"{conv_rows.REWRITTEN} stationary weights"
-KH_MAX, KW_MAX = 3, 7  # taps the generated kernel covers (1-D kernels up to 7, 2-D up to 3x7)
+KH_MAX, KW_MAX = 5, 7  # taps the generated kernels cover (1-D kernels up to 7, 2-D up to 5x7)
 LOCAL_BYTES = 384 * 1024  # mtia-2i's local store per PE
 
 
@@ -39,11 +45,12 @@ def _guarded(lines: list[str], indent: str, kh: int, kw: int, body: list[str]) -
     lines += [indent + line for line in body]
 
 
-def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
-    """The weight-stationary kernel's source, taps unrolled up to kh_max x kw_max."""
+def _weights_head(name: str, tile_params: str, kh_max: int, kw_max: int) -> list[str]:
+    """A stationary kernel's signature and prologue: the program's tile run, channels, every tap's
+    weight tile loaded once, the bias."""
     lines = [
         "@triton.jit",
-        "def conv_ws_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, TILES, PER, N_WB,",
+        f"def {name}(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, {tile_params}",
         "                   KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,",
         "                   HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,",
         "                   BLOCK_W: tl.constexpr):",
@@ -61,10 +68,28 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
         for kw in range(kw_max):
             load = f"w{kh}_{kw} = tl.load(w_tile + ({kh} * KW + {kw}) * C_OUT * C_IN, mask=w_mask, other=0.0)"
             _guarded(lines, "    ", kh, kw, [load])
-    lines += [
+    return [
+        *lines,
         "    if HAS_BIAS:",
         "        bias = tl.load(b_ptr + co, mask=co_ok, other=0.0).to(tl.float32)",
         "    x_img = x_ptr + n * C_IN * H * W + ci[:, None] * (H * W)",
+    ]
+
+
+def _store(index: str, valid: str) -> list[str]:
+    return [
+        "        if HAS_BIAS:",
+        "            acc += bias[:, None]",
+        f"        tl.store(y_img + {index}, acc.to(y_ptr.dtype.element_ty),",
+        f"                 mask=co_ok[:, None] & {valid})",
+    ]
+
+
+def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
+    """The weight-stationary kernel over row tiles (BLOCK_W pixels of one output row), taps unrolled
+    up to kh_max x kw_max."""
+    lines = _weights_head("conv_ws_kernel", "OH, OW, TILES, PER, N_WB,", kh_max, kw_max)
+    lines += [
         "    y_img = y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW)",
         "    for t in range(t0, t1):",
         "        oh = t // N_WB",
@@ -86,30 +111,82 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
                 f"acc += tl.dot(w{kh}_{kw}, x)",
             ]
             _guarded(lines, "        ", kh, kw, tap)
+    lines += _store("oh * OW + ow[None, :]", "(ow < OW)[None, :]")
+    return "\n".join(lines) + "\n"
+
+
+def pixel_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
+    """The weight-stationary kernel over flattened pixel tiles (BLOCK_W consecutive pixels of one
+    image across rows), for a 2-D convolution whose output has its input's size (stride 1, "same"
+    padding): a tap's input pixels are then the tile's own pixels shifted by one constant, one
+    block DMA, and no row leaves most of its tile masked (a 40-pixel row in a 64-wide tile)."""
+    lines = _weights_head("conv_px_kernel", "TILES, PER,", kh_max, kw_max)
     lines += [
-        "        if HAS_BIAS:",
-        "            acc += bias[:, None]",
-        "        tl.store(y_img + oh * OW + ow[None, :], acc.to(y_ptr.dtype.element_ty),",
-        "                 mask=co_ok[:, None] & (ow < OW)[None, :])",
+        "    y_img = y_ptr + n * C_OUT * H * W + co[:, None] * (H * W)",
+        "    for t in range(t0, t1):",
+        "        p = t * BLOCK_W + tl.arange(0, BLOCK_W)",
+        "        oh = p // W",
+        "        ow = p % W",
+        "        p_ok = p < H * W",
+        "        acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)",
     ]
+    for kw in range(kw_max):  # the tile's valid pixels per horizontal tap, then per vertical one
+        _guarded(
+            lines,
+            "        ",
+            0,
+            kw,
+            [f"c{kw} = p_ok & (ow + ({kw} - PAD_W) >= 0) & (ow + ({kw} - PAD_W) < W)"],
+        )
+    for kh in range(kh_max):
+        _guarded(
+            lines, "        ", kh, 0, [f"r{kh} = (oh + ({kh} - PAD_H) >= 0) & (oh + ({kh} - PAD_H) < H)"]
+        )
+    for kh in range(kh_max):
+        for kw in range(kw_max):
+            tap = [
+                f"x = tl.load(x_img + (p + (({kh} - PAD_H) * W + ({kw} - PAD_W)))[None, :],",
+                f"              mask=ci_ok[:, None] & (r{kh} & c{kw})[None, :], other=0.0)",
+                f"acc += tl.dot(w{kh}_{kw}, x)",
+            ]
+            _guarded(lines, "        ", kh, kw, tap)
+    lines += _store("p[None, :]", "p_ok[None, :]")
     return "\n".join(lines) + "\n"
 
 
 _WS_LAUNCH = """
         bci = triton.next_power_of_2(c_in)
-        bw = min(CONVS_BLOCK_W, triton.next_power_of_2(ow))
         taps, es = kh * kw, x.element_size()
-        need = (taps * CONVS_BLOCK_CO * bci * es + CONVS_BLOCK_CO * bw * (4 + es)  # weights, acc, output
-                + {stages} * taps * bci * bw * es)  # the taps' input tiles per stage
-        if kh <= {kh_max} and kw <= {kw_max} and need <= CONVS_LOCAL_BYTES // {cores}:
+        row_bw = min(CONVS_BLOCK_W, triton.next_power_of_2(ow))
+        # flattened pixel tiles for a 2-D "same" convolution whose rows leave their tiles a quarter
+        # masked or more, or are narrower than 32 pixels; else (or where those tiles do not fit) rows
+        same = nd == 2 and (oh, ow) == (h, w_) and ow % row_bw != 0
+        for pixels in ((True, False) if same and (4 * ow <= 3 * row_bw or row_bw < 32) else (False,)):
+            bw = CONVS_BLOCK_W if pixels else row_bw
+            bco = CONVS_BLOCK_CO
+            while True:  # output channels halved until the weights, acc, output and input tiles fit
+                need = (taps * bco * bci * es + bco * bw * (4 + es)  # weights, acc, output
+                        + {stages} * taps * bci * bw * es)  # the taps' input tiles per stage
+                if need <= CONVS_LOCAL_BYTES // {cores} or bco <= 16:
+                    break
+                bco //= 2
+            if kh > {kh_max} or kw > {kw_max} or need > CONVS_LOCAL_BYTES // {cores}:
+                continue
             n_wb = triton.cdiv(ow, bw)
-            tiles, co_blocks = oh * n_wb, triton.cdiv(c_out, CONVS_BLOCK_CO)
+            tiles = triton.cdiv(oh * ow, bw) if pixels else oh * n_wb
+            co_blocks = triton.cdiv(c_out, bco)
             per = triton.cdiv(tiles, max(1, CONVS_PROGRAMS // (batch * co_blocks)))
             grid = (batch, triton.cdiv(tiles, per), co_blocks)
-            conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per, n_wb,
-                                 KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
-                                 BLOCK_CO=CONVS_BLOCK_CO, BLOCK_CI=bci, BLOCK_W=bw,
-                                 num_stages={stages}, dual_core={dual})
+            if pixels:
+                conv_px_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, tiles, per,
+                                     KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                                     BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
+                                     num_stages={stages}, dual_core={dual})
+            else:
+                conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per,
+                                     n_wb, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                                     BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
+                                     num_stages={stages}, dual_core={dual})
             return y
 """
 
@@ -152,7 +229,7 @@ def rewrite(
         f"CONVS_PROGRAMS = {programs * (2 if dual else 1)}\n"
         f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\n" + conv_rows.constants(128, 64, 64)
     )
-    kernels = stationary_kernel() + "\n\n" + conv_rows.KERNEL
+    kernels = stationary_kernel() + "\n\n" + pixel_kernel() + "\n\n" + conv_rows.KERNEL
     return rewritten_module(module_imports(source), f"{MARKER}\n{consts}", kernels, init_src, tail)
 
 
