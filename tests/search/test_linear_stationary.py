@@ -76,6 +76,8 @@ def test_the_tile_shrinks_until_the_stationary_blocks_fit() -> None:
     assert plan(768, 64, 64, 2, cap) == (3, 256, 32, 64)  # the longer side (M on ties) halved first
     assert plan(768, 64, 64, 2, cap, shrink=False) == (3, 256, 0, 0)
     assert plan(1 << 16, 64, 64, 2, cap)[2:] == (0, 0)  # nothing fits: the original kernel
+    assert plan(2048, 32, 128, 2, cap)[2:] == (0, 0)  # only tiles below 32x64 would: the original
+    assert plan(2048, 16, 32, 2, cap) == (1, 2048, 16, 32)  # a tile asked for below them is taken as is
     for k in (96, 700, 1024, 2000):
         for bm, bn in ((16, 16), (32, 128), (128, 64), (64, 256)):
             count, block, m, n = plan(k, bm, bn, 4, cap)
@@ -91,6 +93,17 @@ def test_the_unrolled_k_chunks_load_their_weights_once() -> None:
         assert f"k_c{i} = {i} * BLOCK_K" in head and f"wt_c{i} = tl.load(" in head  # hoisted weights
         assert f"tl.dot(x_c{i}, wt_c{i}" in loop and f"x_c{i}_next = tl.load(" in loop  # pipelined inputs
     assert "wt_c0 = tl.load(" not in loop
+
+
+def test_the_hand_pipelined_kernels_drop_the_parents_stages() -> None:
+    """The M loop is software-pipelined in the text: stages on top would double its input tiles."""
+    seed = _seed("linear_bias_gelu_bf16").replace("BLOCK_K=BK)", "BLOCK_K=BK, num_stages=2)")
+    assert "num_stages=2" in seed
+    launches = [
+        line for line in rewrite(seed, "linear_gelu_kernel").splitlines() if "_kernel" in line and "[" in line
+    ]
+    assert len(launches) == 4 and [line for line in launches if "num_stages=2" in line] == launches[-1:]
+    assert "linear_gelu_kernel_tiled[" in launches[-1]
 
 
 def test_a_kernel_whose_m_program_id_is_read_elsewhere_is_refused() -> None:

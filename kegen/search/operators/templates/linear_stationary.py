@@ -48,29 +48,32 @@ CHUNKS = (1, 3, 5)
 HELPER = "_kegen_stationary_plan"
 PLAN_VARS = ("kegen_k_chunks", "kegen_block_k", "kegen_block_m", "kegen_block_n")
 HELPER_SOURCE = f'''
-def {HELPER}(k, block_m, block_n, item, capacity, shrink=True, counts={CHUNKS!r}, floor=16):
+def {HELPER}(k, block_m, block_n, item, capacity, shrink=True, counts={CHUNKS!r}, floor=16,
+             min_m=32, min_n=64):
     """(chunks, block_k, block_m, block_n) of a weight-stationary dot kernel (written by kegen's
     `linear_stationary` move): K cut into `chunks` blocks of `block_k` (a power of two), the count
-    that pads K least, fewer on ties; the tile halved (its longer side first, where `shrink`) until
-    its [K, block_n] weights, three [block_m, K] input tiles (prefetched, current, loop-carried),
-    the accumulator and the epilogue's tiles fit `capacity` bytes; block_m 0 where none fits."""
+    that pads K least, fewer on ties; the tile halved (its longer side first, not below
+    min_m x min_n, where `shrink`) until its [K, block_n] weights, three [block_m, K] input tiles
+    (prefetched, current, loop-carried), the accumulator and the epilogue's tiles fit `capacity`
+    bytes; block_m 0 where none fits (smaller tiles lose to the tiled kernel)."""
     best = None
     for count in counts:
         block = max(floor, 1 << max(0, (-(-int(k) // count) - 1).bit_length()))
         if best is None or count * block < best[0] * best[1]:
             best = (count, block)
     chunks, block_k = best
-    while block_m >= floor and block_n >= floor:
+    while True:
         need = chunks * block_k * (block_n + 3 * block_m) * item + block_m * block_n * (4 + 3 * item)
         if need <= capacity:
             return chunks, block_k, block_m, block_n
-        if not shrink:
-            break
-        if block_m >= block_n:
+        if shrink and block_m >= block_n and block_m > min_m:
+            block_m //= 2
+        elif shrink and block_n > min_n:
+            block_n //= 2
+        elif shrink and block_m > min_m:
             block_m //= 2
         else:
-            block_n //= 2
-    return chunks, block_k, 0, 0
+            return chunks, block_k, 0, 0
 '''
 
 
@@ -345,7 +348,7 @@ def _launch(call: ast.Call, launch: Launch, form: _Form, kernels: dict[int, str]
         call_ = copy.deepcopy(call)
         call_.func.value.id = name  # type: ignore[attr-defined]
         call_.func.slice = on_plan(f"({', '.join(grid)},)")  # type: ignore[attr-defined]
-        given = {form.bk, form.bm, form.bn}
+        given = {form.bk, form.bm, form.bn, "num_stages"}  # the M loop is pipelined by hand
         call_.keywords = [k for k in call_.keywords if k.arg not in given] + [
             ast.keyword(form.bm, ast.Name(block_m, ast.Load())),
             ast.keyword(form.bn, ast.Name(block_n, ast.Load())),
