@@ -387,10 +387,11 @@ def stationary_mutations(source: str) -> list[Mutation]:
                     name=f"linear_stationary={bm}x{bn}@{fn.name}",
                     family="gemm_plan",
                     description=(
-                        f"{fn.name}: the [K, {bn}] weight tile loaded once per program (K in one block), the "
-                        f"programs walking {bm}x{bn} output tiles along M in a software-pipelined loop (next "
-                        "input tile loaded first, each output's store deferred); the original kernel where K "
-                        "does not fit"
+                        f"{fn.name}: the [K, {bn}] weight tile loaded once per program (K in the 1, 3 or 5 "
+                        f"power-of-two blocks that pad it least), the programs walking {bm}x{bn} output "
+                        "tiles along M (halved until they fit the local store) in a software-pipelined loop "
+                        "(next input tile loaded first, each output's store deferred); the original kernel "
+                        "where K does not fit"
                     ),
                     apply=partial(rewrite, kernel=fn.name, block_m=bm, block_n=bn),
                     helps=("memory", "latency"),
