@@ -158,6 +158,7 @@ _WS_LAUNCH = """
         bci = triton.next_power_of_2(c_in)
         taps, es = kh * kw, x.element_size()
         row_bw = min(CONVS_BLOCK_W, triton.next_power_of_2(ow))
+        local = CONVS_LOCAL_BYTES // (2 if CONVS_DUAL_CORE else 1)  # a dual-core PE's half
         # flattened pixel tiles for a 2-D "same" convolution whose rows leave their tiles a quarter
         # masked or more, or are narrower than 32 pixels; else (or where those tiles do not fit) rows
         same = nd == 2 and (oh, ow) == (h, w_) and ow % row_bw != 0
@@ -166,11 +167,11 @@ _WS_LAUNCH = """
             bco = CONVS_BLOCK_CO
             while True:  # output channels halved until the weights, acc, output and input tiles fit
                 need = (taps * bco * bci * es + bco * bw * (4 + es)  # weights, acc, output
-                        + {stages} * taps * bci * bw * es)  # the taps' input tiles per stage
-                if need <= CONVS_LOCAL_BYTES // {cores} or bco <= 16:
+                        + CONVS_STAGES * taps * bci * bw * es)  # the taps' input tiles per stage
+                if need <= local or bco <= 16:
                     break
                 bco //= 2
-            if kh > {kh_max} or kw > {kw_max} or need > CONVS_LOCAL_BYTES // {cores}:
+            if kh > {kh_max} or kw > {kw_max} or need > local:
                 continue
             n_wb = triton.cdiv(ow, bw)
             tiles = triton.cdiv(oh * ow, bw) if pixels else oh * n_wb
@@ -181,24 +182,26 @@ _WS_LAUNCH = """
                 conv_px_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, tiles, per,
                                      KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
-                                     num_stages={stages}, dual_core={dual})
+                                     num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             else:
                 conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per,
                                      n_wb, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
-                                     num_stages={stages}, dual_core={dual})
+                                     num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             return y
 """
 
 
-def _launch(stages: int, dual: bool) -> str:
+def _launch() -> str:
     """The stationary kernel's launch where it fits, else the row kernel's (two stages, dual core), as
-    the tail of `forward`: the row rewrite's launch with this one before its own."""
+    the tail of `forward`: the row rewrite's launch with this one before its own. Its options are the
+    module's CONVS_STAGES and CONVS_DUAL_CORE, which its footprint check reads too (a launch knob
+    changing one call's literal would leave the check behind)."""
     rows = conv_rows.LAUNCH.replace("{stages}", "2").replace("{dual}", "True")
     alloc, sep, row_launch = rows.partition("        bw = min(CONVR_BLOCK_W")
     if not sep:
         raise MutationError("templates.conv_rows' launch changed: the stationary rewrite cannot reuse it")
-    values = {"stages": stages, "dual": dual, "cores": 2 if dual else 1, "kh_max": KH_MAX, "kw_max": KW_MAX}
+    values = {"kh_max": KH_MAX, "kw_max": KW_MAX}
     ws = _WS_LAUNCH.lstrip("\n")
     for key, value in values.items():
         ws = ws.replace("{" + key + "}", str(value))
@@ -222,11 +225,12 @@ def rewrite(
     head, sep, _ = conv_rows.model_tail().partition("        y = torch.empty(")
     if not sep:
         raise MutationError("templates.conv_rows' model tail changed: the stationary rewrite cannot reuse it")
-    launch = _launch(stages, dual)
+    launch = _launch()
     tail = (head.rstrip(" ") + launch.lstrip("\n")).replace("{x}", x).replace("{attr}", attr)
     consts = (
         f"CONVS_BLOCK_CO = {block_co}\nCONVS_BLOCK_W = {block_w}\n"
         f"CONVS_PROGRAMS = {programs * (2 if dual else 1)}\n"
+        f"CONVS_STAGES = {stages}\nCONVS_DUAL_CORE = {dual}  # the stationary launch's options, one place\n"
         f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\n" + conv_rows.constants(128, 64, 64)
     )
     kernels = stationary_kernel() + "\n\n" + pixel_kernel() + "\n\n" + conv_rows.KERNEL
