@@ -18,7 +18,7 @@ the estimated footprint (weights, accumulator, the taps' input tiles per stage, 
 fits the local store (`CONVS_LOCAL_BYTES`, mtia-2i's 384 KiB, halved with dual_core), tries rows
 where pixel tiles do not fit, and runs the `conv_rows` kernel, which the module carries too, where
 neither fits or the taps exceed the generated kernels. Measured at full size (docs/results/
-gemm_peak_mtia.md, conv_pixels_mtia.md): conv2d_fp16 75.6 us (rows, dual core) -> 59.6 us (80.2% of
+gemm_peak_mtia.md, stationary_moves_mtia.md): conv2d_fp16 75.6 us (rows, dual core) -> 59.6 us (80.2% of
 its roofline; 60.7 us under D41); the hold-out 5x5 conv (40-pixel rows, 32 -> 96 channels) 37.9 us
 (row kernel) -> 26.3 us with pixel tiles.
 """

@@ -13,7 +13,7 @@ is then software-pipelined by `row_pipeline.pipeline_loop` (the next tile's inpu
 of each iteration, each tile's store deferred to the next), so the DMA keeps streaming outputs while
 the DPE and SIMD compute. The module keeps the original kernel as `<kernel>_tiled` and the launch
 takes it where the stationary tiles would not fit the local store of the machine the move was made
-for. Measured at full size (docs/results/gemm_peak_mtia.md, linear_stationary_mtia.md):
+for. Measured at full size (docs/results/gemm_peak_mtia.md, stationary_moves_mtia.md):
 linear_bias_gelu_bf16, 32x128 tiles, K one block: 134.1 us, 84.0% of its roofline (120.5 us under
 D41); the hold-out linear+SiLU (K 768), 32x128 in three blocks: 108.4 us, 95.7% (one block did not
 fit; the best other plan 145.9 us).
