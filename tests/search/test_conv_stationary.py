@@ -9,12 +9,14 @@ import pytest
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.operators.templates.conv_stationary import (
+    ALIGN_BYTES,
     MARKER,
     pixel_kernel,
     rewrite,
     stationary_kernel,
     stationary_mutations,
 )
+from mtia_sim import isa
 
 from .test_conv_rows import PROBLEM, _seed
 
@@ -27,6 +29,11 @@ def test_both_convolution_seeds_get_the_move_once() -> None:
         assert stationary_mutations(out) == [] and conv_mutations(out) == []  # not rewritten twice
         assert stationary_mutations(conv_mutations(_seed(name))[0].apply(_seed(name))) == []
     assert stationary_mutations(_seed("gemm_fp16_2048")) == []  # not a convolution module
+
+
+def test_the_alignment_is_the_simulators() -> None:
+    assert ALIGN_BYTES == isa.ALIGNMENT
+    assert "sh = (((n * C_OUT + tl.program_id(2) * BLOCK_CO) * OH + oh) * OW) % ALIGN" in stationary_kernel()
 
 
 def test_the_taps_are_unrolled_under_constexpr_guards() -> None:
@@ -43,6 +50,7 @@ def test_the_taps_are_unrolled_under_constexpr_guards() -> None:
         (2, "2, 24, 9, 12", 24, 40, 3, 1, "conv_px_kernel"),  # ragged channels, 12-pixel rows: pixel tiles
         (2, "1, 8, 7, 7", 8, 40, 5, 2, "conv_px_kernel"),  # 5x5 taps over one 49-pixel tile
         (2, "1, 8, 4, 60", 8, 16, 3, 1, "conv_ws_kernel"),  # rows 60 of 64 wide: row tiles
+        (2, "2, 8, 5, 56", 8, 24, 3, 1, "conv_ws_kernel"),  # odd rows start 8 columns early (aligned)
         (2, "1, 256, 5, 5", 256, 16, 3, 1, "conv_ws_kernel"),  # pixel tiles too large: row tiles of 8
         (1, "2, 24, 70", 24, 40, 5, 2, "conv_ws_kernel"),  # 5 taps, columns in blocks of 64
         (2, "1, 16, 6, 6", 16, 32, 3, 0, "conv_ws_kernel"),  # no padding: a smaller output

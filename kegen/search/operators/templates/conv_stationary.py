@@ -35,6 +35,7 @@ from kegen.search.operators.templates.gpu_launch import module_imports, rewritte
 MARKER = f"{conv_rows.REWRITTEN} stationary weights"
 KH_MAX, KW_MAX = 5, 7  # taps the generated kernels cover (1-D kernels up to 7, 2-D up to 5x7)
 LOCAL_BYTES = 384 * 1024  # mtia-2i's local store per PE
+ALIGN_BYTES = 32  # mtia's DMA alignment (mtia_sim.isa.ALIGNMENT): a misaligned operand costs more bytes
 
 
 def _guarded(lines: list[str], indent: str, kh: int, kw: int, body: list[str]) -> None:
@@ -88,12 +89,16 @@ def _store(index: str, valid: str) -> list[str]:
 def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
     """The weight-stationary kernel over row tiles (BLOCK_W pixels of one output row), taps unrolled
     up to kh_max x kw_max."""
-    lines = _weights_head("conv_ws_kernel", "OH, OW, TILES, PER, N_WB,", kh_max, kw_max)
+    lines = _weights_head("conv_ws_kernel", "OH, OW, TILES, PER, N_WB, ALIGN,", kh_max, kw_max)
     lines += [
         "    y_img = y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW)",
         "    for t in range(t0, t1):",
         "        oh = t // N_WB",
-        "        ow = (t % N_WB) * BLOCK_W + tl.arange(0, BLOCK_W)",
+        "        # a row narrower than the tile starts it up to ALIGN columns early (masked) where that puts",
+        "        # its output on a DMA-aligned address: a misaligned DMA moves a quarter more bytes",
+        "        sh = (((n * C_OUT + tl.program_id(2) * BLOCK_CO) * OH + oh) * OW) % ALIGN",
+        "        sh = sh * ((OW + sh) <= BLOCK_W).to(tl.int32)",
+        "        ow = (t % N_WB) * BLOCK_W + tl.arange(0, BLOCK_W) - sh",
         "        acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)",
     ]
     for kw in range(kw_max):  # the column masks of this tile, one per horizontal tap
@@ -111,7 +116,7 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
                 f"acc += tl.dot(w{kh}_{kw}, x)",
             ]
             _guarded(lines, "        ", kh, kw, tap)
-    lines += _store("oh * OW + ow[None, :]", "(ow < OW)[None, :]")
+    lines += _store("oh * OW + ow[None, :]", "((ow >= 0) & (ow < OW))[None, :]")
     return "\n".join(lines) + "\n"
 
 
@@ -185,7 +190,8 @@ _WS_LAUNCH = """
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             else:
                 conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per,
-                                     n_wb, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                                     n_wb, max(1, CONVS_ALIGN_BYTES // es), KH=kh, KW=kw, PAD_H=ph, PAD_W=pw,
+                                     HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             return y
@@ -231,7 +237,8 @@ def rewrite(
         f"CONVS_BLOCK_CO = {block_co}\nCONVS_BLOCK_W = {block_w}\n"
         f"CONVS_PROGRAMS = {programs * (2 if dual else 1)}\n"
         f"CONVS_STAGES = {stages}\nCONVS_DUAL_CORE = {dual}  # the stationary launch's options, one place\n"
-        f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\n" + conv_rows.constants(128, 64, 64)
+        f"CONVS_LOCAL_BYTES = {LOCAL_BYTES}\nCONVS_ALIGN_BYTES = {ALIGN_BYTES}\n"
+        + conv_rows.constants(128, 64, 64)
     )
     kernels = stationary_kernel() + "\n\n" + pixel_kernel() + "\n\n" + conv_rows.KERNEL
     return rewritten_module(module_imports(source), f"{MARKER}\n{consts}", kernels, init_src, tail)
