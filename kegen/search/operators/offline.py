@@ -49,6 +49,7 @@ from kegen.search.operators.mutations.waves import wave_tile_mutations
 from kegen.search.operators.templates.conv_rows import conv_mutations
 from kegen.search.operators.templates.conv_stationary import stationary_mutations
 from kegen.search.operators.templates.linear_stationary import stationary_mutations as linear_mutations
+from kegen.search.operators.templates.m_halves import m_halves_mutations
 from kegen.search.store import code_hash
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ class OfflineOperator(Operator):
         if launch:  # mtia whole-kernel rewrites: convolutions as row tiles, GEMM stores overlapped
             plans += moves(conv_mutations) + moves(stationary_mutations)
             plans += moves(gemm_plan_mutations) + moves(linear_mutations)
+            plans += moves(m_halves_mutations)  # a one-wave GEMM's store behind its last dot
             plans += moves(wave_tile_mutations, ctx.profile)  # tiles that fill every wave of PEs
         if ctx.problem.target == "nvidia":  # whole-kernel rewrites and config sweeps (Hopper)
             plans += moves(gpu_mutations)

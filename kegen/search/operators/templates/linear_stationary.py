@@ -103,7 +103,7 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-class _Form:
+class PlanForm:
     """The parts of a plan-form dot kernel this rewrite needs; MutationError where it is not one."""
 
     def __init__(self, fn: ast.FunctionDef) -> None:
@@ -172,7 +172,7 @@ class _Form:
         self.bm, self.bn = bm, bn
 
 
-def _split(stmts: list[ast.stmt], dep: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
+def split_dependent(stmts: list[ast.stmt], dep: set[str]) -> tuple[list[ast.stmt], list[ast.stmt]]:
     """(statements that do not depend on the M tile, those that do), `dep` grown in place."""
     free, tied = [], []
     for st in stmts:
@@ -192,7 +192,7 @@ class _Rename(ast.NodeTransformer):
         return ast.Name(self.env[node.id], node.ctx) if node.id in self.env else node
 
 
-def _chunk_bodies(fn: ast.FunctionDef, form: _Form, chunks: int) -> list[list[ast.stmt]]:
+def _chunk_bodies(fn: ast.FunctionDef, form: PlanForm, chunks: int) -> list[list[ast.stmt]]:
     """The K loop's body once per K chunk: chunk i at `k = i * BK`, its loop-local names suffixed."""
     loop = fn.body[form.i_loop]
     assert isinstance(loop, ast.For)
@@ -208,22 +208,22 @@ def _chunk_bodies(fn: ast.FunctionDef, form: _Form, chunks: int) -> list[list[as
     return out
 
 
-def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1) -> _Form:
+def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1) -> PlanForm:
     """`fn` rewritten in place (a new runtime parameter `M_TILES`: the number of M tiles); the K loop
     unrolled into `chunks` blocks of BK (the launch sets BK to cover K)."""
-    form = _Form(fn)
+    form = PlanForm(fn)
     body = fn.body
     skip = {form.i_pid, form.i_offs, form.i_acc, form.i_loop}
     offs_name = stored_names(body[form.i_offs])
     dep = offs_name | stored_names(body[form.i_acc])
-    pre_free, pre_tied = _split([s for i, s in enumerate(body[: form.i_loop]) if i not in skip], dep)
+    pre_free, pre_tied = split_dependent([s for i, s in enumerate(body[: form.i_loop]) if i not in skip], dep)
     loop_free: list[ast.stmt] = []
     loop_tied: list[ast.stmt] = []
     for chunk in _chunk_bodies(fn, form, chunks):
-        free, tied = _split(chunk, dep)
+        free, tied = split_dependent(chunk, dep)
         loop_free += free
         loop_tied += tied
-    post_free, post_tied = _split(body[form.i_loop + 1 :], dep)
+    post_free, post_tied = split_dependent(body[form.i_loop + 1 :], dep)
     if any(_names(s) & stored_names(t) for s in post_free for t in loop_tied):
         raise MutationError(f"{fn.name}: a statement after the K loop reads the loop's M-tile values")
     tile = "kegen_m_tile"
@@ -268,7 +268,7 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
     fn0 = next((f for f in jit_functions(ast.parse(source)) if f.name == kernel), None)
     if fn0 is None:
         raise MutationError(f"no jit kernel {kernel}")
-    form0 = _Form(fn0)
+    form0 = PlanForm(fn0)
     for param, value in ((form0.bm, block_m), (form0.bn, block_n)):
         sites = [s for s in find_blocks(source) if s.kernel == kernel and s.param == param]
         if len(sites) != 1:
@@ -295,7 +295,7 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def _add_kernels(tree: ast.Module, fn: ast.FunctionDef) -> tuple[dict[int, str], _Form]:
+def _add_kernels(tree: ast.Module, fn: ast.FunctionDef) -> tuple[dict[int, str], PlanForm]:
     """`fn` rewritten with K in one block, copies with K in each other count of `CHUNKS` after it,
     then the original (`<kernel>_tiled`); the chunk helper before the first function."""
     kernel = fn.name
@@ -327,7 +327,7 @@ class _Blocks(ast.NodeTransformer):
         return ast.Name(self.env[node.id], ast.Load()) if node.id in self.env else node
 
 
-def _launch(call: ast.Call, launch: Launch, form: _Form, kernels: dict[int, str], ptr: str) -> list[ast.stmt]:
+def _launch(call: ast.Call, launch: Launch, form: PlanForm, kernels: dict[int, str], ptr: str) -> list[ast.stmt]:
     """The statements replacing the launch `call`: the plan chosen (K chunks, a tile that fits the
     local store), then the stationary kernel of that chunk count, else the original kernel."""
     chunks, block_k, block_m, block_n = PLAN_VARS
