@@ -327,7 +327,9 @@ class _Blocks(ast.NodeTransformer):
         return ast.Name(self.env[node.id], ast.Load()) if node.id in self.env else node
 
 
-def _launch(call: ast.Call, launch: Launch, form: PlanForm, kernels: dict[int, str], ptr: str) -> list[ast.stmt]:
+def _launch(
+    call: ast.Call, launch: Launch, form: PlanForm, kernels: dict[int, str], ptr: str
+) -> list[ast.stmt]:
     """The statements replacing the launch `call`: the plan chosen (K chunks, a tile that fits the
     local store), then the stationary kernel of that chunk count, else the original kernel."""
     chunks, block_k, block_m, block_n = PLAN_VARS
