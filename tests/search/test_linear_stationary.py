@@ -95,14 +95,16 @@ def test_the_unrolled_k_chunks_load_their_weights_once() -> None:
     assert "wt_c0 = tl.load(" not in loop
 
 
-def test_the_hand_pipelined_kernels_drop_the_parents_stages() -> None:
-    """The M loop is software-pipelined in the text: stages on top would double its input tiles."""
-    seed = _seed("linear_bias_gelu_bf16").replace("BLOCK_K=BK)", "BLOCK_K=BK, num_stages=2)")
+def test_the_hand_pipelined_kernels_drop_the_parents_stages_and_second_core() -> None:
+    """The M loop is software-pipelined in the text: stages on top would double its input tiles, and
+    a second core would halve the local store its fit was computed for."""
+    seed = _seed("linear_bias_gelu_bf16").replace("BLOCK_K=BK)", "BLOCK_K=BK, num_stages=2, dual_core=True)")
     assert "num_stages=2" in seed
     launches = [
         line for line in rewrite(seed, "linear_gelu_kernel").splitlines() if "_kernel" in line and "[" in line
     ]
     assert len(launches) == 4 and [line for line in launches if "num_stages=2" in line] == launches[-1:]
+    assert [line for line in launches if "dual_core=True" in line] == launches[-1:]
     assert "linear_gelu_kernel_tiled[" in launches[-1]
 
 

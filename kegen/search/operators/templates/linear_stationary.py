@@ -350,7 +350,8 @@ def _launch(
         call_ = copy.deepcopy(call)
         call_.func.value.id = name  # type: ignore[attr-defined]
         call_.func.slice = on_plan(f"({', '.join(grid)},)")  # type: ignore[attr-defined]
-        given = {form.bk, form.bm, form.bn, "num_stages"}  # the M loop is pipelined by hand
+        # the M loop is pipelined by hand and walks one program per PE: no stages, no second core
+        given = {form.bk, form.bm, form.bn, "num_stages", "dual_core"}
         call_.keywords = [k for k in call_.keywords if k.arg not in given] + [
             ast.keyword(form.bm, ast.Name(block_m, ast.Load())),
             ast.keyword(form.bn, ast.Name(block_n, ast.Load())),
