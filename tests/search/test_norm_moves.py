@@ -26,6 +26,7 @@ from kegen.search.operators.mutations.memory.norms import (
     stage_loops,
 )
 from kegen.search.operators.mutations.rows import row_mutations
+from kegen.search.operators.templates.linear_stationary import stationary_mutations
 from kegen.suites import find_suite
 
 PRODUCTION = {p.name: p for p in find_suite("production").problems}
@@ -240,3 +241,14 @@ def test_the_staged_jagged_softmax_is_correct_on_the_simulator(tmp_path: Path) -
         tmp_path,
         "NUM_SEGMENTS = 24\n",
     )
+
+
+def test_a_hand_pipelined_row_loop_is_not_staged_again() -> None:
+    """linear_stationary's M loop prefetches the next tile itself: a ring of stages on top would
+    double its input tiles (a search overflowed the local store that way)."""
+    seed = (
+        Path(__file__).parents[2] / "kegen" / "suites" / "production" / "gemm_fp16_512" / "seed.py"
+    ).read_text()
+    stationary = stationary_mutations(seed)[1].apply(seed)
+    assert "_next = tl.load(" in stationary
+    assert not [m.name for m in norm_mutations(stationary) if m.name.startswith("row_block_stages")]

@@ -46,6 +46,7 @@ from kegen.search.operators.mutations.memory.row_pipeline import (
     parse_expr,
     pipeline,
     pipeline_loop,
+    pipelined,
     row_loop_var,
     row_loops_pipelinable,
     stored_names,
@@ -166,8 +167,8 @@ def _block_loops(fn: ast.FunctionDef, tree: ast.Module) -> list[ast.For]:
             continue
         it = st.iter
         assert isinstance(it, ast.Call)
-        if any(k.arg == "num_stages" for k in it.keywords):
-            continue
+        if any(k.arg == "num_stages" for k in it.keywords) or pipelined(st.body):
+            continue  # staged already, or software-pipelined by hand (its prefetch is its second buffer)
         var = row_loop_var(st)
         follows = {var}
         for n in st.body:

@@ -124,7 +124,7 @@ class _Access:
         return ast.Call(func=func, args=args, keywords=kws + copy.deepcopy(self.extra))
 
 
-def _pipelined(body: list[ast.stmt]) -> bool:
+def pipelined(body: list[ast.stmt]) -> bool:
     """Whether the body already ends by rotating a prefetched load (`cur = nxt`)."""
     last = body[-1]
     if not (isinstance(last, ast.Assign) and isinstance(last.value, ast.Name) and len(last.targets) == 1):
@@ -153,7 +153,7 @@ def _plan(loop: ast.For) -> tuple[str, list[_Access], list[tuple[int, _Access]]]
         raise MutationError("the row loop has control flow inside; only straight-line bodies are pipelined")
     if any(call_name(n).startswith(_EFFECTS) for st in body for n in ast.walk(st)):
         raise MutationError("the row loop has atomics or debug calls")
-    if _pipelined(body):
+    if pipelined(body):
         raise MutationError("the row loop is pipelined already")
     counts: dict[str, int] = {}
     for st in body:
