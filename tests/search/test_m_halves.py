@@ -44,6 +44,8 @@ def test_kernels_it_cannot_split_are_refused() -> None:
     )
     with pytest.raises(MutationError, match="sizes more than"):
         rewrite(src, "matmul_kernel")
+    with pytest.raises(MutationError, match="halves below 32 rows"):
+        rewrite(_seed("gemm_fp16_512", "32, 128, 64"), "matmul_kernel")
     with pytest.raises(MutationError, match="no jit kernel"):
         rewrite(src, "other_kernel")
     assert m_halves_mutations((SUITES / "production" / "softmax_fp32" / "seed.py").read_text()) == []
@@ -51,7 +53,7 @@ def test_kernels_it_cannot_split_are_refused() -> None:
     assert m_halves_mutations(stationary) == []  # only its fallback is plan-form, and that rarely runs
 
 
-@pytest.mark.parametrize("blocks", ["64, 64, 32", "32, 128, 64"])
+@pytest.mark.parametrize("blocks", ["64, 64, 32", "128, 32, 64"])
 def test_the_halves_are_correct_on_the_simulator(tmp_path: Path, blocks: str) -> None:
     """80 x 96 @ 96 x 200: the last M block's second half (rows 96..127 with 64-row blocks) all masked."""
     problem = tmp_path / "problem.py"

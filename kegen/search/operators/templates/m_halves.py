@@ -19,10 +19,12 @@ import copy
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.blocks import find_blocks
 from kegen.search.operators.mutations.memory.row_pipeline import stored_names
 from kegen.search.operators.templates.linear_stationary import FALLBACK, PlanForm
 
 SUFFIX = "_h1"
+MIN_BLOCK_M = 64  # the DPE works on 32-row tiles: each half keeps at least that
 
 
 def _reads(st: ast.AST) -> set[str]:
@@ -75,6 +77,9 @@ def rewrite(source: str, kernel: str) -> str:
     if fn is None:
         raise MutationError(f"no jit kernel {kernel}")
     form = PlanForm(fn)
+    sizes = [s.value for s in find_blocks(source) if s.kernel == kernel and s.param == form.bm]
+    if sizes and min(sizes) < MIN_BLOCK_M:
+        raise MutationError(f"{form.bm} of {kernel} is {min(sizes)}: halves below 32 rows waste the DPE")
     body = fn.body
     offs_stmt, acc_stmt, loop = body[form.i_offs], body[form.i_acc], body[form.i_loop]
     assert (
