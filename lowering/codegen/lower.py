@@ -112,6 +112,7 @@ class KernelLowering(CommandIssuer):
         self.carry_slots: dict[int, ir.Value] = {}  # carried pointer arg -> i64 stack slot of its step sum
         self.program_latch: ir.Block | None = None  # blocked PE mapping: where a return continues
         self.accumulated = False  # a RED_ACCUMULATE was issued (core reads of memory fence RED too)
+        self.fused_casts: set[int] = set()  # casts computed by their operand's SIMD command (arith rules)
 
     # -- driving ------------------------------------------------------------------------------
     def lower(self) -> LoweredKernel:

@@ -159,6 +159,43 @@ _LLVM_CMP = {CmpOp.EQ: "==", CmpOp.NE: "!=", CmpOp.LT: "<", CmpOp.LE: "<=", CmpO
 
 
 # -- generic tensor helpers ---------------------------------------------------------------------
+_NARROW_FLOATS = (DType.F16, DType.BF16)
+
+
+def fused_cast(ctx: KernelLowering, op: Operation, out_dtype: DType) -> Operation | None:
+    """The float-narrowing cast that is the only user of `op`'s fp32 tensor result, if any: `op`'s
+    SIMD command can write the narrow type itself (the SIMD computes in fp32 and rounds to nearest
+    even on the store, as the cast would), saving a SIMD pass and the fp32 tile."""
+    res = op.results[0]
+    users = res.users
+    if out_dtype != DType.F32 or len(users) != 1 or id(res) in ctx.dest_hints:
+        return None
+    cast = users[0]
+    if cast.name not in ("arith.truncf", "tt.fp_to_fp") or cast.operands[0] is not res:
+        return None
+    if cast.name == "tt.fp_to_fp" and str(cast.attr("rounding", "rtne")) == "rtz":
+        return None
+    narrow = cast.results[0]
+    if not narrow.type.is_tensor or tuple(narrow.shape) != tuple(res.shape):
+        return None
+    return cast if dt.to_dtype(narrow.type) in _NARROW_FLOATS else None
+
+
+def simd_result(
+    ctx: KernelLowering, op: Operation, out_dtype: DType, reuse: list[Any]
+) -> tuple[Buf, DType, Any]:
+    """(destination, its dtype, the value it computes) of `op`'s SIMD command: the narrowing cast's
+    result where `fused_cast` applies (the cast is then marked done), else `op`'s own."""
+    cast = fused_cast(ctx, op, out_dtype)
+    if cast is None:
+        res = op.results[0]
+        return ctx.result_buf(op, res, out_dtype, reuse=reuse), out_dtype, res
+    narrow = cast.results[0]
+    narrow_dtype = dt.to_dtype(narrow.type)
+    ctx.fused_casts.add(id(cast))
+    return ctx.result_buf(op, narrow, narrow_dtype, reuse=reuse), narrow_dtype, narrow
+
+
 def simd_binary(
     ctx: KernelLowering,
     op: Operation,
@@ -169,10 +206,12 @@ def simd_binary(
     in_dtype: DType,
     out_dtype: DType,
     command: Op = Op.SIMD_BINARY,
+    dst: Buf | None = None,
 ) -> Buf:
     res = op.results[0]
-    reuse = [v for v, x in zip(op.operands[:2], (a, b), strict=False) if isinstance(x, Buf)]
-    dst = ctx.result_buf(op, res, out_dtype, reuse=reuse)
+    if dst is None:
+        reuse = [v for v, x in zip(op.operands[:2], (a, b), strict=False) if isinstance(x, Buf)]
+        dst = ctx.result_buf(op, res, out_dtype, reuse=reuse)
     shape = tuple(res.shape)
     dts = (out_dtype, in_dtype, in_dtype)
     if isinstance(b, Splat) and isinstance(a, Buf):
@@ -264,7 +303,9 @@ def _binary(ctx: KernelLowering, op: Operation) -> None:
     if isinstance(ta, Splat) and isinstance(tb, Splat):
         fold_splats(ctx, op, on_core(ta.scalar, tb.scalar))
         return
-    ctx.bind(res, simd_binary(ctx, op, ta, tb, subop, flags, in_dtype, out_dtype))
+    reuse = [v for v, x in zip(op.operands[:2], (ta, tb), strict=False) if isinstance(x, Buf)]
+    dst, dst_dtype, value = simd_result(ctx, op, out_dtype, reuse)
+    ctx.bind(value, simd_binary(ctx, op, ta, tb, subop, flags, in_dtype, dst_dtype, dst=dst))
 
 
 def deferred_op(
@@ -335,11 +376,11 @@ def _unary(ctx: KernelLowering, op: Operation) -> None:
         fold_splats(ctx, op, ctx.b.fneg(ta.scalar))
         return
     src = ctx.buf(a)
-    dst = ctx.result_buf(op, res, dtype, reuse=[a])
+    dst, dst_dtype, value = simd_result(ctx, op, dtype, [a])
     ctx.command(
-        Op.SIMD_UNARY, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(dtype, dtype), subop=subop
+        Op.SIMD_UNARY, shape=tuple(res.shape), dst=dst, srcs=(src,), dtypes=(dst_dtype, dtype), subop=subop
     )
-    ctx.bind(res, dst)
+    ctx.bind(value, dst)
 
 
 for _name in UNARY:

@@ -9,7 +9,7 @@ from lowering.codegen import dtypes as dt
 from lowering.codegen.lower import KernelLowering
 from lowering.codegen.rules.arith import deferred_op, fold_splats
 from lowering.codegen.rules.table import rule
-from lowering.codegen.values import Splat
+from lowering.codegen.values import Buf, Splat
 from lowering.errors import UnsupportedError
 from lowering.ir.core import Operation
 from mtia_sim.isa import CastMode, DType, Flags, Op
@@ -88,6 +88,8 @@ _DEFERRABLE_CASTS = frozenset(
     "tt.ptr_to_int",
 )
 def _cast(ctx: KernelLowering, op: Operation) -> None:
+    if id(op) in ctx.fused_casts:
+        return  # its operand's SIMD command wrote the narrow type (arith.fused_cast)
     a = op.operands[0]
     res = op.results[0]
     if not res.type.is_tensor:
@@ -111,6 +113,9 @@ def _cast(ctx: KernelLowering, op: Operation) -> None:
     in_dtype = dt.to_dtype(a.type)
     out_dtype = dt.to_dtype(res.type)
     ta = ctx.tensor(a)
+    if isinstance(ta, Buf) and _widening_into_reduce(op, in_dtype, out_dtype):
+        ctx.bind(res, ta)  # the reduction engine reads the narrow type and computes in fp32 itself
+        return
     if isinstance(ta, Splat):
         if op.name in ("arith.bitcast", "tt.bitcast"):
             ta = ctx.materialize(ta)
@@ -137,6 +142,15 @@ def _cast(ctx: KernelLowering, op: Operation) -> None:
         flags=Flags.UNSIGNED if unsigned else 0,
     )
     ctx.bind(res, dst)
+
+
+def _widening_into_reduce(op: Operation, in_dtype: DType, out_dtype: DType) -> bool:
+    """An fp16/bf16 -> fp32 widening read only by one-operand reductions of it: the RED command can
+    read the narrow tile (it computes in fp32 and stores the reduction's fp32 type)."""
+    if op.name != "arith.extf" or in_dtype not in (DType.F16, DType.BF16) or out_dtype != DType.F32:
+        return False
+    users = op.results[0].users
+    return bool(users) and all(u.name == "tt.reduce" and list(u.operands) == [op.results[0]] for u in users)
 
 
 def isa_itemsize(d: DType) -> int:
