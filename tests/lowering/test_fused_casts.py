@@ -69,3 +69,26 @@ def test_a_widening_read_only_by_a_reduction_is_read_narrow() -> None:
     torch.testing.assert_close(s, x.float().sum(1), atol=1e-3, rtol=1e-5)
     torch.testing.assert_close(m, x.float().amax(1), atol=0, rtol=0)
     assert _casts() == 0
+
+
+@triton.jit
+def cast_in_loop_kernel(x_ptr, z_ptr, BLOCK: tl.constexpr, ROUNDS: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    e = tl.exp(tl.load(x_ptr + offs))  # computed before the loop, narrowed inside it
+    for r in range(ROUNDS):
+        t = tl.load(x_ptr + BLOCK + offs) * r  # a tile allocated after the narrow value in the body
+        tl.store(z_ptr + r * BLOCK + offs, e.to(tl.float16))
+        tl.store(z_ptr + (ROUNDS + r) * BLOCK + offs, t.to(tl.float16))
+
+
+def test_a_cast_inside_a_loop_of_a_value_made_before_it_is_not_fused() -> None:
+    """A cast left inside the loop body is not fused into the op before the loop (its lifetime is
+    planned in the body, where later tiles could take its place); Triton may also hoist such a cast
+    itself. Either way every round stores the same values."""
+    x = torch.randn(2 * 64)
+    z = torch.empty(6 * 64, dtype=torch.float16)
+    cast_in_loop_kernel[(1,)](x, z, BLOCK=64, ROUNDS=3)
+    e = torch.exp(x[:64]).half()
+    for r in range(3):
+        torch.testing.assert_close(z[r * 64 : (r + 1) * 64], e, atol=0, rtol=2**-10)
+        torch.testing.assert_close(z[(3 + r) * 64 : (4 + r) * 64], (x[64:] * r).half(), atol=0, rtol=2**-10)

@@ -173,6 +173,8 @@ def fused_cast(ctx: KernelLowering, op: Operation, out_dtype: DType) -> Operatio
     cast = users[0]
     if cast.name not in ("arith.truncf", "tt.fp_to_fp") or cast.operands[0] is not res:
         return None
+    if cast.parent is None or cast.parent is not op.parent:
+        return None  # a cast in a loop or branch body: its value's lifetime is planned there
     if cast.name == "tt.fp_to_fp" and str(cast.attr("rounding", "rtne")) == "rtz":
         return None
     narrow = cast.results[0]

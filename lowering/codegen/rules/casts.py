@@ -150,7 +150,9 @@ def _widening_into_reduce(op: Operation, in_dtype: DType, out_dtype: DType) -> b
     if op.name != "arith.extf" or in_dtype not in (DType.F16, DType.BF16) or out_dtype != DType.F32:
         return False
     users = op.results[0].users
-    return bool(users) and all(u.name == "tt.reduce" and list(u.operands) == [op.results[0]] for u in users)
+    return bool(users) and all(
+        u.name == "tt.reduce" and list(u.operands) == [op.results[0]] and u.parent is op.parent for u in users
+    )
 
 
 def isa_itemsize(d: DType) -> int:
