@@ -23,7 +23,11 @@ from .test_conv_rows import PROBLEM, _seed
 
 def test_both_convolution_seeds_get_the_move_once() -> None:
     for name in ("conv1d_fp16", "conv2d_fp16"):
-        (move,) = stationary_mutations(_seed(name))
+        move, wide = stationary_mutations(_seed(name))
+        assert wide.name == "conv_stationary=128x128/stages=1" and wide.prior < move.prior
+        assert "CONVS_BLOCK_W = 128\nCONVS_PROGRAMS" in wide.apply(_seed(name)).replace(
+            "CONVS_BLOCK_CO = 128\n", ""
+        )
         out = move.apply(_seed(name))
         assert MARKER in out and "conv_ws_kernel[grid]" in out and "conv_rows_kernel[grid]" in out
         assert stationary_mutations(out) == [] and conv_mutations(out) == []  # not rewritten twice
