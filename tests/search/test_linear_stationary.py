@@ -161,3 +161,50 @@ def test_the_gelu_moves_apply_in_either_order() -> None:
     first = gelu_sigmoid(stationary_mutations(seed)[0].apply(seed))
     assert "tanh_u" not in first and "tl.exp(acc * (-1.5957691216057308" in first
     assert "linear_gelu_kernel_tiled" in first and first.count("tl.exp(acc * (") == 4  # every kernel
+
+
+def _two_kernel_seed() -> str:
+    """The linear+GELU seed computing its batch's two halves with two copies of the kernel."""
+    seed = _seed("linear_bias_gelu_bf16")
+    start, end = seed.index("@triton.jit"), seed.index("class ModelNew")
+    kernel = seed[start:end]
+    seed = seed[:end] + kernel.replace("linear_gelu_kernel", "linear_gelu_kernel_b") + seed[end:]
+    launch = seed[seed.index("        BM, BN, BK = 64, 64, 32") : seed.index("        return y")]
+    second = (
+        launch.replace("BM", "BM2")
+        .replace("BN", "BN2")
+        .replace("BK", "BK2")
+        .replace("grid", "grid_b")
+        .replace("linear_gelu_kernel[", "linear_gelu_kernel_b[")
+        .replace("(x, w, b, y, M,", "(xb, w, b, yb, M - h,")
+        .replace("x.stride", "xb.stride")
+        .replace("y.stride", "yb.stride")
+        .replace("cdiv(M,", "cdiv(M - h,")
+    )
+    first = launch.replace("(x, w, b, y, M,", "(x, w, b, y, h,").replace("cdiv(M,", "cdiv(h,")
+    halves = "        h = M // 2\n        xb, yb = x[h:], y[h:]\n"
+    return seed.replace(launch, halves + first + second)
+
+
+def test_each_kernel_of_a_module_takes_the_move(tmp_path: Path) -> None:
+    seed = _two_kernel_seed()
+    assert [m.kernel for m in stationary_mutations(seed)][::2] == [
+        "linear_gelu_kernel",
+        "linear_gelu_kernel_b",
+    ]
+    once = stationary_mutations(seed)[0].apply(seed)
+    left = stationary_mutations(once)
+    assert {m.kernel for m in left} == {"linear_gelu_kernel_b"}  # not the first's own kernels
+    both = left[0].apply(once)
+    assert stationary_mutations(both) == [] and both.count("def _kegen_stationary_plan(") == 1
+    text = (PRODUCTION / "linear_bias_gelu_bf16" / "problem.py").read_text()
+    problem = tmp_path / "problem.py"
+    problem.write_text(
+        text.replace("_size(4096)", "70").replace("_size(512)", "48").replace("_size(2048)", "80")
+    )
+    res = evaluate(problem, both, config=EvalConfig(target="mtia", trials=1))
+    assert res.status.value == "ok", res.message
+    assert [launch["kernel"] for launch in res.profile["launches"]] == [  # type: ignore[index]
+        "linear_gelu_kernel_k3",
+        "linear_gelu_kernel_b_k3",
+    ]

@@ -260,14 +260,26 @@ def _launch_site(tree: ast.Module, kernel: str) -> tuple[ast.Expr, list[ast.stmt
     raise MutationError(f"no launch statement of {kernel}")
 
 
+def _rewritten(name: str, fn: ast.FunctionDef, names: set[str]) -> bool:
+    """Whether `fn` is a stationary kernel, or the fallback or a K-chunk copy of one (other kernels of
+    the module may still take the move: a model's MLP has several)."""
+    if "M_TILES" in {a.arg for a in fn.args.args} or name + FALLBACK in names:
+        return True
+    base = name.removesuffix(FALLBACK)
+    for count in CHUNKS[1:]:
+        base = base.removesuffix(f"_k{count}")
+    return base != name and base in names
+
+
 def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> str:
     """The module with `kernel` rewritten (block_m x block_n tiles, the weights stationary, the M loop
     pipelined) and its launch choosing between it and the original kernel (`<kernel>_tiled`)."""
-    if kernel + FALLBACK in source or "M_TILES" in source:
-        raise MutationError(f"{kernel} is rewritten already")
-    fn0 = next((f for f in jit_functions(ast.parse(source)) if f.name == kernel), None)
+    fns = {f.name: f for f in jit_functions(ast.parse(source))}
+    fn0 = fns.get(kernel)
     if fn0 is None:
         raise MutationError(f"no jit kernel {kernel}")
+    if _rewritten(kernel, fn0, set(fns)):
+        raise MutationError(f"{kernel} is rewritten already (or is a stationary rewrite's own kernel)")
     form0 = PlanForm(fn0)
     for param, value in ((form0.bm, block_m), (form0.bn, block_n)):
         sites = [s for s in find_blocks(source) if s.kernel == kernel and s.param == param]
@@ -312,8 +324,9 @@ def _add_kernels(tree: ast.Module, fn: ast.FunctionDef) -> tuple[dict[int, str],
             where += 1
             tree.body.insert(where, fast)
     tree.body.insert(where + 1, original)
-    first = next(i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef))
-    tree.body.insert(first, _helper_node())
+    if not any(isinstance(s, ast.FunctionDef) and s.name == HELPER for s in tree.body):
+        first = next(i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef))
+        tree.body.insert(first, _helper_node())
     return kernels, form
 
 
