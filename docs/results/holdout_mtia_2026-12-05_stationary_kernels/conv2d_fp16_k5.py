@@ -5,17 +5,18 @@ import triton.language as tl
 
 # kegen-mtia: conv stationary weights
 CONVS_BLOCK_CO = 128
-CONVS_BLOCK_W = 64
+CONVS_BLOCK_W = 128
 CONVS_PROGRAMS = 64
-CONVS_STAGES = 2
+CONVS_STAGES = 1
 CONVS_DUAL_CORE = False  # the stationary launch's options, one place
 CONVS_LOCAL_BYTES = 393216
+CONVS_ALIGN_BYTES = 32
 CONVR_BLOCK_CO = 128
 CONVR_BLOCK_CI = 64
 CONVR_BLOCK_W = 64
 
 @triton.jit
-def conv_ws_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, TILES, PER, N_WB,
+def conv_ws_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, TILES, PER, N_WB, ALIGN,
                    KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
                    HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
                    BLOCK_W: tl.constexpr):
@@ -127,7 +128,11 @@ def conv_ws_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, TILES,
     y_img = y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW)
     for t in range(t0, t1):
         oh = t // N_WB
-        ow = (t % N_WB) * BLOCK_W + tl.arange(0, BLOCK_W)
+        # a row narrower than the tile starts it up to ALIGN columns early (masked) where that puts
+        # its output on a DMA-aligned address: a misaligned DMA moves a quarter more bytes
+        sh = (((n * C_OUT + tl.program_id(2) * BLOCK_CO) * OH + oh) * OW) % ALIGN
+        sh = sh * ((OW + sh) <= BLOCK_W).to(tl.int32)
+        ow = (t % N_WB) * BLOCK_W + tl.arange(0, BLOCK_W) - sh
         acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)
         iw0 = ow + (0 - PAD_W)
         c0 = ci_ok[:, None] & ((iw0 >= 0) & (iw0 < W))[None, :]
@@ -350,7 +355,7 @@ def conv_ws_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, TILES,
         if HAS_BIAS:
             acc += bias[:, None]
         tl.store(y_img + oh * OW + ow[None, :], acc.to(y_ptr.dtype.element_ty),
-                 mask=co_ok[:, None] & (ow < OW)[None, :])
+                 mask=co_ok[:, None] & ((ow >= 0) & (ow < OW))[None, :])
 
 
 @triton.jit
@@ -762,7 +767,8 @@ class ModelNew(nn.Module):
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             else:
                 conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per,
-                                     n_wb, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                                     n_wb, max(1, CONVS_ALIGN_BYTES // es), KH=kh, KW=kw, PAD_H=ph, PAD_W=pw,
+                                     HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             return y
