@@ -47,6 +47,8 @@ FALLBACK = "_tiled"
 CHUNKS = (1, 3, 5)
 HELPER = "_kegen_stationary_plan"
 PLAN_VARS = ("kegen_k_chunks", "kegen_block_k", "kegen_block_m", "kegen_block_n")
+BALANCE_VAR = "kegen_balance"
+BALANCED = "_bal"  # the name suffix of the balanced form's kernels
 HELPER_SOURCE = f'''
 def {HELPER}(k, block_m, block_n, item, capacity, shrink=True, counts={CHUNKS!r}, floor=16,
              min_m=32, min_n=64):
@@ -208,10 +210,29 @@ def _chunk_bodies(fn: ast.FunctionDef, form: PlanForm, chunks: int) -> list[list
     return out
 
 
-def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1) -> PlanForm:
+def _other_pid(fn: ast.FunctionDef, form: PlanForm) -> str | None:
+    """The name of the kernel's one other program id (`X = tl.program_id(c)`, c not the M axis) where
+    it is the only other program-id or program-count read, else None."""
+    found = []
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            value = st.value
+            if _is_tl(value, "program_id") and ast.unparse(value) != f"tl.program_id({form.axis})":
+                found.append(st.targets[0].id)
+    calls = [n for n in ast.walk(fn) if _is_tl(n, "program_id") or _is_tl(n, "num_programs")]
+    return found[0] if len(found) == 1 and len(calls) == 2 else None
+
+
+def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1, balanced: bool = False) -> PlanForm:
     """`fn` rewritten in place (a new runtime parameter `M_TILES`: the number of M tiles); the K loop
-    unrolled into `chunks` blocks of BK (the launch sets BK to cover K)."""
+    unrolled into `chunks` blocks of BK (the launch sets BK to cover K). `balanced` (a 2-D grid, see
+    `_other_pid`): a 1-D grid whose programs each take an even, contiguous run of the (N tile, M
+    tile) items, N-major (a second parameter `N_TILES`), reloading the weights where the run
+    crosses into the next N tile: every PE works even where the N tiles do not divide the PEs."""
     form = PlanForm(fn)
+    other = _other_pid(fn, form) if balanced else None
+    if balanced and other is None:
+        raise MutationError(f"{fn.name}: no single other program id to balance")
     body = fn.body
     skip = {form.i_pid, form.i_offs, form.i_acc, form.i_loop}
     offs_name = stored_names(body[form.i_offs])
@@ -231,17 +252,48 @@ def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1) -> PlanForm:
     for n in ast.walk(offs):
         if isinstance(n, ast.Name) and n.id == form.pid:
             n.id = tile
+    bounds = "kegen_m_lo, kegen_m_hi" if other else f"{form.pid}, M_TILES, kegen_m_step"
     m_loop = ast.For(
         target=ast.Name(tile, ast.Store()),
-        iter=ast.parse(f"range({form.pid}, M_TILES, kegen_m_step)", mode="eval").body,
+        iter=ast.parse(f"range({bounds})", mode="eval").body,
         body=[offs, *pre_tied, body[form.i_acc], *loop_tied, *post_tied],
         orelse=[],
     )
-    head = [body[form.i_pid], *pre_free, *loop_free, *post_free]
-    step = ast.parse(f"kegen_m_step = tl.num_programs({form.axis})").body[0]
-    fn.body = [*head, step, m_loop]
     fn.args.args.append(ast.arg("M_TILES"))
-    fn.body[-1:] = pipeline_loop(fn, m_loop, set())
+    if other is None:
+        head = [body[form.i_pid], *pre_free, *loop_free, *post_free]
+        step = ast.parse(f"kegen_m_step = tl.num_programs({form.axis})").body[0]
+        fn.body = [*head, step, m_loop]
+        fn.body[-1:] = pipeline_loop(fn, m_loop, set())
+        return form
+    fn.args.args.append(ast.arg("N_TILES"))
+    pre = [s for s in pre_free if not (isinstance(s, ast.Assign) and _is_tl(s.value, "program_id"))]
+    run = ast.parse(
+        "kegen_items = M_TILES * N_TILES\n"
+        "kegen_item = tl.program_id(0) * kegen_items // tl.num_programs(0)\n"
+        "kegen_end = (tl.program_id(0) + 1) * kegen_items // tl.num_programs(0)"
+    ).body
+    segment = ast.parse(
+        f"{other} = kegen_item // M_TILES\n"
+        f"kegen_seg_end = tl.minimum(kegen_end, ({other} + 1) * M_TILES)\n"
+        f"kegen_m_lo = kegen_item - {other} * M_TILES\n"
+        f"kegen_m_hi = kegen_seg_end - {other} * M_TILES"
+    ).body
+    work = ast.If(
+        test=ast.parse("kegen_item < kegen_end", mode="eval").body,
+        body=[*pre, *loop_free, *post_free, m_loop],
+        orelse=[],
+    )
+    seg_loop = ast.For(
+        target=ast.Name("kegen_segment", ast.Store()),
+        iter=ast.parse("range(SEGMENTS)", mode="eval").body,  # the N tiles a run can touch
+        body=[*segment, work, *ast.parse("kegen_item = kegen_seg_end").body],
+        orelse=[],
+    )
+    fn.args.args.append(ast.arg("SEGMENTS"))
+    fn.body = [*run, seg_loop]
+    i = work.body.index(m_loop)
+    work.body[i : i + 1] = pipeline_loop(fn, m_loop, set())
     return form
 
 
@@ -265,7 +317,7 @@ def _rewritten(name: str, fn: ast.FunctionDef, names: set[str]) -> bool:
     the module may still take the move: a model's MLP has several)."""
     if "M_TILES" in {a.arg for a in fn.args.args} or name + FALLBACK in names:
         return True
-    base = name.removesuffix(FALLBACK)
+    base = name.removesuffix(FALLBACK).removesuffix(BALANCED)
     for count in CHUNKS[1:]:
         base = base.removesuffix(f"_k{count}")
     return base != name and base in names
@@ -295,7 +347,8 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
         raise MutationError(f"the launch of {kernel} does not pass {', '.join(sorted(missing))}")
     tree = ast.parse(source)
     fn = next(f for f in jit_functions(tree) if f.name == kernel)
-    kernels, form = _add_kernels(tree, fn)
+    balanced = len(launch.grid) == 2 and _other_pid(fn, form0) is not None
+    kernels, form = _add_kernels(tree, fn, balanced)
     stmt, stmts = _launch_site(tree, kernel)
     call = stmt.value
     assert isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)
@@ -303,30 +356,36 @@ def rewrite(source: str, kernel: str, block_m: int = 32, block_n: int = 128) -> 
     if any(isinstance(a, ast.Starred) for a in call.args) or params.index(form.bk) < len(call.args):
         raise MutationError(f"the launch of {kernel} passes {form.bk} positionally")
     i = stmts.index(stmt)
-    stmts[i : i + 1] = _launch(call, launch, form, kernels, params[0])
+    stmts[i : i + 1] = _launch(call, launch, form, kernels, params[0], balanced)
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
-def _add_kernels(tree: ast.Module, fn: ast.FunctionDef) -> tuple[dict[int, str], PlanForm]:
-    """`fn` rewritten with K in one block, copies with K in each other count of `CHUNKS` after it,
-    then the original (`<kernel>_tiled`); the chunk helper before the first function."""
+def _add_kernels(
+    tree: ast.Module, fn: ast.FunctionDef, balanced: bool
+) -> tuple[dict[tuple[int, bool], str], PlanForm]:
+    """`fn` rewritten with K in one block, copies with K in each other count of `CHUNKS` after it
+    (and, with `balanced`, each count again in the balanced form: `<name>_bal`), then the original
+    (`<kernel>_tiled`); the plan helper before the first function."""
     kernel = fn.name
     original = copy.deepcopy(fn)
     original.name = kernel + FALLBACK
     where = tree.body.index(fn)
-    kernels = {}
-    for chunks in CHUNKS:
-        fast = fn if chunks == 1 else copy.deepcopy(original)
-        fast.name = kernel if chunks == 1 else f"{kernel}_k{chunks}"
-        form = rewrite_kernel(fast, chunks)
-        kernels[chunks] = fast.name
-        if chunks != 1:
-            where += 1
-            tree.body.insert(where, fast)
+    kernels: dict[tuple[int, bool], str] = {}
+    form = PlanForm(fn)
+    for bal in (False, True) if balanced else (False,):
+        for chunks in CHUNKS:
+            first = chunks == 1 and not bal
+            fast = fn if first else copy.deepcopy(original)
+            fast.name = (kernel if chunks == 1 else f"{kernel}_k{chunks}") + (BALANCED if bal else "")
+            form = rewrite_kernel(fast, chunks, bal)
+            kernels[(chunks, bal)] = fast.name
+            if not first:
+                where += 1
+                tree.body.insert(where, fast)
     tree.body.insert(where + 1, original)
     if not any(isinstance(s, ast.FunctionDef) and s.name == HELPER for s in tree.body):
-        first = next(i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef))
-        tree.body.insert(first, _helper_node())
+        first_fn = next(i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef))
+        tree.body.insert(first_fn, _helper_node())
     return kernels, form
 
 
@@ -341,10 +400,16 @@ class _Blocks(ast.NodeTransformer):
 
 
 def _launch(
-    call: ast.Call, launch: Launch, form: PlanForm, kernels: dict[int, str], ptr: str
+    call: ast.Call,
+    launch: Launch,
+    form: PlanForm,
+    kernels: dict[tuple[int, bool], str],
+    ptr: str,
+    balanced: bool,
 ) -> list[ast.stmt]:
     """The statements replacing the launch `call`: the plan chosen (K chunks, a tile that fits the
-    local store), then the stationary kernel of that chunk count, else the original kernel."""
+    local store), then the stationary kernel of that chunk count (the balanced form where the N
+    tiles would leave more than an eighth of the PEs idle), else the original kernel."""
     chunks, block_k, block_m, block_n = PLAN_VARS
     bm, bn, k = launch.args[form.bm], launch.args[form.bn], launch.args[form.k_extent]
     shrink = bm.isidentifier() and bn.isidentifier() and bm != bn  # the grid can follow the new blocks
@@ -355,33 +420,49 @@ def _launch(
 
     tiles = launch.grid[form.axis]  # type: ignore[index]
     others = " * ".join(f"({g})" for i, g in enumerate(launch.grid or ()) if i != form.axis) or "1"
-    grid = list(launch.grid or ())
+    strided = list(launch.grid or ())
     pes, capacity = _machine()
-    grid[form.axis] = f"min({tiles}, max(1, {pes} // ({others})))"
+    strided[form.axis] = f"min({tiles}, max(1, {pes} // ({others})))"
+    programs = f"min({pes}, ({tiles}) * ({others}))"  # the balanced form: one program per PE
+    runs = {
+        "N_TILES": others,
+        "SEGMENTS": f"triton.cdiv(triton.cdiv(({tiles}) * ({others}), {programs}), {tiles}) + 1",
+    }
 
-    def fast(name: str) -> ast.stmt:
+    def fast(count: int, bal: bool) -> ast.stmt:
         call_ = copy.deepcopy(call)
-        call_.func.value.id = name  # type: ignore[attr-defined]
+        call_.func.value.id = kernels[(count, bal)]  # type: ignore[attr-defined]
+        grid = [programs] if bal else strided
         call_.func.slice = on_plan(f"({', '.join(grid)},)")  # type: ignore[attr-defined]
         # the M loop is pipelined by hand and walks one program per PE: no stages, no second core
         given = {form.bk, form.bm, form.bn, "num_stages", "dual_core"}
-        call_.keywords = [k for k in call_.keywords if k.arg not in given] + [
+        call_.keywords = [kw for kw in call_.keywords if kw.arg not in given] + [
             ast.keyword(form.bm, ast.Name(block_m, ast.Load())),
             ast.keyword(form.bn, ast.Name(block_n, ast.Load())),
             ast.keyword(form.bk, ast.Name(block_k, ast.Load())),
             ast.keyword("M_TILES", on_plan(tiles)),
+            *(ast.keyword(arg, on_plan(value)) for arg, value in (runs.items() if bal else ())),
         ]
         return ast.Expr(call_)
 
+    def pick(count: int) -> list[ast.stmt]:
+        if not balanced:
+            return [fast(count, False)]
+        test = ast.Name(BALANCE_VAR, ast.Load())
+        return [ast.If(test=test, body=[fast(count, True)], orelse=[fast(count, False)])]
+
     slow = copy.deepcopy(call)
-    slow.func.value.id = next(iter(kernels.values())) + FALLBACK  # type: ignore[attr-defined]
+    slow.func.value.id = kernels[(1, False)] + FALLBACK  # type: ignore[attr-defined]
     item = f"({launch.args[ptr]}).element_size()"  # the first pointer's elements
     plan = f"{', '.join(PLAN_VARS)} = {HELPER}({k}, {bm}, {bn}, {item}, {capacity}, shrink={shrink})"
-    chain: list[ast.stmt] = [fast(kernels[CHUNKS[-1]])]
+    chain: list[ast.stmt] = pick(CHUNKS[-1])
     for count in reversed(CHUNKS[:-1]):
         test = ast.parse(f"{chunks} == {count}", mode="eval").body
-        chain = [ast.If(test=test, body=[fast(kernels[count])], orelse=chain)]
+        chain = [ast.If(test=test, body=pick(count), orelse=chain)]
     cond = ast.parse(f"{block_m} > 0", mode="eval").body
+    if balanced:  # the strided form idles PEs where the N tiles do not divide them (blocks known here)
+        idle = f"8 * ({others}) * ({pes} // ({others})) < 7 * {pes}"
+        chain.insert(0, ast.Assign(targets=[ast.Name(BALANCE_VAR, ast.Store())], value=on_plan(idle)))
     return [ast.parse(plan).body[0], ast.If(test=cond, body=chain, orelse=[ast.Expr(slow)])]
 
 
