@@ -208,3 +208,17 @@ def test_each_kernel_of_a_module_takes_the_move(tmp_path: Path) -> None:
         "linear_gelu_kernel_k3",
         "linear_gelu_kernel_b_k3",
     ]
+
+
+def test_an_augmented_epilogue_stays_with_its_tile(tmp_path: Path) -> None:
+    """`acc += bias` reads the tile's accumulator: it stays in the M loop (it was hoisted out once)."""
+    seed = _seed("linear_bias_gelu_bf16").replace("acc = acc + bias[None, :]", "acc += bias[None, :]")
+    assert "acc += bias[None, :]" in seed
+    out = stationary_mutations(seed)[0].apply(seed)
+    head = out[out.index("def linear_gelu_kernel(") : out.index("for kegen_m_tile in range(")]
+    assert "acc += bias" not in head
+    text = (PRODUCTION / "linear_bias_gelu_bf16" / "problem.py").read_text()
+    problem = tmp_path / "problem.py"
+    problem.write_text(text.replace("_size(4096)", "70").replace("_size(512)", "64").replace("_size(2048)", "80"))
+    res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
+    assert res.status.value == "ok", res.message

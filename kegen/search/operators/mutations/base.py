@@ -44,6 +44,16 @@ class Mutation:
     kernel: str = ""  # the jit kernel it changes ('' for the whole module)
 
 
+class RenameNames(ast.NodeTransformer):
+    """Names renamed by `env` (old -> new), loads and stores alike; other names untouched."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.Name(self.env[node.id], node.ctx) if node.id in self.env else node
+
+
 def jit_functions(tree: ast.Module) -> list[ast.FunctionDef]:
     """The module's top-level functions decorated with a `jit` (Triton kernels), in source order."""
     return [

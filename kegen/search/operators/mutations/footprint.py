@@ -220,6 +220,16 @@ def local_store_bytes(device: str, dual_core: bool = False) -> int | None:
     return cap // 2 if dual_core else cap
 
 
+def machine_pes(device: str) -> int | None:
+    """The processing elements of `device` (a machine name); None when unknown."""
+    try:
+        from mtia_sim.machine import load_machine
+
+        return int(load_machine(device or "mtia-2i").num_pes)
+    except Exception:  # the simulator or the machine description is absent
+        return None
+
+
 def default_machine() -> str:
     """The machine every compile in this process targets (`--machine`, else KEGEN_MACHINE, else mtia-2i)."""
     try:
@@ -234,4 +244,5 @@ __all__ = [
     "default_machine",
     "dot_footprint",
     "local_store_bytes",
+    "machine_pes",
 ]

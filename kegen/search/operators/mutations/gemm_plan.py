@@ -26,7 +26,13 @@ from __future__ import annotations
 import ast
 import copy
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, constexpr_params, jit_functions
+from kegen.search.operators.mutations.base import (
+    Mutation,
+    MutationError,
+    RenameNames,
+    constexpr_params,
+    jit_functions,
+)
 from kegen.search.operators.mutations.blocks import block_axes, find_blocks, set_block
 from kegen.search.operators.mutations.vectorize_loops import _assigned
 
@@ -59,14 +65,6 @@ class _Halve(ast.NodeTransformer):
             if isinstance(shape, ast.Tuple | ast.List):
                 shape.elts = [_half(self.block) if is_block(e) else e for e in shape.elts]
         return node
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Name(node.id + SUFFIX, node.ctx) if node.id in self.names else node
 
 
 def _plan(fn: ast.FunctionDef) -> tuple[str, str, int, int]:
@@ -148,7 +146,7 @@ def _split_kernel(fn: ast.FunctionDef) -> str:
     (offs,) = offs_names
     second = copy.deepcopy(rest)
     renamed = _assigned(second) | {offs}
-    second = [_Rename(renamed).visit(s) for s in second]
+    second = [RenameNames({n: n + SUFFIX for n in renamed}).visit(s) for s in second]
     loop = second[i_loop - i_offs - 1]
     assert isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call) and isinstance(loop.target, ast.Name)
     start = loop.iter.args[0] if len(loop.iter.args) >= 2 else ast.Constant(0)

@@ -28,6 +28,7 @@ from functools import partial
 from kegen.search.operators.mutations.base import (
     Mutation,
     MutationError,
+    RenameNames,
     constexpr_params,
     jit_functions,
     launch_of,
@@ -81,14 +82,10 @@ def {HELPER}(k, block_m, block_n, item, capacity, shrink=True, counts={CHUNKS!r}
 
 def _machine() -> tuple[int, int]:
     """(PEs, local-store bytes) of the machine this process compiles for (mtia-2i's where unknown)."""
-    try:
-        from kegen.search.operators.mutations.footprint import default_machine, local_store_bytes
-        from mtia_sim.machine import load_machine
+    from kegen.search.operators.mutations.footprint import default_machine, local_store_bytes, machine_pes
 
-        name = default_machine()
-        return int(load_machine(name).num_pes), int(local_store_bytes(name) or LOCAL_STORE)
-    except Exception:  # the simulator or the machine description is absent
-        return PES, LOCAL_STORE
+    name = default_machine()
+    return machine_pes(name) or PES, local_store_bytes(name) or LOCAL_STORE
 
 
 def _helper_node() -> ast.FunctionDef:
@@ -101,8 +98,13 @@ def _is_tl(node: ast.AST, attr: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
 
 
-def _names(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+def reads(node: ast.AST) -> set[str]:
+    """Names a statement reads (an augmented assignment reads its target too)."""
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out |= {
+        n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    }
+    return out
 
 
 class PlanForm:
@@ -169,7 +171,7 @@ class PlanForm:
         if len(pids) != 1 or not isinstance(pids[0][1].value.args[0], ast.Constant):  # type: ignore[attr-defined]
             raise MutationError(f"{self.pid} of {fn.name} is not one `tl.program_id(axis)`")
         self.i_pid, self.axis = pids[0][0], int(pids[0][1].value.args[0].value)  # type: ignore[attr-defined, arg-type]
-        if sum(self.pid in _names(s) for s in body) != 1:
+        if sum(self.pid in reads(s) for s in body) != 1:
             raise MutationError(f"{self.pid} of {fn.name} is read beyond the M offsets")
         self.bm, self.bn = bm, bn
 
@@ -178,20 +180,12 @@ def split_dependent(stmts: list[ast.stmt], dep: set[str]) -> tuple[list[ast.stmt
     """(statements that do not depend on the M tile, those that do), `dep` grown in place."""
     free, tied = [], []
     for st in stmts:
-        if _names(st) & dep or _is_tl(getattr(st, "value", None) or st, "store"):
+        if reads(st) & dep or _is_tl(getattr(st, "value", None) or st, "store"):
             dep |= stored_names(st)
             tied.append(st)
         else:
             free.append(st)
     return free, tied
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Name(self.env[node.id], node.ctx) if node.id in self.env else node
 
 
 def _chunk_bodies(fn: ast.FunctionDef, form: PlanForm, chunks: int) -> list[list[ast.stmt]]:
@@ -206,7 +200,7 @@ def _chunk_bodies(fn: ast.FunctionDef, form: PlanForm, chunks: int) -> list[list
     for i in range(chunks):
         env = {name: f"{name}_c{i}" for name in local}
         start = ast.parse(f"{env[form.k_var]} = {i} * {form.bk}").body[0]
-        out.append([start, *(_Rename(env).visit(copy.deepcopy(s)) for s in loop.body)])
+        out.append([start, *(RenameNames(env).visit(copy.deepcopy(s)) for s in loop.body)])
     return out
 
 
@@ -245,7 +239,7 @@ def rewrite_kernel(fn: ast.FunctionDef, chunks: int = 1, balanced: bool = False)
         loop_free += free
         loop_tied += tied
     post_free, post_tied = split_dependent(body[form.i_loop + 1 :], dep)
-    if any(_names(s) & stored_names(t) for s in post_free for t in loop_tied):
+    if any(reads(s) & stored_names(t) for s in post_free for t in loop_tied):
         raise MutationError(f"{fn.name}: a statement after the K loop reads the loop's M-tile values")
     tile = "kegen_m_tile"
     offs = copy.deepcopy(body[form.i_offs])
@@ -389,16 +383,6 @@ def _add_kernels(
     return kernels, form
 
 
-class _Blocks(ast.NodeTransformer):
-    """The tile's block names -> the plan's block variables."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.env = env
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Name(self.env[node.id], ast.Load()) if node.id in self.env else node
-
-
 def _launch(
     call: ast.Call,
     launch: Launch,
@@ -416,7 +400,7 @@ def _launch(
     env = {bm: block_m, bn: block_n} if shrink else {}
 
     def on_plan(text: str) -> ast.expr:
-        return _Blocks(env).visit(ast.parse(text, mode="eval").body)  # type: ignore[no-any-return]
+        return RenameNames(env).visit(ast.parse(text, mode="eval").body)  # type: ignore[no-any-return]
 
     tiles = launch.grid[form.axis]  # type: ignore[index]
     others = " * ".join(f"({g})" for i, g in enumerate(launch.grid or ()) if i != form.axis) or "1"

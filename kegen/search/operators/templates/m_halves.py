@@ -18,54 +18,32 @@ import ast
 import copy
 from functools import partial
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.base import Mutation, MutationError, RenameNames, jit_functions
 from kegen.search.operators.mutations.blocks import find_blocks
 from kegen.search.operators.mutations.memory.row_pipeline import stored_names
-from kegen.search.operators.templates.linear_stationary import FALLBACK, PlanForm
+from kegen.search.operators.templates.linear_stationary import FALLBACK, PlanForm, reads, split_dependent
 
 SUFFIX = "_h1"
 MIN_BLOCK_M = 64  # the DPE works on 32-row tiles: each half keeps at least that
 
 
-def _reads(st: ast.AST) -> set[str]:
-    """Names a statement reads (an augmented assignment reads its target too)."""
-    out = {n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    for n in ast.walk(st):
-        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
-            out.add(n.target.id)
-    return out
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        return ast.Name(node.id + SUFFIX, node.ctx) if node.id in self.names else node
-
-
 def _halves(stmts: list[ast.stmt], dep: set[str], renamed: set[str]) -> list[ast.stmt]:
     """`stmts` as: those that do not depend on the M half (in order), then those that do, then their
     second-half copies. `dep` and `renamed` grow with the names the dependent statements assign."""
-    free: list[ast.stmt] = []
-    tied: list[ast.stmt] = []
-    for st in stmts:
-        if isinstance(st, ast.For | ast.While | ast.If | ast.With | ast.Return):
-            raise MutationError("control flow beside the K loop: not split into M halves")
-        if _reads(st) & dep or any(
-            isinstance(n, ast.Call) and ast.unparse(n.func) in ("tl.store", "tl.atomic_add")
-            for n in ast.walk(st)
-        ):
-            dep |= stored_names(st)
-            renamed |= stored_names(st)
-            tied.append(st)
-        else:
-            if any(_reads(t) & stored_names(st) for t in tied):
-                raise MutationError("a shared statement reassigns a name the M half read before it")
-            free.append(st)
-    if any(isinstance(n, ast.Call) and "atomic" in ast.unparse(n.func) for st in tied for n in ast.walk(st)):
+    if any(isinstance(st, ast.For | ast.While | ast.If | ast.With | ast.Return) for st in stmts):
+        raise MutationError("control flow beside the K loop: not split into M halves")
+    if any(isinstance(n, ast.Call) and "atomic" in ast.unparse(n.func) for st in stmts for n in ast.walk(st)):
         raise MutationError("atomics: not split into M halves")
-    second = [_Rename(renamed).visit(copy.deepcopy(st)) for st in tied]
+    free, tied = split_dependent(stmts, dep)
+    seen: set[str] = set()  # what the dependent statements so far read
+    for st in stmts:
+        if any(st is t for t in tied):
+            seen |= reads(st)
+        elif stored_names(st) & seen:
+            raise MutationError("a shared statement reassigns a name the M half read before it")
+    renamed |= set().union(*(stored_names(st) for st in tied))
+    env = {name: name + SUFFIX for name in renamed}
+    second = [RenameNames(env).visit(copy.deepcopy(st)) for st in tied]
     return [*free, *tied, *second]
 
 
@@ -97,7 +75,7 @@ def rewrite(source: str, kernel: str) -> str:
     arange.args[-1] = ast.parse(half, mode="eval").body
     acc_stmt.value.args[0].elts[0] = ast.parse(half, mode="eval").body  # type: ignore[attr-defined]
     second_offs = ast.parse(f"{offs}{SUFFIX} = {offs} + {half}").body[0]
-    acc_h1 = _Rename({acc}).visit(copy.deepcopy(acc_stmt))
+    acc_h1 = RenameNames({acc: acc + SUFFIX}).visit(copy.deepcopy(acc_stmt))
     dep, renamed = {offs, acc}, {offs, acc}
     between = [
         s for i, s in enumerate(body[form.i_offs + 1 : form.i_loop], form.i_offs + 1) if i != form.i_acc

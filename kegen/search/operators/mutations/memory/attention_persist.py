@@ -330,13 +330,9 @@ def _persist_launch(tree: ast.Module, kernel: str, nm: _Names) -> None:
 
 def pe_count() -> int:
     """The PEs of the machine this process compiles for (`PROGRAMS` where it cannot be read)."""
-    try:
-        from kegen.search.operators.mutations.footprint import default_machine
-        from mtia_sim.machine import load_machine
+    from kegen.search.operators.mutations.footprint import default_machine, machine_pes
 
-        return int(load_machine(default_machine()).num_pes)
-    except Exception:  # the simulator or the machine description is absent
-        return PROGRAMS
+    return machine_pes(default_machine()) or PROGRAMS
 
 
 def _with_query_block(source: str, kernel: str, query_block: int) -> str:
