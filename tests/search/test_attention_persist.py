@@ -70,11 +70,17 @@ def test_the_launch_runs_one_program_per_pe_and_passes_the_grid() -> None:
 
 def test_the_query_block_variant_sets_the_block_and_the_grid_follows() -> None:
     moves = attention_persist_mutations(SEED)
-    assert [m.name for m in moves] == ["attention_persist@attention_kernel", "attention_persist@attention_kernel/q128"]
-    out = moves[1].apply(SEED)
+    assert [m.name for m in moves] == [
+        "attention_persist@attention_kernel",
+        "attention_persist@attention_kernel/qfirst",
+        "attention_persist@attention_kernel/q128",
+        "attention_persist@attention_kernel/q128/qfirst",
+    ]
+    out = moves[2].apply(SEED)
     assert "BLOCK_M=128" in out and "grid = (triton.cdiv(seq, 128), batch * heads)" in out
     wide = SEED.replace("triton.cdiv(seq, 64)", "triton.cdiv(seq, 128)").replace("BLOCK_M=64", "BLOCK_M=128")
-    assert [m.name for m in attention_persist_mutations(wide)] == ["attention_persist@attention_kernel"]
+    assert [m.name for m in attention_persist_mutations(wide)] == [
+        "attention_persist@attention_kernel", "attention_persist@attention_kernel/qfirst"]
     with pytest.raises(MutationError, match="already"):
         rewrite(wide, "attention_kernel", query_block=128)
 
@@ -195,10 +201,14 @@ def test_the_drafting_templates_causal_kernel_is_correct_persistent(tmp_path: Pa
     problem = tmp_path / "causal.py"
     problem.write_text(CAUSAL_PROBLEM)
     src = attention(["q", "k", "v"], "q", "k", "v", (1, 3, 100, 32), (9600, 3200, 32, 1), 100, 100, causal=True)
-    (plain, _q128) = attention_persist_mutations(src)
-    out = plain.apply(src).replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 2")
-    r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
-    assert r.status.value == "ok", f"{r.status} {r.message}"
+    moves = attention_persist_mutations(src)
+    assert [m.name.split("@")[1] for m in moves] == [
+        "kegen_attention_kernel", "kegen_attention_kernel/qfirst",
+        "kegen_attention_kernel/q128", "kegen_attention_kernel/q128/qfirst"]
+    for move in moves[:2]:  # both tile orders
+        out = move.apply(src).replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 2")
+        r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
+        assert r.status.value == "ok", f"{move.name}: {r.status} {r.message}"
 
 
 def test_block_moves_leave_the_persistent_query_block_alone() -> None:

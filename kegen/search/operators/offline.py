@@ -38,6 +38,7 @@ from kegen.search.operators.mutations.memory import (
     attention_mutations,
     attention_persist_mutations,
     attention_pipeline_mutations,
+    attention_rescale_mutations,
     balance_mutations,
     embedding_mutations,
     norm_mutations,
@@ -105,6 +106,7 @@ class OfflineOperator(Operator):
         if launch:  # the next key block's scores ahead of this block's softmax (mtia's in-order queues)
             recipes += moves(attention_pipeline_mutations)
             recipes += moves(attention_persist_mutations)  # one program per PE walking tiles
+            recipes += moves(attention_rescale_mutations)  # softmax on a fixed reference, unrolled
             recipes += moves(balance_mutations)  # embedding bags: one program per core
         recipes += moves(norm_mutations)  # row kernels: rows per program, pipelined
         recipes += moves(epilogue_mutations)  # cheaper epilogue math (GELU as a sigmoid)
