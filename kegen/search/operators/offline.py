@@ -42,6 +42,7 @@ from kegen.search.operators.mutations.memory import (
     balance_mutations,
     embedding_mutations,
     norm_mutations,
+    segment_balance_mutations,
 )
 from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
@@ -108,6 +109,7 @@ class OfflineOperator(Operator):
             recipes += moves(attention_persist_mutations)  # one program per PE walking tiles
             recipes += moves(attention_rescale_mutations)  # softmax on a fixed reference, unrolled
             recipes += moves(balance_mutations)  # embedding bags: one program per core
+            recipes += moves(segment_balance_mutations)  # jagged: segments balanced by rows
         recipes += moves(norm_mutations)  # row kernels: rows per program, pipelined
         recipes += moves(epilogue_mutations)  # cheaper epilogue math (GELU as a sigmoid)
         recipes += moves(fusion_mutations)  # a GEMM's pointwise consumer in its epilogue

@@ -8,6 +8,8 @@ diagnosis of the form it rewrites:
   ragged sequences; `attention_pipeline`: the next key block's scores computed before this block's
   softmax; `attention_persist`: one program per PE walking its (query block, head) tiles, the next
   tile's loads carried.
+- `segments`: one program per segment becomes one program per PE walking a run of segments balanced
+  by their rows.
 - `norms`: row kernels take several rows per program in a pipelined loop, row-invariant loads hoisted.
 """
 
@@ -17,6 +19,7 @@ from kegen.search.operators.mutations.memory.attention_pipeline import attention
 from kegen.search.operators.mutations.memory.attention_rescale import attention_rescale_mutations
 from kegen.search.operators.mutations.memory.embedding import balance_mutations, embedding_mutations
 from kegen.search.operators.mutations.memory.norms import norm_mutations
+from kegen.search.operators.mutations.memory.segments import segment_balance_mutations
 
 __all__ = [
     "attention_mutations",
@@ -26,4 +29,5 @@ __all__ = [
     "balance_mutations",
     "embedding_mutations",
     "norm_mutations",
+    "segment_balance_mutations",
 ]
