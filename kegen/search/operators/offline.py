@@ -38,6 +38,7 @@ from kegen.search.operators.mutations.memory import (
     attention_mutations,
     attention_persist_mutations,
     attention_pipeline_mutations,
+    attention_plan_mutations,
     attention_rescale_mutations,
     balance_mutations,
     embedding_mutations,
@@ -108,6 +109,7 @@ class OfflineOperator(Operator):
             recipes += moves(attention_pipeline_mutations)
             recipes += moves(attention_persist_mutations)  # one program per PE walking tiles
             recipes += moves(attention_rescale_mutations)  # softmax on a fixed reference, unrolled
+            recipes += moves(attention_plan_mutations)  # the attention moves' best composition at once
             recipes += moves(balance_mutations)  # embedding bags: one program per core
             recipes += moves(segment_balance_mutations)  # jagged: segments balanced by rows
         recipes += moves(norm_mutations)  # row kernels: rows per program, pipelined

@@ -16,6 +16,7 @@ diagnosis of the form it rewrites:
 from kegen.search.operators.mutations.memory.attention import attention_mutations
 from kegen.search.operators.mutations.memory.attention_persist import attention_persist_mutations
 from kegen.search.operators.mutations.memory.attention_pipeline import attention_pipeline_mutations
+from kegen.search.operators.mutations.memory.attention_plan import attention_plan_mutations
 from kegen.search.operators.mutations.memory.attention_rescale import attention_rescale_mutations
 from kegen.search.operators.mutations.memory.embedding import balance_mutations, embedding_mutations
 from kegen.search.operators.mutations.memory.norms import norm_mutations
@@ -25,6 +26,7 @@ __all__ = [
     "attention_mutations",
     "attention_persist_mutations",
     "attention_pipeline_mutations",
+    "attention_plan_mutations",
     "attention_rescale_mutations",
     "balance_mutations",
     "embedding_mutations",
