@@ -31,10 +31,16 @@ def _by_steps(heads_first: bool) -> str:
 
 def test_the_plan_is_the_moves_one_after_another() -> None:
     assert [m.name for m in attention_plan_mutations(SEED)] == [
-        "attention_plan@attention_kernel/qfirst", "attention_plan@attention_kernel/heads",
-        "attention_plan@attention_kernel/grid"]
+        "attention_plan@attention_kernel/dual", "attention_plan@attention_kernel/qfirst",
+        "attention_plan@attention_kernel/heads", "attention_plan@attention_kernel/grid"]
     assert plan(SEED, K, "qfirst") == _by_steps(heads_first=False)
     assert plan(SEED, K, "heads") == _by_steps(heads_first=True)
+    dual = SEED.replace("BLOCK_N=64)", "BLOCK_N=64, dual_core=True)")
+    assert dual != SEED
+    by_steps = rescale_rewrite(exp2_rewrite(pipeline_rewrite(persist_rewrite(dual, K, heads_first=False), K), K), K,
+                               unroll=False)
+    assert plan(SEED, K, "dual") == by_steps  # its own query block, one key block per iteration
+    assert "[min(2 * PERSIST_PROGRAMS, " in by_steps
     flat = plan(SEED, K, None)
     assert "persist_tile" not in flat and "kegen_negm" in flat
 
@@ -50,12 +56,13 @@ def test_steps_the_kernel_has_are_skipped() -> None:
 
 
 @pytest.mark.slow
-def test_the_planned_kernel_is_exact_on_the_simulator(tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", ["qfirst", "dual"])
+def test_the_planned_kernel_is_exact_on_the_simulator(variant: str, tmp_path: Path) -> None:
     pytest.importorskip("mtia_sim.simulator")
     from kegen.eval import EvalConfig, evaluate
 
     problem = tmp_path / "attention.py"
     problem.write_text(PROBLEM.problem_path.read_text() + "\n\nSEQ = 144\nHEADS = 3\nBATCH = 1\n")
-    out = plan(SEED, K, "qfirst").replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 4")
+    out = plan(SEED, K, variant).replace("PERSIST_PROGRAMS = 64", "PERSIST_PROGRAMS = 4")
     r = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1, profile=False, fresh_process=True))
     assert r.status.value == "ok", f"{r.status} {r.message}"

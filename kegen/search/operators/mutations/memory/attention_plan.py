@@ -10,16 +10,22 @@ any online-softmax kernel, `attention_persist` (128-query tiles, query blocks fi
 the tile's query block kept where 128 does not apply), `attention_pipeline`, the exp2 rewrite
 (`attention`) and `attention_rescale` (unrolled), skipping a step that does not apply (the kernel
 already has it, or its form is not recognised). A variant without the persistent step serves
-kernels it does not recognise. Measured on the production seed (mtia-2i, simulated): 131.5 ->
-58.4 us with query blocks first (70.2% of the roofline).
+kernels it does not recognise, and a dual-core variant keeps the kernel's query block, runs two
+programs per PE (one's softmax overlaps the other's loads) and one key block per iteration (the
+unrolled form does not fit half a local store). Measured on the production seed (mtia-2i,
+simulated): 131.5 -> 57.5 us dual core (64-query tiles, 71.2% of the roofline), 58.4 us with
+128-query tiles query blocks first (70.2%), 61.1 us heads first; with 64-query tiles dual core the
+unrolled form 58.6 us, heads first 64.5 us; 128-query tiles do not fit dual core.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.mutations.memory import (
     attention,
     attention_persist,
@@ -29,7 +35,13 @@ from kegen.search.operators.mutations.memory import (
 
 FAMILY = "attention_plan"
 PRIOR = 2.6  # above every single attention move: it is their measured best composition
-_PERSIST = {"qfirst": False, "heads": True}
+_PERSIST = {"qfirst": False, "heads": True, "dual": False}
+_WHAT = {
+    "qfirst": "persistent 128-query tiles, query blocks first",
+    "heads": "persistent 128-query tiles, heads first",
+    "dual": "persistent, its query tiles, query blocks first, two programs per PE (dual core)",
+    None: "its grid kept",
+}
 
 
 def _try(step: Callable[[str], str], source: str) -> str:
@@ -39,11 +51,25 @@ def _try(step: Callable[[str], str], source: str) -> str:
         return source
 
 
+def _dual_core(source: str, kernel: str) -> str:
+    """`source` with `kernel`'s launch on both cores of every PE."""
+    tree = ast.parse(source)
+    calls = [call for name, _, call in launches(tree) if name == kernel]
+    if len(calls) != 1:
+        raise MutationError(f"{kernel} is launched {len(calls)} times")
+    calls[0].keywords = [k for k in calls[0].keywords if k.arg != "dual_core"]
+    calls[0].keywords.append(ast.keyword(arg="dual_core", value=ast.Constant(True)))
+    return ast.unparse(tree) + "\n"
+
+
 def plan(source: str, kernel: str, persist: str | None) -> str:
-    """`source` with `kernel` through the plan's steps (module doc); `persist`: "qfirst", "heads" or None
-    (no persistent step). MutationError where the fixed-reference softmax does not apply at the end."""
+    """`source` with `kernel` through the plan's steps (module doc); `persist`: "qfirst", "heads", "dual"
+    or None (no persistent step). MutationError where the fixed-reference softmax does not apply at the
+    end."""
     src = source
-    if persist is not None:
+    if persist == "dual":  # two programs per PE share its local store: the tile's own query block
+        src = attention_persist.rewrite(_dual_core(src, kernel), kernel, heads_first=False)
+    elif persist is not None:
         order = _PERSIST[persist]
         persistent = partial(attention_persist.rewrite, kernel=kernel, heads_first=order)
         wide = _try(partial(persistent, query_block=attention_persist.QUERY_BLOCK), src)
@@ -52,7 +78,7 @@ def plan(source: str, kernel: str, persist: str | None) -> str:
             raise MutationError(f"{kernel} has no 2-D grid online-softmax loop to make persistent")
     src = _try(partial(attention_pipeline.rewrite, kernel=kernel), src)
     src = _try(partial(attention.rewrite, kernel=kernel), src)
-    return attention_rescale.rewrite(src, kernel, unroll=True)
+    return attention_rescale.rewrite(src, kernel, unroll=persist != "dual")
 
 
 def attention_plan_mutations(source: str) -> list[Mutation]:
@@ -61,20 +87,21 @@ def attention_plan_mutations(source: str) -> list[Mutation]:
     kernels = {m.kernel for m in attention_pipeline.attention_pipeline_mutations(source)}
     kernels |= {m.kernel for m in attention_rescale.attention_rescale_mutations(source)}
     for kernel in sorted(kernels):
-        for persist, prior in (("qfirst", PRIOR), ("heads", PRIOR * 0.9), (None, PRIOR * 0.8)):
+        variants = (("dual", PRIOR), ("qfirst", PRIOR * 0.95), ("heads", PRIOR * 0.85), (None, PRIOR * 0.8))
+        for persist, prior in variants:
             try:
                 plan(source, kernel, persist)
             except (MutationError, SyntaxError):
                 continue
-            what = {"qfirst": "persistent 128-query tiles, query blocks first",
-                    "heads": "persistent 128-query tiles, heads first", None: "its grid kept"}[persist]
+            what = _WHAT[persist]
             out.append(
                 Mutation(
                     name=f"attention_plan@{kernel}/{persist or 'grid'}",
                     family=FAMILY,
                     description=(
                         f"{kernel}: the whole attention plan ({what}; scores a block ahead; exp2 with the "
-                        "scale in Q; the softmax on a fixed per-row reference, two key blocks per iteration)"
+                        "scale in Q; the softmax on a fixed per-row reference"
+                        + (")" if persist == "dual" else ", two key blocks per iteration)")
                     ),
                     apply=partial(plan, kernel=kernel, persist=persist),
                     helps=("compute", "latency"),
