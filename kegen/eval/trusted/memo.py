@@ -40,6 +40,18 @@ def value_signature(values: list[Any]) -> list[Any]:
     return sig
 
 
+def input_fingerprint(values: list[Any]) -> list[Any]:
+    """What a data-dependent measurement (a roofline) needs of one draw of inputs: the shapes and
+    dtypes of every tensor, and the contents of the integer ones (indices, offsets and lengths decide
+    how many rows a jagged or gathering op moves); floating-point contents are left out."""
+    out: list[Any] = value_signature(values)
+    for v in values:
+        if isinstance(v, torch.Tensor) and not v.is_floating_point() and not v.is_complex():
+            data = v.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
+            out.append(hashlib.sha256(data.numpy().tobytes()).hexdigest())
+    return out
+
+
 def environment() -> dict[str, str]:
     """The software and device a measurement was taken with."""
     env: dict[str, str] = {"torch": str(torch.__version__)}
