@@ -93,3 +93,19 @@ def check_roofline(candidate_time_s: float | None, roofline_time_s: float | None
             "or do the FLOPs): the work was not done"
         )
     return None
+
+
+def median_fraction(pairs: list[tuple[float, float]]) -> float:
+    """The median over timed samples of roofline time / sample time ((sample, roofline) pairs; on mtia
+    each sample's roofline is its own inputs', docs/DECISIONS.md D47)."""
+    ratios = sorted(bound / sample for sample, bound in pairs if sample > 0)
+    return ratios[(len(ratios) - 1) // 2] if ratios else 0.0
+
+
+def check_roofline_samples(pairs: list[tuple[float, float]], slack: float) -> str | None:
+    """`check_roofline` on every (sample, roofline) pair: the first message, else None."""
+    for sample, bound in pairs:
+        msg = check_roofline(sample, bound, slack)
+        if msg:
+            return msg
+    return None

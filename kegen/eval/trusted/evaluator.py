@@ -458,19 +458,11 @@ class Evaluator:
             if name in times and t > 0:
                 speedups[name] = times[name] / t
         if rf is not None and t > 0:
-            speedups["roofline"] = rf.time_s / t
-            if len(self.sample_rooflines) == len(self._samples) > 0:  # each sample against its own draw
-                pairs = zip(self.sample_rooflines, self._samples, strict=True)
-                ratios = sorted(r / x for r, x in pairs if x > 0)
-                if ratios:
-                    speedups["roofline"] = ratios[(len(ratios) - 1) // 2]
-            if self.cfg.check_cheats:
-                # each timed sample against the roofline of its own inputs (mtia), else the median
-                pairs = list(zip(self._samples, self.sample_rooflines, strict=False))
-                for sample, bound in pairs or [(t, rf.time_s)]:
-                    msg = checks.check_roofline(sample, bound, self.cfg.roofline_slack)
-                    if msg:
-                        raise CandidateError("cheat_detected", msg)
+            pairs = list(zip(self._samples, self.sample_rooflines, strict=False)) or [(t, rf.time_s)]
+            speedups["roofline"] = checks.median_fraction(pairs)  # each sample against its own draw
+            msg = self.cfg.check_cheats and checks.check_roofline_samples(pairs, self.cfg.roofline_slack)
+            if msg:
+                raise CandidateError("cheat_detected", msg)
         order = ("baseline", "compile", "eager") if self.cfg.mtia_compile_baseline else ("baseline", "eager")
         primary = next((speedups[n] for n in order if n in speedups), speedups.get("roofline", 0.0))
         self.result["speedup"] = primary
