@@ -294,7 +294,8 @@ def _fast_body(plan: _Plan, negm: str, over: str, mx: str) -> list[ast.stmt]:
     cast_names = _reads(plan.cast) if plan.cast is not None else set()
     body = plan.loop.body
     p_at = body.index(st["p"])
-    late = max([p_at, *(i for i, x in enumerate(body) if stored_names(x) & cast_names)])
+    acc_at = body.index(st["acc"])  # the cast's names as the P V product reads them: defined before it
+    late = max([p_at, *(i for i, x in enumerate(body[:acc_at]) if stored_names(x) & cast_names)])
     p_stmt = ast.parse(f"{plan.p} = {plan.exp}({plan.s}){cast}").body[0]
     l_stmt = ast.parse(f"{plan.l} = {plan.l} + tl.sum({plan.p}{widen}, axis=1)").body[0]
     out: list[ast.stmt] = []
