@@ -20,12 +20,11 @@ unrolled form 58.6 us, heads first 64.5 us; 128-query tiles do not fit dual core
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Callable
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
-from kegen.search.operators.mutations.launches import launches
+from kegen.search.operators.mutations.knobs import apply_launch_options
 from kegen.search.operators.mutations.memory import (
     attention,
     attention_persist,
@@ -51,24 +50,14 @@ def _try(step: Callable[[str], str], source: str) -> str:
         return source
 
 
-def _dual_core(source: str, kernel: str) -> str:
-    """`source` with `kernel`'s launch on both cores of every PE."""
-    tree = ast.parse(source)
-    calls = [call for name, _, call in launches(tree) if name == kernel]
-    if len(calls) != 1:
-        raise MutationError(f"{kernel} is launched {len(calls)} times")
-    calls[0].keywords = [k for k in calls[0].keywords if k.arg != "dual_core"]
-    calls[0].keywords.append(ast.keyword(arg="dual_core", value=ast.Constant(True)))
-    return ast.unparse(tree) + "\n"
-
-
 def plan(source: str, kernel: str, persist: str | None) -> str:
     """`source` with `kernel` through the plan's steps (module doc); `persist`: "qfirst", "heads", "dual"
     or None (no persistent step). MutationError where the fixed-reference softmax does not apply at the
     end."""
     src = source
     if persist == "dual":  # two programs per PE share its local store: the tile's own query block
-        src = attention_persist.rewrite(_dual_core(src, kernel), kernel, heads_first=False)
+        src = attention_persist.rewrite(apply_launch_options(src, {kernel: {"dual_core": True}}), kernel,
+                                        heads_first=False)
     elif persist is not None:
         order = _PERSIST[persist]
         persistent = partial(attention_persist.rewrite, kernel=kernel, heads_first=order)
