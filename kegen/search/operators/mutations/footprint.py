@@ -230,6 +230,11 @@ def machine_pes(device: str) -> int | None:
         return None
 
 
+def compile_pes(fallback: int = 64) -> int:
+    """The PEs of the machine this process compiles for (`fallback`, mtia-2i's, where it cannot be read)."""
+    return machine_pes(default_machine()) or fallback
+
+
 def default_machine() -> str:
     """The machine every compile in this process targets (`--machine`, else KEGEN_MACHINE, else mtia-2i)."""
     try:

@@ -345,9 +345,9 @@ def _persist_launch(tree: ast.Module, kernel: str, nm: _Names) -> None:
 
 def pe_count() -> int:
     """The PEs of the machine this process compiles for (`PROGRAMS` where it cannot be read)."""
-    from kegen.search.operators.mutations.footprint import default_machine, machine_pes
+    from kegen.search.operators.mutations.footprint import compile_pes
 
-    return machine_pes(default_machine()) or PROGRAMS
+    return compile_pes(PROGRAMS)
 
 
 def _with_query_block(source: str, kernel: str, query_block: int) -> str:

@@ -34,12 +34,12 @@ import re
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
+from kegen.search.operators.mutations.footprint import compile_pes
 from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.mutations.memory.row_pipeline import _fresh, assign_target, call_name, parse_expr
 
 FAMILY = "segment_balance"
 PRIOR = 1.6
-PROGRAMS = 64  # mtia-2i's PEs, where no machine is read
 
 _PARTITION = """
 {pid} = tl.program_id(0)
@@ -116,13 +116,6 @@ def _launch(tree: ast.Module, kernel: str) -> tuple[ast.Call, ast.expr]:
     return found[0], elts[0]
 
 
-def pe_count() -> int:
-    """The PEs of the machine this process compiles for (`PROGRAMS` where it cannot be read)."""
-    from kegen.search.operators.mutations.footprint import default_machine, machine_pes
-
-    return machine_pes(default_machine()) or PROGRAMS
-
-
 def rewrite(source: str, kernel: str) -> str:
     """`source` with `kernel` walking row-balanced runs of segments (module doc)."""
     tree = ast.parse(source)
@@ -165,7 +158,7 @@ def rewrite(source: str, kernel: str) -> str:
     if not re.search(r"^SEG_PROGRAMS = ", out, flags=re.M):
         lines = out.splitlines(keepends=True)
         first = next((i for i, ln in enumerate(lines) if ln.startswith(("@triton.jit", "@jit"))), len(lines))
-        lines.insert(first, f"SEG_PROGRAMS = {pe_count()}  # one program per PE\n\n")
+        lines.insert(first, f"SEG_PROGRAMS = {compile_pes()}  # one program per PE\n\n")
         out = "".join(lines)
     return out
 
