@@ -89,6 +89,15 @@ def names_in(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+def reads(node: ast.AST) -> set[str]:
+    """Names read under `node` (an augmented assignment reads its target too)."""
+    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out |= {
+        n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    }
+    return out
+
+
 def constexpr_params(fn: ast.FunctionDef) -> set[str]:
     """The kernel's parameters annotated `tl.constexpr` (positional-only ones included)."""
     args = fn.args.posonlyargs + fn.args.args

@@ -32,6 +32,7 @@ from kegen.search.operators.mutations.base import (
     constexpr_params,
     jit_functions,
     launch_of,
+    reads,
 )
 from kegen.search.operators.mutations.blocks import find_blocks, set_block
 from kegen.search.operators.mutations.memory.row_pipeline import pipeline_loop, stored_names
@@ -96,15 +97,6 @@ def _helper_node() -> ast.FunctionDef:
 
 def _is_tl(node: ast.AST, attr: str) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == attr
-
-
-def reads(node: ast.AST) -> set[str]:
-    """Names a statement reads (an augmented assignment reads its target too)."""
-    out = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    out |= {
-        n.target.id for n in ast.walk(node) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
-    }
-    return out
 
 
 class PlanForm:

@@ -18,10 +18,10 @@ import ast
 import copy
 from functools import partial
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, RenameNames, jit_functions
+from kegen.search.operators.mutations.base import Mutation, MutationError, RenameNames, jit_functions, reads
 from kegen.search.operators.mutations.blocks import find_blocks
 from kegen.search.operators.mutations.memory.row_pipeline import stored_names
-from kegen.search.operators.templates.linear_stationary import FALLBACK, PlanForm, reads, split_dependent
+from kegen.search.operators.templates.linear_stationary import FALLBACK, PlanForm, split_dependent
 
 SUFFIX = "_h1"
 MIN_BLOCK_M = 64  # the DPE works on 32-row tiles: each half keeps at least that

@@ -62,7 +62,7 @@ import copy
 from dataclasses import dataclass
 from functools import partial
 
-from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in, reads
 from kegen.search.operators.mutations.memory.attention_persist import tile_scope
 from kegen.search.operators.mutations.memory.row_pipeline import (
     _fresh,
@@ -186,10 +186,6 @@ def _rest(body: list[ast.stmt], max_st: ast.stmt, m_new: str, m: str, s: str) ->
             "stmts": {"max": max_st, "p": p_st, "alpha": alpha_st, "l": l_st, "acc": acc_st, "m": m_st}}
 
 
-def _reads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
 def _last_assign(stmts: list[ast.stmt], name: str) -> int | None:
     for i in range(len(stmts) - 1, -1, -1):
         if name in stored_names(stmts[i]):
@@ -233,7 +229,7 @@ def _plan(scope: list[ast.stmt], at: int) -> _Plan | None:
                 and _is(v.args[1], s) and _is(v.args[2], _NEG_INF):
             allowed_s.add(id(node))
         elif isinstance(v, ast.BinOp) and isinstance(v.op, ast.Add | ast.Sub) and _is(v.left, s) \
-                and not _reads(v.right) & {s, carry}:  # an additive mask commutes with the shift
+                and not reads(v.right) & {s, carry}:  # an additive mask commutes with the shift
             allowed_s.add(id(node))
         else:
             return None
@@ -251,10 +247,10 @@ def _plan(scope: list[ast.stmt], at: int) -> _Plan | None:
     }
     for st in ast.walk(loop):
         if not isinstance(st, ast.stmt) or st is loop or isinstance(st, ast.If | ast.For | ast.While):
-            if isinstance(st, ast.If | ast.While) and _reads(st.test) & set(readers):
+            if isinstance(st, ast.If | ast.While) and reads(st.test) & set(readers):
                 return None
             continue
-        for name in _reads(st) & set(readers):
+        for name in reads(st) & set(readers):
             if id(st) not in readers[name]:
                 return None
     if any(isinstance(n, ast.For | ast.While) for n in ast.walk(loop) if n is not loop):
@@ -265,7 +261,7 @@ def _plan(scope: list[ast.stmt], at: int) -> _Plan | None:
     if i is None or not isinstance(prologue, ast.Assign) or call_name(prologue.value) != "tl.dot":
         return None
     loop_stores = set().union(*(stored_names(n) for n in ast.walk(loop) if isinstance(n, ast.stmt)))
-    if _reads(prologue.value) & (loop_stores | set().union(*(stored_names(st) for st in before[i + 1:]))):
+    if reads(prologue.value) & (loop_stores | set().union(*(stored_names(st) for st in before[i + 1:]))):
         return None
     inits = []
     for name in (str(found["m"]), str(found["l"]), str(found["acc"])):
@@ -273,7 +269,7 @@ def _plan(scope: list[ast.stmt], at: int) -> _Plan | None:
         if j is None or not isinstance(before[j], ast.Assign) or assign_target(before[j]) != name:
             return None
         later = set().union(*(stored_names(st) for st in before[j + 1:])) | loop_stores
-        if _reads(before[j].value) & later:  # type: ignore[attr-defined]
+        if reads(before[j].value) & later:  # type: ignore[attr-defined]
             return None
         inits.append(before[j])
     return _Plan(loop, var, carry, nxt[0], prologue, s, str(found["m"]), str(found["exp"]), str(found["p"]),
@@ -291,7 +287,7 @@ def _fast_body(plan: _Plan, negm: str, over: str, mx: str) -> list[ast.stmt]:
     cast = f".to({ast.unparse(plan.cast)})" if plan.cast is not None else ""
     widen = ".to(tl.float32)" if plan.cast is not None else ""
     # P and its sum go after the last definition of the cast's names (the V load, for `v.dtype`)
-    cast_names = _reads(plan.cast) if plan.cast is not None else set()
+    cast_names = reads(plan.cast) if plan.cast is not None else set()
     body = plan.loop.body
     p_at = body.index(st["p"])
     acc_at = body.index(st["acc"])  # the cast's names as the P V product reads them: defined before it
