@@ -181,37 +181,22 @@ def problem_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline
     sample's own inputs (a jagged or gathering problem moves as many bytes as its draw has rows) and
     the median of them as the result; elsewhere one draw's. Memoised per input fingerprint (`memo`):
     a fixed-shape problem is measured once per process."""
-    if ev.sample_inputs:
-        return _sample_rooflines(ev, ref, factory)
-    key = memo.problem_key(ev, "roofline", module=factory.problem.module)
-    rf = memo.get(key)
-    if isinstance(rf, roofline.Roofline):
-        memo.note(ev, "roofline")
-        ev.result["roofline_time_s"] = rf.time_s
-        ev.result["times"]["roofline"] = rf.time_s
-        ev.result["details"]["roofline"] = rf.to_dict()
-        return rf
-    rf = _measure_roofline(ev, ref, factory)
-    if rf is not None:
-        memo.put(key, rf)
-    return rf
-
-
-def _sample_rooflines(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
     found: list[roofline.Roofline] = []
-    for inputs in ev.sample_inputs:
-        key = memo.problem_key(ev, "roofline", module=factory.problem.module,
-                               inputs=memo.input_fingerprint(inputs))
+    draws: list[list[Any] | None] = list(ev.sample_inputs) or [None]  # None: a draw of its own
+    for inputs in draws:
+        parts = {} if inputs is None else {"inputs": memo.input_fingerprint(inputs)}
+        key = memo.problem_key(ev, "roofline", module=factory.problem.module, **parts)
         rf = memo.get(key)
-        if not isinstance(rf, roofline.Roofline):
+        if isinstance(rf, roofline.Roofline):
+            memo.note(ev, "roofline")
+        else:
             rf = _measure_roofline(ev, ref, factory, inputs)
             if rf is None:
                 return None
             memo.put(key, rf)
-        else:
-            memo.note(ev, "roofline")
         found.append(rf)
-    ev.sample_rooflines = [rf.time_s for rf in found]
+    if ev.sample_inputs:
+        ev.sample_rooflines = [rf.time_s for rf in found]
     median = sorted(found, key=lambda r: r.time_s)[(len(found) - 1) // 2]
     ev.result["roofline_time_s"] = median.time_s
     ev.result["times"]["roofline"] = median.time_s
@@ -247,9 +232,6 @@ def _measure_roofline(ev: Evaluator, ref: Any, factory: InputFactory,
     except Exception as exc:
         details["roofline_error"] = f"{type(exc).__name__}: {exc}"
         return None
-    ev.result["roofline_time_s"] = rf.time_s
-    ev.result["times"]["roofline"] = rf.time_s
-    details["roofline"] = rf.to_dict()
     return rf
 
 
