@@ -12,6 +12,7 @@ from llvmlite import ir
 
 from lowering.codegen import dtypes as dt
 from lowering.codegen.emitter import I32, I64, CoreEmitter, Word
+from lowering.codegen.local_alloc import Buffer
 from lowering.codegen.values import Buf, Splat
 from lowering.errors import UnsupportedError
 from mtia_sim import isa
@@ -60,6 +61,10 @@ class CommandIssuer:
 
     em: CoreEmitter
     b: ir.IRBuilder
+    # local-store buffer (by id) -> (the buffer, mask of the units whose commands write it anywhere
+    # in the function); and each scalar read's fence with the buffer it reads (`resolve_fences`)
+    unit_writes: dict[int, tuple[Buffer, int]]
+    scalar_fences: list[tuple[ir.Constant, Buffer]]
 
     # provided by KernelLowering
     def tag(self, op: Operation | None = None) -> int:
@@ -129,7 +134,15 @@ class CommandIssuer:
                 f[Field.SRC0_STRIDE + 4 * k + i] = s
         f[Field.IMM0] = imm0
         f[Field.IMM1] = imm1
+        if isinstance(dst, Buf):
+            self.note_write(dst, op)
         self.em.command(f)
+
+    def note_write(self, dst: Buf, op: Op) -> None:
+        """Record that a command `op` writes `dst`'s buffer (commands whose destination is passed as
+        a raw address call this themselves)."""
+        buffer, mask = self.unit_writes.get(id(dst.buffer), (dst.buffer, 0))
+        self.unit_writes[id(buffer)] = (buffer, mask | 1 << int(op.unit))
 
     def _split_command(
         self,
@@ -229,16 +242,21 @@ class CommandIssuer:
             self.copy(dst, x)
 
     def read_scalar(self, src: Buf, ty: ir.Type) -> ir.Value:
-        """Fence the units, then load element 0 of `src` on the core."""
-        self.em.fence(isa.UnitMask.ALL)
+        """Fence the units that write `src`, then load element 0 of `src` on the core.
+
+        The fence waits only for the units whose commands write `src`'s buffer anywhere in the
+        function (`resolve_fences`): a unit is idle once its commands have run, and a command runs
+        only after every earlier command that writes or reads bytes it writes (the command
+        processor's hazard tracking), so `src`'s last writer and everything it waited for are done.
+        A prefetch or store still in flight on another unit does not hold the core."""
         b = self.b
-        if src.dtype in (DType.F16, DType.BF16):
+        if src.dtype in (DType.F16, DType.BF16):  # the cast waits for src's writer (a RAW hazard)
             tmp = self.new_buf(None, (1,), DType.F32)
             self.command(
                 Op.SIMD_CAST, shape=(1,), dst=tmp, srcs=(src.view((1,), (0,)),), dtypes=(DType.F32, src.dtype)
             )
-            self.em.fence(isa.UnitMask.SIMD)
             src = tmp
+        self.scalar_fences.append((self.em.fence_later(), src.buffer))
         local = self.local_addr(src)
         addr = local if isinstance(local, ir.Value) else I64(local)
         mem_ty = {
@@ -271,5 +289,13 @@ class CommandIssuer:
         if isinstance(ty, ir.DoubleType) and isinstance(mt, ir.FloatType):
             return b.fpext(val, ty)
         return val
+
+    def resolve_fences(self) -> None:
+        """Set each scalar read's fence to the units that write its buffer (all units where no
+        command writes it: a buffer written only by the core's own stores needs none, but all is
+        the safe answer for anything this bookkeeping does not see)."""
+        for const, buffer in self.scalar_fences:
+            _, mask = self.unit_writes.get(id(buffer), (buffer, int(isa.UnitMask.ALL)))
+            const.constant = mask
 
     # -- scalar helpers -----------------------------------------------------------------------

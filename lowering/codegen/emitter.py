@@ -157,6 +157,13 @@ class CoreEmitter:
         """Wait until the units in `mask` are idle (before the core touches their results)."""
         self.mmio_write(isa.Reg.FENCE, int(mask))
 
+    def fence_later(self) -> ir.Constant:
+        """A fence whose unit mask is decided after the whole function is lowered: the returned
+        constant (all units until then) is the mask; set its `constant` before `finish`."""
+        mask = I64(int(isa.UnitMask.ALL))
+        self.mmio_write(isa.Reg.FENCE, mask)
+        return mask
+
     def finish(self) -> str:
         """Terminate the function and return the module's LLVM IR text."""
         if not self.builder.block.is_terminated:

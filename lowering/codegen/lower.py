@@ -113,6 +113,8 @@ class KernelLowering(CommandIssuer):
         self.program_latch: ir.Block | None = None  # blocked PE mapping: where a return continues
         self.accumulated = False  # a RED_ACCUMULATE was issued (core reads of memory fence RED too)
         self.fused_casts: set[int] = set()  # casts computed by their operand's SIMD command (arith rules)
+        self.unit_writes = {}  # buffer -> units writing it; each scalar read's fence (CommandIssuer)
+        self.scalar_fences = []
 
     # -- driving ------------------------------------------------------------------------------
     def lower(self) -> LoweredKernel:
@@ -134,6 +136,7 @@ class KernelLowering(CommandIssuer):
             if not self.b.block.is_terminated:
                 self.b.branch(self.program_latch)
             self.b.position_at_end(exit_bb)
+        self.resolve_fences()
         llir = self.em.finish()
         return LoweredKernel(
             self.fn.name,

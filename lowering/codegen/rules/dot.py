@@ -55,6 +55,7 @@ def _dot(ctx: KernelLowering, op: Operation) -> None:
 def _matmul(ctx: KernelLowering, a: Buf, b: Buf, d: Buf, flags: int) -> None:
     m, k = a.shape
     n = b.shape[1]
+    ctx.note_write(d, Op.DPE_MATMUL)
     ctx.command(
         Op.DPE_MATMUL,
         shape=(m, n, k, 1),
