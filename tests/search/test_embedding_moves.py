@@ -219,12 +219,16 @@ def test_a_segment_gather_offers_the_balanced_form_once(tmp_path: Path) -> None:
     source = analyze(_problem(tmp_path, "function", "sum", True)).source
     assert source is not None
     moves = balance_mutations(source)
-    assert [m.name for m in moves] == ["bag_balance@embedding_bag_kernel"]
+    assert [m.name for m in moves] == [
+        "bag_balance@embedding_bag_kernel", "bag_balance+prefetch@embedding_bag_kernel"
+    ]
     out = moves[0].apply(source)
     assert embedding.BALANCED_MARKER in out
     assert "embedding_bag_kernel[BAG_PROGRAMS,](" in out and "dual_core=True" in out
     assert "COARSE=triton.next_power_of_2(triton.cdiv(num_bags, BAG_FINE))" in out
-    assert "BAG_GROUP = 32\nROW_BLOCK = 16\nBAG_FINE = 32\nBAG_PROGRAMS = 128\n" in out
+    assert "PREFETCH=BAG_PREFETCH" in out
+    assert "BAG_GROUP = 32\nROW_BLOCK = 16\nBAG_FINE = 32\nBAG_PROGRAMS = 128\nBAG_PREFETCH = 0\n" in out
+    assert f"BAG_PREFETCH = {embedding.BAG_PREFETCH}\n" in moves[1].apply(source)
     assert balance_mutations(out) == []  # balanced already
     assert {m.name for m in embedding_mutations(out)} == {"BAG_GROUP=16@module", "BAG_GROUP=64@module"}
     seed = PRODUCTION["embedding_bag_sum_fp16"].seed_path.read_text()
@@ -233,22 +237,25 @@ def test_a_segment_gather_offers_the_balanced_form_once(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("kind", "mode", "last", "consts"),
+    ("kind", "mode", "last", "consts", "variant"),
     [
         # a few programs, each walking several chunks, two fine steps of offsets
-        ("module", "mean", False, {"BAG_PROGRAMS": 5, "BAG_GROUP": 4, "BAG_FINE": 4, "ROW_BLOCK": 8}),
+        ("module", "mean", False, {"BAG_PROGRAMS": 5, "BAG_GROUP": 4, "BAG_FINE": 4, "ROW_BLOCK": 8}, 0),
         # more programs than bags: most take none; the trailing empty bag goes to the last one
-        ("function", "sum", True, {}),
+        ("function", "sum", True, {}, 0),
+        # the prefetch: an odd program count (the mate below), rows ahead past the last index
+        ("module", "mean", False, {"BAG_PROGRAMS": 7, "BAG_GROUP": 4, "BAG_FINE": 4, "BAG_PREFETCH": 32}, 1),
+        ("function", "sum", True, {}, 1),
     ],
 )
 def test_balanced_bags_are_correct_on_the_simulator(
-    kind: str, mode: str, last: bool, consts: dict[str, int], tmp_path: Path
+    kind: str, mode: str, last: bool, consts: dict[str, int], variant: int, tmp_path: Path
 ) -> None:
     pytest.importorskip("mtia_sim.simulator")
     problem = _problem(tmp_path, kind, mode, last)
     source = analyze(problem).source
     assert source is not None
-    out = balance_mutations(source)[0].apply(source)
+    out = balance_mutations(source)[variant].apply(source)
     for name, value in consts.items():
         out, n = re.subn(rf"^{name} = \d+$", f"{name} = {value}", out, flags=re.M)
         assert n == 1, name

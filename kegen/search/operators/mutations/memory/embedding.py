@@ -217,10 +217,12 @@ def _set_constant(source: str, name: str, value: int) -> str:
     return out
 
 
-def balance(source: str) -> str:
+def balance(source: str, prefetch: int = 0) -> str:
     """`source`'s segment gather rewritten in the balanced form (`templates.embedding.balanced_kernel`):
     BAG_PROGRAMS programs on both cores of every PE, each taking the bags that start in its equal
-    share of the indices, BALANCED_BAGS bags per chunk, ROW_BLOCK BALANCED_ROWS."""
+    share of the indices, BALANCED_BAGS bags per chunk, ROW_BLOCK BALANCED_ROWS; with `prefetch`
+    (a power of two), the second core of each PE first gathers that many rows of its share and of
+    its mate's into the SRAM cache while the offsets are searched."""
     tree = ast.parse(source)
     fn = _segment_gather_kernel(tree)
     call = _launch(tree, fn.name) if fn is not None else None
@@ -235,11 +237,14 @@ def balance(source: str) -> str:
     new_call = ast.parse(_src(call), mode="eval").body
     assert isinstance(new_call, ast.Call) and isinstance(new_call.func, ast.Subscript)
     new_call.func.slice = ast.Tuple([ast.Name("BAG_PROGRAMS", ast.Load())], ast.Load())
-    new_call.keywords = [k for k in new_call.keywords if k.arg not in ("FINE", "COARSE", "dual_core")]
+    new_call.keywords = [
+        k for k in new_call.keywords if k.arg not in ("FINE", "COARSE", "PREFETCH", "dual_core")
+    ]
     coarse = f"triton.next_power_of_2(triton.cdiv({num_bags}, BAG_FINE))"
     new_call.keywords += [
         ast.keyword("FINE", ast.Name("BAG_FINE", ast.Load())),
         ast.keyword("COARSE", ast.parse(coarse, mode="eval").body),
+        ast.keyword("PREFETCH", ast.Name("BAG_PREFETCH", ast.Load())),
         ast.keyword("dual_core", ast.Constant(True)),
     ]
     lines = source.splitlines(keepends=True)
@@ -253,12 +258,15 @@ def balance(source: str) -> str:
     kernel = embedding.balanced_kernel(fn.name, weighted, padded)
     lines[first : fn.end_lineno] = [kernel.lstrip("\n")]
     out = "".join(lines)
-    if re.search(r"^(BAG_FINE|BAG_PROGRAMS) = ", out, flags=re.M):
-        raise MutationError("the module already defines BAG_FINE or BAG_PROGRAMS")
+    if re.search(r"^(BAG_FINE|BAG_PROGRAMS|BAG_PREFETCH) = ", out, flags=re.M):
+        raise MutationError("the module already defines BAG_FINE, BAG_PROGRAMS or BAG_PREFETCH")
     out = _set_constant(_set_constant(out, "BAG_GROUP", BALANCED_BAGS), "ROW_BLOCK", BALANCED_ROWS)
     m_rows = re.search(r"^ROW_BLOCK = \d+\n", out, flags=re.M)
     assert m_rows is not None
-    consts = f"BAG_FINE = {embedding.BAG_FINE}\nBAG_PROGRAMS = {embedding.BAG_PROGRAMS}\n"
+    consts = (
+        f"BAG_FINE = {embedding.BAG_FINE}\nBAG_PROGRAMS = {embedding.BAG_PROGRAMS}\n"
+        f"BAG_PREFETCH = {prefetch}\n"
+    )
     return out[: m_rows.end()] + consts + out[m_rows.end() :]
 
 
@@ -270,21 +278,25 @@ def balance_mutations(source: str) -> list[Mutation]:
         return []
     if not re.search(r"^BAG_GROUP = \d+$", source, flags=re.M):
         return []
+    variants = ((0, ""), (embedding.BAG_PREFETCH, "+prefetch"))
     return [
         Mutation(
-            name=f"bag_balance@{fn.name}",
+            name=f"bag_balance{suffix}@{fn.name}",
             family=BALANCE_FAMILY,
             description=(
                 f"{fn.name}: one program per core, each pooling the bags that start in its equal share of "
                 f"the indices (found with two small offset loads), {BALANCED_BAGS} bags per chunk, "
                 f"row blocks of {BALANCED_ROWS}: every core gathers about as many rows"
+                + (f"; the second core of each PE gathers {rows} rows ahead of both programs while the "
+                   "offsets are searched (the DRAM is idle then)" if rows else "")
             ),
-            apply=balance,
+            apply=partial(balance, prefetch=rows),
             helps=("latency", "occupancy"),
             prior=BALANCE_PRIOR,
             remedies=("balance", "overlap"),
             kernel=fn.name,
         )
+        for rows, suffix in variants
     ]
 
 
