@@ -225,7 +225,8 @@ def test_a_segment_gather_offers_the_balanced_form_once(tmp_path: Path) -> None:
     out = moves[0].apply(source)
     assert embedding.BALANCED_MARKER in out
     assert "embedding_bag_kernel[BAG_PROGRAMS,](" in out and "dual_core=True" in out
-    assert "COARSE=triton.next_power_of_2(triton.cdiv(num_bags, BAG_FINE))" in out
+    fine = "max(BAG_FINE, triton.next_power_of_2(int(num_bags ** 0.5)))"
+    assert f"FINE={fine}, COARSE=triton.next_power_of_2(triton.cdiv(num_bags, {fine}))" in out
     assert "PREFETCH=BAG_PREFETCH" in out
     assert "BAG_GROUP = 32\nROW_BLOCK = 16\nBAG_FINE = 32\nBAG_PROGRAMS = 128\nBAG_PREFETCH = 0\n" in out
     assert f"BAG_PREFETCH = {embedding.BAG_PREFETCH}\n" in moves[1].apply(source)

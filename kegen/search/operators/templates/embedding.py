@@ -58,7 +58,8 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
 """
 
 
-BAG_FINE, BAG_PROGRAMS = 32, 128  # balanced form: offsets per fine step; programs (mtia-2i: 64 PEs x 2 cores)
+# balanced form: the least offsets per fine step (the launch takes ~sqrt(bags)); programs (64 PEs x 2 cores)
+BAG_FINE, BAG_PROGRAMS = 32, 128
 BAG_PREFETCH = 16  # balanced form's prefetch variant: rows per program gathered ahead (0: none)
 
 # The balanced form: a fixed number of programs (one per core) and each takes the bags whose first
