@@ -135,6 +135,8 @@ class SearchDriver:
             for node in self.store.pending(run_id):  # resumed, root or warm-started nodes
                 if self.reference_error:
                     break
+                if node.parent_id is not None and self._budget_left() <= len(self.inflight):
+                    continue  # beyond the budget: left pending (a resume with a larger budget takes it)
                 parent_fitness = self.store.node(node.parent_id).fitness if node.parent_id else 0.0
                 self._submit(executor, node, resumed.get(node.id), parent_fitness)
                 self._drain(block=len(self.inflight) >= slots)

@@ -155,6 +155,19 @@ def test_resume_after_kill_mid_evaluation(tmp_path) -> None:
     assert sum(len(g) for g in driver.operator.gains.values()) == 8
 
 
+def test_a_resume_keeps_the_budget_when_more_nodes_are_pending(tmp_path, store) -> None:
+    """A search stopped with many children written but not evaluated (a deadline with every job
+    busy) resumes to its budget, not past it: the rest stay pending."""
+    first = run_search(_config(tmp_path, budget=3), store)
+    assert first.evaluations == 3
+    root = next(n for n in store.nodes(first.run_id) if n.parent_id is None)
+    for i in range(4):
+        store.add_node(first.run_id, parent_id=root.id, code=f"{root.code}\n# variant {i}\n", operator="test")
+    resumed = SearchDriver(_config(tmp_path, budget=5, resume=first.run_id), store).run()
+    assert resumed.evaluations == 5
+    assert len(store.pending(first.run_id)) == 2
+
+
 def test_warm_start_from_past_run(tmp_path, store) -> None:
     first = run_search(_config(tmp_path, budget=4), store)
     assert first.best is not None and first.best.parent_id is not None
