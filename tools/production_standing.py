@@ -6,7 +6,7 @@ Records (`tools/record_production.py`'s JSON) are taken at different budgets, co
 tool never mixes figures within a row: each row is one record's seed and best. The ceiling of
 the geomean speedup over the seeds is the geomean of seed time / roofline time (a search that
 reached 100% of every roofline); "at the targets" is the geomean with every problem at its
-target fraction. Both use the seed and roofline times of the first record given (the full suite).
+target fraction. Both use each row's own seed (the x seed column is over the same seed).
 
     python tools/production_standing.py docs/results/production_mtia.json \
         docs/results/production_mtia_2026-12-04*.json --out docs/results/production_mtia_standing
@@ -50,7 +50,6 @@ def standing(records: list[list[dict[str, Any]]]) -> dict[str, Any]:
                 order.append(p["name"])
             if p["name"] not in rows or _best_roofline(p) > _best_roofline(rows[p["name"]]):
                 rows[p["name"]] = p
-    base = {p["name"]: p for p in records[0]}
     table = []
     for name in order:
         p = rows[name]
@@ -72,7 +71,7 @@ def standing(records: list[list[dict[str, Any]]]) -> dict[str, Any]:
         )
     gemm = [r for r in table if r["target_roofline"] == 0.8]
     memory = [r for r in table if r["target_roofline"] == 0.85]
-    seeds = [base[n] for n in order if n in base and base[n].get("seed_roofline")]
+    seeds = [rows[n] for n in order if rows[n].get("seed_roofline")]  # each row's own seed
     totals = {
         "problems": len(table),
         "geomean_x_seed": geomean([float(r["x_seed"] or 0) for r in table]),

@@ -42,11 +42,19 @@ def test_the_best_record_per_problem_and_the_ceiling(tool: Any, tmp_path: Path) 
     )  # a failed seed never wins
     t = data["totals"]
     assert t["gemm_class_met"] == "1/1" and t["memory_bound_met"] == "1/1"
-    assert t["ceiling_x_seed"] == pytest.approx((4 * 2) ** 0.5)  # seeds at 25% and 50% of their rooflines
-    assert t["at_targets_x_seed"] == pytest.approx((0.8 / 0.25 * 0.85 / 0.5) ** 0.5)
+    # each row's own seed: g's (later.json) at 26%, n's (full.json) at 50% of their rooflines
+    assert t["ceiling_x_seed"] == pytest.approx((1 / 0.26 * 2) ** 0.5)
+    assert t["at_targets_x_seed"] == pytest.approx((0.8 / 0.26 * 0.85 / 0.5) ** 0.5)
     assert t["geomean_x_seed"] == pytest.approx((0.82 / 0.26 * 0.9 / 0.5) ** 0.5)
     text = tool.markdown(data, ["full.json", "later.json"])
     assert "| g | gemm | 82.0% | 80.0% | yes |" in text and f"**{t['ceiling_x_seed']:.2f}x**" in text
+
+
+def test_a_first_record_with_some_problems_does_not_narrow_the_ceiling(tool: Any, tmp_path: Path) -> None:
+    part = _record(tmp_path / "part.json", 30, [_problem("n", 0.85, 0.5, 0.9)])
+    full = _record(tmp_path / "full.json", 30, [_problem("g", 0.8, 0.25, 0.7), _problem("n", 0.85, 0.5, 0.8)])
+    t = tool.standing([tool.load(p) for p in (part, full)])["totals"]
+    assert t["problems"] == 2 and t["ceiling_x_seed"] == pytest.approx((4 * 2) ** 0.5)
 
 
 def test_a_file_that_is_not_a_record_is_named(tool: Any, tmp_path: Path) -> None:
