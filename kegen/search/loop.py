@@ -177,11 +177,8 @@ class SearchDriver:
         reason = self.termination.reason(self.progress)
         if reason is None and self.failed_in_a_row >= MAX_FAILED_PROPOSALS:
             reason = f"the operator produced no usable code {self.failed_in_a_row} times in a row"
-        if (
-            reason is not None
-            and (self.inflight or self.proposing)
-            and reason.startswith("evaluation budget")
-        ):
+        waiting = bool(self.inflight or self.proposing)  # evaluations that may still spend the budget
+        if reason is not None and reason.startswith("evaluation budget") and waiting:
             return None if self._budget_left() > 0 else reason
         return reason
 
