@@ -17,6 +17,7 @@ import itertools
 import json
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "kegen/search/operators/templates/gpu_attention.py"
@@ -87,14 +88,9 @@ def main() -> int:
     for ws, bm, bn, warps, stages in sweep:
         if seq % bm or seq % bn:
             continue
-        kernel = kernels[ws]
-        grid = (triton.cdiv(seq, bm), batch * heads)
-
-        def call(bm: int = bm, bn: int = bn, warps: int = warps, stages: int = stages, grid=grid,  # noqa: ANN001
-                 kernel=kernel) -> None:  # noqa: ANN001
-            kernel[grid](q, k, v, out, seq, qk_scale, HEAD_DIM=head_dim, BLOCK_D=head_dim, BLOCK_M=bm,
-                         BLOCK_N=bn, CAUSAL=False, EVEN=True, num_warps=warps, num_stages=stages)
-
+        launch = kernels[ws][(triton.cdiv(seq, bm), batch * heads)]
+        call = partial(launch, q, k, v, out, seq, qk_scale, HEAD_DIM=head_dim, BLOCK_D=head_dim, BLOCK_M=bm,
+                       BLOCK_N=bn, CAUSAL=False, EVEN=True, num_warps=warps, num_stages=stages)
         name = f"{bm}x{bn} w{warps} s{stages}" + (" ws" if ws else "")
         try:
             call()

@@ -39,6 +39,7 @@ from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions, names_in
 from kegen.search.operators.mutations.blocks import find_blocks, set_block
+from kegen.search.operators.mutations.footprint import compile_pes
 from kegen.search.operators.mutations.grids import grid_expr
 from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.mutations.memory.row_pipeline import (
@@ -343,13 +344,6 @@ def _persist_launch(tree: ast.Module, kernel: str, nm: _Names) -> None:
     ]
 
 
-def pe_count() -> int:
-    """The PEs of the machine this process compiles for (`PROGRAMS` where it cannot be read)."""
-    from kegen.search.operators.mutations.footprint import compile_pes
-
-    return compile_pes(PROGRAMS)
-
-
 def _with_query_block(source: str, kernel: str, query_block: int) -> str:
     sites = [s for s in find_blocks(source) if s.kernel == kernel and s.axis == 0]
     if len(sites) != 1:
@@ -379,7 +373,7 @@ def rewrite(source: str, kernel: str, query_block: int | None = None, heads_firs
     if "PERSIST_PROGRAMS = " not in source:
         lines = out.splitlines(keepends=True)
         at = next((i for i, ln in enumerate(lines) if ln.startswith(("@triton.jit", "@jit"))), len(lines))
-        lines.insert(at, f"PERSIST_PROGRAMS = {pe_count()}  # one program per PE\n\n")
+        lines.insert(at, f"PERSIST_PROGRAMS = {compile_pes(PROGRAMS)}  # one program per PE\n\n")
         out = "".join(lines)
     return out
 

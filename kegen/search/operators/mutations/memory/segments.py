@@ -116,6 +116,14 @@ def _launch(tree: ast.Module, kernel: str) -> tuple[ast.Call, ast.expr]:
     return found[0], elts[0]
 
 
+def search_steps(count: str, least: str = "32") -> tuple[str, str]:
+    """Launch expressions of the two-level search over `count` offsets: FINE ~ sqrt(count), at least
+    `least` (both levels' loads stay small, up to a million segments), and COARSE =
+    next_power_of_2(cdiv(count, FINE)); both powers of two."""
+    fine = f"max({least}, triton.next_power_of_2(int(({count}) ** 0.5)))"
+    return fine, f"triton.next_power_of_2(triton.cdiv({count}, {fine}))"
+
+
 def rewrite(source: str, kernel: str) -> str:
     """`source` with `kernel` walking row-balanced runs of segments (module doc)."""
     tree = ast.parse(source)
@@ -147,12 +155,11 @@ def rewrite(source: str, kernel: str) -> str:
     assert isinstance(call.func, ast.Subscript)
     call.func.slice = parse_expr(f"(min({programs}, {nseg}),)")
     call.keywords = [k for k in call.keywords if k.arg != "pe_mapping"]
-    fine_value = f"max(32, triton.next_power_of_2(int(({nseg}) ** 0.5)))"
+    fine_value, coarse_value = search_steps(nseg)
     call.keywords += [
         ast.keyword(arg=nm["nseg"], value=parse_expr(nseg)),
         ast.keyword(arg=fine, value=parse_expr(fine_value)),
-        ast.keyword(arg=coarse,
-                    value=parse_expr(f"triton.next_power_of_2(triton.cdiv({nseg}, {fine_value}))")),
+        ast.keyword(arg=coarse, value=parse_expr(coarse_value)),
     ]
     out = ast.unparse(ast.fix_missing_locations(tree)) + "\n"
     if not re.search(r"^SEG_PROGRAMS = ", out, flags=re.M):
