@@ -29,29 +29,15 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
     torch.compile of the reference. Each is measured once per problem and process (`memo`)."""
     times, details = ev.result["times"], ev.result["details"]
     if ev.baseline is not None:
-        cfg = ev.cfg
-        key = memo.problem_key(
-            ev,
-            "baseline",
-            init,
-            factory.problem.module,
-            source=_sha256(ev.baseline),
-            tolerances=[cfg.atol, cfg.rtol, cfg.trials],
-        )
-        cached = memo.get(key)
-        own = ev.result.get("candidate_time_s")
         try:
-            if cached is None and own and _sha256(ev.baseline) == _sha256(ev.candidate):
-                # the baseline is this very source (a search's root): its time was just measured
-                cached = float(own)
-                details["baseline_is_candidate"] = True
-                memo.put(key, cached)
-            elif cached is None:
-                cached = _time_candidate_baseline(ev, factory, ref, init, init_seed)
-                memo.put(key, cached)  # a failure is not kept: it may be the machine's (load, a timeout)
+            if ev.cfg.target == "mtia" and ev.sample_inputs:
+                per_draw = _baseline_per_draw(ev, factory, ref, init, init_seed)
+                ev.sample_baselines = per_draw
+                if len(set(per_draw)) > 1:
+                    details["baseline_samples_s"] = per_draw
+                times["baseline"] = sorted(per_draw)[(len(per_draw) - 1) // 2]
             else:
-                memo.note(ev, "baseline")
-            times["baseline"] = cached
+                times["baseline"] = _baseline_once(ev, factory, ref, init, init_seed)
             ev.result["baseline_time_s"] = times["baseline"]
         except (
             CandidateError,
@@ -77,6 +63,71 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
             memo.put(key, cached)
     times.update(cached["times"])
     details.update(cached["details"])
+
+
+def _baseline_key(ev: Evaluator, factory: InputFactory, init: list[Any], **parts: Any) -> str:
+    cfg = ev.cfg
+    assert ev.baseline is not None
+    return memo.problem_key(
+        ev,
+        "baseline",
+        init,
+        factory.problem.module,
+        source=_sha256(ev.baseline),
+        tolerances=[cfg.atol, cfg.rtol, cfg.trials],
+        **parts,
+    )
+
+
+def _baseline_once(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> float:
+    """The baseline candidate's time on draws of its own, measured once per problem and process."""
+    assert ev.baseline is not None
+    key = _baseline_key(ev, factory, init)
+    cached = memo.get(key)
+    own = ev.result.get("candidate_time_s")
+    if cached is None and own and _sha256(ev.baseline) == _sha256(ev.candidate):
+        # the baseline is this very source (a search's root): its time was just measured
+        ev.result["details"]["baseline_is_candidate"] = True
+        cached = float(own)
+    elif cached is None:
+        cached = _time_candidate_baseline(ev, factory, ref, init, init_seed)[0]
+    else:
+        memo.note(ev, "baseline")
+        return float(cached)
+    memo.put(key, cached)  # a failure raised above is not kept: it may be the machine's (load, a timeout)
+    return cached
+
+
+def _baseline_per_draw(
+    ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int
+) -> list[float]:
+    """On mtia, the baseline candidate's time on each timed sample's own inputs, in sample order
+    (docs/DECISIONS.md D49): a gathering or jagged problem's draws differ in work, so a candidate is
+    compared with the seed on the same draw. Memoised per input fingerprint, like the roofline: a
+    fixed-shape problem's seed is simulated once per process (the simulator's time depends on the
+    shapes and the integer contents, not on the floating-point values)."""
+    assert ev.baseline is not None
+    keys = [_baseline_key(ev, factory, init, inputs=memo.input_fingerprint(d)) for d in ev.sample_inputs]
+    found: dict[str, float] = {}
+    for key in keys:
+        cached = memo.get(key)
+        if cached is not None:
+            found[key] = float(cached)
+    if found:
+        memo.note(ev, "baseline")
+    missing = {key: draw for key, draw in zip(keys, ev.sample_inputs, strict=True) if key not in found}
+    if missing and _sha256(ev.baseline) == _sha256(ev.candidate):
+        # the baseline is this very source (a search's root): its samples were just measured
+        ev.result["details"]["baseline_is_candidate"] = True
+        measured = [t for key, t in zip(keys, ev._samples, strict=True) if key in missing]
+    elif missing:
+        measured = _time_candidate_baseline(ev, factory, ref, init, init_seed, list(missing.values()))
+    else:
+        measured = []
+    for key, seconds in zip(missing, measured, strict=True):
+        memo.put(key, seconds)
+        found[key] = seconds
+    return [found[key] for key in keys]
 
 
 def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict[str, dict[str, Any]]:
@@ -144,24 +195,24 @@ def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]]) -> fl
 
 
 def _time_candidate_baseline(
-    ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], seed: int
-) -> float:
+    ev: Evaluator,
+    factory: InputFactory,
+    ref: Any,
+    init: list[Any],
+    seed: int,
+    draws: list[list[Any]] | None = None,
+) -> list[float]:
+    """The baseline candidate run in its own sandboxed worker, every output checked against the
+    reference: one time per draw in `draws` (mtia, deterministic), else `[median]` of fresh draws."""
     assert ev.baseline is not None
     session = ev._open(ev.baseline)
     try:
         session.init(init, seed, ev._worker_config())
+        if draws is not None:
+            return [_checked_baseline_call(ev, ref, session, inputs) for inputs in draws]
         samples: list[float] = []
         for _ in range(max(1, ev.cfg.timing_runs) + (0 if ev.cfg.target == "mtia" else 1)):
-            inputs = factory.make(ev.seed())
-            ref_out = call_reference(ref, clone_all(inputs), ev.gpu)
-            res = session.call(inputs)
-            cmp = compare_outputs(ref_out, res.outputs, ev.cfg)
-            if not cmp.ok:
-                raise ValueError(f"the baseline is itself incorrect: {cmp.message}")
-            if res.record is not None:
-                samples.append(res.record.seconds)
-            else:
-                samples.append(res.wall_s)
+            samples.append(_checked_baseline_call(ev, ref, session, factory.make(ev.seed())))
         if ev.cfg.target != "mtia" and len(samples) > 1:
             samples = samples[1:]
         if ev.gpu:
@@ -169,7 +220,17 @@ def _time_candidate_baseline(
             samples, _, _ = session.gpu_time(sets)
     finally:
         session.close()
-    return sorted(samples)[len(samples) // 2]
+    return [sorted(samples)[len(samples) // 2]]
+
+
+def _checked_baseline_call(ev: Evaluator, ref: Any, session: WorkerSession, inputs: list[Any]) -> float:
+    """One call of the baseline candidate on `inputs`, its output checked; its time."""
+    ref_out = call_reference(ref, clone_all(inputs), ev.gpu)
+    res = session.call(inputs)
+    cmp = compare_outputs(ref_out, res.outputs, ev.cfg)
+    if not cmp.ok:
+        raise ValueError(f"the baseline is itself incorrect: {cmp.message}")
+    return res.record.seconds if res.record is not None else res.wall_s
 
 
 def _sha256(path: Path) -> str:

@@ -11,6 +11,7 @@ raise the verdict (see docs/THREAT_MODEL.md).
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import secrets
 import tempfile
@@ -69,6 +70,7 @@ class Evaluator:
         self._verified_calls: list[CallResult] = []  # correct random-trial calls (mtia: timed too)
         self._samples: list[float] = []  # the timed samples (seconds), in order
         self.sample_rooflines: list[float] = []  # the roofline time of each timed sample's inputs (mtia)
+        self.sample_baselines: list[float] = []  # the baseline candidate's time on those inputs (mtia)
         self._verified_inputs: list[list[Any]] = []  # their inputs (mtia: the roofline of each sample)
         self.sample_inputs: list[list[Any]] = []  # the inputs of the timed samples (mtia), in order
         self.breakdown = Breakdown(None)  # where the time went (details.breakdown)
@@ -263,7 +265,7 @@ class Evaluator:
             digests = (outputs_digest(ref_out), outputs_digest(res.outputs))
         if self.cfg.check_cheats:
             msg = checks.check_cached(
-                [([a], [b]) for a, b in self.history], [digests[0]], [digests[1]], _same
+                [([a], [b]) for a, b in self.history], [digests[0]], [digests[1]], operator.eq
             )
             if msg:
                 raise CandidateError("cheat_detected", msg)
@@ -457,6 +459,9 @@ class Evaluator:
         for name in ("baseline", "eager", "compile"):
             if name in times and t > 0:
                 speedups[name] = times[name] / t
+        base = self.sample_baselines
+        if base and len(base) == len(self._samples):  # each sample against the baseline on its draw (D49)
+            speedups["baseline"] = checks.median_fraction(list(zip(self._samples, base, strict=True)))
         if rf is not None and t > 0:
             pairs = list(zip(self._samples, self.sample_rooflines, strict=False)) or [(t, rf.time_s)]
             speedups["roofline"] = checks.median_fraction(pairs)  # each sample against its own draw
@@ -493,6 +498,3 @@ def strict_tolerances(cfg: EvalConfig, dtype: str) -> EvalConfig:
         rtol=cfg.rtol if cfg.rtol is not None and cfg.rtol < rtol else None,
     )
 
-
-def _same(a: list[str], b: list[str]) -> bool:
-    return a == b

@@ -1,0 +1,66 @@
+"""On mtia the seed (baseline candidate) is timed on each timed sample's own inputs (D49).
+
+A gathering or jagged problem's draws differ in work by several percent; the seed used to be timed
+once per process on a draw of its own, so two workers of one search measured the same seed at 201
+and 213 us and ranked candidates by that noise. Now each sample's speedup is the seed's time on the
+same inputs over the candidate's, and the median of those ratios is the fitness.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kegen.suites import find_suite
+
+
+@pytest.mark.slow
+def test_the_seed_against_itself_reads_one_on_every_draw(tmp_path) -> None:  # noqa: ANN001
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+
+    p = find_suite("production").select(["jagged_sum_fp32"]).problems[0]
+    path = tmp_path / "problem.py"
+    path.write_text(p.problem_path.read_text() + "\n\nNUM_SEGMENTS = 64\nMAX_LEN = 64\n")
+    seed = tmp_path / "seed.py"
+    seed.write_text(p.seed_path.read_text())
+    # the same kernel under another source hash: timed as a candidate, not taken as the baseline
+    same_kernel = p.seed_path.read_text() + "\n# a copy of the seed\n"
+    r = evaluate(path, same_kernel, baseline=seed,
+                 config=EvalConfig(target="mtia", trials=3, timing_runs=3, fresh_process=True))
+    assert r.status.value == "ok", r.message
+    assert "baseline_is_candidate" not in r.details
+    per_draw = r.details["baseline_samples_s"]  # the draws differ in rows, so in the seed's time
+    assert len(per_draw) == 3 and len(set(per_draw)) > 1
+    assert r.baseline_time_s == sorted(per_draw)[1]
+    # the simulator is deterministic: the same kernel on the same draw takes the same time
+    assert r.speedups["baseline"] == pytest.approx(1.0, abs=1e-9)
+    assert r.fitness == r.speedups["baseline"]
+
+
+@pytest.mark.slow
+def test_a_fixed_shape_seed_is_simulated_once_per_process(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+    from kegen.eval.trusted import baselines, memo
+
+    memo.clear()
+    timed: list[int] = []
+    real = baselines._time_candidate_baseline
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        out = real(*args, **kwargs)
+        timed.append(len(out))
+        return out
+
+    monkeypatch.setattr(baselines, "_time_candidate_baseline", spy)
+    p = find_suite("default").select(["softmax"]).problems[0]
+    seed = tmp_path / "seed.py"
+    seed.write_text(p.seed_path.read_text())
+    cfg = EvalConfig(target="mtia", trials=2, timing_runs=3)
+    for copy in range(2):  # two candidates, each timed on three fresh draws of the same shapes
+        r = evaluate(p.problem_path, p.seed_path.read_text() + f"\n# copy {copy}\n", baseline=seed, config=cfg)
+        assert r.status.value == "ok", r.message
+        assert "baseline_samples_s" not in r.details  # one fingerprint: one time for every sample
+        assert r.speedups["baseline"] == pytest.approx(1.0, abs=1e-9)
+    assert timed == [1]  # the seed ran on one draw, for both candidates
+    memo.clear()
