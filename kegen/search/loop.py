@@ -1,8 +1,7 @@
 """The search driver: select → write → evaluate (worker processes) → record → learn → repeat.
 
-Nodes are written to the store before they are evaluated, and evaluations are recorded as they
-complete, so `resume` continues a killed search: pending nodes are evaluated (not rewritten), done
-ones are never evaluated again.
+Nodes are written to the store before they are evaluated, and evaluations are recorded as they complete,
+so `resume` continues a killed search: pending nodes are evaluated (not rewritten), done ones never again.
 """
 
 from __future__ import annotations
@@ -109,6 +108,7 @@ class SearchDriver:
         run_id, out_dir, baseline = started.run_id, started.out_dir, started.baseline
         self.op_class, self.op_summary = started.op_class, started.op_summary
         self.run_id, self.out_dir, self.baseline = run_id, out_dir, baseline
+        self.eval_overrides = started.eval_overrides()  # the run's timing draws (D49)
         problem = ProblemInfo(
             path=self.problem_path,
             source=self.source,
@@ -334,6 +334,7 @@ class SearchDriver:
                 target=e.target,
                 machine=e.machine,
                 timeout_s=e.timeout_s,
+                overrides=self.eval_overrides,
             ),
         )
         self.inflight[fut] = (node.id, proposal, parent_fitness)

@@ -4,7 +4,8 @@ warm-start nodes from past runs of the same problem."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,13 @@ class RunStart:
     baseline: Path
     op_class: str | None
     op_summary: str
+    # one secret seed per run (and per resume: never stored, where a candidate could read it) for the
+    # inputs every candidate is timed on, so a variable-input problem compares them on the same draws
+    timing_seed: int = field(default_factory=lambda: secrets.randbits(62))
+
+    def eval_overrides(self) -> dict[str, Any]:
+        """EvalConfig fields every evaluation of the run gets (docs/DECISIONS.md D49)."""
+        return {"extra": {"timing_seed": self.timing_seed}}
 
 
 def start_run(c: SearchConfig, store: GraphStore, problem_path: Path, source: str) -> RunStart:

@@ -64,3 +64,52 @@ def test_a_fixed_shape_seed_is_simulated_once_per_process(tmp_path, monkeypatch)
         assert r.speedups["baseline"] == pytest.approx(1.0, abs=1e-9)
     assert timed == [1]  # the seed ran on one draw, for both candidates
     memo.clear()
+
+
+@pytest.mark.slow
+def test_a_runs_timing_seed_times_every_candidate_on_the_same_draws(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+    from kegen.eval.trusted import baselines, memo
+
+    memo.clear()
+    timed: list[int] = []
+    real = baselines._time_candidate_baseline
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        out = real(*args, **kwargs)
+        timed.append(len(out))
+        return out
+
+    monkeypatch.setattr(baselines, "_time_candidate_baseline", spy)
+    p = find_suite("production").select(["jagged_sum_fp32"]).problems[0]
+    path = tmp_path / "problem.py"
+    path.write_text(p.problem_path.read_text() + "\n\nNUM_SEGMENTS = 64\nMAX_LEN = 64\n")
+    seed = tmp_path / "seed.py"
+    seed.write_text(p.seed_path.read_text())
+    cfg = EvalConfig(target="mtia", trials=2, timing_runs=3, extra={"timing_seed": 12345})
+    results = []
+    for copy in range(2):  # two candidates of one run
+        r = evaluate(path, p.seed_path.read_text() + f"\n# copy {copy}\n", baseline=seed, config=cfg)
+        assert r.status.value == "ok", r.message
+        results.append(r)
+    a, b = (r.details["roofline_samples_s"] for r in results)  # the draws differ from each other ...
+    assert len(set(a)) > 1 and a == b  # ... but both candidates were timed on the same three
+    assert results[0].candidate_time_s == results[1].candidate_time_s  # same kernel, same draws
+    assert results[0].details["breakdown"]["calls"]["timed"] == 3  # trials stay on fresh draws
+    assert timed == [3]  # the seed ran once per draw, for both candidates
+    assert all(r.speedups["baseline"] == pytest.approx(1.0, abs=1e-9) for r in results)
+    memo.clear()
+
+
+@pytest.mark.slow
+def test_a_fixed_shape_problem_times_its_trial_calls_under_a_timing_seed(tmp_path) -> None:  # noqa: ANN001
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+
+    p = find_suite("default").select(["softmax"]).problems[0]
+    r = evaluate(p.problem_path, p.seed_path.read_text(),
+                 config=EvalConfig(target="mtia", trials=3, timing_runs=3, extra={"timing_seed": 7}))
+    assert r.status.value == "ok", r.message
+    assert r.details["breakdown"]["calls"].get("timed", 0) == 0  # every draw has the trials' fingerprint
+    assert r.details["breakdown"]["calls"]["trial"] == 3

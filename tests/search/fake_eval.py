@@ -43,6 +43,10 @@ def evaluate(request: EvalRequest) -> Outcome:
     if log:
         with open(log, "a") as f:
             f.write(f"start {h}\n")
+    seeds = os.environ.get("KEGEN_FAKE_EVAL_TIMING_SEEDS")
+    if seeds:  # the run's timing seed each request carried (docs/DECISIONS.md D49)
+        with open(seeds, "a") as f:
+            f.write(f"{request.overrides.get('extra', {}).get('timing_seed')}\n")
     time.sleep(float(os.environ.get("KEGEN_FAKE_EVAL_SLEEP", "0")))
     try:
         t = cost(code)

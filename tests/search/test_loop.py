@@ -59,6 +59,20 @@ def test_parallel_workers(tmp_path, store) -> None:
     assert r.best is not None and r.best.fitness > 1.0
 
 
+def test_every_evaluation_of_a_run_gets_the_runs_secret_timing_seed(tmp_path, store, monkeypatch) -> None:
+    """A variable-input problem's candidates are timed on the same draws within a run (D49); each
+    run (and each resume) draws its own seed, which is never written to the store."""
+    log = tmp_path / "timing_seeds.log"
+    monkeypatch.setenv("KEGEN_FAKE_EVAL_TIMING_SEEDS", str(log))
+    first = run_search(_config(tmp_path, budget=4), store)
+    seeds = log.read_text().split()
+    assert len(seeds) == 5 and len(set(seeds)) == 1 and seeds[0] != "None"  # the seed node and 4 children
+    log.unlink()
+    run_search(_config(tmp_path, "greedy", budget=3), store)
+    assert set(log.read_text().split()) != set(seeds)
+    assert seeds[0] not in json.dumps(store.get_run(first.run_id).config)
+
+
 def test_stops_at_target_speedup_and_records_why(tmp_path, store) -> None:
     r = run_search(
         _config(tmp_path, termination=TerminationConfig(max_evaluations=50, target_speedup=2.0)), store

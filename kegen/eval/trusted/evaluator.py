@@ -164,9 +164,11 @@ class Evaluator:
         self.result["candidate_time_s"] = stats.median_s
         self.result["times"]["candidate"] = stats.median_s
         self.result["details"]["timing"] = stats.to_dict()
-        rf = self._roofline(ref, factory)
+        from kegen.eval.trusted.baselines import problem_roofline, time_baselines
+
+        rf = problem_roofline(self, ref, factory)
         self.mark("roofline")
-        self._baselines(factory, ref, init, init_seed)
+        time_baselines(self, factory, ref, init, init_seed)
         self.mark("baselines")
         self._speedups(stats.median_s, rf)
         if self.cfg.profile or self.mode == "profile":
@@ -378,37 +380,40 @@ class Evaluator:
     def _time(
         self, factory: InputFactory, ref: Any, session: WorkerSession
     ) -> tuple[list[float], CallResult | None]:
-        """Times of calls on fresh inputs; every timed call's output is verified."""
+        """Times of calls on fresh inputs (on mtia, `timing_draws`); every timed call's output is verified."""
         runs = max(1, self.cfg.timing_runs)
         if self.gpu:
             return self._time_gpu(factory, ref, session, max(runs, 10)), None
+        if self.cfg.target == "mtia":
+            from kegen.eval.trusted.timing_draws import time_mtia
+
+            return time_mtia(self, factory, ref, session, runs)
         samples: list[float] = []
         last: CallResult | None = None
-        mtia = self.cfg.target == "mtia"
-        if mtia:  # the device timed every verified trial call too: those are samples already
-            for res, used in zip(self._verified_calls[:runs], self._verified_inputs, strict=False):
-                samples.append(self._device_seconds(res))
-                self.sample_inputs.append(used)
-                last = res
-        for i in range(runs - len(samples) if mtia else runs + 1):
-            self._last_inputs = inputs = factory.make(self.seed())
-            res, cmp = self.verified_call(session, ref, inputs, "candidate forward (timed)")
-            if not cmp.ok:
-                raise CandidateError(
-                    "cheat_detected",
-                    "candidate passed the correctness trials but its output in a timed call is wrong "
-                    "(it skips work on some calls): " + cmp.message,
-                )
-            if mtia:
-                samples.append(self._device_seconds(res))
-                self.sample_inputs.append(inputs)
-            elif i > 0:  # the first call on cpu warms up
-                samples.append(res.wall_s)
-            last = res
+        for i in range(runs + 1):
+            last = self.timed_call(session, ref, factory.make(self.seed()))
+            if i > 0:  # the first call on cpu warms up
+                samples.append(last.wall_s)
         return samples, last
 
+    def timed_call(self, session: WorkerSession, ref: Any, inputs: list[Any]) -> CallResult:
+        """A verified call whose time counts: a wrong output after the trials passed is a cheat."""
+        self._last_inputs = inputs
+        res, cmp = self.verified_call(session, ref, inputs, "candidate forward (timed)")
+        if not cmp.ok:
+            raise CandidateError(
+                "cheat_detected",
+                "candidate passed the correctness trials but its output in a timed call is wrong "
+                "(it skips work on some calls): " + cmp.message,
+            )
+        return res
+
+    def verified_trials(self) -> list[tuple[CallResult, list[Any]]]:
+        """The correct trial calls and their inputs (mtia: the device timed them)."""
+        return list(zip(self._verified_calls, self._verified_inputs, strict=False))
+
     @staticmethod
-    def _device_seconds(res: CallResult) -> float:
+    def device_seconds(res: CallResult) -> float:
         """Simulated seconds of one call as the evaluator's device measured it."""
         assert res.record is not None
         if res.record.errors:
@@ -444,16 +449,6 @@ class Evaluator:
         return samples
 
     # --- baselines, roofline, speedups, profile --------------------------------------------------
-    def _baselines(self, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
-        from kegen.eval.trusted.baselines import time_baselines
-
-        time_baselines(self, factory, ref, init, init_seed)
-
-    def _roofline(self, ref: Any, factory: InputFactory) -> roofline.Roofline | None:
-        from kegen.eval.trusted.baselines import problem_roofline
-
-        return problem_roofline(self, ref, factory)
-
     def _speedups(self, t: float, rf: roofline.Roofline | None) -> None:
         times, speedups = self.result["times"], self.result["speedups"]
         for name in ("baseline", "eager", "compile"):
