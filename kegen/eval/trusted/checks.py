@@ -97,8 +97,7 @@ def check_roofline(candidate_time_s: float | None, roofline_time_s: float | None
 
 def median_fraction(pairs: list[tuple[float, float]]) -> float:
     """The median over timed samples of roofline time / sample time ((sample, roofline) pairs; on mtia
-    each sample's roofline is its own inputs', docs/DECISIONS.md D47). The same median of ratios
-    gives the speedup over a baseline timed on each sample's inputs (D49)."""
+    each sample's roofline is its own inputs', docs/DECISIONS.md D47)."""
     ratios = sorted(bound / sample for sample, bound in pairs if sample > 0)
     return ratios[(len(ratios) - 1) // 2] if ratios else 0.0
 

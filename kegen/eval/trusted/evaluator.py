@@ -454,9 +454,9 @@ class Evaluator:
         for name in ("baseline", "eager", "compile"):
             if name in times and t > 0:
                 speedups[name] = times[name] / t
-        base = self.sample_baselines
-        if base and len(base) == len(self._samples):  # each sample against the baseline on its draw (D49)
-            speedups["baseline"] = checks.median_fraction(list(zip(self._samples, base, strict=True)))
+        base = self.sample_baselines  # the baseline on each sample's draw (D49): time over the same inputs
+        if base and len(base) == len(self._samples) and sum(self._samples) > 0:
+            speedups["baseline"] = sum(base) / sum(self._samples)
         if rf is not None and t > 0:
             pairs = list(zip(self._samples, self.sample_rooflines, strict=False)) or [(t, rf.time_s)]
             speedups["roofline"] = checks.median_fraction(pairs)  # each sample against its own draw
