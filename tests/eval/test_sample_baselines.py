@@ -113,3 +113,20 @@ def test_a_fixed_shape_problem_times_its_trial_calls_under_a_timing_seed(tmp_pat
     assert r.status.value == "ok", r.message
     assert r.details["breakdown"]["calls"].get("timed", 0) == 0  # every draw has the trials' fingerprint
     assert r.details["breakdown"]["calls"]["trial"] == 3
+
+
+def test_a_search_root_is_its_own_baseline_on_a_fixed_shape_problem(tmp_path) -> None:  # noqa: ANN001
+    """The root of a search is evaluated with itself as the baseline: its samples are the seed's
+    times, one per fingerprint (three samples of one fixed shape give one)."""
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval import EvalConfig, evaluate
+
+    p = find_suite("default").select(["softmax"]).problems[0]
+    seed = tmp_path / "seed.py"
+    seed.write_text(p.seed_path.read_text())
+    r = evaluate(p.problem_path, seed.read_text(), baseline=seed,
+                 config=EvalConfig(target="mtia", trials=3, timing_runs=3, extra={"timing_seed": 3}))
+    assert r.status.value == "ok", r.message
+    assert "baseline_error" not in r.details, r.details.get("baseline_error")
+    assert r.details["baseline_is_candidate"] is True
+    assert r.speedups["baseline"] == 1.0 and r.baseline_time_s == r.candidate_time_s

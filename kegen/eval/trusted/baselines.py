@@ -119,7 +119,8 @@ def _baseline_per_draw(
     if missing and _sha256(ev.baseline) == _sha256(ev.candidate):
         # the baseline is this very source (a search's root): its samples were just measured
         ev.result["details"]["baseline_is_candidate"] = True
-        measured = [t for key, t in zip(keys, ev._samples, strict=True) if key in missing]
+        own = dict(zip(keys, ev._samples, strict=True))  # one time per fingerprint, like `missing`
+        measured = [own[key] for key in missing]
     elif missing:
         measured = _time_candidate_baseline(ev, factory, ref, init, init_seed, list(missing.values()))
     else:
