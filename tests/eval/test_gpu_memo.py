@@ -118,3 +118,30 @@ def test_mtia_reuses_the_seed_and_the_roofline() -> None:
     assert second.roofline_time_s == first.roofline_time_s
     assert second.roofline_time_s and second.candidate_time_s
     assert second.speedups["roofline"] == pytest.approx(second.roofline_time_s / second.candidate_time_s)
+
+
+def test_a_runs_timing_seed_fixes_the_timed_draws_and_keys_the_baselines(monkeypatch) -> None:
+    """Off mtia too (docs/DECISIONS.md D49): the timed calls and eager/torch.compile use the run's
+    draws, and a baseline measured for one run's draws is not reused by another run."""
+    from kegen.eval.inputs import InputFactory
+
+    seeds: list[int] = []
+    real = InputFactory.make
+
+    def spy(self, seed, sizes=None):  # noqa: ANN001, ANN202
+        seeds.append(seed)
+        return real(self, seed, sizes)
+
+    monkeypatch.setattr(InputFactory, "make", spy)
+    runs = {}
+    for name, timing_seed in (("a", 1000), ("b", 2000), ("a again", 1000)):
+        seeds.clear()
+        r = evaluate(problem("vector_add"), candidate("vector_add_ok"),
+                     config=quick("cpu", extra={"timing_seed": timing_seed}))
+        assert r.ok, r.message
+        runs[name] = (list(seeds), set(r.details.get("memo") or []))
+    used, reused = runs["a"]
+    assert used.count(1000) == 2 and used.count(1001) == 1  # eager's set, the warm-up and the timed call
+    assert "eager/compile" not in runs["b"][1]  # another run's draws: measured again
+    assert 2000 in runs["b"][0] and 1000 not in runs["b"][0]
+    assert "eager/compile" in runs["a again"][1]

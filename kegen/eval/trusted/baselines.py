@@ -18,6 +18,7 @@ from kegen.eval.models import call_reference
 from kegen.eval.profile import Profile, from_host_timing, from_mtia_launches
 from kegen.eval.trusted import memo, roofline
 from kegen.eval.trusted.checker import compare_outputs
+from kegen.eval.trusted.timing_draws import draws
 
 if TYPE_CHECKING:
     from kegen.eval.trusted.evaluator import Evaluator
@@ -52,6 +53,7 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
         factory.problem.module,
         compile=ev.cfg.compile_baseline,
         mtia_compile=ev.cfg.mtia_compile_baseline,
+        **_draw_parts(ev),
     )
     cached = memo.get(key)
     if cached is not None:
@@ -79,10 +81,15 @@ def _baseline_key(ev: Evaluator, factory: InputFactory, init: list[Any], **parts
     )
 
 
+def _draw_parts(ev: Evaluator) -> dict[str, Any]:
+    """What a measurement's memo key needs of its draws off mtia: the run's timing seed (D49)."""
+    return {} if ev.cfg.target == "mtia" else {"timing_seed": ev.cfg.extra.get("timing_seed")}
+
+
 def _baseline_once(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> float:
     """The baseline candidate's time on draws of its own, measured once per problem and process."""
     assert ev.baseline is not None
-    key = _baseline_key(ev, factory, init)
+    key = _baseline_key(ev, factory, init, **_draw_parts(ev))
     cached = memo.get(key)
     own = ev.result.get("candidate_time_s")
     if cached is None and own and _sha256(ev.baseline) == _sha256(ev.candidate):
@@ -140,7 +147,7 @@ def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict
         if ev.cfg.mtia_compile_baseline:
             _time_mtia_compile_baseline(ev, times, details)
         return {"times": times, "details": details}
-    sets = [factory.make(ev.seed()) for _ in range(max(1, ev.cfg.timing_runs))]
+    sets = draws(ev, factory, max(1, ev.cfg.timing_runs))
     times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets)
     if ev.gpu and ev.cfg.compile_baseline:
         from kegen.eval import timing_gpu
@@ -201,23 +208,23 @@ def _time_candidate_baseline(
     ref: Any,
     init: list[Any],
     seed: int,
-    draws: list[list[Any]] | None = None,
+    per_draw: list[list[Any]] | None = None,
 ) -> list[float]:
     """The baseline candidate run in its own sandboxed worker, every output checked against the
-    reference: one time per draw in `draws` (mtia, deterministic), else `[median]` of fresh draws."""
+    reference: one time per input set in `per_draw` (mtia, deterministic), else `[median]` of the
+    timing draws (`draws`)."""
     assert ev.baseline is not None
     session = ev._open(ev.baseline)
     try:
         session.init(init, seed, ev._worker_config())
-        if draws is not None:
-            return [_checked_baseline_call(ev, ref, session, inputs) for inputs in draws]
-        samples: list[float] = []
-        for _ in range(max(1, ev.cfg.timing_runs) + (0 if ev.cfg.target == "mtia" else 1)):
-            samples.append(_checked_baseline_call(ev, ref, session, factory.make(ev.seed())))
+        if per_draw is not None:
+            return [_checked_baseline_call(ev, ref, session, inputs) for inputs in per_draw]
+        runs = max(1, ev.cfg.timing_runs) + (0 if ev.cfg.target == "mtia" else 1)
+        samples = [_checked_baseline_call(ev, ref, session, inputs) for inputs in draws(ev, factory, runs)]
         if ev.cfg.target != "mtia" and len(samples) > 1:
             samples = samples[1:]
         if ev.gpu:
-            sets = [factory.make(ev.seed()) for _ in range(10)]
+            sets = draws(ev, factory, 10)
             samples, _, _ = session.gpu_time(sets)
     finally:
         session.close()

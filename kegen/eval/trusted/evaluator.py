@@ -34,6 +34,7 @@ from kegen.eval.trusted.checker import Comparison, compare_outputs, one_thread
 from kegen.eval.trusted.device_pool import device_for
 from kegen.eval.trusted.precision import PRECISION_OFFSET, offset_inputs
 from kegen.eval.trusted.session import CallResult, WorkerSession
+from kegen.eval.trusted.timing_draws import draws, time_mtia
 from kegen.eval.wire import outputs_digest
 from kegen.targets import GPU_TARGETS
 
@@ -385,13 +386,11 @@ class Evaluator:
         if self.gpu:
             return self._time_gpu(factory, ref, session, max(runs, 10)), None
         if self.cfg.target == "mtia":
-            from kegen.eval.trusted.timing_draws import time_mtia
-
             return time_mtia(self, factory, ref, session, runs)
         samples: list[float] = []
         last: CallResult | None = None
-        for i in range(runs + 1):
-            last = self.timed_call(session, ref, factory.make(self.seed()))
+        for i, inputs in enumerate(draws(self, factory, runs + 1)):
+            last = self.timed_call(session, ref, inputs)
             if i > 0:  # the first call on cpu warms up
                 samples.append(last.wall_s)
         return samples, last
@@ -427,7 +426,7 @@ class Evaluator:
         return res.record.seconds
 
     def _time_gpu(self, factory: InputFactory, ref: Any, session: WorkerSession, n: int) -> list[float]:
-        sets = [factory.make(self.seed()) for _ in range(n)]
+        sets = draws(self, factory, n)
         refs = [call_reference(ref, clone_all(s), self.gpu) for s in sets]
         samples, outs, wall = session.gpu_time(sets)
         if len(outs) != len(sets):

@@ -32,6 +32,12 @@ def timing_draws(ev: Evaluator, factory: InputFactory, runs: int) -> list[list[A
     return [factory.make(int(seed) + i) for i in range(runs)]
 
 
+def draws(ev: Evaluator, factory: InputFactory, n: int) -> list[list[Any]]:
+    """`n` input sets to time: the run's timing draws, else fresh secret ones (GPU and cpu targets,
+    whose baselines are measured once per process on the same sets as a run's candidates)."""
+    return timing_draws(ev, factory, n) or [factory.make(ev.seed()) for _ in range(n)]
+
+
 def time_mtia(
     ev: Evaluator, factory: InputFactory, ref: Any, session: WorkerSession, runs: int
 ) -> tuple[list[float], CallResult | None]:
