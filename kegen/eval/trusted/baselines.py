@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> None:
     """The baselines' times into `ev.result["times"]`: the baseline candidate (the seed), eager and
-    torch.compile of the reference. Each is measured once per problem and process (`memo`)."""
+    torch.compile of the reference. Each is measured once per problem and process (`memo`); on mtia
+    the seed once per input fingerprint of the candidate's timed samples (D49)."""
     times, details = ev.result["times"], ev.result["details"]
     if ev.baseline is not None:
         try:
