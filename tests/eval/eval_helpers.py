@@ -53,3 +53,16 @@ def quick(target: str = "mtia", **kw: object) -> EvalConfig:
 
 def run_eval(prob: str, cand: str, config: EvalConfig, **kw: object) -> EvalResult:
     return evaluate(problem(prob), candidate(cand), config=config, **kw)  # type: ignore[arg-type]
+
+
+def small_jagged(tmp_path: Path) -> tuple[Path, Path]:
+    """The production jagged_sum_fp32 problem at 64 segments of up to 64 rows (its draws differ in
+    rows, so in work), written under `tmp_path`, and its seed: (problem, seed)."""
+    from kegen.suites import find_suite
+
+    p = find_suite("production").select(["jagged_sum_fp32"]).problems[0]
+    path = tmp_path / "problem.py"
+    path.write_text(p.problem_path.read_text() + "\n\nNUM_SEGMENTS = 64\nMAX_LEN = 64\n")
+    seed = tmp_path / "seed.py"
+    seed.write_text(p.seed_path.read_text())
+    return path, seed

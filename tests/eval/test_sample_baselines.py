@@ -1,16 +1,40 @@
-"""On mtia the seed (baseline candidate) is timed on each timed sample's own inputs (D49).
+"""On mtia the seed (baseline candidate) is timed on each timed sample's own inputs, and a search's
+candidates on its run's draws (docs/DECISIONS.md D49).
 
 A gathering or jagged problem's draws differ in work by several percent; the seed used to be timed
 once per process on a draw of its own, so two workers of one search measured the same seed at 201
-and 213 us and ranked candidates by that noise. Now each sample's speedup is the seed's time on the
-same inputs over the candidate's, and the median of those ratios is the fitness.
+and 213 us and ranked candidates by that noise. Now the seed runs on the same inputs as the
+candidate, and within a run every candidate is timed on the same draws.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+from eval_helpers import small_jagged
 
 from kegen.suites import find_suite
+
+
+@pytest.fixture
+def seed_runs(monkeypatch) -> Iterator[list[int]]:  # noqa: ANN001
+    """How many draws each run of the seed (the baseline candidate) covered, with a clean memo."""
+    pytest.importorskip("mtia_sim.simulator")
+    from kegen.eval.trusted import baselines, memo
+
+    memo.clear()
+    runs: list[int] = []
+    real = baselines._time_candidate_baseline
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        out = real(*args, **kwargs)
+        runs.append(len(out))
+        return out
+
+    monkeypatch.setattr(baselines, "_time_candidate_baseline", spy)
+    yield runs
+    memo.clear()
 
 
 @pytest.mark.slow
@@ -18,13 +42,9 @@ def test_the_seed_against_itself_reads_one_on_every_draw(tmp_path) -> None:  # n
     pytest.importorskip("mtia_sim.simulator")
     from kegen.eval import EvalConfig, evaluate
 
-    p = find_suite("production").select(["jagged_sum_fp32"]).problems[0]
-    path = tmp_path / "problem.py"
-    path.write_text(p.problem_path.read_text() + "\n\nNUM_SEGMENTS = 64\nMAX_LEN = 64\n")
-    seed = tmp_path / "seed.py"
-    seed.write_text(p.seed_path.read_text())
+    path, seed = small_jagged(tmp_path)
     # the same kernel under another source hash: timed as a candidate, not taken as the baseline
-    same_kernel = p.seed_path.read_text() + "\n# a copy of the seed\n"
+    same_kernel = seed.read_text() + "\n# a copy of the seed\n"
     r = evaluate(path, same_kernel, baseline=seed,
                  config=EvalConfig(target="mtia", trials=3, timing_runs=3, fresh_process=True))
     assert r.status.value == "ok", r.message
@@ -38,21 +58,9 @@ def test_the_seed_against_itself_reads_one_on_every_draw(tmp_path) -> None:  # n
 
 
 @pytest.mark.slow
-def test_a_fixed_shape_seed_is_simulated_once_per_process(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    pytest.importorskip("mtia_sim.simulator")
+def test_a_fixed_shape_seed_is_simulated_once_per_process(tmp_path, seed_runs) -> None:  # noqa: ANN001
     from kegen.eval import EvalConfig, evaluate
-    from kegen.eval.trusted import baselines, memo
 
-    memo.clear()
-    timed: list[int] = []
-    real = baselines._time_candidate_baseline
-
-    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        out = real(*args, **kwargs)
-        timed.append(len(out))
-        return out
-
-    monkeypatch.setattr(baselines, "_time_candidate_baseline", spy)
     p = find_suite("default").select(["softmax"]).problems[0]
     seed = tmp_path / "seed.py"
     seed.write_text(p.seed_path.read_text())
@@ -62,44 +70,26 @@ def test_a_fixed_shape_seed_is_simulated_once_per_process(tmp_path, monkeypatch)
         assert r.status.value == "ok", r.message
         assert "baseline_samples_s" not in r.details  # one fingerprint: one time for every sample
         assert r.speedups["baseline"] == pytest.approx(1.0, abs=1e-9)
-    assert timed == [1]  # the seed ran on one draw, for both candidates
-    memo.clear()
+    assert seed_runs == [1]  # the seed ran on one draw, for both candidates
 
 
 @pytest.mark.slow
-def test_a_runs_timing_seed_times_every_candidate_on_the_same_draws(tmp_path, monkeypatch) -> None:  # noqa: ANN001
-    pytest.importorskip("mtia_sim.simulator")
+def test_a_runs_timing_seed_times_every_candidate_on_the_same_draws(tmp_path, seed_runs) -> None:  # noqa: ANN001
     from kegen.eval import EvalConfig, evaluate
-    from kegen.eval.trusted import baselines, memo
 
-    memo.clear()
-    timed: list[int] = []
-    real = baselines._time_candidate_baseline
-
-    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        out = real(*args, **kwargs)
-        timed.append(len(out))
-        return out
-
-    monkeypatch.setattr(baselines, "_time_candidate_baseline", spy)
-    p = find_suite("production").select(["jagged_sum_fp32"]).problems[0]
-    path = tmp_path / "problem.py"
-    path.write_text(p.problem_path.read_text() + "\n\nNUM_SEGMENTS = 64\nMAX_LEN = 64\n")
-    seed = tmp_path / "seed.py"
-    seed.write_text(p.seed_path.read_text())
+    path, seed = small_jagged(tmp_path)
     cfg = EvalConfig(target="mtia", trials=2, timing_runs=3, extra={"timing_seed": 12345})
     results = []
     for copy in range(2):  # two candidates of one run
-        r = evaluate(path, p.seed_path.read_text() + f"\n# copy {copy}\n", baseline=seed, config=cfg)
+        r = evaluate(path, seed.read_text() + f"\n# copy {copy}\n", baseline=seed, config=cfg)
         assert r.status.value == "ok", r.message
         results.append(r)
     a, b = (r.details["roofline_samples_s"] for r in results)  # the draws differ from each other ...
     assert len(set(a)) > 1 and a == b  # ... but both candidates were timed on the same three
     assert results[0].candidate_time_s == results[1].candidate_time_s  # same kernel, same draws
     assert results[0].details["breakdown"]["calls"]["timed"] == 3  # trials stay on fresh draws
-    assert timed == [3]  # the seed ran once per draw, for both candidates
+    assert seed_runs == [3]  # the seed ran once per draw, for both candidates
     assert all(r.speedups["baseline"] == pytest.approx(1.0, abs=1e-9) for r in results)
-    memo.clear()
 
 
 @pytest.mark.slow

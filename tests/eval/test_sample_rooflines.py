@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from eval_helpers import small_jagged
 
 from kegen.eval.trusted.memo import input_fingerprint
-from kegen.suites import find_suite
 
 
 def test_the_fingerprint_reads_integer_contents_and_float_shapes_only() -> None:
@@ -32,10 +32,8 @@ def test_a_jagged_problem_gets_one_roofline_per_timed_draw(tmp_path) -> None:  #
     pytest.importorskip("mtia_sim.simulator")
     from kegen.eval import EvalConfig, evaluate
 
-    p = find_suite("production").select(["jagged_sum_fp32"]).problems[0]
-    path = tmp_path / "problem.py"
-    path.write_text(p.problem_path.read_text() + "\n\nNUM_SEGMENTS = 64\nMAX_LEN = 64\n")
-    r = evaluate(path, p.seed_path.read_text(),
+    path, seed = small_jagged(tmp_path)
+    r = evaluate(path, seed.read_text(),
                  config=EvalConfig(target="mtia", trials=3, timing_runs=3, profile=True, fresh_process=True))
     assert r.status.value == "ok", r.message
     per_draw = r.details["roofline_samples_s"]  # present only when the draws' rooflines differ
