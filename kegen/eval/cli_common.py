@@ -36,6 +36,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         help="reproducible seeds from this one (debugging; by default every call gets a secret seed)",
     )
     parser.add_argument(
+        "--timing-seed",
+        type=int,
+        default=None,
+        help="time on the draws of this seed, as a search times its candidates (compare kernels on a "
+        "jagged or gathering problem on identical inputs; correctness trials stay on secret draws)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=None, help="wall-clock limit in seconds (default 300)"
     )
     parser.add_argument(
@@ -77,6 +84,8 @@ def config_from_args(args: argparse.Namespace, **extra: Any) -> EvalConfig:
     overrides.update({k: v for k, v in extra.items() if v is not None})
     if args.seed is not None:
         overrides["extra"] = {**(overrides.get("extra") or {}), "reproducible": True}
+    if getattr(args, "timing_seed", None) is not None:
+        overrides["extra"] = {**(overrides.get("extra") or {}), "timing_seed": args.timing_seed}
     return EvalConfig.from_settings(**overrides)
 
 

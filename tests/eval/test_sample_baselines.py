@@ -120,3 +120,15 @@ def test_a_search_root_is_its_own_baseline_on_a_fixed_shape_problem(tmp_path) ->
     assert "baseline_error" not in r.details, r.details.get("baseline_error")
     assert r.details["baseline_is_candidate"] is True
     assert r.speedups["baseline"] == 1.0 and r.baseline_time_s == r.candidate_time_s
+
+
+def test_kegen_eval_takes_a_timing_seed_beside_reproducible_seeds() -> None:
+    import argparse
+
+    from kegen.eval.cli_common import add_common_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_common_arguments(parser)
+    cfg = config_from_args(parser.parse_args(["p.py", "c.py", "--timing-seed", "42", "--seed", "1"]))
+    assert cfg.extra == {"reproducible": True, "timing_seed": 42}
+    assert "timing_seed" not in config_from_args(parser.parse_args(["p.py", "c.py"])).extra
