@@ -68,15 +68,15 @@ def time_baselines(ev: Evaluator, factory: InputFactory, ref: Any, init: list[An
     details.update(cached["details"])
 
 
-def _baseline_key(ev: Evaluator, factory: InputFactory, init: list[Any], **parts: Any) -> str:
+def _baseline_key(ev: Evaluator, factory: InputFactory, init: list[Any], source: str, **parts: Any) -> str:
+    """The memo key of the baseline candidate whose text hashes to `source`."""
     cfg = ev.cfg
-    assert ev.baseline is not None
     return memo.problem_key(
         ev,
         "baseline",
         init,
         factory.problem.module,
-        source=_sha256(ev.baseline),
+        source=source,
         tolerances=[cfg.atol, cfg.rtol, cfg.trials],
         **parts,
     )
@@ -90,10 +90,11 @@ def _draw_parts(ev: Evaluator) -> dict[str, Any]:
 def _baseline_once(ev: Evaluator, factory: InputFactory, ref: Any, init: list[Any], init_seed: int) -> float:
     """The baseline candidate's time on draws of its own, measured once per problem and process."""
     assert ev.baseline is not None
-    key = _baseline_key(ev, factory, init, **_draw_parts(ev))
+    source = _sha256(ev.baseline)
+    key = _baseline_key(ev, factory, init, source, **_draw_parts(ev))
     cached = memo.get(key)
     own = ev.result.get("candidate_time_s")
-    if cached is None and own and _sha256(ev.baseline) == _sha256(ev.candidate):
+    if cached is None and own and source == _sha256(ev.candidate):
         # the baseline is this very source (a search's root): its time was just measured
         ev.result["details"]["baseline_is_candidate"] = True
         cached = float(own)
@@ -115,7 +116,9 @@ def _baseline_per_draw(
     fixed-shape problem's seed is simulated once per process (the simulator's time depends on the
     shapes and the integer contents, not on the floating-point values)."""
     assert ev.baseline is not None
-    keys = [_baseline_key(ev, factory, init, inputs=memo.input_fingerprint(d)) for d in ev.sample_inputs]
+    source = _sha256(ev.baseline)
+    prints = [memo.input_fingerprint(d) for d in ev.sample_inputs]
+    keys = [_baseline_key(ev, factory, init, source, inputs=fp) for fp in prints]
     found: dict[str, float] = {}
     for key in keys:
         cached = memo.get(key)
@@ -124,7 +127,7 @@ def _baseline_per_draw(
     if found:
         memo.note(ev, "baseline")
     missing = {key: draw for key, draw in zip(keys, ev.sample_inputs, strict=True) if key not in found}
-    if missing and _sha256(ev.baseline) == _sha256(ev.candidate):
+    if missing and source == _sha256(ev.candidate):
         # the baseline is this very source (a search's root): its samples were just measured
         ev.result["details"]["baseline_is_candidate"] = True
         own = dict(zip(keys, ev._samples, strict=True))  # one time per fingerprint, like `missing`

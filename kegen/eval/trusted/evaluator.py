@@ -381,7 +381,7 @@ class Evaluator:
     def _time(
         self, factory: InputFactory, ref: Any, session: WorkerSession
     ) -> tuple[list[float], CallResult | None]:
-        """Times of calls on fresh inputs (on mtia, `timing_draws`); every timed call's output is verified."""
+        """Times of calls on the run's timing draws, else fresh ones (`timing_draws`); outputs verified."""
         runs = max(1, self.cfg.timing_runs)
         if self.gpu:
             return self._time_gpu(factory, ref, session, max(runs, 10)), None

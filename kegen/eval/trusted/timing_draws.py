@@ -53,16 +53,15 @@ def time_mtia(
         ev.sample_inputs.append(inputs)
         last = res
 
-    draws = timing_draws(ev, factory, runs)
-    if draws is None:  # fresh draws: the device timed every verified trial call, those are samples
+    fixed = timing_draws(ev, factory, runs)
+    if fixed is None:  # fresh draws: the device timed every verified trial call, those are samples
         for res, used in pool[:runs]:
             take(res, used)
-        for _ in range(runs - len(samples)):
-            inputs = factory.make(ev.seed())
+        for inputs in draws(ev, factory, runs - len(samples)):
             take(ev.timed_call(session, ref, inputs), inputs)
         return samples, last
     prints = [input_fingerprint(used) for _, used in pool]
-    for draw in draws:
+    for draw in fixed:
         wanted = input_fingerprint(draw)
         match = next((i for i, p in enumerate(prints) if p == wanted), None)
         if match is None:
