@@ -41,6 +41,27 @@ def native_float() -> Iterator[None]:
         torch.Tensor.float = orig  # type: ignore[method-assign]
 
 
+def native_keeps_dtypes(problem_path: Path) -> bool:
+    """Whether the reference returns the same dtypes with `.float()` kept native (on meta tensors)."""
+    from kegen.eval.loader import load_problem
+
+    def dtypes(out: Any) -> list[Any]:
+        outs = out if isinstance(out, list | tuple) else [out]
+        return [o.dtype for o in outs if isinstance(o, torch.Tensor)]
+
+    try:
+        prob = load_problem(problem_path)
+        with torch.device("meta"), torch.no_grad():
+            model = prob.model_cls(*prob.get_init_inputs())
+            inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()]
+            upcast = dtypes(model(*inputs))
+            with native_float():
+                native = dtypes(model(*inputs))
+    except Exception:  # the meta run is a check only: keep the reference as written
+        return False
+    return upcast == native
+
+
 def _timed(fn: Any, sets: list[list[Any]]) -> float:
     """Median seconds per call by the evaluator's own GPU timing (kegen.eval.timing_gpu.measure:
     L2 flushed, launch overhead hidden behind a spin kernel, host-bound forwards charged their host

@@ -147,22 +147,35 @@ def capture(problem_path: Path, seed: int = 0, keep_graph: bool = False) -> Capt
 def _build_with_real_inputs(
     problem: Any, fake: Any, seed: int, first: Exception
 ) -> tuple[Any, tuple[Any, ...]]:
-    """The model under fake tensors, its inputs made for real and then faked: get_inputs that read
-    values (e.g. `int(lengths.sum())` sizing EmbeddingBag indices) cannot run on fake tensors."""
+    """The model and inputs where building both under fake tensors failed: the inputs made for real
+    and then faked (get_inputs that read values, e.g. `int(lengths.sum())` sizing EmbeddingBag
+    indices, cannot run on fake tensors), the model under fake tensors or, where its constructor
+    cannot run on them either (`nn.Conv2d(...).to(torch.float16)`: `Module._apply` cannot swap a
+    fake parameter's dtype), for real: export fakes its parameters itself."""
     import torch
 
     try:
         torch.manual_seed(seed)
         real = tuple(problem.get_inputs())
-        with fake:
-            torch.manual_seed(seed)
-            model = problem.Model(*problem.get_init_inputs()).eval()
         inputs = tuple(fake.from_tensor(x) if isinstance(x, torch.Tensor) else x for x in real)
     except Exception as exc:
         raise CaptureError(
-            f"building the reference with fake tensors failed ({type(first).__name__}: {first})"
+            f"building the reference's inputs failed ({type(first).__name__}: {first}; "
+            f"for real: {type(exc).__name__}: {exc})"
         ) from exc
-    return model, inputs
+    errors = []
+    for under_fake in (True, False):
+        try:
+            torch.manual_seed(seed)
+            with fake if under_fake else contextlib.nullcontext():
+                model = problem.Model(*problem.get_init_inputs()).eval()
+            return model, inputs
+        except Exception as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+    raise CaptureError(
+        f"building the reference failed with fake tensors ({type(first).__name__}: {first}) and for "
+        f"real ({errors[-1]})"
+    )
 
 
 def _graph_inputs(ep: Any) -> list[GraphInput]:

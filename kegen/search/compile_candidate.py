@@ -30,39 +30,15 @@ def gpu_drafter(problem_path: Path, target: str) -> str:
     operands with `.float()` (exact on a CPU host) is drafted in its operands' native dtype, as
     torch.compile runs the model it stands for (`kegen.bench.native_dtype`), where that keeps the
     outputs' dtypes; otherwise as written."""
-    from kegen.bench.native_dtype import native_float, reference_upcasts
+    from kegen.bench.native_dtype import native_float, native_keeps_dtypes, reference_upcasts
     from kegen.inductor.gpu_draft import draft_for_gpu
 
-    if reference_upcasts(problem_path) and _native_keeps_dtypes(problem_path):
+    if reference_upcasts(problem_path) and native_keeps_dtypes(problem_path):
         with native_float():
             source, _ = draft_for_gpu(problem_path, target)
         return source
     source, _ = draft_for_gpu(problem_path, target)
     return source
-
-
-def _native_keeps_dtypes(problem_path: Path) -> bool:
-    """Whether the reference returns the same dtypes with `.float()` kept native (on meta tensors)."""
-    import torch
-
-    from kegen.bench.native_dtype import native_float
-    from kegen.eval.loader import load_problem
-
-    def dtypes(out: Any) -> list[Any]:
-        outs = out if isinstance(out, list | tuple) else [out]
-        return [o.dtype for o in outs if isinstance(o, torch.Tensor)]
-
-    try:
-        prob = load_problem(problem_path)
-        with torch.device("meta"), torch.no_grad():
-            model = prob.model_cls(*prob.get_init_inputs())
-            inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()]
-            upcast = dtypes(model(*inputs))
-            with native_float():
-                native = dtypes(model(*inputs))
-    except Exception:  # the meta run is a check only: keep the reference as written
-        return False
-    return upcast == native
 
 
 def add_compile_candidate(

@@ -131,7 +131,7 @@ def test_a_seed_that_is_a_gpu_draft_is_not_drafted_again(tmp_path, store, drafte
 def test_an_upcasting_reference_is_drafted_in_its_native_dtype_only_where_outputs_keep_their_dtype(
     tmp_path: Path,
 ) -> None:
-    from kegen.search.compile_candidate import _native_keeps_dtypes
+    from kegen.bench.native_dtype import native_keeps_dtypes
 
     body = """import torch
 import torch.nn as nn
@@ -153,5 +153,5 @@ def get_init_inputs():
     cast_back.write_text(body.replace("RESULT", "(a.float() @ b.float()).to(a.dtype)"))
     stays_fp32 = tmp_path / "stays_fp32.py"
     stays_fp32.write_text(body.replace("RESULT", "a.float() @ b.float()"))
-    assert _native_keeps_dtypes(cast_back)
-    assert not _native_keeps_dtypes(stays_fp32)  # native fp16 would change the output's dtype
+    assert native_keeps_dtypes(cast_back)
+    assert not native_keeps_dtypes(stays_fp32)  # native fp16 would change the output's dtype

@@ -76,3 +76,50 @@ def test_evolve_prints_no_best_when_nothing_is_correct(tmp_path, monkeypatch, ca
     assert evolve.run(args) == 0
     out = capsys.readouterr().out
     assert "no correct candidate" in out and "best speedup found" not in out and "best.py" not in out
+
+
+def _upcast_gemm(tmp_path, cast_back: bool = True):
+    from tests.inductor.inductor_helpers import write_problem
+
+    out = "(x.float() @ self.w.float().t())" + (".to(x.dtype)" if cast_back else "")
+    return write_problem(
+        tmp_path, "gemm_up", "self.w = nn.Parameter(torch.randn(32, 64).to(torch.float16))", f"return {out}",
+        "[torch.randn(16, 64, dtype=torch.float16)]",
+    )
+
+
+def test_a_reference_that_upcasts_is_also_drafted_in_its_operands_dtype(tmp_path) -> None:
+    drafts, _ = draft_seeds(_upcast_gemm(tmp_path))
+    assert [d.origin for d in drafts][:2] == ["inductor", "inductor:native"]
+    as_written, native = drafts[0].source, drafts[1].source
+    # as written Inductor copies the fp16 operands to float32 in kernels of their own; natively it does not
+    assert "to_copy" in as_written and "to_copy" not in native
+    assert "no float32 upcasts" in drafts[1].description
+
+
+def test_the_native_draft_is_correct_on_mtia(tmp_path) -> None:
+    from kegen.eval import EvalConfig, evaluate
+
+    problem = _upcast_gemm(tmp_path)
+    drafts, _ = draft_seeds(problem)
+    native = next(d for d in drafts if d.origin == "inductor:native")
+    result = evaluate(str(problem), native.source, config=EvalConfig(target="mtia", seed=3, trials=2))
+    assert result.ok, result.message
+
+
+def test_no_native_draft_where_the_outputs_dtype_would_change(tmp_path) -> None:
+    drafts, _ = draft_seeds(_upcast_gemm(tmp_path, cast_back=False))  # returns float32 as written
+    assert "inductor:native" not in [d.origin for d in drafts]
+
+
+def test_a_model_converting_its_parameters_in_init_is_drafted(tmp_path) -> None:
+    """`nn.Conv2d(...).to(torch.float16)` cannot run under fake tensors (Module._apply cannot swap a fake
+    parameter's dtype): the model is built for real and the draft goes on (it used to be refused)."""
+    from tests.inductor.inductor_helpers import write_problem
+
+    problem = write_problem(
+        tmp_path, "conv_half", "self.conv = nn.Conv2d(4, 8, 3, stride=2, padding=1).to(torch.float16)",
+        "return self.conv(x.float().to(torch.float16))", "[torch.randn(1, 4, 8, 8, dtype=torch.float16)]",
+    )
+    drafts, _ = draft_seeds(problem)
+    assert drafts[0].origin == "inductor" and "class ModelNew" in drafts[0].source

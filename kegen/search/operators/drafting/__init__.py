@@ -174,11 +174,33 @@ class Draft:
     description: str
 
 
+def _native_inductor_draft(problem_path: Path) -> Draft | None:
+    """Inductor's draft of a reference that upcasts its fp16/bf16 operands (`x.float()`: exact on a
+    CPU host) computed in the operands' own dtype, as the model it stands for runs: no float32 copies
+    of the weights and activations, fp16/bf16 GEMMs accumulating in float32. None where the reference
+    does not upcast, the outputs' dtypes would change, or Inductor cannot draft it."""
+    from kegen.bench.native_dtype import native_float, native_keeps_dtypes, reference_upcasts
+    from kegen.inductor.capture import CaptureError
+    from kegen.inductor.draft import draft_from_inductor
+
+    if not (reference_upcasts(problem_path) and native_keeps_dtypes(problem_path)):
+        return None
+    try:
+        with native_float():
+            source, info = draft_from_inductor(problem_path)
+    except CaptureError:
+        return None
+    kernels = ", ".join(info.kernels + info.extern) or "no kernels"
+    return Draft(source, "inductor:native", f"drafted by TorchInductor in the operands' dtype, no float32 "
+                 f"upcasts ({kernels})")
+
+
 def draft_seeds(
     problem_path: Path, inductor: bool = True, templates: bool = True
 ) -> tuple[list[Draft], Analysis]:
-    """Every draft of the problem, the default first: TorchInductor's (kegen.inductor.draft), then
-    kegen's hand-written template where one matches. Raises DraftError naming what blocks each
+    """Every draft of the problem, the default first: TorchInductor's (kegen.inductor.draft), its
+    draft in the operands' own dtype where the reference upcasts fp16/bf16 operands, then kegen's
+    hand-written template where one matches. Raises DraftError naming what blocks each
     drafter when neither produces one."""
     drafts: list[Draft] = []
     refusals: list[str] = []
@@ -192,6 +214,9 @@ def draft_seeds(
             drafts.append(Draft(source, "inductor", f"drafted by TorchInductor ({kernels})"))
         except CaptureError as exc:
             refusals.append(f"TorchInductor: {exc}")
+        native = _native_inductor_draft(problem_path)
+        if native is not None and all(native.source != d.source for d in drafts):
+            drafts.append(native)
     a = analyze(problem_path) if templates else Analysis(None)
     if templates and a.source is not None:
         drafts.append(Draft(a.source, f"template:{a.op_class}", f"drafted from a template ({a.summary})"))
