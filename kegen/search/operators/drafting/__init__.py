@@ -13,6 +13,9 @@ candidate from its Triton template. The op classes:
 - matmul / mm / bmm (operands may be transposed views or fp32 upcasts) with an elementwise epilogue
   that may read a bias row, a residual or a scalar input;
 - stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
+- attention over the inputs in any spelling (F.scaled_dot_product_attention, or matmuls around a
+  softmax with a scale, a causal or additive mask and fp32 upcasts), confirmed numerically against
+  torch's attention (drafting.attention);
 - row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
@@ -34,6 +37,8 @@ from pathlib import Path
 
 from torch.fx import Node
 
+from kegen.search.operators.drafting.attention import SUMMARY as ATTENTION_SUMMARY
+from kegen.search.operators.drafting.attention import draft_attention
 from kegen.search.operators.drafting.elementwise import draft_broadcast, draft_elementwise
 from kegen.search.operators.drafting.gather import draft_embedding_bag, draft_gather
 from kegen.search.operators.drafting.graph import (
@@ -123,7 +128,15 @@ RULES: tuple[Rule, ...] = (
 
 
 def analyze(problem_path: Path) -> Analysis:
-    """Trace the reference and produce a candidate from templates where the graph is recognised."""
+    """Trace the reference and produce a candidate from templates where the graph is recognised;
+    attention is recognised by its output first (`drafting.attention`: any spelling, also one torch.fx
+    cannot trace)."""
+    try:
+        source = draft_attention(problem_path)
+    except Exception:  # the numeric check is a recogniser only: the rules below still run
+        source = None
+    if source is not None:
+        return Analysis("attention", [ATTENTION_SUMMARY], [], source)
     try:
         t = trace(problem_path)
     except Exception as exc:

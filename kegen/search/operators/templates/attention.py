@@ -6,7 +6,7 @@ memory_moves_mtia.md): the softmax scale and log2(e) are folded into Q once, the
 are `tl.exp2`, and the key mask runs only when the key length does not divide BLOCK_N (EVEN_N).
 Q, K, V and the output are read and written through their own four strides, so the heads of a fused
 QKV projection (views of one buffer) need no copies. `is_causal` follows torch: query i sees keys
-j <= i (the top-left aligned mask).
+j <= i (the top-left aligned mask); a causal tile's loop ends at its last query's key block.
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ def kegen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, H, SQ, SK, D, qk_s
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_D), dtype=tl.float32)
-    for start in range(0, SK, BLOCK_N):
+    hi = SK
+    if CAUSAL:  # key blocks past the tile's last query are all masked: not visited
+        hi = tl.minimum(SK, (pid_m + 1) * BLOCK_M)
+    for start in range(0, hi, BLOCK_N):
         keys = start + offs_n
         kt = tl.load(k_base + keys[None, :] * sks + offs_d[:, None] * skd,
                      mask=(keys[None, :] < SK) & dmask[:, None], other=0.0)
