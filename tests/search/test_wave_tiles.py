@@ -305,3 +305,43 @@ def test_a_dual_core_launch_fills_waves_of_both_cores() -> None:
     muts = {m.name: m for m in wave_tile_mutations(src, _profile("matmul_kernel", 72))}
     assert "pes=128" in muts["wave_tiles@matmul_kernel"].apply(src)
     assert wave_tile_mutations(src, _profile("matmul_kernel", 128)) == []
+
+
+CONV_PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 24, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def get_inputs():
+    return [torch.randn(2, 8, 10, 10)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_an_extent_the_kernel_computes_below_its_program_ids_is_read_after_it(tmp_path) -> None:
+    """Inductor's conv draft computes `M = BATCH * OD * OH * OW` after its program ids: the span's
+    limit `min(M, ...)` goes after that line (it was put before it: NameError at compile)."""
+    from kegen.search.operators.drafting import draft_seeds
+
+    problem = tmp_path / "conv.py"
+    problem.write_text(CONV_PROBLEM)
+    source = draft_seeds(problem)[0][0].source
+    balanced = wave_tiles(source, "kegen_conv_kernel", pes=64)
+    fn = next(n for n in ast.parse(balanced).body if isinstance(n, ast.FunctionDef) and n.name == "kegen_conv_kernel")
+    lines = [ast.unparse(s) for s in fn.body]
+    m_def = next(i for i, line in enumerate(lines) if line.startswith("M = "))
+    assert any(i > m_def and "tl.minimum(M," in line for i, line in enumerate(lines))
+    r = evaluate(str(problem), balanced, config=EvalConfig(target="mtia", seed=4, trials=2))
+    assert r.ok, r.message

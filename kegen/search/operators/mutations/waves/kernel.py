@@ -267,7 +267,7 @@ def balance_kernel(fn: ast.FunctionDef) -> list[tuple[str, int | None]]:
             raise MutationError(f"the {block} offsets of {fn.name} are never masked to the problem")
         for extent, lim in confine.limits.items():
             stmt = ast.parse(f"{lim} = tl.minimum({extent}, {pid} * {span} + {span})").body[0]
-            inserts.append((index, stmt))
+            inserts.append((_after_definitions(fn, names_in(ast.parse(extent, mode="eval")), index), stmt))
         _check_confined(fn, block, pid, offsets, set(confine.limits.values()))
         fn.args.args.append(ast.arg(span))
     for index, stmt in sorted(inserts, key=lambda x: -x[0]):
@@ -275,6 +275,24 @@ def balance_kernel(fn: ast.FunctionDef) -> list[tuple[str, int | None]]:
     if _decode_divisors(fn) & set(axes):
         raise MutationError(f"a block of {fn.name} still sizes its program decode")
     return [(block, axes[block]) for block, *_ in plan]
+
+
+def _after_definitions(fn: ast.FunctionDef, names: set[str], index: int) -> int:
+    """The top-level statement of `fn` after which a statement reading `names` can go: statement
+    `index` or, where the kernel computes one of those names in its body (`M = BATCH * OH * OW` below
+    the program ids), the last statement assigning one. MutationError where one is assigned inside a
+    loop or branch (no single place would see its value)."""
+    pos = index
+    for i, stmt in enumerate(fn.body):
+        for n in ast.walk(stmt):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+                n, ast.AugAssign | ast.AnnAssign) else []  # fmt: skip
+            if not any(isinstance(t, ast.Name) and t.id in names for t in targets):
+                continue
+            if n is not stmt:
+                raise MutationError(f"{fn.name} assigns an extent its masks read inside a block")
+            pos = max(pos, i)
+    return pos
 
 
 def _decode_divisors(fn: ast.FunctionDef) -> set[str]:
