@@ -20,7 +20,7 @@ import platform
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +122,18 @@ def table(rows: list[dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def _write(out: Path, env: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    md = (
+        f"# Search from drafts ({env['target']}): no seed, problems outside the suites\n\n"
+        f"Written by `tools/bench_drafted_search.py` ({json.dumps(env)}). Times are simulated device "
+        "times of one forward; x as written = the Inductor draft of the reference as written over the "
+        "best; x best draft = the fastest draft over the best.\n\n" + table(rows)
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
+    out.with_suffix(".md").write_text(md)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", type=Path, default=ROOT / "tools" / "search_probes")
@@ -142,20 +154,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no problems in {a.problems}" + (f" named {a.only}" if a.only else ""), file=sys.stderr)
         return 2
     os.environ.setdefault("PYTHONPATH", str(ROOT))
+    env = {
+        "python": platform.python_version(),
+        "host_cores": os.cpu_count(),
+        "target": a.target,
+        "budget": a.budget,
+        "jobs": a.jobs,
+        "at_once": a.at_once,
+        "recorded_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+    }
+    rows: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=max(1, a.at_once)) as pool:
-        rows = list(
-            pool.map(lambda p: search(p, a.work_dir, a.budget, a.jobs, a.target, a.timeout), problems)
-        )
-    env = {"python": platform.python_version(), "host_cores": os.cpu_count(), "target": a.target,
-           "budget": a.budget, "jobs": a.jobs, "at_once": a.at_once,
-           "recorded_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}  # fmt: skip
-    md = (f"# Search from drafts ({a.target}): `kegen evolve` with no seed on problems outside the suites\n\n"
-          f"Written by `tools/bench_drafted_search.py` ({json.dumps(env)}). Times are simulated device "
-          "times of one forward; x as written = the Inductor draft of the reference as written over the "
-          "best; x best draft = the fastest draft over the best.\n\n" + table(rows))  # fmt: skip
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.with_suffix(".json").write_text(json.dumps({"env": env, "rows": rows}, indent=1))
-    a.out.with_suffix(".md").write_text(md)
+        args = (a.work_dir, a.budget, a.jobs, a.target, a.timeout)
+        futures = [pool.submit(search, p, *args) for p in problems]
+        for done in as_completed(futures):  # written as each search ends: a cut-off run keeps the rest
+            rows.append(done.result())
+            rows.sort(key=lambda r: r["problem"])
+            _write(a.out, env, rows)
     print(table(rows))
     return 0
 
