@@ -5,6 +5,13 @@ inputs. Offsetting every floating-point input by +PRECISION_OFFSET makes the val
 reduction over them) large: fp16 has a spacing of 2^-6 at 16 and bf16 of 2^-3, both far above the
 float32 tolerance (atol 1e-4 + rtol 1e-4 * |reference|), while float32 arithmetic stays well
 inside it. See the tolerance policy in kegen/eval/README.md.
+
+Some references are ill-conditioned there: a softmax over attention scores of ~3000 (fp32 spacing
+2.4e-4) moves every exponential by ~1e-4 relative under any reordering, so an exact float32 kernel
+(and Inductor's own) failed the trial. Where a candidate fails it, `conditioned_comparison` measures
+the reference's own float32 error against a float64 run of it at the same inputs and judges again
+with that error (x CONDITION_SLACK) added to atol: fp16/bf16 arithmetic still fails by orders of
+magnitude, a float32 computation in another order passes.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Any
 import torch
 
 PRECISION_OFFSET = 16.0
+CONDITION_SLACK = 4.0  # a reordered float32 kernel's error vs float64 is about the reference's own
 
 
 def offset_inputs(inputs: list[Any]) -> list[Any] | None:
@@ -80,3 +88,48 @@ def _representable_fraction(
         if stop_below is not None and misses >= (1 - stop_below) * x.numel():
             return min(stop_below, 1 - misses / max(total, 1)), total
     return (1 - misses / total if total else 1.0), total
+
+
+def reference_error(ref: Any, inputs: list[Any], ref_out: list[torch.Tensor], gpu: bool) -> float | None:
+    """The largest |float32 reference - float64 reference| over the float32 outputs at `inputs`
+    (the reference and its float32 inputs run in float64); None where that run fails or is not finite."""
+    import copy
+
+    from kegen.eval.models import call_reference
+
+    try:
+        ref64 = copy.deepcopy(ref).double()
+        ins = [x.double() if isinstance(x, torch.Tensor) and x.dtype == torch.float32 else x for x in inputs]
+        out64 = call_reference(ref64, ins, gpu)
+    except Exception:  # an op without float64 support, a dtype the forward fixes: no slack
+        return None
+    errs = [
+        float((a.double() - b.double()).abs().max())
+        for a, b in zip(ref_out, out64, strict=False)
+        if a.dtype == torch.float32 and a.shape == b.shape and a.numel()
+    ]
+    return max(errs) if errs and all(e == e and e != float("inf") for e in errs) else None
+
+
+def conditioned_comparison(
+    ref: Any,
+    inputs: list[Any],
+    ref_out: list[torch.Tensor],
+    cand_out: list[torch.Tensor],
+    strict: Any,
+    gpu: bool,
+) -> Any:
+    """The precision trial judged again with the reference's own float32 error (module doc) allowed:
+    a passing Comparison, or None (no slack measurable, still failing, or values exactly fp16/bf16)."""
+    from dataclasses import replace
+
+    from kegen.eval.config import DEFAULT_TOLERANCES
+    from kegen.eval.trusted.checker import compare_outputs
+
+    err = reference_error(ref, inputs, ref_out, gpu)
+    if not err:
+        return None
+    atol = strict.atol if strict.atol is not None else DEFAULT_TOLERANCES["float32"][0]
+    rtol = strict.rtol if strict.rtol is not None else DEFAULT_TOLERANCES["float32"][1]
+    cmp = compare_outputs(ref_out, cand_out, replace(strict, atol=atol + CONDITION_SLACK * err, rtol=rtol))
+    return cmp if cmp.ok and check_precision(ref_out, cand_out) is None else None

@@ -1,7 +1,10 @@
 """The roofline of a problem: its minimum DRAM bytes and FLOPs, over a machine's bandwidth and peak.
 
 Minimum bytes = every input tensor and model parameter/buffer read once + every output written
-once (or the problem's own `Model.roofline_bytes(inputs, outputs)`). FLOPs come from
+once (or the problem's own `Model.roofline_bytes(inputs, outputs)`); a tensor the reference reads only
+as the table of a gather (embedding, embedding bag, index_select, gather, advanced indexing) counts
+only the rows its indices touch (`GatherReads`: a problem that does not state its own minimum must
+not have a correct gathering kernel judged faster than the hardware). FLOPs come from
 torch.utils.flop_counter.FlopCounterMode on the reference (matmul/conv/attention; elementwise ops
 count 0, so such problems are memory-bound). Peaks are optimistic on purpose (the fastest dtype
 path the chip has for the inputs' dtype), so the roofline time is a true lower bound.
@@ -9,10 +12,12 @@ path the chip has for the inputs' dtype), so the roofline time is a true lower b
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 
@@ -115,31 +120,113 @@ def tensor_bytes(values: Any) -> int:
     return 0
 
 
-def problem_bytes(model: torch.nn.Module, inputs: list[Any], outputs: Any) -> int:
+class GatherReads(TorchDispatchMode):
+    """Within: which storages the aten ops read in full, and which only as a gather's table (with
+    the bytes of the distinct rows or elements its indices touch)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense: set[int] = set()
+        self.gathered: dict[int, int] = {}  # storage -> bytes touched (summed over gathers, capped)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        table, touched = _gather_table(func, args)
+        for t in _tensors(args) + _tensors(list(kwargs.values())):
+            if t is not table:
+                self.dense.add(_storage(t))
+        if table is not None:
+            key = _storage(table)
+            full = table.untyped_storage().nbytes()
+            self.gathered[key] = min(full, self.gathered.get(key, 0) + touched)
+        return func(*args, **kwargs)
+
+    def read_bytes(self, t: torch.Tensor, full: int) -> int:
+        """Bytes of `t` a forward must read: all of it unless only gathers read it."""
+        key = _storage(t)
+        if key in self.dense or key not in self.gathered:
+            return full
+        return min(full, self.gathered[key])
+
+
+def _storage(t: torch.Tensor) -> int:
+    return int(t.untyped_storage().data_ptr())
+
+
+def _tensors(values: Any) -> list[torch.Tensor]:
+    out: list[torch.Tensor] = []
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, list | tuple):
+            out += _tensors(v)
+    return out
+
+
+_ROW_GATHERS = ("embedding", "_embedding_bag", "_embedding_bag_forward_only", "embedding_bag")
+
+
+def _gather_table(func: Any, args: Any) -> tuple[torch.Tensor | None, int]:
+    """(the table a gather reads, the bytes of what it touches), or (None, 0) for other ops."""
+    name = func.__name__.split(".")[0]
+    if name in _ROW_GATHERS and len(args) >= 2 and _is_index(args[1]) and args[0].dim() == 2:
+        table, idx = args[0], args[1]
+    elif name == "index_select" and len(args) >= 3 and args[1] == 0 and _is_index(args[2]):
+        table, idx = args[0], args[2]
+    elif name == "index" and len(args) >= 2 and args[1] and _is_index(args[1][0]) and \
+            all(i is None for i in args[1][1:]):  # fmt: skip
+        table, idx = args[0], args[1][0]
+    elif name == "gather" and len(args) >= 3 and _is_index(args[2]):
+        table, idx = args[0], args[2]
+        return table, min(idx.numel(), table.numel()) * table.element_size()
+    else:
+        return None, 0
+    rows = int(torch.unique(idx.detach().reshape(-1).cpu()).numel())
+    row_bytes = table[0].numel() * table.element_size() if table.dim() > 0 and table.shape[0] else 0
+    return table, rows * row_bytes
+
+
+def _is_index(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and t.dtype in (torch.int32, torch.int64)
+
+
+def problem_bytes(
+    model: torch.nn.Module, inputs: list[Any], outputs: Any, reads: GatherReads | None = None
+) -> int:
     """Minimum DRAM bytes of one forward: Model.roofline_bytes(inputs, outputs) where the problem
     defines it, else every input and every parameter/buffer of the model (a linear layer's weight)
-    read once + every output written once."""
+    read once + every output written once; with `reads` (the reference's forward run under
+    GatherReads), a tensor read only as a gather's table counts the rows its indices touch."""
     own = getattr(model, "roofline_bytes", None)
     if callable(own):
         nbytes = own(list(inputs), list(outputs) if isinstance(outputs, list | tuple) else [outputs])
         if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes <= 0:
             raise ValueError(f"Model.roofline_bytes returned {nbytes!r}: it must return a positive int")
         return nbytes
-    return tensor_bytes(inputs) + tensor_bytes(outputs) + model_bytes(model)
+    return _read_bytes(inputs, reads) + tensor_bytes(outputs) + model_bytes(model, reads)
 
 
-def model_bytes(model: torch.nn.Module) -> int:
-    """Bytes of the model's parameters and buffers (each tensor once, shared ones too)."""
+def _read_bytes(values: Any, reads: GatherReads | None) -> int:
+    if reads is None:
+        return tensor_bytes(values)
+    tensors = _tensors(values if isinstance(values, list | tuple) else [values])
+    return sum(reads.read_bytes(t, tensor_bytes(t)) for t in tensors)
+
+
+def model_bytes(model: torch.nn.Module, reads: GatherReads | None = None) -> int:
+    """Bytes of the model's parameters and buffers (each tensor once, shared ones too; with `reads`,
+    a gather's table counts the rows its indices touch)."""
     seen: dict[int, int] = {}
     for t in [*model.parameters(), *model.buffers()]:
-        seen.setdefault(id(t), tensor_bytes(t))
+        seen.setdefault(id(t), _read_bytes([t], reads))
     return sum(seen.values())
 
 
-def count_flops(model: torch.nn.Module, inputs: list[Any]) -> int:
-    """FLOPs of one forward of `model` by FlopCounterMode (0 for ops it does not count)."""
+def count_flops(model: torch.nn.Module, inputs: list[Any], reads: GatherReads | None = None) -> int:
+    """FLOPs of one forward of `model` by FlopCounterMode (0 for ops it does not count); with `reads`,
+    the same forward also records what it gathers."""
     counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
+    with torch.no_grad(), counter, reads if reads is not None else contextlib.nullcontext():
         model(*inputs)
     return int(counter.get_total_flops())
 
@@ -149,11 +236,12 @@ def problem_roofline(model: torch.nn.Module, inputs: list[Any], outputs: Any, pe
     the reference.
 
     A reference that reads only part of an input (an embedding bag gathers a few rows of a large
-    table) states its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model
-    (both lists of the forward's tensors).
+    table) may state its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model
+    (both lists of the forward's tensors); without one, the rows its gathers touch are counted.
     """
-    nbytes = problem_bytes(model, inputs, outputs)
-    flops = count_flops(model, inputs)
+    reads = GatherReads()
+    flops = count_flops(model, inputs, reads)
+    nbytes = problem_bytes(model, inputs, outputs, reads)
     dtype = next(
         (x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()), torch.float32
     )
