@@ -1,0 +1,31 @@
+"""Drafting convolutions the dot engine would waste itself on: a depthwise nn.Conv2d (groups equal
+to its input and output channels, zero padding) applied to an input, drafted as the stencil template
+(`templates/depthwise.py`)."""
+
+from __future__ import annotations
+
+import torch.nn as nn
+
+from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of
+from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import depthwise as templates_depthwise
+
+
+def draft_depthwise(t: Traced) -> str | None:
+    """One depthwise Conv2d module over an input, its output returned as is."""
+    if len(t.ops) != 1 or t.out is not t.ops[0] or t.ops[0].op != "call_module":
+        return None
+    n = t.ops[0]
+    conv = t.module(n)
+    if not isinstance(conv, nn.Conv2d) or not n.args or n.args[0] not in t.ph or n.kwargs:
+        return None
+    if not (conv.groups == conv.in_channels == conv.out_channels) or conv.padding_mode != "zeros":
+        return None
+    if isinstance(conv.padding, str) or rank_of(n.args[0]) != 4 or dtype_of(n) != dtype_of(n.args[0]):
+        return None
+    init = twins(t)
+    if init is None:
+        return None
+    shape = n.meta["tensor_meta"].shape
+    name = str(n.target).replace(".", "_")
+    return templates_depthwise.depthwise(t.args, t.arg(n.args[0]), name, init, conv.out_channels, shape[-1])

@@ -1,0 +1,78 @@
+"""Triton template for a depthwise 2-D convolution (nn.Conv2d with groups == in == out channels): one
+program per BLOCK_C channels x BLOCK_W output pixels of one output row of one image, each tap one
+strided block load of the input row (masked at the image's edges, a scalar row test) times the
+channels' tap weights on the SIMD, accumulated in fp32. A depthwise convolution has no reduction over
+channels, so the implicit-GEMM form Inductor drafts (a K of KH x KW per output channel) wastes the dot
+engine; this is the stencil form. Stride, padding and dilation are runtime arguments; the tap loops
+are unrolled (KH, KW constexpr). Block sizes are module constants (`DW_BLOCK_C`, `DW_BLOCK_W`) for the
+block moves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kegen.search.operators.templates import HEADER
+
+KERNEL = """
+@triton.jit
+def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, OH, OW, STRIDE_H, STRIDE_W, PAD_H, PAD_W,
+                           DIL_H, DIL_W, KH: tl.constexpr, KW: tl.constexpr, HAS_BIAS: tl.constexpr,
+                           BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr):
+    n_wb = tl.cdiv(OW, BLOCK_W)
+    oh = tl.program_id(0) // n_wb
+    ow = (tl.program_id(0) % n_wb) * BLOCK_W + tl.arange(0, BLOCK_W)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    n = tl.program_id(2)
+    c_ok = c < C
+    x_img = x_ptr + n * C * H * W + c[:, None] * (H * W)
+    acc = tl.zeros((BLOCK_C, BLOCK_W), dtype=tl.float32)
+    for kh in tl.static_range(KH):
+        ih = oh * STRIDE_H - PAD_H + kh * DIL_H
+        row_ok = (ih >= 0) & (ih < H)
+        for kw in tl.static_range(KW):
+            iw = ow * STRIDE_W - PAD_W + kw * DIL_W
+            ok = (iw >= 0) & (iw < W) & row_ok
+            x = tl.load(x_img + ih * W + iw[None, :], mask=c_ok[:, None] & ok[None, :], other=0.0)
+            w = tl.load(w_ptr + c * (KH * KW) + (kh * KW + kw), mask=c_ok, other=0.0)
+            acc += x.to(tl.float32) * w.to(tl.float32)[:, None]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[:, None]
+    tl.store(y_ptr + n * C * OH * OW + c[:, None] * (OH * OW) + oh * OW + ow[None, :],
+             acc.to(y_ptr.dtype.element_ty), mask=c_ok[:, None] & (ow < OW)[None, :])
+"""
+
+
+def depthwise(
+    args: Sequence[str], x: str, conv: str, init: Sequence[str], channels: int, out_w: int
+) -> str:
+    """A whole candidate: the depthwise convolution module `self.<conv>` (rebuilt by `init`) applied to
+    the forward-time expression `x` ([N, C, H, W])."""
+    block_c = max(16, min(64, 1 << max(0, (channels - 1).bit_length())))
+    block_w = max(16, min(64, 1 << max(0, (out_w - 1).bit_length())))
+    body = (
+        f"        x = {x}.contiguous()\n"
+        f"        conv = self.{conv}\n"
+        "        w, b = conv.weight, conv.bias\n"
+        "        batch, c, h, w_ = x.shape\n"
+        "        kh, kw = conv.kernel_size\n"
+        "        (sh, sw), (ph, pw), (dh, dw) = conv.stride, conv.padding, conv.dilation\n"
+        "        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1\n"
+        "        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1\n"
+        "        y = torch.empty((batch, c, oh, ow), dtype=x.dtype, device=x.device)\n"
+        "        grid = (oh * triton.cdiv(ow, DW_BLOCK_W), triton.cdiv(c, DW_BLOCK_C), batch)\n"
+        "        kegen_depthwise_kernel[grid](x, w, w if b is None else b, y, c, h, w_, oh, ow, sh, sw,\n"
+        "                                     ph, pw, dh, dw, KH=kh, KW=kw, HAS_BIAS=b is not None,\n"
+        "                                     BLOCK_C=DW_BLOCK_C, BLOCK_W=DW_BLOCK_W)\n"
+        "        return y"
+    )
+    init_src = "".join(f"        {line}\n" for line in init)
+    return (
+        HEADER
+        + f"\nDW_BLOCK_C = {block_c}\nDW_BLOCK_W = {block_w}\n"
+        + KERNEL
+        + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
+        + "        super().__init__()\n"
+        + init_src
+        + f"\n    def forward(self, {', '.join(args)}):\n{body}\n"
+    )

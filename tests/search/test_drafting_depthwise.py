@@ -1,0 +1,48 @@
+"""Depthwise convolutions drafted as the stencil template (drafting/conv.py, templates/depthwise.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.drafting import analyze
+from lowering.backend.driver import MtiaDriver
+
+needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
+
+
+def _problem(tmp_path, name: str, conv: str, inputs: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        f"        super().__init__()\n        self.dw = {conv}\n\n    def forward(self, x):\n"
+        f"        return self.dw(x)\n\n\ndef get_inputs():\n    return {inputs}\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    return path
+
+
+CASES = {
+    "fp32_same": ("nn.Conv2d(24, 24, 3, padding=1, groups=24)", "[torch.randn(2, 24, 13, 21)]"),
+    "fp16_strided_dilated": (
+        "nn.Conv2d(40, 40, (3, 5), stride=2, padding=2, dilation=(2, 1), groups=40, bias=False).half()",
+        "[torch.randn(1, 40, 19, 23, dtype=torch.float16)]",
+    ),
+}
+
+
+@needs_mtia
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_depthwise_conv_is_drafted_as_the_stencil_and_is_correct(tmp_path, case: str) -> None:
+    problem = _problem(tmp_path, case, *CASES[case])
+    a = analyze(problem)
+    assert a.op_class == "convolution" and "kegen_depthwise_kernel" in a.source
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
+    assert r.ok, r.message
+
+
+def test_grouped_or_multiplier_convs_are_not_depthwise(tmp_path) -> None:
+    for name, conv in (("grouped", "nn.Conv2d(16, 16, 3, padding=1, groups=4)"),
+                       ("multiplier", "nn.Conv2d(16, 32, 3, padding=1, groups=16)")):  # fmt: skip
+        a = analyze(_problem(tmp_path, name, conv, "[torch.randn(1, 16, 8, 8)]"))
+        assert a.source is None or "kegen_depthwise_kernel" not in a.source
