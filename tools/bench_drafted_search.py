@@ -83,6 +83,7 @@ def _from_store(db: Path, run_id: str) -> dict[str, Any]:
         "best_time_s": best_s,
         "best_roofline": evs[best.id].roofline_fraction if best else None,
         "best_move": best.description[:160] if best else None,
+        "best_vs_compile": (evs[best.id].metrics.get("speedups") or {}).get("compile") if best else None,
         "x_written": written / best_s if written and best_s else None,
         "x_best_draft": min(timed) / best_s if timed and best_s else None,
         "evaluations": json.loads((db.parent / "run" / "run.json").read_text()).get("evaluations"),
@@ -104,12 +105,13 @@ def _us(s: float | None) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| problem | drafts (us) | best us | roofline | x as written | x best draft | evals | wall s |\n"
-    head += "|---|---|---|---|---|---|---|---|\n"
+    head = "| problem | drafts (us) | best us | roofline | x as written | x best draft | vs compile | evals "
+    head += "| wall s |\n"
+    head += "|---|---|---|---|---|---|---|---|---|\n"
     lines = []
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['problem']} | error: {r['error']} | - | - | - | - | - | {r['wall_s']} |")
+            lines.append(f"| {r['problem']} | error: {r['error']} | - | - | - | - | - | - | {r['wall_s']} |")
             continue
         drafts = "; ".join(
             f"{d['origin']} {_us(d['time_s']) if d['time_s'] else d['status']}" for d in r["drafts"]
@@ -117,7 +119,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         roof = f"{r['best_roofline']:.1%}" if r.get("best_roofline") else "-"
         xw = f"{r['x_written']:.2f}x" if r.get("x_written") else "-"
         xd = f"{r['x_best_draft']:.2f}x" if r.get("x_best_draft") else "-"
-        lines.append(f"| {r['problem']} | {drafts} | {_us(r['best_time_s'])} | {roof} | {xw} | {xd} | "
+        xc = f"{r['best_vs_compile']:.2f}x" if r.get("best_vs_compile") else "-"
+        lines.append(f"| {r['problem']} | {drafts} | {_us(r['best_time_s'])} | {roof} | {xw} | {xd} | {xc} | "
                      f"{r['evaluations']} | {r['wall_s']} |")  # fmt: skip
     return head + "\n".join(lines) + "\n"
 
