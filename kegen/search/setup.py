@@ -119,7 +119,7 @@ def _seed(c: SearchConfig, problem_path: Path) -> tuple[str, str, str | None, st
             op_class, summary = None, ""
         return seed.read_text(), f"seed {seed.name}", op_class, summary, []
     # the default draft (TorchInductor's) is the root; other drafts become its children
-    drafts, a = draft_seeds(problem_path)
+    drafts, a = draft_seeds(problem_path, target=c.eval.target)
     description = f"drafted from the reference ({a.summary}); {drafts[0].description}"
     return drafts[0].source, description, a.op_class, a.summary, drafts[1:]
 

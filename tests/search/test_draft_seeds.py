@@ -123,3 +123,22 @@ def test_a_model_converting_its_parameters_in_init_is_drafted(tmp_path) -> None:
     )
     drafts, _ = draft_seeds(problem)
     assert drafts[0].origin == "inductor" and "class ModelNew" in drafts[0].source
+
+
+def test_a_gpu_machine_drafts_torch_compiles_code_for_its_gpu(tmp_path, monkeypatch) -> None:
+    """Where Inductor's mtia draft cannot be made (a GPU machine), a GPU search starts from
+    torch.compile's code for that GPU; before, a problem no template matched could not be searched."""
+    import kegen.inductor.draft as inductor_draft
+    import kegen.search.compile_candidate as cc
+    from kegen.inductor.capture import CaptureError
+
+    def unavailable(path):  # type: ignore[no-untyped-def]
+        raise CaptureError("TorchInductor drafting is unavailable here: a CUDA GPU")
+
+    monkeypatch.setattr(inductor_draft, "draft_from_inductor", unavailable)
+    monkeypatch.setattr(cc, "gpu_drafter", lambda path, target: f"# compile's code for {target}\n")
+    problem = _upcast_gemm(tmp_path)
+    drafts, _ = draft_seeds(problem, target="nvidia")
+    assert drafts[0].origin == "inductor:gpu" and drafts[0].source == "# compile's code for nvidia\n"
+    with pytest.raises(DraftError, match="unavailable here"):  # an mtia search has no GPU draft to fall to
+        draft_seeds(problem, target="mtia")

@@ -190,6 +190,21 @@ class Draft:
     description: str
 
 
+def _gpu_inductor_draft(problem_path: Path, target: str) -> Draft | None:
+    """torch.compile's code for this machine's GPU (`compile_candidate.gpu_drafter`) where the search
+    targets one and Inductor's mtia draft cannot be made here (a GPU machine); None otherwise."""
+    from kegen.search.compile_candidate import TARGETS, gpu_drafter
+
+    if target not in TARGETS:
+        return None
+    try:
+        source = gpu_drafter(Path(problem_path), target)
+    except Exception:  # no GPU here, or a library op without a Triton form: the templates may still draft
+        return None
+    what = f"drafted by TorchInductor for this {target} GPU (torch.compile's code)"
+    return Draft(source, "inductor:gpu", what)
+
+
 def _native_inductor_draft(problem_path: Path) -> Draft | None:
     """Inductor's draft of a reference that upcasts its fp16/bf16 operands (`x.float()`: exact on a
     CPU host) computed in the operands' own dtype, as the model it stands for runs: no float32 copies
@@ -212,7 +227,7 @@ def _native_inductor_draft(problem_path: Path) -> Draft | None:
 
 
 def draft_seeds(
-    problem_path: Path, inductor: bool = True, templates: bool = True
+    problem_path: Path, inductor: bool = True, templates: bool = True, target: str = "mtia"
 ) -> tuple[list[Draft], Analysis]:
     """Every draft of the problem, the default first: TorchInductor's (kegen.inductor.draft), its
     draft in the operands' own dtype where the reference upcasts fp16/bf16 operands, then kegen's
@@ -229,7 +244,11 @@ def draft_seeds(
             kernels = ", ".join(info.kernels + info.extern) or "no kernels"
             drafts.append(Draft(source, "inductor", f"drafted by TorchInductor ({kernels})"))
         except CaptureError as exc:
-            refusals.append(f"TorchInductor: {exc}")
+            gpu = _gpu_inductor_draft(problem_path, target)  # a GPU machine drafts for its GPU
+            if gpu is None:
+                refusals.append(f"TorchInductor: {exc}")
+            else:
+                drafts.append(gpu)
         native = _native_inductor_draft(problem_path)
         if native is not None and all(native.source != d.source for d in drafts):
             drafts.append(native)

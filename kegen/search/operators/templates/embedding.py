@@ -140,11 +140,13 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
 BALANCED_MARKER = "share_lo = pid * total // nprog"
 
 
-_POOL = "acc += tl.dot(member.to(vals.dtype), vals)"
+# "ieee": the pooled rows summed exactly in float32 on every target (a GPU's default tf32 dot put fp32
+# bags ~1e-3 off the reference: every candidate of an fp32 EmbeddingBag search on an H100 was incorrect)
+_POOL = "acc += tl.dot(member.to(vals.dtype), vals, input_precision=\"ieee\")"
 # per-sample weights (mode "sum"): the membership mask carries each position's weight
 _WEIGHTED_POOL = (
     "wts = tl.load(psw_ptr + pos, mask=pmask, other=0.0)\n"
-    "{ind}acc += tl.dot(member.to(vals.dtype) * wts.to(vals.dtype)[None, :], vals)"
+    "{ind}acc += tl.dot(member.to(vals.dtype) * wts.to(vals.dtype)[None, :], vals, input_precision=\"ieee\")"
 )
 WEIGHTS_PARAM = "psw_ptr"
 
