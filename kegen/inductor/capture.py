@@ -113,6 +113,12 @@ def capture(problem_path: Path, seed: int = 0, keep_graph: bool = False) -> Capt
             model = problem.Model(*problem.get_init_inputs()).eval()
             inputs = tuple(problem.get_inputs())
     except Exception as exc:
+        varying = sizes_vary(problem, seed)
+        if varying:
+            raise CaptureError(
+                f"get_inputs' sizes depend on its own random values ({varying}): Inductor's draft would fix "
+                "them at one draw and fail at the others (kegen's templates draft such problems)"
+            ) from exc
         model, inputs = _build_with_real_inputs(problem, fake, seed, exc)
     try:
         with fake, torch.no_grad(), compat.quiet_torch_internals():
@@ -142,6 +148,30 @@ def capture(problem_path: Path, seed: int = 0, keep_graph: bool = False) -> Capt
         post_grad=kept.get("graph"),
         kernel_nodes=kept.get("kernels", []),
     )
+
+
+def sizes_vary(problem: Any, seed: int = 0) -> str | None:
+    """Where get_inputs sizes its tensors from its own random values (`int(lengths.sum())` indices of
+    an EmbeddingBag), the first size that differs between two draws; None where the sizes agree or
+    get_inputs runs on fake tensors (its sizes then cannot depend on its values)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        with FakeTensorMode():
+            torch.manual_seed(seed)
+            problem.get_inputs()
+        return None
+    except Exception:  # a data-dependent size: compare two real draws
+        pass
+    shapes = []
+    for s in (seed, seed + 1):
+        torch.manual_seed(s)
+        shapes.append([tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in problem.get_inputs()])
+    for i, (a, b) in enumerate(zip(*shapes, strict=False)):
+        if a != b:
+            return f"input {i} is {a} in one draw and {b} in another"
+    return None
 
 
 def _build_with_real_inputs(

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kegen.inductor.capture import Capture, CaptureError, GraphInput, load_problem
+from kegen.inductor.capture import Capture, CaptureError, GraphInput, load_problem, sizes_vary
 from kegen.inductor.draft import DraftInfo, _call_function, _dotted, _dropped, _rewrite_calls, assemble
 from kegen.inductor.extern_kernels import REPLACEMENTS
 from kegen.inductor.kernels_src import _HELPER_REF, _jit_functions
@@ -134,6 +134,12 @@ def capture_gpu(problem_path: Path, target: str, fused: bool = True, seed: int =
     for attr in ("Model", "get_inputs", "get_init_inputs"):
         if not hasattr(problem, attr):
             raise CaptureError(f"{problem_path} has no {attr} (KernelBench layout)")
+    varying = sizes_vary(problem, seed)
+    if varying:
+        raise CaptureError(
+            f"get_inputs' sizes depend on its own random values ({varying}): a draft would fix them at one "
+            "draw and fail at the others"
+        )
     with torch.device("cuda"):
         torch.manual_seed(seed)
         model = problem.Model(*problem.get_init_inputs()).eval()

@@ -142,3 +142,25 @@ def test_a_gpu_machine_drafts_torch_compiles_code_for_its_gpu(tmp_path, monkeypa
     assert drafts[0].origin == "inductor:gpu" and drafts[0].source == "# compile's code for nvidia\n"
     with pytest.raises(DraftError, match="unavailable here"):  # an mtia search has no GPU draft to fall to
         draft_seeds(problem, target="mtia")
+
+
+def test_inputs_sized_by_their_own_values_are_not_drafted_by_inductor(tmp_path) -> None:
+    """An EmbeddingBag whose index count is `lengths.sum()`: Inductor's draft fixed that count at the
+    captured draw and read outside the table's indices at others (a DMA fault on mtia, wrong on a GPU);
+    it is refused with the reason, and the template draft is the root."""
+    from kegen.inductor.capture import CaptureError, capture
+
+    p = tmp_path / "bags.py"
+    p.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.bag = nn.EmbeddingBag(500, 16, mode='sum')\n\n"
+        "    def forward(self, ids, offsets):\n        return self.bag(ids, offsets)\n\n\n"
+        "def get_inputs():\n    lengths = torch.randint(1, 9, (32,))\n"
+        "    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])\n"
+        "    return [torch.randint(0, 500, (int(lengths.sum()),)), offsets]\n\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    with pytest.raises(CaptureError, match=r"sizes depend on its own random values \(input 0 is"):
+        capture(p)
+    drafts, _ = draft_seeds(p)
+    assert [d.origin for d in drafts] == ["template:embedding"]
