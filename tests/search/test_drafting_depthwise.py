@@ -46,3 +46,41 @@ def test_grouped_or_multiplier_convs_are_not_depthwise(tmp_path) -> None:
                        ("multiplier", "nn.Conv2d(16, 32, 3, padding=1, groups=16)")):  # fmt: skip
         a = analyze(_problem(tmp_path, name, conv, "[torch.randn(1, 16, 8, 8)]"))
         assert a.source is None or "kegen_depthwise_kernel" not in a.source
+
+
+PLAIN = {
+    "conv2d_fp32": ("nn.Conv2d(16, 24, 3, padding=1)", "[torch.randn(2, 16, 12, 20)]"),
+    "conv1d_fp16_nobias": ("nn.Conv1d(8, 40, 5, padding=1, bias=False).half()",
+                           "[torch.randn(2, 8, 70, dtype=torch.float16)]"),  # fmt: skip
+}
+
+
+@needs_mtia
+@pytest.mark.parametrize("case", sorted(PLAIN))
+def test_a_plain_conv_module_is_drafted_in_the_seed_form_the_conv_moves_take(tmp_path, case: str) -> None:
+    from kegen.search.operators.templates.conv_rows import conv_mutations
+    from kegen.search.operators.templates.conv_stationary import stationary_mutations
+
+    problem = _problem(tmp_path, case, *PLAIN[case])
+    a = analyze(problem)
+    assert a.op_class == "convolution" and "kegen_conv_seed_kernel" in a.source
+    assert conv_mutations(a.source) and stationary_mutations(a.source)  # the moves recognise the draft
+    cfg = EvalConfig(target="mtia", seed=5, trials=2)
+    for source in (a.source, conv_mutations(a.source)[0].apply(a.source)):
+        r = evaluate(str(problem), source, config=cfg)
+        assert r.ok, r.message
+
+
+def test_a_strided_conv_is_left_to_inductor(tmp_path) -> None:
+    a = analyze(_problem(tmp_path, "strided", "nn.Conv2d(8, 8, 3, stride=2, padding=1)", "[torch.randn(1, 8, 9, 9)]"))
+    assert a.source is None or "kegen_conv_seed_kernel" not in a.source
+
+
+def test_geometry_bound_to_a_literal_is_not_a_block(tmp_path) -> None:
+    """The conv seed binds `kh, ph = 1, 0` on its Conv1d branch and launches `KH=kh, PAD_H=ph`: the
+    GEMM plan took them for blocks ("KH 1 -> 64"), which on a Conv1d would have run 64 rows of taps."""
+    from kegen.search.operators.mutations.blocks import find_blocks
+
+    source = analyze(_problem(tmp_path, "c1", "nn.Conv1d(8, 16, 3, padding=1)", "[torch.randn(1, 8, 40)]")).source
+    params = {s.param for s in find_blocks(source)}
+    assert {"BLOCK_CO", "BLOCK_CI", "BLOCK_P"} <= params and not params & {"KH", "KW", "PAD_H", "PAD_W"}

@@ -16,7 +16,8 @@ candidate from its Triton template. The op classes:
 - attention over the inputs in any spelling (F.scaled_dot_product_attention, or matmuls around a
   softmax with a scale, a causal or additive mask and fp32 upcasts), confirmed numerically against
   torch's attention (drafting.attention);
-- depthwise 2-D convolutions (nn.Conv2d with groups equal to its channels), as a stencil;
+- depthwise 2-D convolutions (nn.Conv2d with groups equal to its channels), as a stencil; a plain
+  Conv1d / Conv2d module (stride 1, groups 1) as the implicit-GEMM seed the convolution moves rewrite;
 - row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
@@ -40,7 +41,7 @@ from torch.fx import Node
 
 from kegen.search.operators.drafting.attention import SUMMARY as ATTENTION_SUMMARY
 from kegen.search.operators.drafting.attention import draft_attention
-from kegen.search.operators.drafting.conv import draft_depthwise
+from kegen.search.operators.drafting.conv import draft_conv, draft_depthwise
 from kegen.search.operators.drafting.elementwise import draft_broadcast, draft_elementwise
 from kegen.search.operators.drafting.gather import draft_embedding_bag, draft_gather
 from kegen.search.operators.drafting.graph import (
@@ -125,6 +126,7 @@ RULES: tuple[Rule, ...] = (
     Rule("gather", "gather", draft_gather),
     Rule("embedding_bag", "embedding", draft_embedding_bag),
     Rule("depthwise_conv", "convolution", draft_depthwise),
+    Rule("conv", "convolution", draft_conv),
     Rule("elementwise", "elementwise", draft_elementwise),
     Rule("broadcast", "elementwise", draft_broadcast),
 )

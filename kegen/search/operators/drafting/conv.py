@@ -1,6 +1,7 @@
-"""Drafting convolutions the dot engine would waste itself on: a depthwise nn.Conv2d (groups equal
-to its input and output channels, zero padding) applied to an input, drafted as the stencil template
-(`templates/depthwise.py`)."""
+"""Drafting one convolution module applied to an input: a depthwise nn.Conv2d (groups equal to its
+input and output channels, zero padding) as the stencil template (`templates/depthwise.py`: the dot
+engine would waste itself on it), and a plain nn.Conv1d / nn.Conv2d (stride 1, dilation 1, groups 1)
+as the implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import torch.nn as nn
 
 from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of
 from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import conv_seed as templates_conv_seed
 from kegen.search.operators.templates import depthwise as templates_depthwise
 
 
@@ -29,3 +31,24 @@ def draft_depthwise(t: Traced) -> str | None:
     shape = n.meta["tensor_meta"].shape
     name = str(n.target).replace(".", "_")
     return templates_depthwise.depthwise(t.args, t.arg(n.args[0]), name, init, conv.out_channels, shape[-1])
+
+
+def draft_conv(t: Traced) -> str | None:
+    """One plain Conv1d / Conv2d module over an input (stride 1, dilation 1, groups 1, zero padding),
+    its output returned as is."""
+    if len(t.ops) != 1 or t.out is not t.ops[0] or t.ops[0].op != "call_module":
+        return None
+    n = t.ops[0]
+    conv = t.module(n)
+    if not isinstance(conv, nn.Conv1d | nn.Conv2d) or not n.args or n.args[0] not in t.ph or n.kwargs:
+        return None
+    nd = 1 if isinstance(conv, nn.Conv1d) else 2
+    plain = conv.groups == 1 and tuple(conv.stride) == (1,) * nd and tuple(conv.dilation) == (1,) * nd
+    if not plain or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+        return None
+    if rank_of(n.args[0]) != nd + 2 or dtype_of(n) != dtype_of(n.args[0]):
+        return None
+    init = twins(t)
+    if init is None:
+        return None
+    return templates_conv_seed.conv_seed(t.args, t.arg(n.args[0]), str(n.target).replace(".", "_"), init)

@@ -1,6 +1,7 @@
 """Rebuilding the reference model's weights in ModelNew.__init__: constructor calls (nn.Linear,
-nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Conv2d, nn.Parameter(torch.randn/rand/ones/zeros)) accepted only
-where seeded construction provably gives the reference's values (checked at draft time)."""
+nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv2d,
+nn.Parameter(torch.randn/rand/ones/zeros)) accepted only where seeded construction provably gives the
+reference's values (checked at draft time)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ def module_ctor(m: nn.Module) -> str | None:
         ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
     elif isinstance(m, nn.Embedding) and m.padding_idx is None and m.max_norm is None:
         ctor = f"nn.Embedding({m.num_embeddings}, {m.embedding_dim})"
-    elif isinstance(m, nn.Conv2d) and m.padding_mode == "zeros" and not isinstance(m.padding, str):
+    elif isinstance(m, nn.Conv1d | nn.Conv2d) and m.padding_mode == "zeros" and isinstance(m.padding, tuple):
         ctor = (
-            f"nn.Conv2d({m.in_channels}, {m.out_channels}, {tuple(m.kernel_size)}, stride={tuple(m.stride)}, "
+            f"nn.{type(m).__name__}({m.in_channels}, {m.out_channels}, {tuple(m.kernel_size)}, "
+            f"stride={tuple(m.stride)}, "
             f"padding={tuple(m.padding)}, dilation={tuple(m.dilation)}, groups={m.groups}, "
             f"bias={m.bias is not None})"
         )

@@ -232,6 +232,8 @@ def _sites(tree: ast.Module) -> list[tuple[BlockSite, ast.Call, ast.AST]]:
                 site = BlockSite(name, idx, param, value.value, axis=axis, pos=pos, pid=pid)  # type: ignore[attr-defined]
                 out.append((site, node, scope))
             elif isinstance(value, ast.Name):
+                if not _blockish(param, axes, extents):
+                    continue  # a geometry variable (`KH=kh`, `kh = 1` on a Conv1d branch) is not a block
                 bound = _bound_int(scope, value.id) if scope is not tree else None
                 where: ast.AST = scope
                 if bound is None:
