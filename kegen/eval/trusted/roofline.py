@@ -113,11 +113,8 @@ class Roofline:
 
 
 def tensor_bytes(values: Any) -> int:
-    if isinstance(values, torch.Tensor):
-        return values.numel() * values.element_size()
-    if isinstance(values, list | tuple):
-        return sum(tensor_bytes(v) for v in values)
-    return 0
+    """Bytes of every tensor in `values` (a tensor, or nested lists and tuples of them)."""
+    return sum(t.numel() * t.element_size() for t in _tensors([values]))
 
 
 class GatherReads(TorchDispatchMode):
@@ -209,8 +206,7 @@ def problem_bytes(
 def _read_bytes(values: Any, reads: GatherReads | None) -> int:
     if reads is None:
         return tensor_bytes(values)
-    tensors = _tensors(values if isinstance(values, list | tuple) else [values])
-    return sum(reads.read_bytes(t, tensor_bytes(t)) for t in tensors)
+    return sum(reads.read_bytes(t, tensor_bytes(t)) for t in _tensors([values]))
 
 
 def model_bytes(model: torch.nn.Module, reads: GatherReads | None = None) -> int:
@@ -239,7 +235,8 @@ def problem_roofline(model: torch.nn.Module, inputs: list[Any], outputs: Any, pe
     table) may state its own minimum with a method `roofline_bytes(inputs, outputs) -> int` on Model
     (both lists of the forward's tensors); without one, the rows its gathers touch are counted.
     """
-    reads = GatherReads()
+    # the gathers are recorded only where the problem does not state its own minimum bytes
+    reads = None if callable(getattr(model, "roofline_bytes", None)) else GatherReads()
     flops = count_flops(model, inputs, reads)
     nbytes = problem_bytes(model, inputs, outputs, reads)
     dtype = next(

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from torch.fx import Node
 
@@ -223,9 +224,13 @@ def _native_inductor_draft(problem_path: Path) -> Draft | None:
             source, info = draft_from_inductor(problem_path)
     except CaptureError:
         return None
-    kernels = ", ".join(info.kernels + info.extern) or "no kernels"
-    return Draft(source, "inductor:native", f"drafted by TorchInductor in the operands' dtype, no float32 "
-                 f"upcasts ({kernels})")
+    what = f"drafted by TorchInductor in the operands' dtype, no float32 upcasts ({_kernels(info)})"
+    return Draft(source, "inductor:native", what)
+
+
+def _kernels(info: Any) -> str:
+    """The kernels an Inductor draft holds, for its description."""
+    return ", ".join(info.kernels + info.extern) or "no kernels"
 
 
 def draft_seeds(
@@ -243,8 +248,7 @@ def draft_seeds(
 
         try:
             source, info = draft_from_inductor(problem_path)
-            kernels = ", ".join(info.kernels + info.extern) or "no kernels"
-            drafts.append(Draft(source, "inductor", f"drafted by TorchInductor ({kernels})"))
+            drafts.append(Draft(source, "inductor", f"drafted by TorchInductor ({_kernels(info)})"))
         except CaptureError as exc:
             gpu = _gpu_inductor_draft(problem_path, target)  # a GPU machine drafts for its GPU
             if gpu is None:

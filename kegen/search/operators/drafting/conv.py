@@ -6,27 +6,40 @@ as the implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py
 from __future__ import annotations
 
 import torch.nn as nn
+from torch.fx import Node
 
 from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import conv_seed as templates_conv_seed
 from kegen.search.operators.templates import depthwise as templates_depthwise
 
+Conv = nn.Conv1d | nn.Conv2d
 
-def draft_depthwise(t: Traced) -> str | None:
-    """One depthwise Conv2d module over an input, its output returned as is."""
+
+def _one_conv(t: Traced) -> tuple[Node, Conv, list[str]] | None:
+    """(node, module, ModelNew.__init__ lines) where the whole reference is one Conv1d / Conv2d module
+    (zero numeric padding) over an input, its output returned as is and in the input's dtype."""
     if len(t.ops) != 1 or t.out is not t.ops[0] or t.ops[0].op != "call_module":
         return None
     n = t.ops[0]
     conv = t.module(n)
-    if not isinstance(conv, nn.Conv2d) or not n.args or n.args[0] not in t.ph or n.kwargs:
+    if not isinstance(conv, Conv) or not n.args or n.args[0] not in t.ph:
         return None
-    if not (conv.groups == conv.in_channels == conv.out_channels) or conv.padding_mode != "zeros":
+    if n.kwargs or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
         return None
-    if isinstance(conv.padding, str) or rank_of(n.args[0]) != 4 or dtype_of(n) != dtype_of(n.args[0]):
+    if rank_of(n.args[0]) != len(conv.kernel_size) + 2 or dtype_of(n) != dtype_of(n.args[0]):
         return None
     init = twins(t)
-    if init is None:
+    return None if init is None else (n, conv, init)
+
+
+def draft_depthwise(t: Traced) -> str | None:
+    """One depthwise Conv2d module over an input, its output returned as is."""
+    found = _one_conv(t)
+    if found is None:
+        return None
+    n, conv, init = found
+    if not isinstance(conv, nn.Conv2d) or not conv.groups == conv.in_channels == conv.out_channels:
         return None
     shape = n.meta["tensor_meta"].shape
     name = str(n.target).replace(".", "_")
@@ -36,19 +49,11 @@ def draft_depthwise(t: Traced) -> str | None:
 def draft_conv(t: Traced) -> str | None:
     """One plain Conv1d / Conv2d module over an input (stride 1, dilation 1, groups 1, zero padding),
     its output returned as is."""
-    if len(t.ops) != 1 or t.out is not t.ops[0] or t.ops[0].op != "call_module":
+    found = _one_conv(t)
+    if found is None:
         return None
-    n = t.ops[0]
-    conv = t.module(n)
-    if not isinstance(conv, nn.Conv1d | nn.Conv2d) or not n.args or n.args[0] not in t.ph or n.kwargs:
-        return None
-    nd = 1 if isinstance(conv, nn.Conv1d) else 2
-    plain = conv.groups == 1 and tuple(conv.stride) == (1,) * nd and tuple(conv.dilation) == (1,) * nd
-    if not plain or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
-        return None
-    if rank_of(n.args[0]) != nd + 2 or dtype_of(n) != dtype_of(n.args[0]):
-        return None
-    init = twins(t)
-    if init is None:
+    n, conv, init = found
+    ones = (1,) * len(conv.kernel_size)
+    if conv.groups != 1 or tuple(conv.stride) != ones or tuple(conv.dilation) != ones:
         return None
     return templates_conv_seed.conv_seed(t.args, t.arg(n.args[0]), str(n.target).replace(".", "_"), init)
