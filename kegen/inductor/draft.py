@@ -230,6 +230,12 @@ def reference_source(cap: Capture) -> str:
     path = getattr(cap.model_source_module, "__file__", None)
     if path is None:
         raise CaptureError("the problem's source is not available to rebuild its weights")
+    return reference_source_of(Path(path))
+
+
+def reference_source_of(path: Path) -> str:
+    """`reference_source` of the problem file at `path`: its definitions with `Model` renamed
+    `Reference`, for a ModelNew that builds it for its weights."""
     tree = ast.parse(Path(path).read_text())
     keep = []
     for node in tree.body:

@@ -1,7 +1,8 @@
 """Run by tests/search/test_gpu_templates.py in a subprocess started with TRITON_INTERPRET=1 (the
 interpreter must be on before Triton is first imported): `python gpu_interp.py MODE PROBLEM CANDIDATE ATOL`.
 
-Modes: `check` (ModelNew against the problem's Model, equal seeded construction and inputs),
+Modes: `check` (ModelNew against the problem's Model, equal seeded construction and inputs, both in
+eval mode; PROBLEM is a production suite problem's name or a problem file's path),
 `repack` (the same after both models' conv weights change in place), `causal` (the candidate
 against a causal softmax attention; PROBLEM is ignored). Exits non-zero with the mismatch."""
 
@@ -28,12 +29,13 @@ def _module(path: Path, name: str) -> ModuleType:
 
 
 def _pair(problem: str, candidate: Path) -> tuple[ModuleType, Any, Any]:
-    prob = _module(SUITE / problem / "problem.py", "problem")
+    path = Path(problem) if problem.endswith(".py") else SUITE / problem / "problem.py"
+    prob = _module(path, "problem")
     cand = _module(candidate, "candidate")
     torch.manual_seed(0)
-    ref = prob.Model(*prob.get_init_inputs())
+    ref = prob.Model(*prob.get_init_inputs()).eval()
     torch.manual_seed(0)
-    new = cand.ModelNew(*prob.get_init_inputs())
+    new = cand.ModelNew(*prob.get_init_inputs()).eval()
     return prob, ref, new
 
 

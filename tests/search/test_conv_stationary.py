@@ -49,26 +49,28 @@ def test_the_taps_are_unrolled_under_constexpr_guards() -> None:
 
 
 @pytest.mark.parametrize(
-    ("d", "shape", "c_in", "c_out", "k", "pad", "kernel"),
+    ("d", "shape", "c_in", "c_out", "k", "pad", "extra", "kernel"),
     [
-        (2, "2, 24, 9, 12", 24, 40, 3, 1, "conv_px_kernel"),  # ragged channels, 12-pixel rows: pixel tiles
-        (2, "1, 8, 7, 7", 8, 40, 5, 2, "conv_px_kernel"),  # 5x5 taps over one 49-pixel tile
-        (2, "1, 8, 4, 60", 8, 16, 3, 1, "conv_ws_kernel"),  # rows 60 of 64 wide: row tiles
-        (2, "2, 8, 5, 56", 8, 24, 3, 1, "conv_ws_kernel"),  # odd rows start 8 columns early (aligned)
-        (2, "1, 256, 5, 5", 256, 16, 3, 1, "conv_ws_kernel"),  # pixel tiles too large: row tiles of 8
-        (1, "2, 24, 70", 24, 40, 5, 2, "conv_ws_kernel"),  # 5 taps, columns in blocks of 64
-        (2, "1, 16, 6, 6", 16, 32, 3, 0, "conv_ws_kernel"),  # no padding: a smaller output
-        (1, "1, 8, 40", 8, 16, 9, 4, "conv_rows_kernel"),  # more taps than the kernel has: rows
+        (2, "2, 24, 9, 12", 24, 40, 3, 1, "", "conv_px_kernel"),  # ragged channels, 12-pixel rows: pixel tiles
+        (2, "1, 8, 7, 7", 8, 40, 5, 2, "", "conv_px_kernel"),  # 5x5 taps over one 49-pixel tile
+        (2, "1, 8, 4, 60", 8, 16, 3, 1, "", "conv_ws_kernel"),  # rows 60 of 64 wide: row tiles
+        (2, "2, 8, 5, 56", 8, 24, 3, 1, "", "conv_ws_kernel"),  # odd rows start 8 columns early (aligned)
+        (2, "1, 256, 5, 5", 256, 16, 3, 1, "", "conv_ws_kernel"),  # pixel tiles too large: row tiles of 8
+        (1, "2, 24, 70", 24, 40, 5, 2, "", "conv_ws_kernel"),  # 5 taps, columns in blocks of 64
+        (2, "1, 16, 6, 6", 16, 32, 3, 0, "", "conv_ws_kernel"),  # no padding: a smaller output
+        (1, "1, 8, 40", 8, 16, 9, 4, "", "conv_rows_kernel"),  # more taps than the kernel has: rows
+        (2, "1, 16, 11, 13", 16, 32, 3, 1, ", stride=2", "conv_ws_kernel"),  # strided rows
+        (2, "1, 8, 7, 7", 8, 40, 3, 2, ", dilation=2", "conv_ws_kernel"),  # the input's size, but dilated
     ],
 )
 def test_stationary_weights_are_correct_on_the_simulator(
-    tmp_path: Path, d: int, shape: str, c_in: int, c_out: int, k: int, pad: int, kernel: str
+    tmp_path: Path, d: int, shape: str, c_in: int, c_out: int, k: int, pad: int, extra: str, kernel: str
 ) -> None:
     """Each shape is computed exactly, by the stationary kernel where its taps fit, else by the row
     kernel the module carries."""
     problem = tmp_path / "problem.py"
-    problem.write_text(PROBLEM.format(d=d, shape=shape, c_in=c_in, c_out=c_out, k=k, pad=pad))
-    seed = _seed(f"conv{d}d_fp16").replace("padding=kernel_size // 2)", f"padding={pad})")
+    problem.write_text(PROBLEM.format(d=d, shape=shape, c_in=c_in, c_out=c_out, k=k, pad=pad, extra=extra))
+    seed = _seed(f"conv{d}d_fp16").replace("padding=kernel_size // 2)", f"padding={pad}{extra})")
     out = rewrite(seed)
     res = evaluate(problem, out, config=EvalConfig(target="mtia", trials=1))
     assert res.status.value == "ok", res.message

@@ -71,9 +71,15 @@ def test_a_plain_conv_module_is_drafted_in_the_seed_form_the_conv_moves_take(tmp
         assert r.ok, r.message
 
 
-def test_a_strided_conv_is_left_to_inductor(tmp_path) -> None:
-    a = analyze(_problem(tmp_path, "strided", "nn.Conv2d(8, 8, 3, stride=2, padding=1)", "[torch.randn(1, 8, 9, 9)]"))
-    assert a.source is None or "kegen_conv_seed_kernel" not in a.source
+@needs_mtia
+def test_a_strided_conv_module_is_drafted_in_the_seed_form(tmp_path) -> None:
+    """Strides are the module's, read at forward time (tests/search/test_drafting_conv_chain.py has
+    BatchNorm, activation and functional chains)."""
+    problem = _problem(tmp_path, "strided", "nn.Conv2d(8, 8, 3, stride=2, padding=1)", "[torch.randn(1, 8, 9, 9)]")
+    a = analyze(problem)
+    assert a.source is not None and "kegen_conv_seed_kernel" in a.source
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=2, trials=2))
+    assert r.ok, r.message
 
 
 def test_geometry_bound_to_a_literal_is_not_a_block(tmp_path) -> None:

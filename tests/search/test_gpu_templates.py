@@ -186,9 +186,9 @@ def test_conv_weights_repacked_when_changed(tmp_path: Path) -> None:
     _run("repack", "conv2d_fp16", out, tmp_path)
 
 
-def test_conv_refuses_strided_convolution() -> None:
-    seed = _seed("conv2d_fp16").replace("padding=kernel_size // 2)", "padding=kernel_size // 2, stride=2)")
-    with pytest.raises(MutationError, match="stride"):
+def test_conv_refuses_grouped_convolution() -> None:
+    seed = _seed("conv2d_fp16").replace("padding=kernel_size // 2)", "padding=kernel_size // 2, groups=2)")
+    with pytest.raises(MutationError, match="groups"):
         gpu_conv.rewrite(seed, ConvConfig())
 
 

@@ -1,19 +1,34 @@
-"""Drafting one convolution module applied to an input: a depthwise nn.Conv2d (groups equal to its
-input and output channels, zero padding) as the stencil template (`templates/depthwise.py`: the dot
-engine would waste itself on it), and a plain nn.Conv1d / nn.Conv2d (stride 1, dilation 1, groups 1)
-as the implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
+"""Drafting convolutions: a depthwise nn.Conv2d (groups equal to its input and output channels, zero
+padding) as the stencil template (`templates/depthwise.py`: the dot engine would waste itself on
+it); and a convolution chain -- one nn.Conv1d / nn.Conv2d module or F.conv1d / F.conv2d on a
+parameter (any stride and dilation, groups 1, zero padding), then optionally an eval-mode BatchNorm
+module and a ReLU or SiLU, with fp32 upcasts and the cast back to the input's dtype anywhere -- as
+the implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
 
 from __future__ import annotations
 
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.fx import Node
 
-from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of
+from kegen.search.operators.drafting.graph import CASTS, Traced, dtype_of, rank_of
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import conv_seed as templates_conv_seed
 from kegen.search.operators.templates import depthwise as templates_depthwise
 
 Conv = nn.Conv1d | nn.Conv2d
+BatchNorm = nn.BatchNorm1d | nn.BatchNorm2d
+CONV_FUNCTIONS = {F.conv1d: 1, F.conv2d: 2, torch.conv1d: 1, torch.conv2d: 2}
+RELU = {torch.relu, F.relu, "relu", "relu_"}
+SILU = {F.silu}
+UPCASTS = {"float"} | CASTS
+# the functional convolution's arguments after input and weight, in order, with their defaults
+_CONV_ARGS = (("bias", None), ("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1))
 
 
 def _one_conv(t: Traced) -> tuple[Node, Conv, list[str]] | None:
@@ -46,14 +61,169 @@ def draft_depthwise(t: Traced) -> str | None:
     return templates_depthwise.depthwise(t.args, t.arg(n.args[0]), name, init, conv.out_channels, shape[-1])
 
 
+@dataclass
+class _Geometry:
+    """A convolution's weight and bias (parameter paths in the reference) and its geometry."""
+
+    weight: str
+    bias: str | None
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+
+
+@dataclass
+class _Chain:
+    x: Node  # the input the convolution reads
+    conv: Node
+    geometry: _Geometry
+    module: Conv | None  # the convolution's own module (None for F.conv*)
+    bn: str = ""  # the BatchNorm module's path ("" for none)
+    act: str = "none"
+    nodes: set[Node] = field(default_factory=set)  # every node of the chain, casts included
+
+
+def _strip_casts(n: object, used: set[Node]) -> object:
+    """`n` below any dtype casts (`.float()`, `.to(...)`, `.half()`), which are added to `used`."""
+    while isinstance(n, Node) and n.op == "call_method" and n.target in UPCASTS and n.args:
+        used.add(n)
+        n = n.args[0]
+    return n
+
+
+def _tuple(v: object, nd: int) -> tuple[int, ...] | None:
+    if isinstance(v, int):
+        return (v,) * nd
+    if isinstance(v, list | tuple) and len(v) == nd and all(isinstance(i, int) for i in v):
+        return tuple(v)
+    return None
+
+
+def _param_path(t: Traced, n: object, used: set[Node]) -> str | None:
+    """The dotted path of the parameter a get_attr node (below casts) reads, else None."""
+    n = _strip_casts(n, used)
+    if not (isinstance(n, Node) and n.op == "get_attr"):
+        return None
+    try:
+        value = operator.attrgetter(str(n.target))(t.model)
+    except AttributeError:
+        return None
+    return str(n.target) if isinstance(value, nn.Parameter) else None
+
+
+def _module_geometry(t: Traced, n: Node, conv: nn.Module) -> _Geometry | None:
+    if not isinstance(conv, Conv) or n.kwargs or len(n.args) != 1:
+        return None
+    if conv.groups != 1 or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+        return None
+    path = str(n.target)
+    bias = f"{path}.bias" if conv.bias is not None else None
+    return _Geometry(f"{path}.weight", bias, tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation))
+
+
+def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
+    nd = CONV_FUNCTIONS[n.target]  # type: ignore[index]
+    if len(n.args) < 2:
+        return None
+    weight = _param_path(t, n.args[1], used)
+    values: dict[str, Any] = dict(_CONV_ARGS)
+    values.update(zip([k for k, _ in _CONV_ARGS], n.args[2:], strict=False))
+    values.update(n.kwargs)
+    if weight is None or set(values) != {k for k, _ in _CONV_ARGS} or values["groups"] != 1:
+        return None
+    bias = None if values["bias"] is None else _param_path(t, values["bias"], used)
+    if values["bias"] is not None and bias is None:
+        return None
+    if values["padding"] == "valid":
+        values["padding"] = 0
+    geo = [_tuple(values[k], nd) for k in ("stride", "padding", "dilation")]
+    if any(g is None for g in geo):
+        return None
+    stride, pad, dil = geo
+    assert stride is not None and pad is not None and dil is not None
+    return _Geometry(weight, bias, stride, pad, dil)
+
+
+def _match_chain(t: Traced) -> _Chain | None:
+    """The convolution chain the whole reference computes, else None."""
+    if t.out is None:
+        return None
+    used: set[Node] = set()
+    node = _strip_casts(t.out, used)
+    act = "none"
+    if isinstance(node, Node) and node.args and _activation(t, node) is not None:
+        act = str(_activation(t, node))
+        used.add(node)
+        node = _strip_casts(node.args[0], used)
+    bn = ""
+    if isinstance(node, Node) and isinstance(t.module(node), BatchNorm) and len(node.args) == 1:
+        m = t.module(node)
+        assert isinstance(m, BatchNorm)
+        if not m.track_running_stats or m.running_mean is None:
+            return None
+        bn = str(node.target)
+        used.add(node)
+        node = _strip_casts(node.args[0], used)
+    if not isinstance(node, Node) or not node.args:
+        return None
+    module = t.module(node)
+    if module is not None:
+        geometry = _module_geometry(t, node, module)
+    elif node.op == "call_function" and node.target in CONV_FUNCTIONS:
+        geometry = _function_geometry(t, node, used)
+    else:
+        return None
+    x = _strip_casts(node.args[0], used)
+    if geometry is None or x not in t.ph:
+        return None
+    assert isinstance(x, Node)
+    used.add(node)
+    # every compute node is the chain's (a `getattr(x, "dtype")` feeding the final cast aside)
+    if any(n not in used and n.target is not getattr for n in t.ops):
+        return None
+    return _Chain(x, node, geometry, module if isinstance(module, Conv) else None, bn, act, used)
+
+
+def _activation(t: Traced, n: Node) -> str | None:
+    module = t.module(n)
+    if isinstance(module, nn.ReLU) or (module is None and n.target in RELU):
+        return "relu"
+    if isinstance(module, nn.SiLU) or (module is None and n.target in SILU):
+        return "silu"
+    return None
+
+
 def draft_conv(t: Traced) -> str | None:
-    """One plain Conv1d / Conv2d module over an input (stride 1, dilation 1, groups 1, zero padding),
-    its output returned as is."""
-    found = _one_conv(t)
-    if found is None:
+    """A convolution chain (see the module docstring) over one input, computed in the input's dtype."""
+    chain = _match_chain(t)
+    if chain is None:
         return None
-    n, conv, init = found
-    ones = (1,) * len(conv.kernel_size)
-    if conv.groups != 1 or tuple(conv.stride) != ones or tuple(conv.dilation) != ones:
+    weight = operator.attrgetter(chain.geometry.weight)(t.model)
+    nd = weight.dim() - 2
+    if nd not in (1, 2) or rank_of(chain.x) != nd + 2:
         return None
-    return templates_conv_seed.conv_seed(t.args, t.arg(n.args[0]), str(n.target).replace(".", "_"), init)
+    if not (dtype_of(chain.x) == dtype_of(t.out) == weight.dtype):
+        t.notes.append("a convolution whose weight, input and output dtypes differ")
+        return None
+    x = t.arg(chain.x)
+    name = str(chain.conv.target).replace(".", "_") if chain.module is not None else "conv"
+    ones = (1,) * nd
+    plain = chain.module is not None and (chain.geometry.stride, chain.geometry.dilation) == (ones, ones)
+    init = twins(t) if plain and not chain.bn else None
+    if init is not None:  # seeded construction rebuilds the module itself: the readable draft
+        return templates_conv_seed.conv_seed(t.args, x, name, init, act=chain.act)
+    from kegen.inductor.draft import reference_source_of
+
+    g = chain.geometry
+    cls = f"nn.Conv{nd}d"
+    lines = [
+        "self.reference = Reference(*args, **kwargs)  # the reference's parameters and BatchNorm statistics",
+        f"self.{name} = {cls}({weight.shape[1]}, {weight.shape[0]}, {tuple(weight.shape[2:])}, "
+        f"stride={g.stride}, padding={g.padding}, dilation={g.dilation}, bias={g.bias is not None})",
+        f"self.{name}.weight = self.reference.get_parameter({g.weight!r})",
+    ]
+    if g.bias is not None:
+        lines.append(f"self.{name}.bias = self.reference.get_parameter({g.bias!r})")
+    bn = f"reference.{chain.bn}" if chain.bn else ""
+    prelude = reference_source_of(t.problem.__file__)
+    return templates_conv_seed.conv_seed(t.args, x, name, lines, bn=bn, act=chain.act, prelude=prelude)

@@ -43,8 +43,9 @@ TRANSPOSE = {"t", torch.t, "transpose", torch.transpose, "swapaxes", "swapdims",
 KNOWN_TARGETS = (
     set(ELEMENTWISE_FORMATS) | POW | GELU | CASTS | SOFTMAX | LOG_SOFTMAX | set(REDUCE) | ARGMAX | CUMSUM
 ) | (MATMUL | LINEAR | GATHER | RMS_NORM | TRANSPOSE | {F.layer_norm, getattr, operator.getitem, "type_as"})
-KNOWN_TARGETS |= {F.embedding_bag}
+KNOWN_TARGETS |= {F.embedding_bag, F.conv1d, F.conv2d, torch.conv1d, torch.conv2d, F.relu, torch.relu, F.silu}
 KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding, nn.EmbeddingBag)
+KNOWN_MODULES += (nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.ReLU, nn.SiLU)
 # local names of the templates' forward bodies that an input must not shadow
 RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
 RESERVED |= {

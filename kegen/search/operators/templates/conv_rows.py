@@ -22,19 +22,20 @@ from __future__ import annotations
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
 from kegen.search.operators.templates.gpu_conv import _MODEL_TAIL as GPU_MODEL_TAIL
+from kegen.search.operators.templates.gpu_conv import EPILOGUE_MARK, bn_act_apply, bn_prologue, conv_module
 from kegen.search.operators.templates.gpu_conv import MARKER as GPU_MARKER
-from kegen.search.operators.templates.gpu_conv import conv_module
-from kegen.search.operators.templates.gpu_launch import module_imports, rewritten_module
+from kegen.search.operators.templates.gpu_launch import module_imports, module_support, rewritten_module
 
 REWRITTEN = "# kegen-mtia: conv"  # the marker prefix of every mtia convolution rewrite
 MARKER = f"{REWRITTEN} rows"
 
 KERNEL = """
 @triton.jit
-def conv_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW,
+def conv_rows_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, EPS,
                      KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
-                     HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
-                     BLOCK_W: tl.constexpr):
+                     STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr, BN_AFFINE: tl.constexpr, ACT: tl.constexpr,
+                     BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, BLOCK_W: tl.constexpr):
     n = tl.program_id(0)
     n_wb = tl.cdiv(OW, BLOCK_W)
     oh = tl.program_id(1) // n_wb
@@ -48,10 +49,10 @@ def conv_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW,
         ci = ci0 + ci_offs
         ci_ok = ci < C_IN
         for kh in range(KH):
-            ih = oh + kh - PAD_H
+            ih = oh * STRIDE_H + kh * DIL_H - PAD_H
             row_ok = (ih >= 0) & (ih < H)
             for kw in range(KW):
-                iw = ow + (kw - PAD_W)
+                iw = ow * STRIDE_W + (kw * DIL_W - PAD_W)
                 cols_ok = (iw >= 0) & (iw < W) & row_ok
                 w = tl.load(w_ptr + (kh * KW + kw) * C_OUT * C_IN + co[:, None] * C_IN + ci[None, :],
                             mask=co_ok[:, None] & ci_ok[None, :], other=0.0)
@@ -60,9 +61,10 @@ def conv_rows_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW,
                 acc += tl.dot(w, x)
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=co_ok, other=0.0).to(tl.float32)[:, None]
+    # BATCHNORM_ACTIVATION
     tl.store(y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW) + oh * OW + ow[None, :],
              acc.to(y_ptr.dtype.element_ty), mask=co_ok[:, None] & (ow < OW)[None, :])
-"""
+""".replace(EPILOGUE_MARK, bn_prologue("    ", "co", "co_ok") + bn_act_apply("    ", "[:, None]"))
 
 LAUNCH = """
         y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
@@ -72,8 +74,10 @@ LAUNCH = """
         bci = min(CONVR_BLOCK_CI, max(16, triton.next_power_of_2(c_in)))
         bco = min(CONVR_BLOCK_CO, max(16, triton.next_power_of_2(c_out)))
         grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, bco))
-        conv_rows_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow,
-                               KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+        conv_rows_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out, h, w_,
+                               oh, ow, eps, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh, STRIDE_W=sw,
+                               DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None, HAS_BN=bn is not None,
+                               BN_AFFINE=affine, ACT=act,
                                BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                num_stages={stages}, dual_core={dual})
         return y
@@ -109,7 +113,7 @@ def rewrite(
     if REWRITTEN in source or GPU_MARKER in source:
         raise MutationError("already a convolution rewrite")
     x, attr, init_src = conv_module(source)
-    imports = module_imports(source)
+    imports = module_imports(source) + module_support(source)
     consts = constants(block_co, block_ci, block_w)
     tail = (
         model_tail()

@@ -29,8 +29,8 @@ from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
 from kegen.search.operators.templates import conv_rows
-from kegen.search.operators.templates.gpu_conv import conv_module
-from kegen.search.operators.templates.gpu_launch import module_imports, rewritten_module
+from kegen.search.operators.templates.gpu_conv import bn_act_apply, bn_prologue, conv_module
+from kegen.search.operators.templates.gpu_launch import module_imports, module_support, rewritten_module
 
 MARKER = f"{conv_rows.REWRITTEN} stationary weights"
 KH_MAX, KW_MAX = 5, 7  # taps the generated kernels cover (1-D kernels up to 7, 2-D up to 5x7)
@@ -51,8 +51,12 @@ def _weights_head(name: str, tile_params: str, kh_max: int, kw_max: int) -> list
     weight tile loaded once, the bias."""
     lines = [
         "@triton.jit",
-        f"def {name}(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H, W, {tile_params}",
+        f"def {name}(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C_IN, C_OUT, H, W, EPS,",
+        f"                   {tile_params}",
         "                   KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,",
+        "                   STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,",
+        "                   DIL_W: tl.constexpr, HAS_BN: tl.constexpr, BN_AFFINE: tl.constexpr,",
+        "                   ACT: tl.constexpr,",
         "                   HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,",
         "                   BLOCK_W: tl.constexpr):",
         "    n = tl.program_id(0)",
@@ -73,6 +77,7 @@ def _weights_head(name: str, tile_params: str, kh_max: int, kw_max: int) -> list
         *lines,
         "    if HAS_BIAS:",
         "        bias = tl.load(b_ptr + co, mask=co_ok, other=0.0).to(tl.float32)",
+        *bn_prologue("    ", "co", "co_ok").splitlines(),
         "    x_img = x_ptr + n * C_IN * H * W + ci[:, None] * (H * W)",
     ]
 
@@ -81,6 +86,7 @@ def _store(index: str, valid: str) -> list[str]:
     return [
         "        if HAS_BIAS:",
         "            acc += bias[:, None]",
+        *bn_act_apply("        ", "[:, None]").splitlines(),
         f"        tl.store(y_img + {index}, acc.to(y_ptr.dtype.element_ty),",
         f"                 mask=co_ok[:, None] & {valid})",
     ]
@@ -103,14 +109,14 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
     ]
     for kw in range(kw_max):  # the column masks of this tile, one per horizontal tap
         cols = [
-            f"iw{kw} = ow + ({kw} - PAD_W)",
+            f"iw{kw} = ow * STRIDE_W + ({kw} * DIL_W - PAD_W)",
             f"c{kw} = ci_ok[:, None] & ((iw{kw} >= 0) & (iw{kw} < W))[None, :]",
         ]
         _guarded(lines, "        ", 0, kw, cols)
     for kh in range(kh_max):
         for kw in range(kw_max):
             tap = [
-                f"ih = oh + ({kh} - PAD_H)",
+                f"ih = oh * STRIDE_H + ({kh} * DIL_H - PAD_H)",
                 f"x = tl.load(x_img + ih * W + iw{kw}[None, :], mask=c{kw} & ((ih >= 0) & (ih < H)),",
                 "              other=0.0)",
                 f"acc += tl.dot(w{kh}_{kw}, x)",
@@ -166,7 +172,7 @@ _WS_LAUNCH = """
         local = CONVS_LOCAL_BYTES // (2 if CONVS_DUAL_CORE else 1)  # a dual-core PE's half
         # flattened pixel tiles for a 2-D "same" convolution whose rows leave their tiles a quarter
         # masked or more, or are narrower than 32 pixels; else (or where those tiles do not fit) rows
-        same = nd == 2 and (oh, ow) == (h, w_) and ow % row_bw != 0
+        same = nd == 2 and (oh, ow) == (h, w_) and (sh, sw, dh, dw) == (1, 1, 1, 1) and ow % row_bw != 0
         for pixels in ((True, False) if same and (4 * ow <= 3 * row_bw or row_bw < 32) else (False,)):
             bw = CONVS_BLOCK_W if pixels else row_bw
             bco = CONVS_BLOCK_CO
@@ -184,13 +190,18 @@ _WS_LAUNCH = """
             per = triton.cdiv(tiles, max(1, CONVS_PROGRAMS // (batch * co_blocks)))
             grid = (batch, triton.cdiv(tiles, per), co_blocks)
             if pixels:
-                conv_px_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, tiles, per,
-                                     KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+                conv_px_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out, h,
+                                     w_, eps, tiles, per, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=1,
+                                     STRIDE_W=1, DIL_H=1, DIL_W=1, HAS_BN=bn is not None,
+                                     BN_AFFINE=affine, ACT=act,
+                                     HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             else:
-                conv_ws_kernel[grid](x, w, w if b is None else b, y, c_in, c_out, h, w_, oh, ow, tiles, per,
-                                     n_wb, max(1, CONVS_ALIGN_BYTES // es), KH=kh, KW=kw, PAD_H=ph, PAD_W=pw,
+                conv_ws_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out, h,
+                                     w_, eps, oh, ow, tiles, per, n_wb, max(1, CONVS_ALIGN_BYTES // es),
+                                     KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh, STRIDE_W=sw, DIL_H=dh,
+                                     DIL_W=dw, HAS_BN=bn is not None, BN_AFFINE=affine, ACT=act,
                                      HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
@@ -241,7 +252,9 @@ def rewrite(
         + conv_rows.constants(128, 64, 64)
     )
     kernels = stationary_kernel() + "\n\n" + pixel_kernel() + "\n\n" + conv_rows.KERNEL
-    return rewritten_module(module_imports(source), f"{MARKER}\n{consts}", kernels, init_src, tail)
+    return rewritten_module(
+        module_imports(source) + module_support(source), f"{MARKER}\n{consts}", kernels, init_src, tail
+    )
 
 
 # (BLOCK_CO, BLOCK_W, num_stages, dual_core)

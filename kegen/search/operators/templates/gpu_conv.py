@@ -20,11 +20,43 @@ from kegen.search.operators.mutations.base import MutationError, jit_functions
 from kegen.search.operators.templates.gpu_launch import (
     find_launch,
     module_imports,
+    module_support,
     rewritten_module,
     set_constants,
 )
 
 MARKER = "# kegen-gpu: conv"
+EPILOGUE_MARK = "    # BATCHNORM_ACTIVATION\n"  # where a kernel template's BatchNorm and activation go
+
+
+def bn_prologue(indent: str, co: str, ok: str) -> str:
+    """Kernel lines computing the eval-mode BatchNorm's per-channel `bn_scale` and `bn_shift` over
+    channels `co` (valid where `ok`) from its running statistics (and affine weights)."""
+    load = "tl.load({p} + " + co + ", mask=" + ok + ", other={o}).to(tl.float32)"
+    lines = [
+        "if HAS_BN:",
+        "    bn_scale = 1.0 / tl.sqrt(" + load.format(p="v_ptr", o="1.0") + " + EPS)",
+        "    if BN_AFFINE:",
+        "        bn_scale = bn_scale * " + load.format(p="g_ptr", o="0.0"),
+        "    bn_shift = -" + load.format(p="m_ptr", o="0.0") + " * bn_scale",
+        "    if BN_AFFINE:",
+        "        bn_shift += " + load.format(p="be_ptr", o="0.0"),
+    ]
+    return "".join(f"{indent}{ln}\n" for ln in lines)
+
+
+def bn_act_apply(indent: str, axis: str) -> str:
+    """Kernel lines applying the BatchNorm (`bn_scale`, `bn_shift` broadcast by `axis`) and the `ACT`
+    activation (ReLU 1, SiLU 2) to `acc`."""
+    lines = [
+        "if HAS_BN:",
+        f"    acc = acc * bn_scale{axis} + bn_shift{axis}",
+        "if ACT == 1:",
+        "    acc = tl.maximum(acc, 0.0)",
+        "if ACT == 2:",
+        "    acc = acc * tl.sigmoid(acc)",
+    ]
+    return "".join(f"{indent}{ln}\n" for ln in lines)
 
 
 @dataclass(frozen=True)
@@ -52,10 +84,14 @@ class ConvConfig:
 
 _KERNEL = """
 @triton.jit
-def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, BATCH, C_IN, C_OUT, H, W, OH, OW,
+def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, BATCH, C_IN, C_OUT, H, W,
+                      OH, OW, EPS,
                       KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
-                      HAS_BIAS: tl.constexpr, EVEN_CI: tl.constexpr, BLOCK_P: tl.constexpr,
-                      BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, GROUP_M: tl.constexpr):
+                      STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,
+                      DIL_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
+                      BN_AFFINE: tl.constexpr, ACT: tl.constexpr, EVEN_CI: tl.constexpr,
+                      BLOCK_P: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
+                      GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     n_pix = OH * OW
     num_pid_m = tl.cdiv(BATCH * n_pix, BLOCK_P)
@@ -80,8 +116,8 @@ def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, BATCH, C_IN, C_OUT, H, W, OH, 
     for it in range(0, KH * KW * n_ci):
         tap = it // n_ci
         ci = (it % n_ci) * BLOCK_CI + rk
-        ih = oh + (tap // KW - PAD_H)
-        iw = ow + (tap % KW - PAD_W)
+        ih = oh * STRIDE_H + ((tap // KW) * DIL_H - PAD_H)
+        iw = ow * STRIDE_W + ((tap % KW) * DIL_W - PAD_W)
         ok = p_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
         a_ptrs = x_ptr + (x_img + ih * W + iw)[:, None] + ci[None, :] * (H * W)
         b_ptrs = w_ptr + (tap * C_IN + ci)[:, None] * C_OUT + offs_co[None, :]
@@ -94,9 +130,30 @@ def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, BATCH, C_IN, C_OUT, H, W, OH, 
         acc = tl.dot(a, b, acc)
     if HAS_BIAS:
         acc += tl.load(b_ptr + offs_co, mask=co_ok, other=0.0).to(tl.float32)[None, :]
+    # BATCHNORM_ACTIVATION
     y_off = (img * (C_OUT * n_pix) + pix)[:, None] + offs_co[None, :] * n_pix
     tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=p_ok[:, None] & co_ok[None, :])
-"""
+""".replace(EPILOGUE_MARK, bn_prologue("    ", "offs_co", "co_ok") + bn_act_apply("    ", "[None, :]"))
+
+# ModelNew's method that the convolution kernels' epilogue arguments come from (the seed's too)
+EPILOGUE_METHOD = '''
+    def _epilogue(self, conv):
+        """The convolution's epilogue operands: (its bias, the eval-mode BatchNorm's (running mean,
+        running variance, weight, bias) or None, its eps, whether it is affine, the activation code),
+        the BatchNorm and activation as ModelNew's `kegen_conv_epilogue` names them (none by default)."""
+        bn_path, act = getattr(self, "kegen_conv_epilogue", ("", "none"))
+        code = {"none": 0, "relu": 1, "silu": 2}[act]
+        bias = conv.bias.detach() if conv.bias is not None else None
+        if not bn_path:
+            return bias, None, 0.0, False, code
+        bn = self.get_submodule(bn_path)
+        if bn.training or bn.running_mean is None or bn.running_var is None:
+            raise ValueError("the BatchNorm epilogue needs eval mode and running statistics")
+        mean, var = bn.running_mean.detach(), bn.running_var.detach()
+        if bn.weight is None or bn.bias is None:
+            return bias, (mean, var, mean, mean), float(bn.eps), False, code
+        return bias, (mean, var, bn.weight.detach(), bn.bias.detach()), float(bn.eps), True, code
+'''
 
 _MODEL_TAIL = '''
     def _packed_weight(self, w):
@@ -106,32 +163,35 @@ _MODEL_TAIL = '''
             self._kegen_pack = w.detach().permute(*range(2, w.dim()), 1, 0).contiguous()
             self._kegen_pack_key = key
         return self._kegen_pack
-
+''' + EPILOGUE_METHOD + '''
     def forward(self, {x}):
         conv = self.{attr}
         nd = {x}.dim() - 2
-        if tuple(conv.stride) != (1,) * nd or tuple(conv.dilation) != (1,) * nd or conv.groups != 1 \\
-                or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
-            raise ValueError("the implicit-GEMM kernel covers stride 1, dilation 1, groups 1, zero padding")
+        if conv.groups != 1 or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError("the implicit-GEMM kernel covers groups 1 and numeric zero padding")
         x = {x}.contiguous()
         w = self._packed_weight(conv.weight)
-        b = conv.bias.detach() if conv.bias is not None else None
+        b, bn, eps, affine, act = self._epilogue(conv)
+        bn_m, bn_v, bn_g, bn_b = bn or (w, w, w, w)
         batch, c_in = x.shape[0], x.shape[1]
         c_out = conv.out_channels
         if nd == 1:
             h, w_ = 1, x.shape[2]
-            kh, kw = 1, conv.kernel_size[0]
+            kh, kw, sh, sw, dh, dw = 1, conv.kernel_size[0], 1, conv.stride[0], 1, conv.dilation[0]
             ph, pw = 0, conv.padding[0]
         else:
             h, w_ = x.shape[2], x.shape[3]
-            kh, kw = conv.kernel_size
+            (kh, kw), (sh, sw), (dh, dw) = conv.kernel_size, conv.stride, conv.dilation
             ph, pw = conv.padding
-        oh, ow = h + 2 * ph - kh + 1, w_ + 2 * pw - kw + 1
+        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1
         shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
         y = torch.empty(shape, dtype=x.dtype, device=x.device)
         grid = (triton.cdiv(batch * oh * ow, CONV_BLOCK_P) * triton.cdiv(c_out, CONV_BLOCK_CO),)
-        conv_igemm_kernel[grid](x, w, w if b is None else b, y, batch, c_in, c_out, h, w_, oh, ow,
-                                KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, HAS_BIAS=b is not None,
+        conv_igemm_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, batch, c_in, c_out,
+                                h, w_, oh, ow, eps, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh,
+                                STRIDE_W=sw, DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None,
+                                HAS_BN=bn is not None, BN_AFFINE=affine, ACT=act,
                                 EVEN_CI=c_in % CONV_BLOCK_CI == 0, BLOCK_P=CONV_BLOCK_P,
                                 BLOCK_CO=CONV_BLOCK_CO, BLOCK_CI=CONV_BLOCK_CI, GROUP_M=CONV_GROUP_M,
                                 num_warps=CONV_WARPS, num_stages=CONV_STAGES)
@@ -165,23 +225,35 @@ def _conv_attr(init: ast.FunctionDef) -> str:
         raise MutationError(f"{len(attrs)} convolution modules in ModelNew.__init__ (want one)")
     attr, call = attrs[0]
     for kw in call.keywords:
-        if kw.arg in ("stride", "dilation", "groups") and ast.unparse(kw.value) not in (
-            "1",
-            "(1, 1)",
-            "(1,)",
-        ):
-            raise MutationError(f"the convolution sets {kw.arg}={ast.unparse(kw.value)}")
-    if len(call.args) > 3:
-        raise MutationError("the convolution passes stride (or more) positionally")
+        if kw.arg == "groups" and ast.unparse(kw.value) != "1":
+            raise MutationError(f"the convolution sets groups={ast.unparse(kw.value)}")
+    if len(call.args) > 6:
+        raise MutationError("the convolution passes groups positionally")
     return attr
 
 
+def _is_template_epilogue(s: ast.stmt) -> bool:
+    """`if HAS_BN: ...` / `if ACT == k: ...`: the templates' BatchNorm and activation (`bn_prologue`,
+    `bn_act_apply`), which the rewrites keep (ModelNew's `kegen_conv_epilogue` names them)."""
+    if not isinstance(s, ast.If) or s.orelse:
+        return False
+    if not {"ACT", "HAS_BN"} & {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}:
+        return False
+    calls = {ast.unparse(n.func).split(".")[-1] for n in ast.walk(s) if isinstance(n, ast.Call)}
+    return calls <= {"maximum", "sigmoid", "load", "to", "sqrt"} and all(
+        isinstance(n, ast.Assign | ast.AugAssign | ast.If) for n in ast.walk(s) if isinstance(n, ast.stmt)
+    )
+
+
 def _epilogue_is_bias_store(fn: ast.FunctionDef) -> bool:
-    """Whether everything after the kernel's last top-level loop only loads, adds and stores."""
+    """Whether everything after the kernel's last top-level loop only loads, adds and stores (and
+    applies the templates' BatchNorm and activation)."""
     loops = [i for i, s in enumerate(fn.body) if isinstance(s, ast.For)]
     if not loops:
         return False
     for s in fn.body[loops[-1] + 1 :]:
+        if _is_template_epilogue(s):
+            continue
         for n in ast.walk(s):
             if isinstance(n, ast.Call) and ast.unparse(n.func).split(".")[-1] not in ("load", "store", "to"):
                 return False
@@ -224,7 +296,7 @@ def rewrite(source: str, config: ConvConfig) -> str:
     x, attr, init_src = conv_module(source)
     tail = _MODEL_TAIL.replace("{x}", x).replace("{attr}", attr)
     header = MARKER + "\n" + config.constants()
-    return rewritten_module(module_imports(source), header, _KERNEL, init_src, tail)
+    return rewritten_module(module_imports(source) + module_support(source), header, _KERNEL, init_src, tail)
 
 
 def set_config(source: str, config: ConvConfig) -> str:

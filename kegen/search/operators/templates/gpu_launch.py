@@ -125,6 +125,28 @@ def module_imports(source: str) -> str:
     return "".join(ast.unparse(n) + "\n" for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
 
 
+def module_support(source: str) -> str:
+    """The module's top-level classes other than ModelNew and its plain (non-Triton) functions, with the
+    module-level assignments they read: what a rewrite keeps beside its own kernel (a `Reference`
+    class that ModelNew builds for its weights, a helper the seed's `__init__` calls)."""
+    tree = ast.parse(source)
+    defs = [
+        n
+        for n in tree.body
+        if (isinstance(n, ast.ClassDef) and n.name != "ModelNew")
+        or (isinstance(n, ast.FunctionDef) and not any("jit" in ast.unparse(d) for d in n.decorator_list))
+    ]
+    if not defs:
+        return ""
+    read = {x.id for d in defs for x in ast.walk(d) if isinstance(x, ast.Name)}
+    assigns = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and {t.id for t in n.targets if isinstance(t, ast.Name)} & read
+    ]
+    return "\n" + "".join(ast.unparse(n) + "\n\n\n" for n in [*assigns, *defs])
+
+
 def rewritten_module(imports: str, header: str, kernel: str, init: str, tail: str) -> str:
     """A whole rewritten module: the seed's imports, the rewrite's marker and constants (`header`), its
     kernel, and `ModelNew` from the seed's `__init__` body and the rewrite's methods (`tail`)."""

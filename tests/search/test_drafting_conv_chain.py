@@ -1,0 +1,141 @@
+"""Convolution chains drafted as the conv seed (drafting/conv.py, templates/conv_seed.py): strided and
+dilated convolutions, F.conv1d/F.conv2d on parameters with fp32 upcasts, and an eval-mode BatchNorm
+and a ReLU or SiLU after the convolution; then the mtia rewrites (conv_rows, conv_stationary) and the
+GPU rewrite (gpu_conv, in Triton's interpreter) of that draft, each checked numerically."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.drafting import analyze
+from kegen.search.operators.templates import gpu_conv
+from kegen.search.operators.templates.conv_rows import conv_mutations
+from kegen.search.operators.templates.conv_stationary import stationary_mutations
+from kegen.search.operators.templates.gpu_conv import ConvConfig
+from lowering.backend.driver import MtiaDriver
+from tests.search.test_gpu_templates import _run
+
+needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
+
+TEMPLATE = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+{init}
+
+    def forward(self, x):
+{forward}
+
+
+def get_inputs():
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"        {ln}" for ln in textwrap.dedent(text).strip().splitlines())
+
+
+def _problem(tmp_path: Path, name: str, init: str, forward: str, inputs: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(TEMPLATE.format(init=_indent(init), forward=_indent(forward), inputs=inputs))
+    return path
+
+
+# name -> (init, forward, inputs, activation the draft names, whether a BatchNorm is folded)
+CHAINS = {
+    "stride2_bn_relu_fp32": (
+        """
+        self.conv = nn.Conv2d(12, 24, 3, stride=2, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(24)
+        with torch.no_grad():  # running statistics no seeded constructor reproduces
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 1.5)
+            self.bn.weight.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.2, 0.2)
+        """,
+        "return torch.relu(self.bn(self.conv(x)))",
+        "torch.randn(2, 12, 13, 11)",
+        "relu",
+        True,
+    ),
+    "functional_fp16_upcast_dilated": (
+        "self.w = nn.Parameter(torch.randn(16, 8, 3, 3, dtype=torch.float16) * 0.1)\n"
+        "self.b = nn.Parameter(torch.randn(16, dtype=torch.float16))",
+        "y = F.conv2d(x.float(), self.w.float(), self.b.float(), stride=(2, 1), padding=2, dilation=2)\n"
+        "return y.to(x.dtype)",
+        "torch.randn(1, 8, 15, 18, dtype=torch.float16)",
+        "none",
+        False,
+    ),
+    "conv1d_bias_bn_silu": (
+        "self.conv = nn.Conv1d(8, 16, 5, padding=2)\nself.bn = nn.BatchNorm1d(16, affine=False)\n"
+        "self.act = nn.SiLU()",
+        "return self.act(self.bn(self.conv(x)))",
+        "torch.randn(2, 8, 37)",
+        "silu",
+        True,
+    ),
+}
+
+
+def _draft(tmp_path: Path, case: str) -> tuple[Path, str]:
+    init, forward, inputs, act, bn = CHAINS[case]
+    problem = _problem(tmp_path, case, init, forward, inputs)
+    a = analyze(problem)
+    assert a.op_class == "convolution" and a.source is not None and "kegen_conv_seed_kernel" in a.source
+    assert (f", {act!r})" in a.source) == (act != "none")
+    assert ("reference.bn" in a.source) == bn
+    return problem, a.source
+
+
+@needs_mtia
+@pytest.mark.parametrize("case", sorted(CHAINS))
+def test_a_conv_chain_is_drafted_and_its_rewrites_are_correct_on_the_simulator(tmp_path, case: str) -> None:
+    problem, source = _draft(tmp_path, case)
+    rows, stationary = conv_mutations(source), stationary_mutations(source)
+    assert rows and stationary  # the mtia moves take the draft
+    cfg = EvalConfig(target="mtia", seed=5, trials=2)
+    for candidate in (source, rows[0].apply(source), stationary[0].apply(source)):
+        r = evaluate(str(problem), candidate, config=cfg)
+        assert r.ok, r.message
+
+
+@pytest.mark.parametrize("case", sorted(CHAINS))
+def test_the_gpu_rewrite_of_a_conv_chain_is_exact_in_the_interpreter(tmp_path, case: str) -> None:
+    problem, source = _draft(tmp_path, case)
+    out = gpu_conv.rewrite(source, ConvConfig(32, 16, 16, 2, 4, 2))
+    _run("check", str(problem), out, tmp_path, atol=2e-2)
+
+
+def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
+    """A grouped convolution, a BatchNorm in training mode's place (before the convolution), a sum
+    after it, and 'same' padding are left to the other drafters."""
+    cases = {
+        "grouped": ("self.conv = nn.Conv2d(8, 16, 3, groups=2)", "return self.conv(x)"),
+        "bn_first": (
+            "self.bn = nn.BatchNorm2d(8)\nself.conv = nn.Conv2d(8, 16, 3)",
+            "return self.conv(self.bn(x))",
+        ),
+        "residual": ("self.conv = nn.Conv2d(8, 8, 3, padding=1)", "return self.conv(x) + x"),
+        "same_string": (
+            "self.w = nn.Parameter(torch.randn(8, 8, 3, 3))",
+            "return F.conv2d(x, self.w, padding='same')",
+        ),
+    }
+    for name, (init, forward) in cases.items():
+        a = analyze(_problem(tmp_path, name, init, forward, "torch.randn(1, 8, 10, 10)"))
+        assert a.source is None or "kegen_conv_seed_kernel" not in a.source, name
