@@ -121,6 +121,36 @@ def test_the_gpu_rewrite_of_a_conv_chain_is_exact_in_the_interpreter(tmp_path, c
     _run("check", str(problem), out, tmp_path, atol=2e-2)
 
 
+DEPTHWISE = {
+    "dw_bn_relu_fp32": (
+        """
+        self.dw = nn.Conv2d(24, 24, 3, stride=2, padding=1, groups=24, bias=False)
+        self.bn = nn.BatchNorm2d(24)
+        with torch.no_grad():
+            self.bn.running_var.uniform_(0.5, 1.5)
+            self.bn.bias.uniform_(-0.2, 0.2)
+        """,
+        "return F.relu(self.bn(self.dw(x)))",
+        "torch.randn(2, 24, 13, 11)",
+    ),
+    "dw_functional_fp16_silu": (
+        "self.w = nn.Parameter(torch.randn(16, 1, 5, 5, dtype=torch.float16) * 0.2)",
+        "return F.silu(F.conv2d(x.float(), self.w.float(), None, 1, 2, 1, 16)).to(x.dtype)",
+        "torch.randn(1, 16, 12, 9, dtype=torch.float16)",
+    ),
+}
+
+
+@needs_mtia
+@pytest.mark.parametrize("case", sorted(DEPTHWISE))
+def test_a_depthwise_chain_is_drafted_as_the_stencil_and_is_correct(tmp_path, case: str) -> None:
+    problem = _problem(tmp_path, case, *DEPTHWISE[case])
+    a = analyze(problem)
+    assert a.op_class == "convolution" and a.source is not None and "kegen_depthwise_kernel" in a.source
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=4, trials=2))
+    assert r.ok, r.message
+
+
 def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
     """A grouped convolution, a BatchNorm in training mode's place (before the convolution), a sum
     after it, and 'same' padding are left to the other drafters."""

@@ -1,9 +1,9 @@
-"""Drafting convolutions: a depthwise nn.Conv2d (groups equal to its input and output channels, zero
-padding) as the stencil template (`templates/depthwise.py`: the dot engine would waste itself on
-it); and a convolution chain -- one nn.Conv1d / nn.Conv2d module or F.conv1d / F.conv2d on a
-parameter (any stride and dilation, groups 1, zero padding), then optionally an eval-mode BatchNorm
-module and a ReLU or SiLU, with fp32 upcasts and the cast back to the input's dtype anywhere -- as
-the implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
+"""Drafting convolution chains: one nn.Conv1d / nn.Conv2d module or F.conv1d / F.conv2d on a
+parameter (any stride and dilation, zero padding), then optionally an eval-mode BatchNorm module and a
+ReLU or SiLU, with fp32 upcasts and the cast back to the input's dtype anywhere. A depthwise 2-D chain
+(groups equal to its input and output channels) is drafted as the stencil template
+(`templates/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
+implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
 
-from kegen.search.operators.drafting.graph import CASTS, Traced, dtype_of, rank_of
+from kegen.search.operators.drafting.graph import CASTS, Traced, dtype_of, rank_of, shape_of
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import conv_seed as templates_conv_seed
 from kegen.search.operators.templates import depthwise as templates_depthwise
@@ -31,36 +31,6 @@ UPCASTS = {"float"} | CASTS
 _CONV_ARGS = (("bias", None), ("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1))
 
 
-def _one_conv(t: Traced) -> tuple[Node, Conv, list[str]] | None:
-    """(node, module, ModelNew.__init__ lines) where the whole reference is one Conv1d / Conv2d module
-    (zero numeric padding) over an input, its output returned as is and in the input's dtype."""
-    if len(t.ops) != 1 or t.out is not t.ops[0] or t.ops[0].op != "call_module":
-        return None
-    n = t.ops[0]
-    conv = t.module(n)
-    if not isinstance(conv, Conv) or not n.args or n.args[0] not in t.ph:
-        return None
-    if n.kwargs or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
-        return None
-    if rank_of(n.args[0]) != len(conv.kernel_size) + 2 or dtype_of(n) != dtype_of(n.args[0]):
-        return None
-    init = twins(t)
-    return None if init is None else (n, conv, init)
-
-
-def draft_depthwise(t: Traced) -> str | None:
-    """One depthwise Conv2d module over an input, its output returned as is."""
-    found = _one_conv(t)
-    if found is None:
-        return None
-    n, conv, init = found
-    if not isinstance(conv, nn.Conv2d) or not conv.groups == conv.in_channels == conv.out_channels:
-        return None
-    shape = n.meta["tensor_meta"].shape
-    name = str(n.target).replace(".", "_")
-    return templates_depthwise.depthwise(t.args, t.arg(n.args[0]), name, init, conv.out_channels, shape[-1])
-
-
 @dataclass
 class _Geometry:
     """A convolution's weight and bias (parameter paths in the reference) and its geometry."""
@@ -70,6 +40,7 @@ class _Geometry:
     stride: tuple[int, ...]
     padding: tuple[int, ...]
     dilation: tuple[int, ...]
+    groups: int = 1
 
 
 @dataclass
@@ -114,11 +85,12 @@ def _param_path(t: Traced, n: object, used: set[Node]) -> str | None:
 def _module_geometry(t: Traced, n: Node, conv: nn.Module) -> _Geometry | None:
     if not isinstance(conv, Conv) or n.kwargs or len(n.args) != 1:
         return None
-    if conv.groups != 1 or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+    if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
         return None
     path = str(n.target)
     bias = f"{path}.bias" if conv.bias is not None else None
-    return _Geometry(f"{path}.weight", bias, tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation))
+    geo = (tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation))
+    return _Geometry(f"{path}.weight", bias, *geo, groups=conv.groups)
 
 
 def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
@@ -129,7 +101,7 @@ def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
     values: dict[str, Any] = dict(_CONV_ARGS)
     values.update(zip([k for k, _ in _CONV_ARGS], n.args[2:], strict=False))
     values.update(n.kwargs)
-    if weight is None or set(values) != {k for k, _ in _CONV_ARGS} or values["groups"] != 1:
+    if weight is None or set(values) != {k for k, _ in _CONV_ARGS} or not isinstance(values["groups"], int):
         return None
     bias = None if values["bias"] is None else _param_path(t, values["bias"], used)
     if values["bias"] is not None and bias is None:
@@ -141,7 +113,7 @@ def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
         return None
     stride, pad, dil = geo
     assert stride is not None and pad is not None and dil is not None
-    return _Geometry(weight, bias, stride, pad, dil)
+    return _Geometry(weight, bias, stride, pad, dil, values["groups"])
 
 
 def _match_chain(t: Traced) -> _Chain | None:
@@ -193,11 +165,8 @@ def _activation(t: Traced, n: Node) -> str | None:
     return None
 
 
-def draft_conv(t: Traced) -> str | None:
-    """A convolution chain (see the module docstring) over one input, computed in the input's dtype."""
-    chain = _match_chain(t)
-    if chain is None:
-        return None
+def _checked(t: Traced, chain: _Chain) -> tuple[torch.Tensor, int] | None:
+    """(the convolution's weight, its spatial rank) where input, weight and output agree."""
     weight = operator.attrgetter(chain.geometry.weight)(t.model)
     nd = weight.dim() - 2
     if nd not in (1, 2) or rank_of(chain.x) != nd + 2:
@@ -205,25 +174,68 @@ def draft_conv(t: Traced) -> str | None:
     if not (dtype_of(chain.x) == dtype_of(t.out) == weight.dtype):
         t.notes.append("a convolution whose weight, input and output dtypes differ")
         return None
-    x = t.arg(chain.x)
-    name = str(chain.conv.target).replace(".", "_") if chain.module is not None else "conv"
+    return weight, nd
+
+
+def _weights(t: Traced, chain: _Chain, weight: torch.Tensor, name: str) -> tuple[list[str], str, str]:
+    """(ModelNew.__init__ lines, the BatchNorm's path in ModelNew, module-level prelude): the module
+    rebuilt by seeded construction where that gives the reference's weights (a module of unit stride
+    and dilation and no BatchNorm), else the reference built as `Reference` and a geometry-only conv
+    module pointed at its parameters."""
+    nd = weight.dim() - 2
+    g = chain.geometry
     ones = (1,) * nd
-    plain = chain.module is not None and (chain.geometry.stride, chain.geometry.dilation) == (ones, ones)
+    plain = chain.module is not None and (g.stride, g.dilation) == (ones, ones)
     init = twins(t) if plain and not chain.bn else None
-    if init is not None:  # seeded construction rebuilds the module itself: the readable draft
-        return templates_conv_seed.conv_seed(t.args, x, name, init, act=chain.act)
+    if init is not None:
+        return init, "", ""
     from kegen.inductor.draft import reference_source_of
 
-    g = chain.geometry
-    cls = f"nn.Conv{nd}d"
+    c_in = weight.shape[1] * g.groups
     lines = [
         "self.reference = Reference(*args, **kwargs)  # the reference's parameters and BatchNorm statistics",
-        f"self.{name} = {cls}({weight.shape[1]}, {weight.shape[0]}, {tuple(weight.shape[2:])}, "
-        f"stride={g.stride}, padding={g.padding}, dilation={g.dilation}, bias={g.bias is not None})",
+        f"self.{name} = nn.Conv{nd}d({c_in}, {weight.shape[0]}, {tuple(weight.shape[2:])}, "
+        f"stride={g.stride}, padding={g.padding}, dilation={g.dilation}, groups={g.groups}, "
+        f"bias={g.bias is not None})",
         f"self.{name}.weight = self.reference.get_parameter({g.weight!r})",
     ]
     if g.bias is not None:
         lines.append(f"self.{name}.bias = self.reference.get_parameter({g.bias!r})")
     bn = f"reference.{chain.bn}" if chain.bn else ""
-    prelude = reference_source_of(t.problem.__file__)
-    return templates_conv_seed.conv_seed(t.args, x, name, lines, bn=bn, act=chain.act, prelude=prelude)
+    return lines, bn, reference_source_of(t.problem.__file__)
+
+
+def _name(chain: _Chain) -> str:
+    return str(chain.conv.target).replace(".", "_") if chain.module is not None else "conv"
+
+
+def draft_depthwise(t: Traced) -> str | None:
+    """A depthwise Conv2d chain (groups equal to its input and output channels; see the module
+    docstring) over one input."""
+    chain = _match_chain(t)
+    checked = None if chain is None else _checked(t, chain)
+    if chain is None or checked is None:
+        return None
+    weight, nd = checked
+    if nd != 2 or weight.shape[1] != 1 or weight.shape[0] != chain.geometry.groups:
+        return None
+    name = _name(chain)
+    init, bn, prelude = _weights(t, chain, weight, name)
+    out_w = shape_of(t.out)[-1]  # type: ignore[index]
+    return templates_depthwise.depthwise(
+        t.args, t.arg(chain.x), name, init, weight.shape[0], out_w, bn=bn, act=chain.act, prelude=prelude
+    )
+
+
+def draft_conv(t: Traced) -> str | None:
+    """A convolution chain (see the module docstring) over one input, computed in the input's dtype."""
+    chain = _match_chain(t)
+    checked = None if chain is None else _checked(t, chain)
+    if chain is None or checked is None or chain.geometry.groups != 1:
+        return None
+    weight, _ = checked
+    name = _name(chain)
+    init, bn, prelude = _weights(t, chain, weight, name)
+    return templates_conv_seed.conv_seed(
+        t.args, t.arg(chain.x), name, init, bn=bn, act=chain.act, prelude=prelude
+    )

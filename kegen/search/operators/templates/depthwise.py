@@ -13,12 +13,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates.gpu_conv import (
+    EPILOGUE_MARK,
+    EPILOGUE_METHOD,
+    bn_act_apply,
+    bn_prologue,
+)
 
 KERNEL = """
 @triton.jit
-def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, OH, OW, STRIDE_H, STRIDE_W, PAD_H, PAD_W,
-                           DIL_H, DIL_W, KH: tl.constexpr, KW: tl.constexpr, HAS_BIAS: tl.constexpr,
-                           BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr):
+def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C, H, W, OH, OW,
+                           STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W, EPS, KH: tl.constexpr,
+                           KW: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
+                           BN_AFFINE: tl.constexpr, ACT: tl.constexpr, BLOCK_C: tl.constexpr,
+                           BLOCK_W: tl.constexpr):
     n_wb = tl.cdiv(OW, BLOCK_W)
     oh = tl.program_id(0) // n_wb
     ow = (tl.program_id(0) % n_wb) * BLOCK_W + tl.arange(0, BLOCK_W)
@@ -38,22 +46,34 @@ def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C, H, W, OH, OW, STRIDE_H
             acc += x.to(tl.float32) * w.to(tl.float32)[:, None]
     if HAS_BIAS:
         acc += tl.load(b_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[:, None]
+    # BATCHNORM_ACTIVATION
     tl.store(y_ptr + n * C * OH * OW + c[:, None] * (OH * OW) + oh * OW + ow[None, :],
              acc.to(y_ptr.dtype.element_ty), mask=c_ok[:, None] & (ow < OW)[None, :])
-"""
+""".replace(EPILOGUE_MARK, bn_prologue("    ", "c", "c_ok") + bn_act_apply("    ", "[:, None]"))
 
 
 def depthwise(
-    args: Sequence[str], x: str, conv: str, init: Sequence[str], channels: int, out_w: int
+    args: Sequence[str],
+    x: str,
+    conv: str,
+    init: Sequence[str],
+    channels: int,
+    out_w: int,
+    bn: str = "",
+    act: str = "none",
+    prelude: str = "",
 ) -> str:
-    """A whole candidate: the depthwise convolution module `self.<conv>` (rebuilt by `init`) applied to
-    the forward-time expression `x` ([N, C, H, W])."""
+    """A whole candidate: the depthwise convolution module `self.<conv>` (built by `init`) applied to
+    the forward-time expression `x` ([N, C, H, W]), then the eval-mode BatchNorm `self.<bn>` (none
+    where empty) and activation `act` (as `templates.conv_seed`); `prelude` goes before ModelNew."""
     block_c = max(16, min(64, 1 << max(0, (channels - 1).bit_length())))
     block_w = max(16, min(64, 1 << max(0, (out_w - 1).bit_length())))
     body = (
         f"        x = {x}.contiguous()\n"
         f"        conv = self.{conv}\n"
-        "        w, b = conv.weight, conv.bias\n"
+        "        w = conv.weight\n"
+        "        b, bn, eps, affine, act = self._epilogue(conv)\n"
+        "        bn_m, bn_v, bn_g, bn_b = bn or (w, w, w, w)\n"
         "        batch, c, h, w_ = x.shape\n"
         "        kh, kw = conv.kernel_size\n"
         "        (sh, sw), (ph, pw), (dh, dw) = conv.stride, conv.padding, conv.dilation\n"
@@ -61,18 +81,23 @@ def depthwise(
         "        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1\n"
         "        y = torch.empty((batch, c, oh, ow), dtype=x.dtype, device=x.device)\n"
         "        grid = (oh * triton.cdiv(ow, DW_BLOCK_W), triton.cdiv(c, DW_BLOCK_C), batch)\n"
-        "        kegen_depthwise_kernel[grid](x, w, w if b is None else b, y, c, h, w_, oh, ow, sh, sw,\n"
-        "                                     ph, pw, dh, dw, KH=kh, KW=kw, HAS_BIAS=b is not None,\n"
+        "        kegen_depthwise_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c,\n"
+        "                                     h, w_, oh, ow, sh, sw, ph, pw, dh, dw, eps, KH=kh, KW=kw,\n"
+        "                                     HAS_BIAS=b is not None, HAS_BN=bn is not None,\n"
+        "                                     BN_AFFINE=affine, ACT=act,\n"
         "                                     BLOCK_C=DW_BLOCK_C, BLOCK_W=DW_BLOCK_W)\n"
         "        return y"
     )
-    init_src = "".join(f"        {line}\n" for line in init)
+    lines = [*init, f"self.kegen_conv_epilogue = ({bn!r}, {act!r})"] if bn or act != "none" else list(init)
+    init_src = "".join(f"        {line}\n" for line in lines)
     return (
         HEADER
         + f"\nDW_BLOCK_C = {block_c}\nDW_BLOCK_W = {block_w}\n"
         + KERNEL
+        + (f"\n\n{prelude.strip()}\n" if prelude else "")
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + "        super().__init__()\n"
         + init_src
+        + EPILOGUE_METHOD
         + f"\n    def forward(self, {', '.join(args)}):\n{body}\n"
     )
