@@ -89,6 +89,27 @@ CHAINS = {
         "silu",
         True,
     ),
+    "bn_relu6_fp32": (
+        "self.conv = nn.Conv2d(8, 16, 3, padding=1)\nself.bn = nn.BatchNorm2d(16)\nself.act = nn.ReLU6()",
+        "return self.act(self.bn(self.conv(x)))",
+        "torch.randn(1, 8, 9, 10) * 4",
+        "relu6",
+        True,
+    ),
+    "gelu_fp32": (
+        "self.conv = nn.Conv1d(8, 16, 3, stride=2)",
+        "return F.gelu(self.conv(x))",
+        "torch.randn(2, 8, 33)",
+        "gelu",
+        False,
+    ),
+    "hardswish_fp16": (
+        "self.conv = nn.Conv2d(8, 16, 1).half()\nself.act = nn.Hardswish()",
+        "return self.act(self.conv(x))",
+        "torch.randn(1, 8, 7, 9, dtype=torch.float16) * 3",
+        "hardswish",
+        False,
+    ),
 }
 
 
@@ -152,8 +173,8 @@ def test_a_depthwise_chain_is_drafted_as_the_stencil_and_is_correct(tmp_path, ca
 
 
 def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
-    """A grouped convolution, a BatchNorm in training mode's place (before the convolution), a sum
-    after it, and 'same' padding are left to the other drafters."""
+    """A grouped convolution, a BatchNorm before the convolution, a sum after it, an activation the
+    kernels do not have (tanh-approximated GELU) and 'same' padding are left to the other drafters."""
     cases = {
         "grouped": ("self.conv = nn.Conv2d(8, 16, 3, groups=2)", "return self.conv(x)"),
         "bn_first": (
@@ -161,6 +182,7 @@ def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
             "return self.conv(self.bn(x))",
         ),
         "residual": ("self.conv = nn.Conv2d(8, 8, 3, padding=1)", "return self.conv(x) + x"),
+        "tanh_gelu": ("self.conv = nn.Conv2d(8, 16, 3)", "return F.gelu(self.conv(x), approximate='tanh')"),
         "same_string": (
             "self.w = nn.Parameter(torch.randn(8, 8, 3, 3))",
             "return F.conv2d(x, self.w, padding='same')",

@@ -1,7 +1,8 @@
 """Drafting convolution chains: one nn.Conv1d / nn.Conv2d module or F.conv1d / F.conv2d on a
-parameter (any stride and dilation, zero padding), then optionally an eval-mode BatchNorm module and a
-ReLU or SiLU, with fp32 upcasts and the cast back to the input's dtype anywhere. A depthwise 2-D chain
-(groups equal to its input and output channels) is drafted as the stencil template
+parameter (any stride and dilation, zero padding), then optionally an eval-mode BatchNorm module and an
+activation (ReLU, ReLU6, SiLU, GELU, Hardswish, sigmoid), with fp32 upcasts and the cast back to the
+input's dtype anywhere. A depthwise 2-D chain (groups equal to its input and output channels) is
+drafted as the stencil template
 (`templates/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
 implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
 
@@ -16,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
 
-from kegen.search.operators.drafting.graph import CASTS, Traced, dtype_of, rank_of, shape_of
+from kegen.search.operators.drafting.graph import CASTS, GELU, Traced, dtype_of, rank_of, shape_of
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import conv_seed as templates_conv_seed
 from kegen.search.operators.templates import depthwise as templates_depthwise
@@ -24,8 +25,23 @@ from kegen.search.operators.templates import depthwise as templates_depthwise
 Conv = nn.Conv1d | nn.Conv2d
 BatchNorm = nn.BatchNorm1d | nn.BatchNorm2d
 CONV_FUNCTIONS = {F.conv1d: 1, F.conv2d: 2, torch.conv1d: 1, torch.conv2d: 2}
-RELU = {torch.relu, F.relu, "relu", "relu_"}
-SILU = {F.silu}
+# activations after the convolution (and its BatchNorm), by module class and by function or method
+_ACTIVATION_MODULES = (
+    (nn.ReLU6, "relu6"),  # before ReLU's check: a Hardtanh, not a ReLU subclass, but kept first anyway
+    (nn.ReLU, "relu"),
+    (nn.SiLU, "silu"),
+    (nn.GELU, "gelu"),
+    (nn.Hardswish, "hardswish"),
+    (nn.Sigmoid, "sigmoid"),
+)
+_ACTIVATION_TARGETS = (
+    ({torch.relu, F.relu, "relu", "relu_"}, "relu"),
+    ({F.silu}, "silu"),
+    ({F.relu6, F.hardtanh}, "relu6"),
+    (GELU, "gelu"),
+    ({F.hardswish}, "hardswish"),
+    ({torch.sigmoid, F.sigmoid, "sigmoid"}, "sigmoid"),
+)
 UPCASTS = {"float"} | CASTS
 # the functional convolution's arguments after input and weight, in order, with their defaults
 _CONV_ARGS = (("bias", None), ("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1))
@@ -157,12 +173,17 @@ def _match_chain(t: Traced) -> _Chain | None:
 
 
 def _activation(t: Traced, n: Node) -> str | None:
+    """The name (`gpu_conv.ACTIVATIONS`) of the activation node `n` computes, else None."""
     module = t.module(n)
-    if isinstance(module, nn.ReLU) or (module is None and n.target in RELU):
-        return "relu"
-    if isinstance(module, nn.SiLU) or (module is None and n.target in SILU):
-        return "silu"
-    return None
+    if module is not None:
+        if isinstance(module, nn.GELU) and module.approximate != "none":
+            return None
+        return next((name for cls, name in _ACTIVATION_MODULES if isinstance(module, cls)), None)
+    if n.target in GELU and n.kwargs.get("approximate", "none") != "none":
+        return None
+    if n.target is F.hardtanh and tuple(n.args[1:]) + tuple(n.kwargs.values()) != (0.0, 6.0):
+        return None
+    return next((name for targets, name in _ACTIVATION_TARGETS if n.target in targets), None)
 
 
 def _checked(t: Traced, chain: _Chain) -> tuple[torch.Tensor, int] | None:

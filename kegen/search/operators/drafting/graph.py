@@ -45,7 +45,9 @@ KNOWN_TARGETS = (
 ) | (MATMUL | LINEAR | GATHER | RMS_NORM | TRANSPOSE | {F.layer_norm, getattr, operator.getitem, "type_as"})
 KNOWN_TARGETS |= {F.embedding_bag, F.conv1d, F.conv2d, torch.conv1d, torch.conv2d, F.relu, torch.relu, F.silu}
 KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding, nn.EmbeddingBag)
-KNOWN_MODULES += (nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.ReLU, nn.SiLU)
+KNOWN_MODULES += (nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.ReLU, nn.SiLU, nn.ReLU6, nn.GELU)
+KNOWN_MODULES += (nn.Hardswish, nn.Sigmoid)
+KNOWN_TARGETS |= {F.relu6, F.hardtanh, F.hardswish, torch.sigmoid, F.sigmoid}
 # local names of the templates' forward bodies that an input must not shadow
 RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
 RESERVED |= {

@@ -1,8 +1,8 @@
 """Triton template for a plain convolution (one nn.Conv1d / nn.Conv2d, or F.conv1d / F.conv2d on a
 parameter: any stride and dilation, groups 1, zero padding, bias or not), optionally followed by an
-eval-mode BatchNorm and a ReLU or SiLU, in the seed form the convolution moves rewrite: an implicit
-GEMM over (batch, BLOCK_CO output channels, BLOCK_P flattened output pixels), one dot per tap and
-C_in block, the epilogue a per-channel scale and shift (the bias, the BatchNorm folded) and the
+eval-mode BatchNorm and an activation (`gpu_conv.ACTIVATIONS`), in the seed form the convolution moves
+rewrite: an implicit GEMM over (batch, BLOCK_CO output channels, BLOCK_P flattened output pixels), one
+dot per tap and C_in block, then the bias, the BatchNorm computed from its running statistics and the
 activation. The geometry is read from the module at forward time; the BatchNorm and activation are
 named by ModelNew's `kegen_conv_epilogue`, which the rewrites keep. Drafted for references no
 hand-written seed comes with; `conv_rows`, `conv_stationary` (mtia) and `gpu_conv` (GPUs) take it
@@ -15,13 +15,12 @@ from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.gpu_conv import (
+    ACTIVATIONS,
     EPILOGUE_MARK,
     EPILOGUE_METHOD,
     bn_act_apply,
     bn_prologue,
 )
-
-ACTIVATIONS = ("none", "relu", "silu")  # the kernels' ACT codes 0, 1, 2
 
 KERNEL = """
 @triton.jit

@@ -45,17 +45,24 @@ def bn_prologue(indent: str, co: str, ok: str) -> str:
     return "".join(f"{indent}{ln}\n" for ln in lines)
 
 
+# the conv kernels' activations (ACT codes 1, 2, ...; 0 is none): `acc` -> its image, in Triton
+ACTIVATION_EXPRS = {
+    "relu": "tl.maximum(acc, 0.0)",
+    "silu": "acc * tl.sigmoid(acc)",
+    "relu6": "tl.minimum(tl.maximum(acc, 0.0), 6.0)",
+    "gelu": "0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))",
+    "hardswish": "acc * (tl.minimum(tl.maximum(acc + 3.0, 0.0), 6.0) / 6.0)",
+    "sigmoid": "tl.sigmoid(acc)",
+}
+ACTIVATIONS = ("none", *ACTIVATION_EXPRS)  # index = the kernels' ACT code
+
+
 def bn_act_apply(indent: str, axis: str) -> str:
     """Kernel lines applying the BatchNorm (`bn_scale`, `bn_shift` broadcast by `axis`) and the `ACT`
-    activation (ReLU 1, SiLU 2) to `acc`."""
-    lines = [
-        "if HAS_BN:",
-        f"    acc = acc * bn_scale{axis} + bn_shift{axis}",
-        "if ACT == 1:",
-        "    acc = tl.maximum(acc, 0.0)",
-        "if ACT == 2:",
-        "    acc = acc * tl.sigmoid(acc)",
-    ]
+    activation (`ACTIVATIONS`) to `acc`."""
+    lines = ["if HAS_BN:", f"    acc = acc * bn_scale{axis} + bn_shift{axis}"]
+    for code, expr in enumerate(ACTIVATION_EXPRS.values(), start=1):
+        lines += [f"if ACT == {code}:", f"    acc = {expr}"]
     return "".join(f"{indent}{ln}\n" for ln in lines)
 
 
@@ -142,7 +149,7 @@ EPILOGUE_METHOD = '''
         running variance, weight, bias) or None, its eps, whether it is affine, the activation code),
         the BatchNorm and activation as ModelNew's `kegen_conv_epilogue` names them (none by default)."""
         bn_path, act = getattr(self, "kegen_conv_epilogue", ("", "none"))
-        code = {"none": 0, "relu": 1, "silu": 2}[act]
+        code = {act_codes}[act]
         bias = conv.bias.detach() if conv.bias is not None else None
         if not bn_path:
             return bias, None, 0.0, False, code
@@ -153,7 +160,7 @@ EPILOGUE_METHOD = '''
         if bn.weight is None or bn.bias is None:
             return bias, (mean, var, mean, mean), float(bn.eps), False, code
         return bias, (mean, var, bn.weight.detach(), bn.bias.detach()), float(bn.eps), True, code
-'''
+'''.replace("{act_codes}", repr({name: code for code, name in enumerate(ACTIVATIONS)}))
 
 _MODEL_TAIL = '''
     def _packed_weight(self, w):
@@ -240,7 +247,7 @@ def _is_template_epilogue(s: ast.stmt) -> bool:
     if not {"ACT", "HAS_BN"} & {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}:
         return False
     calls = {ast.unparse(n.func).split(".")[-1] for n in ast.walk(s) if isinstance(n, ast.Call)}
-    return calls <= {"maximum", "sigmoid", "load", "to", "sqrt"} and all(
+    return calls <= {"maximum", "minimum", "sigmoid", "erf", "load", "to", "sqrt"} and all(
         isinstance(n, ast.Assign | ast.AugAssign | ast.If) for n in ast.walk(s) if isinstance(n, ast.stmt)
     )
 
