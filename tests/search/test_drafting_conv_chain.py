@@ -32,7 +32,7 @@ class Model(nn.Module):
         super().__init__()
 {init}
 
-    def forward(self, x):
+    def forward(self, {params}):
 {forward}
 
 
@@ -51,7 +51,10 @@ def _indent(text: str) -> str:
 
 def _problem(tmp_path: Path, name: str, init: str, forward: str, inputs: str) -> Path:
     path = tmp_path / f"{name}.py"
-    path.write_text(TEMPLATE.format(init=_indent(init), forward=_indent(forward), inputs=inputs))
+    params = "x, identity" if "identity" in forward else "x"
+    if "identity" in forward:  # the identity has the output's shape: the convolution keeps the input's
+        inputs += ", " + inputs
+    path.write_text(TEMPLATE.format(init=_indent(init), forward=_indent(forward), inputs=inputs, params=params))
     return path
 
 
@@ -110,6 +113,20 @@ CHAINS = {
         "hardswish",
         False,
     ),
+    "resnet_block_tail_fp32": (  # relu(bn(conv(x)) + identity), the identity a second input
+        "self.conv = nn.Conv2d(16, 16, 3, padding=1, bias=False)\nself.bn = nn.BatchNorm2d(16)",
+        "return torch.relu(self.bn(self.conv(x)) + identity)",
+        "torch.randn(2, 16, 9, 11)",
+        "relu",
+        True,
+    ),
+    "residual_of_its_input_fp16": (
+        "self.conv = nn.Conv2d(8, 8, 3, padding=1).half()",
+        "return F.silu(x + self.conv(x))",
+        "torch.randn(1, 8, 10, 12, dtype=torch.float16)",
+        "silu",
+        False,
+    ),
 }
 
 
@@ -118,7 +135,10 @@ def _draft(tmp_path: Path, case: str) -> tuple[Path, str]:
     problem = _problem(tmp_path, case, init, forward, inputs)
     a = analyze(problem)
     assert a.op_class == "convolution" and a.source is not None and "kegen_conv_seed_kernel" in a.source
-    assert (f", {act!r})" in a.source) == (act != "none")
+    declared = [ln for ln in a.source.splitlines() if "self.kegen_conv_epilogue = " in ln]
+    assert (f", {act!r}" in "".join(declared)) == (act != "none")
+    residual = "resnet_block_tail_fp32", "residual_of_its_input_fp16"
+    assert ("".join(declared).count(",") == 2) == (case in residual)  # (bn, act, residual argument)
     assert ("reference.bn" in a.source) == bn
     return problem, a.source
 
@@ -173,15 +193,20 @@ def test_a_depthwise_chain_is_drafted_as_the_stencil_and_is_correct(tmp_path, ca
 
 
 def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
-    """A grouped convolution, a BatchNorm before the convolution, a sum after it, an activation the
-    kernels do not have (tanh-approximated GELU) and 'same' padding are left to the other drafters."""
+    """A grouped convolution, a BatchNorm before the convolution, a sum with something else than an
+    input, a residual added after the activation, an activation the kernels do not have
+    (tanh-approximated GELU) and 'same' padding are left to the other drafters."""
     cases = {
         "grouped": ("self.conv = nn.Conv2d(8, 16, 3, groups=2)", "return self.conv(x)"),
         "bn_first": (
             "self.bn = nn.BatchNorm2d(8)\nself.conv = nn.Conv2d(8, 16, 3)",
             "return self.conv(self.bn(x))",
         ),
-        "residual": ("self.conv = nn.Conv2d(8, 8, 3, padding=1)", "return self.conv(x) + x"),
+        "residual": ("self.conv = nn.Conv2d(8, 8, 3, padding=1)", "return self.conv(x) + x * 2"),
+        "activation_before_residual": (
+            "self.conv = nn.Conv2d(8, 8, 3, padding=1)",
+            "return torch.relu(self.conv(x)) + x",
+        ),
         "tanh_gelu": ("self.conv = nn.Conv2d(8, 16, 3)", "return F.gelu(self.conv(x), approximate='tanh')"),
         "same_string": (
             "self.w = nn.Parameter(torch.randn(8, 8, 3, 3))",

@@ -1,8 +1,8 @@
 """Drafting convolution chains: one nn.Conv1d / nn.Conv2d module or F.conv1d / F.conv2d on a
-parameter (any stride and dilation, zero padding), then optionally an eval-mode BatchNorm module and an
-activation (ReLU, ReLU6, SiLU, GELU, Hardswish, sigmoid), with fp32 upcasts and the cast back to the
-input's dtype anywhere. A depthwise 2-D chain (groups equal to its input and output channels) is
-drafted as the stencil template
+parameter (any stride and dilation, zero padding), then optionally an eval-mode BatchNorm module, an
+input of the output's shape added (a residual) and an activation (ReLU, ReLU6, SiLU, GELU, Hardswish,
+sigmoid), with fp32 upcasts and the cast back to the input's dtype anywhere. A depthwise 2-D chain
+(groups equal to its input and output channels) is drafted as the stencil template
 (`templates/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
 implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
 
@@ -43,6 +43,7 @@ _ACTIVATION_TARGETS = (
     ({torch.sigmoid, F.sigmoid, "sigmoid"}, "sigmoid"),
 )
 UPCASTS = {"float"} | CASTS
+ADD = {operator.add, operator.iadd, torch.add, "add", "add_"}
 # the functional convolution's arguments after input and weight, in order, with their defaults
 _CONV_ARGS = (("bias", None), ("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1))
 
@@ -67,6 +68,7 @@ class _Chain:
     module: Conv | None  # the convolution's own module (None for F.conv*)
     bn: str = ""  # the BatchNorm module's path ("" for none)
     act: str = "none"
+    residual: Node | None = None  # the input added before the activation
     nodes: set[Node] = field(default_factory=set)  # every node of the chain, casts included
 
 
@@ -143,6 +145,16 @@ def _match_chain(t: Traced) -> _Chain | None:
         act = str(_activation(t, node))
         used.add(node)
         node = _strip_casts(node.args[0], used)
+    residual = None
+    if isinstance(node, Node) and node.target in ADD and len(node.args) == 2 and not node.kwargs:
+        a, b = (_strip_casts(v, used) for v in node.args)
+        res = next((v for v in (b, a) if v in t.ph and shape_of(v) == shape_of(t.out)), None)
+        if res is None:
+            return None
+        assert isinstance(res, Node)
+        residual = res
+        used.add(node)
+        node = a if res is b else b
     bn = ""
     if isinstance(node, Node) and isinstance(t.module(node), BatchNorm) and len(node.args) == 1:
         m = t.module(node)
@@ -169,7 +181,7 @@ def _match_chain(t: Traced) -> _Chain | None:
     # every compute node is the chain's (a `getattr(x, "dtype")` feeding the final cast aside)
     if any(n not in used and n.target is not getattr for n in t.ops):
         return None
-    return _Chain(x, node, geometry, module if isinstance(module, Conv) else None, bn, act, used)
+    return _Chain(x, node, geometry, module if isinstance(module, Conv) else None, bn, act, residual, used)
 
 
 def _activation(t: Traced, n: Node) -> str | None:
@@ -243,8 +255,9 @@ def draft_depthwise(t: Traced) -> str | None:
     name = _name(chain)
     init, bn, prelude = _weights(t, chain, weight, name)
     out_w = shape_of(t.out)[-1]  # type: ignore[index]
+    residual = t.arg(chain.residual) if chain.residual is not None else None
     return templates_depthwise.depthwise(
-        t.args, t.arg(chain.x), name, init, weight.shape[0], out_w, bn=bn, act=chain.act, prelude=prelude
+        t.args, t.arg(chain.x), name, init, weight.shape[0], out_w, bn, chain.act, prelude, residual
     )
 
 
@@ -257,6 +270,5 @@ def draft_conv(t: Traced) -> str | None:
     weight, _ = checked
     name = _name(chain)
     init, bn, prelude = _weights(t, chain, weight, name)
-    return templates_conv_seed.conv_seed(
-        t.args, t.arg(chain.x), name, init, bn=bn, act=chain.act, prelude=prelude
-    )
+    residual = t.arg(chain.residual) if chain.residual is not None else None
+    return templates_conv_seed.conv_seed(t.args, t.arg(chain.x), name, init, bn, chain.act, prelude, residual)

@@ -29,12 +29,18 @@ from kegen.search.operators.templates.gpu_launch import module_imports, module_s
 REWRITTEN = "# kegen-mtia: conv"  # the marker prefix of every mtia convolution rewrite
 MARKER = f"{REWRITTEN} rows"
 
+_RESIDUAL = (  # the output tile in the residual tensor: pointers, mask
+    "r_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW) + oh * OW + ow[None, :]",
+    "co_ok[:, None] & (ow < OW)[None, :]",
+)
 KERNEL = """
 @triton.jit
-def conv_rows_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C_IN, C_OUT, H, W, OH, OW, EPS,
+def conv_rows_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_ptr, y_ptr, C_IN, C_OUT, H, W,
+                     OH, OW, EPS,
                      KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
                      STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr, DIL_W: tl.constexpr,
-                     HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr, BN_AFFINE: tl.constexpr, ACT: tl.constexpr,
+                     HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr, BN_AFFINE: tl.constexpr,
+                     HAS_RES: tl.constexpr, ACT: tl.constexpr,
                      BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, BLOCK_W: tl.constexpr):
     n = tl.program_id(0)
     n_wb = tl.cdiv(OW, BLOCK_W)
@@ -64,7 +70,7 @@ def conv_rows_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C_
     # BATCHNORM_ACTIVATION
     tl.store(y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW) + oh * OW + ow[None, :],
              acc.to(y_ptr.dtype.element_ty), mask=co_ok[:, None] & (ow < OW)[None, :])
-""".replace(EPILOGUE_MARK, bn_prologue("    ", "co", "co_ok") + bn_act_apply("    ", "[:, None]"))
+""".replace(EPILOGUE_MARK, bn_prologue("    ", "co", "co_ok") + bn_act_apply("    ", "[:, None]", _RESIDUAL))
 
 LAUNCH = """
         y = torch.empty((batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow), dtype=x.dtype,
@@ -74,10 +80,11 @@ LAUNCH = """
         bci = min(CONVR_BLOCK_CI, max(16, triton.next_power_of_2(c_in)))
         bco = min(CONVR_BLOCK_CO, max(16, triton.next_power_of_2(c_out)))
         grid = (batch, oh * triton.cdiv(ow, bw), triton.cdiv(c_out, bco))
-        conv_rows_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out, h, w_,
+        conv_rows_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, w if r is None else r,
+                               y, c_in, c_out, h, w_,
                                oh, ow, eps, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh, STRIDE_W=sw,
                                DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None, HAS_BN=bn is not None,
-                               BN_AFFINE=affine, ACT=act,
+                               BN_AFFINE=affine, HAS_RES=r is not None, ACT=act,
                                BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                num_stages={stages}, dual_core={dual})
         return y
@@ -112,17 +119,11 @@ def rewrite(
     one-convolution model with a bias-only epilogue, or already rewritten (for either target)."""
     if REWRITTEN in source or GPU_MARKER in source:
         raise MutationError("already a convolution rewrite")
-    x, attr, init_src = conv_module(source)
+    model = conv_module(source)
     imports = module_imports(source) + module_support(source)
     consts = constants(block_co, block_ci, block_w)
-    tail = (
-        model_tail()
-        .replace("{x}", x)
-        .replace("{attr}", attr)
-        .replace("{stages}", str(stages))
-        .replace("{dual}", str(dual))
-    )
-    return rewritten_module(imports, f"{MARKER}\n{consts}", KERNEL, init_src, tail)
+    tail = model.fill(model_tail()).replace("{stages}", str(stages)).replace("{dual}", str(dual))
+    return rewritten_module(imports, f"{MARKER}\n{consts}", KERNEL, model.init_src, tail)
 
 
 # (BLOCK_CO, BLOCK_CI, BLOCK_W, num_stages, dual_core)

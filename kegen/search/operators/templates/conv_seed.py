@@ -15,21 +15,26 @@ from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.gpu_conv import (
-    ACTIVATIONS,
     EPILOGUE_MARK,
     EPILOGUE_METHOD,
     bn_act_apply,
     bn_prologue,
+    epilogue_declaration,
 )
 
+_RESIDUAL = (  # the output tile in the residual tensor: pointers, mask
+    "r_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW) + pix[None, :]",
+    "(co[:, None] < C_OUT) & (pix[None, :] < OH * OW)",
+)
 KERNEL = """
 @triton.jit
-def kegen_conv_seed_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C_IN, C_OUT, H, W,
+def kegen_conv_seed_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_ptr, y_ptr, C_IN, C_OUT, H, W,
                            OH, OW, EPS,
                            KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
                            STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,
                            DIL_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
-                           BN_AFFINE: tl.constexpr, ACT: tl.constexpr, BLOCK_CO: tl.constexpr,
+                           BN_AFFINE: tl.constexpr, HAS_RES: tl.constexpr, ACT: tl.constexpr,
+                               BLOCK_CO: tl.constexpr,
                            BLOCK_CI: tl.constexpr, BLOCK_P: tl.constexpr):
     n = tl.program_id(0)
     co = tl.program_id(1) * BLOCK_CO + tl.arange(0, BLOCK_CO)
@@ -55,12 +60,15 @@ def kegen_conv_seed_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_p
     # BATCHNORM_ACTIVATION
     tl.store(y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW) + pix[None, :],
              acc.to(y_ptr.dtype.element_ty), mask=(co[:, None] < C_OUT) & (pix[None, :] < OH * OW))
-""".replace(EPILOGUE_MARK, bn_prologue("    ", "co", "co < C_OUT") + bn_act_apply("    ", "[:, None]"))
+""".replace(
+    EPILOGUE_MARK, bn_prologue("    ", "co", "co < C_OUT") + bn_act_apply("    ", "[:, None]", _RESIDUAL)
+)
 
 _FORWARD = """
     def forward(self, {args}):
         conv = self.{attr}
         x = {x}.contiguous()
+        r = {res}
         nd = x.dim() - 2
         w = conv.weight.detach().contiguous()
         b, bn, eps, affine, act = self._epilogue(conv)
@@ -79,10 +87,12 @@ _FORWARD = """
         shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
         y = torch.empty(shape, dtype=x.dtype, device=x.device)
         grid = (batch, triton.cdiv(c_out, 32), triton.cdiv(oh * ow, 64))
-        kegen_conv_seed_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out,
+        kegen_conv_seed_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,
+                                     w if r is None else r, y, c_in, c_out,
                                      h, w_, oh, ow, eps, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh,
                                      STRIDE_W=sw, DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None,
-                                     HAS_BN=bn is not None, BN_AFFINE=affine, ACT=act, BLOCK_CO=32,
+                                     HAS_BN=bn is not None, BN_AFFINE=affine, HAS_RES=r is not None,
+                                         ACT=act, BLOCK_CO=32,
                                      BLOCK_CI=32, BLOCK_P=64)
         return y"""
 
@@ -95,14 +105,15 @@ def conv_seed(
     bn: str = "",
     act: str = "none",
     prelude: str = "",
+    residual: str | None = None,
 ) -> str:
     """A whole candidate: the convolution module `self.<attr>` (built by `init`) applied to `x`, then
     the eval-mode BatchNorm `self.<bn>` (a dotted path; none where empty) and activation `act`;
     `prelude` (module-level definitions `init` uses, such as the reference's class) goes before
     ModelNew."""
-    if act not in ACTIVATIONS:
-        raise ValueError(f"activation {act!r} is not one of {ACTIVATIONS}")
-    lines = [*init, f"self.kegen_conv_epilogue = ({bn!r}, {act!r})"] if bn or act != "none" else list(init)
+    lines = list(init)
+    if bn or act != "none" or residual:
+        lines.append(epilogue_declaration(bn, act, residual))
     init_src = "".join(f"        {line}\n" for line in lines)
     return (
         HEADER
@@ -112,6 +123,9 @@ def conv_seed(
         + "        super().__init__()\n"
         + init_src
         + EPILOGUE_METHOD
-        + _FORWARD.replace("{args}", ", ".join(args)).replace("{attr}", attr).replace("{x}", x)
+        + _FORWARD.replace("{args}", ", ".join(args))
+        .replace("{attr}", attr)
+        .replace("{x}", x)
+        .replace("{res}", f"{residual}.contiguous()" if residual else "None")
         + "\n"
     )

@@ -51,11 +51,12 @@ def _weights_head(name: str, tile_params: str, kh_max: int, kw_max: int) -> list
     weight tile loaded once, the bias."""
     lines = [
         "@triton.jit",
-        f"def {name}(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C_IN, C_OUT, H, W, EPS,",
+        f"def {name}(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_ptr, y_ptr, C_IN, C_OUT, H, W, EPS,",
         f"                   {tile_params}",
         "                   KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,",
         "                   STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,",
         "                   DIL_W: tl.constexpr, HAS_BN: tl.constexpr, BN_AFFINE: tl.constexpr,",
+        "                   HAS_RES: tl.constexpr,",
         "                   ACT: tl.constexpr,",
         "                   HAS_BIAS: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,",
         "                   BLOCK_W: tl.constexpr):",
@@ -83,10 +84,11 @@ def _weights_head(name: str, tile_params: str, kh_max: int, kw_max: int) -> list
 
 
 def _store(index: str, valid: str) -> list[str]:
+    residual = (f"r_img + {index}", f"co_ok[:, None] & {valid}")
     return [
         "        if HAS_BIAS:",
         "            acc += bias[:, None]",
-        *bn_act_apply("        ", "[:, None]").splitlines(),
+        *bn_act_apply("        ", "[:, None]", residual).splitlines(),
         f"        tl.store(y_img + {index}, acc.to(y_ptr.dtype.element_ty),",
         f"                 mask=co_ok[:, None] & {valid})",
     ]
@@ -98,6 +100,8 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
     lines = _weights_head("conv_ws_kernel", "OH, OW, TILES, PER, N_WB, ALIGN,", kh_max, kw_max)
     lines += [
         "    y_img = y_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW)",
+        "    if HAS_RES:",
+        "        r_img = r_ptr + n * C_OUT * OH * OW + co[:, None] * (OH * OW)",
         "    for t in range(t0, t1):",
         "        oh = t // N_WB",
         "        # a row narrower than the tile starts it up to ALIGN columns early (masked) where that puts",
@@ -134,6 +138,8 @@ def pixel_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
     lines = _weights_head("conv_px_kernel", "TILES, PER,", kh_max, kw_max)
     lines += [
         "    y_img = y_ptr + n * C_OUT * H * W + co[:, None] * (H * W)",
+        "    if HAS_RES:",
+        "        r_img = r_ptr + n * C_OUT * H * W + co[:, None] * (H * W)",
         "    for t in range(t0, t1):",
         "        p = t * BLOCK_W + tl.arange(0, BLOCK_W)",
         "        oh = p // W",
@@ -190,18 +196,21 @@ _WS_LAUNCH = """
             per = triton.cdiv(tiles, max(1, CONVS_PROGRAMS // (batch * co_blocks)))
             grid = (batch, triton.cdiv(tiles, per), co_blocks)
             if pixels:
-                conv_px_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out, h,
+                conv_px_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,
+                                     w if r is None else r, y, c_in, c_out, h,
                                      w_, eps, tiles, per, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=1,
                                      STRIDE_W=1, DIL_H=1, DIL_W=1, HAS_BN=bn is not None,
-                                     BN_AFFINE=affine, ACT=act,
+                                     BN_AFFINE=affine, HAS_RES=r is not None, ACT=act,
                                      HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
             else:
-                conv_ws_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c_in, c_out, h,
+                conv_ws_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,
+                                     w if r is None else r, y, c_in, c_out, h,
                                      w_, eps, oh, ow, tiles, per, n_wb, max(1, CONVS_ALIGN_BYTES // es),
                                      KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh, STRIDE_W=sw, DIL_H=dh,
-                                     DIL_W=dw, HAS_BN=bn is not None, BN_AFFINE=affine, ACT=act,
+                                     DIL_W=dw, HAS_BN=bn is not None, BN_AFFINE=affine,
+                                     HAS_RES=r is not None, ACT=act,
                                      HAS_BIAS=b is not None,
                                      BLOCK_CO=bco, BLOCK_CI=bci, BLOCK_W=bw,
                                      num_stages=CONVS_STAGES, dual_core=CONVS_DUAL_CORE)
@@ -238,12 +247,12 @@ def rewrite(
     rewritten."""
     if conv_rows.REWRITTEN in source or conv_rows.GPU_MARKER in source:
         raise MutationError("already a convolution rewrite")
-    x, attr, init_src = conv_module(source)
+    model = conv_module(source)
     head, sep, _ = conv_rows.model_tail().partition("        y = torch.empty(")
     if not sep:
         raise MutationError("templates.conv_rows' model tail changed: the stationary rewrite cannot reuse it")
     launch = _launch()
-    tail = (head.rstrip(" ") + launch.lstrip("\n")).replace("{x}", x).replace("{attr}", attr)
+    tail = model.fill(head.rstrip(" ") + launch.lstrip("\n"))
     consts = (
         f"CONVS_BLOCK_CO = {block_co}\nCONVS_BLOCK_W = {block_w}\n"
         f"CONVS_PROGRAMS = {programs * (2 if dual else 1)}\n"
@@ -253,7 +262,7 @@ def rewrite(
     )
     kernels = stationary_kernel() + "\n\n" + pixel_kernel() + "\n\n" + conv_rows.KERNEL
     return rewritten_module(
-        module_imports(source) + module_support(source), f"{MARKER}\n{consts}", kernels, init_src, tail
+        module_imports(source) + module_support(source), f"{MARKER}\n{consts}", kernels, model.init_src, tail
     )
 
 

@@ -18,14 +18,20 @@ from kegen.search.operators.templates.gpu_conv import (
     EPILOGUE_METHOD,
     bn_act_apply,
     bn_prologue,
+    epilogue_declaration,
 )
 
+_RESIDUAL = (  # the output tile in the residual tensor: pointers, mask
+    "r_ptr + n * C * OH * OW + c[:, None] * (OH * OW) + oh * OW + ow[None, :]",
+    "c_ok[:, None] & (ow < OW)[None, :]",
+)
 KERNEL = """
 @triton.jit
-def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, C, H, W, OH, OW,
+def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_ptr, y_ptr, C, H, W, OH, OW,
                            STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W, EPS, KH: tl.constexpr,
                            KW: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
-                           BN_AFFINE: tl.constexpr, ACT: tl.constexpr, BLOCK_C: tl.constexpr,
+                           BN_AFFINE: tl.constexpr, HAS_RES: tl.constexpr, ACT: tl.constexpr,
+                               BLOCK_C: tl.constexpr,
                            BLOCK_W: tl.constexpr):
     n_wb = tl.cdiv(OW, BLOCK_W)
     oh = tl.program_id(0) // n_wb
@@ -49,7 +55,7 @@ def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_p
     # BATCHNORM_ACTIVATION
     tl.store(y_ptr + n * C * OH * OW + c[:, None] * (OH * OW) + oh * OW + ow[None, :],
              acc.to(y_ptr.dtype.element_ty), mask=c_ok[:, None] & (ow < OW)[None, :])
-""".replace(EPILOGUE_MARK, bn_prologue("    ", "c", "c_ok") + bn_act_apply("    ", "[:, None]"))
+""".replace(EPILOGUE_MARK, bn_prologue("    ", "c", "c_ok") + bn_act_apply("    ", "[:, None]", _RESIDUAL))
 
 
 def depthwise(
@@ -62,14 +68,18 @@ def depthwise(
     bn: str = "",
     act: str = "none",
     prelude: str = "",
+    residual: str | None = None,
 ) -> str:
     """A whole candidate: the depthwise convolution module `self.<conv>` (built by `init`) applied to
     the forward-time expression `x` ([N, C, H, W]), then the eval-mode BatchNorm `self.<bn>` (none
-    where empty) and activation `act` (as `templates.conv_seed`); `prelude` goes before ModelNew."""
+    where empty), the forward argument `residual` (added before the activation) and activation `act` (as
+    `templates.conv_seed`); `prelude` goes before ModelNew."""
     block_c = max(16, min(64, 1 << max(0, (channels - 1).bit_length())))
     block_w = max(16, min(64, 1 << max(0, (out_w - 1).bit_length())))
+    residual_src = f"{residual}.contiguous()" if residual else "None"
     body = (
         f"        x = {x}.contiguous()\n"
+        f"        r = {residual_src}\n"
         f"        conv = self.{conv}\n"
         "        w = conv.weight\n"
         "        b, bn, eps, affine, act = self._epilogue(conv)\n"
@@ -81,14 +91,17 @@ def depthwise(
         "        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1\n"
         "        y = torch.empty((batch, c, oh, ow), dtype=x.dtype, device=x.device)\n"
         "        grid = (oh * triton.cdiv(ow, DW_BLOCK_W), triton.cdiv(c, DW_BLOCK_C), batch)\n"
-        "        kegen_depthwise_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, c,\n"
+        "        kegen_depthwise_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,\n"
+        "                                     w if r is None else r, y, c,\n"
         "                                     h, w_, oh, ow, sh, sw, ph, pw, dh, dw, eps, KH=kh, KW=kw,\n"
         "                                     HAS_BIAS=b is not None, HAS_BN=bn is not None,\n"
-        "                                     BN_AFFINE=affine, ACT=act,\n"
+        "                                     BN_AFFINE=affine, HAS_RES=r is not None, ACT=act,\n"
         "                                     BLOCK_C=DW_BLOCK_C, BLOCK_W=DW_BLOCK_W)\n"
         "        return y"
     )
-    lines = [*init, f"self.kegen_conv_epilogue = ({bn!r}, {act!r})"] if bn or act != "none" else list(init)
+    lines = list(init)
+    if bn or act != "none" or residual:
+        lines.append(epilogue_declaration(bn, act, residual))
     init_src = "".join(f"        {line}\n" for line in lines)
     return (
         HEADER

@@ -57,10 +57,23 @@ ACTIVATION_EXPRS = {
 ACTIVATIONS = ("none", *ACTIVATION_EXPRS)  # index = the kernels' ACT code
 
 
-def bn_act_apply(indent: str, axis: str) -> str:
-    """Kernel lines applying the BatchNorm (`bn_scale`, `bn_shift` broadcast by `axis`) and the `ACT`
-    activation (`ACTIVATIONS`) to `acc`."""
+def epilogue_declaration(bn: str, act: str, residual: str | None) -> str:
+    """ModelNew.__init__'s line naming the convolution's epilogue (read by `EPILOGUE_METHOD`; the rewrites
+    keep it): the BatchNorm's path ("" for none), the activation and the forward argument added as
+    the residual (left out where none)."""
+    if act not in ACTIVATIONS:
+        raise ValueError(f"activation {act!r} is not one of {ACTIVATIONS}")
+    parts = (bn, act, residual) if residual else (bn, act)
+    return f"self.kegen_conv_epilogue = {parts!r}"
+
+
+def bn_act_apply(indent: str, axis: str, residual: tuple[str, str]) -> str:
+    """Kernel lines applying the BatchNorm (`bn_scale`, `bn_shift` broadcast by `axis`), adding the
+    residual (`residual`: the pointers of the output tile's elements in `r_ptr`'s tensor, and their
+    mask) and applying the `ACT` activation (`ACTIVATIONS`) to `acc`."""
+    pointers, mask = residual
     lines = ["if HAS_BN:", f"    acc = acc * bn_scale{axis} + bn_shift{axis}"]
+    lines += ["if HAS_RES:", f"    acc += tl.load({pointers}, mask={mask}, other=0.0).to(tl.float32)"]
     for code, expr in enumerate(ACTIVATION_EXPRS.values(), start=1):
         lines += [f"if ACT == {code}:", f"    acc = {expr}"]
     return "".join(f"{indent}{ln}\n" for ln in lines)
@@ -89,14 +102,20 @@ class ConvConfig:
         )
 
 
+_RESIDUAL = (  # the output tile in the residual tensor: pointers, mask
+    "r_ptr + (img * (C_OUT * n_pix) + pix)[:, None] + offs_co[None, :] * n_pix",
+    "p_ok[:, None] & co_ok[None, :]",
+)
 _KERNEL = """
 @triton.jit
-def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, BATCH, C_IN, C_OUT, H, W,
+def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_ptr, y_ptr, BATCH, C_IN, C_OUT,
+                      H, W,
                       OH, OW, EPS,
                       KH: tl.constexpr, KW: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
                       STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,
                       DIL_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
-                      BN_AFFINE: tl.constexpr, ACT: tl.constexpr, EVEN_CI: tl.constexpr,
+                      BN_AFFINE: tl.constexpr, HAS_RES: tl.constexpr, ACT: tl.constexpr,
+                          EVEN_CI: tl.constexpr,
                       BLOCK_P: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
                       GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
@@ -140,7 +159,9 @@ def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, y_ptr, B
     # BATCHNORM_ACTIVATION
     y_off = (img * (C_OUT * n_pix) + pix)[:, None] + offs_co[None, :] * n_pix
     tl.store(y_ptr + y_off, acc.to(y_ptr.dtype.element_ty), mask=p_ok[:, None] & co_ok[None, :])
-""".replace(EPILOGUE_MARK, bn_prologue("    ", "offs_co", "co_ok") + bn_act_apply("    ", "[None, :]"))
+""".replace(
+    EPILOGUE_MARK, bn_prologue("    ", "offs_co", "co_ok") + bn_act_apply("    ", "[None, :]", _RESIDUAL)
+)
 
 # ModelNew's method that the convolution kernels' epilogue arguments come from (the seed's too)
 EPILOGUE_METHOD = '''
@@ -148,7 +169,7 @@ EPILOGUE_METHOD = '''
         """The convolution's epilogue operands: (its bias, the eval-mode BatchNorm's (running mean,
         running variance, weight, bias) or None, its eps, whether it is affine, the activation code),
         the BatchNorm and activation as ModelNew's `kegen_conv_epilogue` names them (none by default)."""
-        bn_path, act = getattr(self, "kegen_conv_epilogue", ("", "none"))
+        bn_path, act = getattr(self, "kegen_conv_epilogue", ("", "none"))[:2]
         code = {act_codes}[act]
         bias = conv.bias.detach() if conv.bias is not None else None
         if not bn_path:
@@ -162,7 +183,8 @@ EPILOGUE_METHOD = '''
         return bias, (mean, var, bn.weight.detach(), bn.bias.detach()), float(bn.eps), True, code
 '''.replace("{act_codes}", repr({name: code for code, name in enumerate(ACTIVATIONS)}))
 
-_MODEL_TAIL = '''
+_MODEL_TAIL = (
+    '''
     def _packed_weight(self, w):
         """(C_out, C_in, *taps) -> (taps, C_in, C_out), packed once per weight storage and version."""
         key = (w.data_ptr(), w._version, tuple(w.shape), w.device)
@@ -170,13 +192,16 @@ _MODEL_TAIL = '''
             self._kegen_pack = w.detach().permute(*range(2, w.dim()), 1, 0).contiguous()
             self._kegen_pack_key = key
         return self._kegen_pack
-''' + EPILOGUE_METHOD + '''
-    def forward(self, {x}):
+'''
+    + EPILOGUE_METHOD
+    + """
+    def forward(self, {params}):
         conv = self.{attr}
         nd = {x}.dim() - 2
         if conv.groups != 1 or conv.padding_mode != "zeros" or isinstance(conv.padding, str):
             raise ValueError("the implicit-GEMM kernel covers groups 1 and numeric zero padding")
         x = {x}.contiguous()
+        r = {res}
         w = self._packed_weight(conv.weight)
         b, bn, eps, affine, act = self._epilogue(conv)
         bn_m, bn_v, bn_g, bn_b = bn or (w, w, w, w)
@@ -195,15 +220,17 @@ _MODEL_TAIL = '''
         shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
         y = torch.empty(shape, dtype=x.dtype, device=x.device)
         grid = (triton.cdiv(batch * oh * ow, CONV_BLOCK_P) * triton.cdiv(c_out, CONV_BLOCK_CO),)
-        conv_igemm_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b, y, batch, c_in, c_out,
+        conv_igemm_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,
+                                w if r is None else r, y, batch, c_in, c_out,
                                 h, w_, oh, ow, eps, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh,
                                 STRIDE_W=sw, DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None,
-                                HAS_BN=bn is not None, BN_AFFINE=affine, ACT=act,
+                                HAS_BN=bn is not None, BN_AFFINE=affine, HAS_RES=r is not None, ACT=act,
                                 EVEN_CI=c_in % CONV_BLOCK_CI == 0, BLOCK_P=CONV_BLOCK_P,
                                 BLOCK_CO=CONV_BLOCK_CO, BLOCK_CI=CONV_BLOCK_CI, GROUP_M=CONV_GROUP_M,
                                 num_warps=CONV_WARPS, num_stages=CONV_STAGES)
         return y
-'''
+"""
+)
 
 _CONV_CLASSES = ("Conv1d", "Conv2d")
 
@@ -244,7 +271,7 @@ def _is_template_epilogue(s: ast.stmt) -> bool:
     `bn_act_apply`), which the rewrites keep (ModelNew's `kegen_conv_epilogue` names them)."""
     if not isinstance(s, ast.If) or s.orelse:
         return False
-    if not {"ACT", "HAS_BN"} & {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}:
+    if not {"ACT", "HAS_BN", "HAS_RES"} & {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}:
         return False
     calls = {ast.unparse(n.func).split(".")[-1] for n in ast.walk(s) if isinstance(n, ast.Call)}
     return calls <= {"maximum", "minimum", "sigmoid", "erf", "load", "to", "sqrt"} and all(
@@ -271,16 +298,48 @@ def _epilogue_is_bias_store(fn: ast.FunctionDef) -> bool:
     return True
 
 
-def conv_module(source: str) -> tuple[str, str, str]:
-    """(forward's input name, the `self.<attr>` of the convolution, the source of ModelNew.__init__) of a
-    one-convolution model with a bias-only epilogue; MutationError otherwise."""
+@dataclass(frozen=True)
+class ConvModule:
+    """A one-convolution model as the rewrites read it."""
+
+    x: str  # forward's argument the convolution reads
+    attr: str  # the `self.<attr>` holding the convolution module
+    init_src: str  # ModelNew.__init__'s source
+    params: str  # forward's parameters, in order
+    residual: str | None  # forward's argument added before the activation (`kegen_conv_epilogue`)
+
+    def fill(self, tail: str) -> str:
+        """A rewrite's model tail with this model's names in its `{x}`, `{attr}`, `{params}`, `{res}`."""
+        res = f"{self.residual}.contiguous()" if self.residual else "None"
+        return (
+            tail.replace("{x}", self.x)
+            .replace("{attr}", self.attr)
+            .replace("{params}", self.params)
+            .replace("{res}", res)
+        )
+
+
+def _declared_residual(init: ast.FunctionDef) -> str | None:
+    """The residual argument `self.kegen_conv_epilogue = (bn, act, residual)` names, if any."""
+    for n in ast.walk(init):
+        if isinstance(n, ast.Assign) and [ast.unparse(t) for t in n.targets] == ["self.kegen_conv_epilogue"]:
+            try:
+                value = ast.literal_eval(n.value)
+            except ValueError as exc:
+                raise MutationError("kegen_conv_epilogue is not a literal") from exc
+            return str(value[2]) if isinstance(value, tuple) and len(value) == 3 else None
+    return None
+
+
+def conv_module(source: str) -> ConvModule:
+    """The one-convolution model of `source` (one kernel whose epilogue is the bias, the templates'
+    BatchNorm, residual and activation, launched from forward(x) or forward(x, residual));
+    MutationError otherwise."""
     tree = ast.parse(source)
     kernels = jit_functions(tree)
     if len(kernels) != 1 or not _epilogue_is_bias_store(kernels[0]):
         raise MutationError("not one convolution kernel with a bias-only epilogue")
     launch = find_launch(source, kernels[0].name)
-    if len(launch.forward_args) != 1:
-        raise MutationError("the kernel is not launched from forward(x)")
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
     init = (
         next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
@@ -292,7 +351,15 @@ def conv_module(source: str) -> tuple[str, str, str]:
     attr = _conv_attr(init)
     init_src = ast.get_source_segment(source, init, padded=True)
     assert init_src is not None
-    return launch.forward_args[0], attr, init_src
+    residual = _declared_residual(init)
+    args = launch.forward_args
+    if len(args) == 1 and residual in (None, args[0]):
+        x = args[0]  # the residual, if any, is the convolution's own input
+    elif len(args) == 2 and residual in args:
+        x = args[1 - args.index(residual)]
+    else:
+        raise MutationError("the kernel is not launched from forward(x) (or forward(x, residual))")
+    return ConvModule(x, attr, init_src, ", ".join(args), residual)
 
 
 def rewrite(source: str, config: ConvConfig) -> str:
@@ -300,10 +367,12 @@ def rewrite(source: str, config: ConvConfig) -> str:
     one-convolution model with a bias-only epilogue."""
     if MARKER in source:
         raise MutationError("already rewritten for the GPU (use a config move)")
-    x, attr, init_src = conv_module(source)
-    tail = _MODEL_TAIL.replace("{x}", x).replace("{attr}", attr)
+    model = conv_module(source)
+    tail = model.fill(_MODEL_TAIL)
     header = MARKER + "\n" + config.constants()
-    return rewritten_module(module_imports(source) + module_support(source), header, _KERNEL, init_src, tail)
+    return rewritten_module(
+        module_imports(source) + module_support(source), header, _KERNEL, model.init_src, tail
+    )
 
 
 def set_config(source: str, config: ConvConfig) -> str:
