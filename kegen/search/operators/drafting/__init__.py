@@ -16,10 +16,10 @@ candidate from its Triton template. The op classes:
 - attention over the inputs in any spelling (F.scaled_dot_product_attention, or matmuls around a
   softmax with a scale, a causal or additive mask and fp32 upcasts), confirmed numerically against
   torch's attention (drafting.attention);
-- depthwise 2-D convolutions (nn.Conv2d with groups equal to its channels), as a stencil; a
-  convolution chain (a Conv1d / Conv2d module or F.conv1d / F.conv2d on a parameter, any stride and
-  dilation, groups 1; then an eval-mode BatchNorm and a ReLU or SiLU, fp32 upcasts allowed) as the
-  implicit-GEMM seed the convolution moves rewrite;
+- convolution chains: a Conv1d / Conv2d module or F.conv1d / F.conv2d on a parameter (any stride
+  and dilation), then an eval-mode BatchNorm, a residual input and an activation (ReLU, ReLU6, SiLU,
+  GELU, Hardswish, sigmoid), fp32 upcasts allowed: depthwise 2-D ones (groups equal to the channels)
+  as a stencil, groups 1 as the implicit-GEMM seed the convolution moves rewrite;
 - row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
