@@ -24,7 +24,9 @@ candidate from its Triton template. The op classes:
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
 Modules and parameters of the model are rebuilt in ModelNew.__init__ only where seeded construction
-provably gives equal values (checked at draft time).
+provably gives equal values (checked at draft time); a convolution chain whose weights cannot be
+rebuilt so (BatchNorm statistics set in `__init__`, a raw parameter) builds the reference itself,
+its source embedded as `Reference`.
 
 Anything else is reported by name as not draftable.
 
