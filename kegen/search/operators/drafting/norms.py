@@ -13,6 +13,7 @@ from torch.fx import Node
 
 from kegen.search.operators import templates
 from kegen.search.operators.drafting.graph import (
+    CASTS,
     POW,
     RMS_NORM,
     Traced,
@@ -47,37 +48,72 @@ def _shape_reads(t: Traced) -> set[Node]:
     return reads | {n for n in t.ops if n.target is operator.getitem and n.args[0] in reads}
 
 
+def _strip_casts(n: Any, casts: set[Node]) -> Any:
+    """`n` below dtype casts (`.float()`, `.to(...)`), which are added to `casts`."""
+    while isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"} and n.args:
+        casts.add(n)
+        n = n.args[0]
+    return n
+
+
+def _param_expr(t: Traced, n: Any, casts: set[Node]) -> str | None:
+    """ModelNew's expression for the model parameter a get_attr node (below casts) reads: its twin
+    module's attribute (`twins` names `a.b` `self.a_b`), else None."""
+    n = _strip_casts(n, casts)
+    if not (isinstance(n, Node) and n.op == "get_attr"):
+        return None
+    owner, _, leaf = str(n.target).rpartition(".")
+    return f"self.{owner.replace('.', '_')}.{leaf}.detach()" if owner else f"self.{leaf}.detach()"
+
+
 def draft_layer_norm_fn(t: Traced) -> str | None:
-    """F.layer_norm over the last dimension, with input weight/bias, of an input or a residual sum."""
+    """F.layer_norm over the last dimension, of an input or a residual sum, with weight and bias that
+    are inputs or the model's parameters (rebuilt by `twins`), fp32 upcasts and the cast back
+    allowed."""
     lns = [n for n in t.ops if n.target is F.layer_norm]
-    if len(lns) != 1 or t.out is not lns[0] or dtype_src(t.out) is None:
+    casts: set[Node] = set()
+    if len(lns) != 1 or _strip_casts(t.out, casts) is not lns[0] or dtype_src(t.out) is None:
         return None
     ln = lns[0]
     p = dict(zip(("input", "normalized_shape", "weight", "bias", "eps"), ln.args, strict=False)) | ln.kwargs
-    x, shape, w, b = p.get("input"), p.get("normalized_shape"), p.get("weight"), p.get("bias")
+    x, shape = _strip_casts(p.get("input"), casts), p.get("normalized_shape")
     eps = p.get("eps", 1e-5)
     if not isinstance(shape, list | tuple) or len(shape) != 1 or not isinstance(eps, float | int):
         return None
-    if any(v is not None and (v not in t.ph or rank_of(v) != 1) for v in (w, b)):
-        return None
-    rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t)]
+    exprs: list[str | None] = []
+    for v in (p.get("weight"), p.get("bias")):
+        if v is None or (v in t.ph and rank_of(v) == 1):
+            exprs.append(t.arg(v) if v is not None else None)
+        elif (expr := _param_expr(t, v, casts)) is not None:
+            exprs.append(expr)
+        else:
+            return None
+    dtype_reads = {n for n in t.ops if n.target is getattr and n.args[1] == "dtype"}
+    rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t) | casts | dtype_reads]
     residual = None
     if rest == [x] and isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs:
-        x, residual = x.args
+        x, residual = (_strip_casts(v, casts) for v in x.args)
         if residual not in t.ph or shape_of(residual) != shape_of(x):
             return None
     elif rest:
         return None
     if x not in t.ph:
         return None
+    init: list[str] = []
+    if any(e is not None and e.startswith("self.") for e in exprs):
+        rebuilt = twins(t)
+        if rebuilt is None:
+            return None
+        init = rebuilt
     return templates_rows.layer_norm(
         t.args,
         t.arg(x),
         t.arg(residual) if residual is not None else None,
-        t.arg(w) if w is not None else None,
-        t.arg(b) if b is not None else None,
+        exprs[0],
+        exprs[1],
         float(eps),
         str(dtype_src(t.out)),
+        init=init,
     )
 
 

@@ -1,5 +1,5 @@
 """Rebuilding the reference model's weights in ModelNew.__init__: constructor calls (nn.Linear,
-nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv2d,
+nn.LayerNorm, nn.RMSNorm, nn.Embedding, nn.EmbeddingBag, nn.Conv1d, nn.Conv2d,
 nn.Parameter(torch.randn/rand/ones/zeros)) accepted only where seeded construction provably gives the
 reference's values (checked at draft time)."""
 
@@ -19,6 +19,9 @@ def module_ctor(m: nn.Module) -> str | None:
     """The constructor call that rebuilds module `m` (its weights equal under the same RNG state)."""
     if isinstance(m, nn.Linear):
         ctor = f"nn.Linear({m.in_features}, {m.out_features}, bias={m.bias is not None})"
+    elif isinstance(m, nn.LayerNorm) and m.elementwise_affine:
+        bias = m.bias is not None
+        ctor = f"nn.LayerNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, bias={bias})"
     elif isinstance(m, nn.RMSNorm):
         ctor = f"nn.RMSNorm({tuple(m.normalized_shape)}, eps={m.eps!r}, elementwise_affine=True)"
     elif isinstance(m, nn.Embedding) and m.padding_idx is None and m.max_norm is None:

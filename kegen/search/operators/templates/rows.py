@@ -209,9 +209,11 @@ def layer_norm(
     eps: float,
     dtype: str,
     block: int = 64,
+    init: Sequence[str] = (),
 ) -> str:
     """F.layer_norm over the last dimension of `x` (+ `residual`, added in the kernel): mean,
-    variance and normalise passes per row; optional weight and bias (forward-time expressions)."""
+    variance and normalise passes per row; optional weight and bias (forward-time expressions, of
+    parameters `init` builds)."""
     body = _ROWS_FWD.format(x=x) + (
         (f"        r = {residual}.contiguous().view(-1, n_cols)\n" if residual else "        r = x2\n")
         + f"        w = {weight or 'x2'}\n"
@@ -222,4 +224,4 @@ def layer_norm(
         + f"            HAS_BIAS={bias is not None}, BLOCK=BLOCK_SIZE)\n"
         + "        return y.view(x.shape)"
     )
-    return _module(_LAYER_NORM_KERNEL, args, body, block)
+    return _module(_LAYER_NORM_KERNEL, args, body, block, init)

@@ -1,0 +1,61 @@
+"""F.layer_norm on the model's own (upcast) parameters drafted as the LayerNorm template (drafting/norms.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.drafting import analyze
+from lowering.backend.driver import MtiaDriver
+
+needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.ln = nn.LayerNorm(48).to(torch.float16)
+{tweak}
+
+    def forward(self, x):
+        w, b = self.ln.weight.float(), self.ln.bias.float()
+        return F.layer_norm(x.float(), (48,), w, b, 1e-5).to(x.dtype)
+
+
+def get_inputs():
+    return [torch.randn(6, 48, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _problem(tmp_path: Path, tweak: str = "") -> Path:
+    path = tmp_path / "ln.py"
+    path.write_text(PROBLEM.format(tweak=tweak))
+    return path
+
+
+@needs_mtia
+def test_layer_norm_on_upcast_parameters_is_drafted_and_correct(tmp_path) -> None:
+    problem = _problem(tmp_path)
+    a = analyze(problem)
+    assert a.op_class == "normalization" and a.source is not None and "layer_norm_kernel" in a.source
+    assert "self.ln = nn.LayerNorm((48,), eps=1e-05, bias=True).to(torch.float16)" in a.source
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
+    assert r.ok, r.message
+
+
+def test_parameters_construction_cannot_rebuild_are_not_drafted_as_the_template(tmp_path) -> None:
+    """Weights set in __init__ after construction: a twin LayerNorm would hold ones and zeros."""
+    tweak = "        with torch.no_grad():\n            self.ln.weight.uniform_(0.5, 1.5)"
+    a = analyze(_problem(tmp_path, tweak))
+    assert a.source is None or "layer_norm_kernel" not in a.source
