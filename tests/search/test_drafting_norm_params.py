@@ -21,16 +21,16 @@ import torch.nn.functional as F
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.ln = nn.LayerNorm(48).to(torch.float16)
+        self.ln = nn.LayerNorm({n}).to(torch.float16)
 {tweak}
 
     def forward(self, x):
         w, b = self.ln.weight.float(), self.ln.bias.float()
-        return F.layer_norm(x.float(), (48,), w, b, 1e-5).to(x.dtype)
+        return F.layer_norm(x.float(), ({n},), w, b, 1e-5).to(x.dtype)
 
 
 def get_inputs():
-    return [torch.randn(6, 48, dtype=torch.float16)]
+    return [torch.randn(6, {n}, dtype=torch.float16)]
 
 
 def get_init_inputs():
@@ -38,18 +38,22 @@ def get_init_inputs():
 """
 
 
-def _problem(tmp_path: Path, tweak: str = "") -> Path:
+def _problem(tmp_path: Path, tweak: str = "", n: int = 48) -> Path:
     path = tmp_path / "ln.py"
-    path.write_text(PROBLEM.format(tweak=tweak))
+    path.write_text(PROBLEM.format(tweak=tweak, n=n))
     return path
 
 
 @needs_mtia
-def test_layer_norm_on_upcast_parameters_is_drafted_and_correct(tmp_path) -> None:
-    problem = _problem(tmp_path)
+@pytest.mark.parametrize("n", [48, 4100])
+def test_layer_norm_on_upcast_parameters_is_drafted_and_correct(tmp_path, n: int) -> None:
+    """Rows that fit a block (16 rows a program; 6 rows: a masked tile) and rows longer than the
+    largest block (4096: the mean, variance and normalise passes)."""
+    problem = _problem(tmp_path, n=n)
     a = analyze(problem)
     assert a.op_class == "normalization" and a.source is not None and "layer_norm_kernel" in a.source
-    assert "self.ln = nn.LayerNorm((48,), eps=1e-05, bias=True).to(torch.float16)" in a.source
+    assert f"self.ln = nn.LayerNorm(({n},), eps=1e-05, bias=True).to(torch.float16)" in a.source
+    assert f"BLOCK_SIZE = {64 if n == 48 else 4096}" in a.source
     r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
     assert r.ok, r.message
 

@@ -66,6 +66,12 @@ def _param_expr(t: Traced, n: Any, casts: set[Node]) -> str | None:
     return f"self.{owner.replace('.', '_')}.{leaf}.detach()" if owner else f"self.{leaf}.detach()"
 
 
+def _row_block(shape: Any) -> int:
+    """The template's block for rows of `shape[0]` elements: the whole row up to 4096 (loaded once)."""
+    n = int(shape[0]) if isinstance(shape[0], int) else 4096
+    return max(64, min(4096, 1 << max(0, (n - 1).bit_length())))
+
+
 def draft_layer_norm_fn(t: Traced) -> str | None:
     """F.layer_norm over the last dimension, of an input or a residual sum, with weight and bias that
     are inputs or the model's parameters (rebuilt by `twins`), fp32 upcasts and the cast back
@@ -113,6 +119,7 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
         exprs[1],
         float(eps),
         str(dtype_src(t.out)),
+        block=_row_block(shape),
         init=init,
     )
 

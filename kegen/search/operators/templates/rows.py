@@ -169,9 +169,29 @@ _LAYER_NORM_LOAD = """        x = tl.load(x_ptr + row * row_stride + cols, mask=
 
 _LAYER_NORM_KERNEL = f"""
 @triton.jit
-def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_cols, eps, HAS_RESIDUAL: tl.constexpr,
-                      HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
+def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_rows, n_cols, eps,
+                      HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
+                      ONE_PASS: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
+    if ONE_PASS:  # rows that fit one block: ROWS of them loaded at once (names apart from the loops')
+        tile_rows = row * ROWS + tl.arange(0, ROWS)
+        tile_cols = tl.arange(0, BLOCK)
+        col_ok = tile_cols < n_cols
+        ok = (tile_rows < n_rows)[:, None] & col_ok[None, :]
+        at = tile_rows[:, None] * row_stride + tile_cols[None, :]
+        xt = tl.load(x_ptr + at, mask=ok, other=0.0)
+        if HAS_RESIDUAL:
+            xt += tl.load(r_ptr + at, mask=ok, other=0.0)
+        xt = xt.to(tl.float32)
+        dt = tl.where(ok, xt - (tl.sum(xt, axis=1) / n_cols)[:, None], 0.0)
+        yt = dt * (1.0 / tl.sqrt(tl.sum(dt * dt, axis=1) / n_cols + eps))[:, None]
+        if HAS_WEIGHT:
+            yt = yt * tl.load(w_ptr + tile_cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+        if HAS_BIAS:
+            yt = yt + tl.load(b_ptr + tile_cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+        out_at = tile_rows[:, None] * n_cols + tile_cols[None, :]
+        tl.store(y_ptr + out_at, yt.to(y_ptr.dtype.element_ty), mask=ok)
+        return
     acc = tl.zeros([BLOCK], tl.float32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
@@ -210,18 +230,25 @@ def layer_norm(
     dtype: str,
     block: int = 64,
     init: Sequence[str] = (),
+    rows: int = 16,
 ) -> str:
-    """F.layer_norm over the last dimension of `x` (+ `residual`, added in the kernel): mean,
-    variance and normalise passes per row; optional weight and bias (forward-time expressions, of
-    parameters `init` builds)."""
+    """F.layer_norm over the last dimension of `x` (+ `residual`, added in the kernel): rows that fit
+    `block` are loaded once, `rows` of them per program (`LN_ROWS`, capped at 16K elements), a longer
+    row in mean, variance and normalise passes; optional weight and bias (forward-time expressions,
+    of parameters `init` builds)."""
     body = _ROWS_FWD.format(x=x) + (
         (f"        r = {residual}.contiguous().view(-1, n_cols)\n" if residual else "        r = x2\n")
         + f"        w = {weight or 'x2'}\n"
         + f"        b = {bias or 'x2'}\n"
         + f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
-        + f"        layer_norm_kernel[(n_rows,)](x2, r, w, b, y, x2.stride(0), n_cols, {eps!r},\n"
-        + f"            HAS_RESIDUAL={residual is not None}, HAS_WEIGHT={weight is not None},\n"
-        + f"            HAS_BIAS={bias is not None}, BLOCK=BLOCK_SIZE)\n"
+        + "        one_pass = n_cols <= BLOCK_SIZE\n"
+        + "        rows = max(1, min(LN_ROWS, 16384 // BLOCK_SIZE)) if one_pass else 1\n"
+        + "        layer_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, r, w, b, y, x2.stride(0), n_rows,\n"
+        + f"            n_cols, {eps!r}, HAS_RESIDUAL={residual is not None},\n"
+        + f"            HAS_WEIGHT={weight is not None}, HAS_BIAS={bias is not None}, ONE_PASS=one_pass,\n"
+        + "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         + "        return y.view(x.shape)"
     )
-    return _module(_LAYER_NORM_KERNEL, args, body, block, init)
+    return _module(_LAYER_NORM_KERNEL, args, body, block, init).replace(
+        f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nLN_ROWS = {rows}\n", 1
+    )
