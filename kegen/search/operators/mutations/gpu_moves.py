@@ -11,7 +11,8 @@
 - convolution: an implicit GEMM over the NCHW/NCL activations with pre-packed weights
   (`templates.gpu_conv`).
 A rewritten module offers config moves instead: the other configurations of its family, a few per
-step as the operator ranks them. Each list is ordered by how often the configuration won on the
+step as the operator ranks them. Every launch that passes `num_warps` / `num_stages` as literals
+(torch.compile's GPU draft, hand-written seeds) gets one step each way of each (`launch_config_mutations`). Each list is ordered by how often the configuration won on the
 H200 for the production shapes (docs/results/nvidia_moves_h200.md and the per-shape sweeps of
 tools/sweep_nvidia_configs.py, docs/results/nvidia_configs_h200.md): the priors decrease along it.
 Flattened tile loops pay only with TMA loads (pointer loads: 2-5x slower); warp specialization
@@ -21,10 +22,14 @@ is in the pointer lists.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
-from kegen.search.operators.mutations.base import Mutation, MutationError
+from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
+from kegen.search.operators.mutations.knobs import kernels_with_load_loops
+from kegen.search.operators.mutations.launches import launches
 from kegen.search.operators.templates import gpu_attention, gpu_conv, gpu_gemm
 from kegen.search.operators.templates.gpu_attention import AttentionConfig
 from kegen.search.operators.templates.gpu_conv import ConvConfig
@@ -191,8 +196,71 @@ def _family_moves(
     ]
 
 
+WARPS = (1, 2, 4, 8, 16)
+STAGES = (1, 2, 3, 4, 5, 6)
+LAUNCH_PRIOR = 1.1  # below the rewrites and their configurations: the moves left where none applies
+
+
+def launch_config_mutations(source: str) -> list[Mutation]:
+    """`num_warps` / `num_stages` one step up and down at every launch of the module's own kernels that
+    passes them as literals: torch.compile's GPU draft carries the values Inductor's autotuning chose
+    on one GPU, and its block sizes are tied to literal grids, so these two are what a search can
+    tune there. `num_stages` only for kernels with a loop that loads (nothing else to pipeline)."""
+    tree = ast.parse(source)
+    kernels = {fn.name for fn in jit_functions(tree)}
+    pipelined = kernels_with_load_loops(source)
+    muts: list[Mutation] = []
+    for name, idx, call in launches(tree):
+        if name not in kernels:
+            continue
+        for kw in call.keywords:
+            if kw.arg not in ("num_warps", "num_stages") or not isinstance(kw.value, ast.Constant):
+                continue
+            current = kw.value.value
+            if type(current) is not int or (kw.arg == "num_stages" and name not in pipelined):
+                continue
+            values = WARPS if kw.arg == "num_warps" else STAGES
+            below = [v for v in values if v < current][-1:]
+            above = [v for v in values if v > current][:1]
+            muts += [
+                Mutation(
+                    name=f"{kw.arg}={v}@{name}#{idx}",
+                    family=f"gpu_{kw.arg}",
+                    description=f"launch {name} with {kw.arg}={v} (was {current})",
+                    apply=partial(_set_launch_literal, kernel=name, index=idx, arg=kw.arg, value=v),
+                    helps=("latency", "compute") if kw.arg == "num_warps" else ("memory",),
+                    prior=LAUNCH_PRIOR,
+                    kernel=name,
+                )
+                for v in below + above
+            ]
+    return muts
+
+
+def _set_launch_literal(source: str, kernel: str, index: int, arg: str, value: int) -> str:
+    """`source` with the literal keyword `arg` of the `index`-th launch of `kernel` set to `value`, the
+    rest of the text as it was."""
+    for name, idx, call in launches(ast.parse(source)):
+        if (name, idx) != (kernel, index):
+            continue
+        kw = next((k for k in call.keywords if k.arg == arg and isinstance(k.value, ast.Constant)), None)
+        if kw is None or kw.value.end_lineno != kw.value.lineno or kw.value.end_col_offset is None:
+            break
+        lines = source.split("\n")
+        row = lines[kw.value.lineno - 1].encode()
+        row = row[: kw.value.col_offset] + str(value).encode() + row[kw.value.end_col_offset :]
+        lines[kw.value.lineno - 1] = row.decode()
+        return "\n".join(lines)
+    raise MutationError(f"no literal {arg} at launch {index} of {kernel}")
+
+
 def gpu_mutations(source: str) -> list[Mutation]:
-    """Every GPU rewrite or config move that applies to `source` (empty when none does)."""
+    """Every GPU rewrite or config move that applies to `source`, and the launch-config moves of its
+    kernels launched with literal `num_warps` / `num_stages` (empty when none applies)."""
+    return _rewrite_moves(source) + launch_config_mutations(source)
+
+
+def _rewrite_moves(source: str) -> list[Mutation]:
     attention = _family_moves(
         source,
         gpu_attention.MARKER,
