@@ -11,10 +11,11 @@
 - convolution: an implicit GEMM over the NCHW/NCL activations with pre-packed weights
   (`templates.gpu_conv`).
 A rewritten module offers config moves instead: the other configurations of its family, a few per
-step as the operator ranks them. Every launch that passes `num_warps` / `num_stages` as literals
-(torch.compile's GPU draft, hand-written seeds) gets one step each way of each (`launch_config_mutations`). Each list is ordered by how often the configuration won on the
+step as the operator ranks them. Each list is ordered by how often the configuration won on the
 H200 for the production shapes (docs/results/nvidia_moves_h200.md and the per-shape sweeps of
 tools/sweep_nvidia_configs.py, docs/results/nvidia_configs_h200.md): the priors decrease along it.
+Every launch that passes `num_warps` / `num_stages` as literals (torch.compile's GPU draft,
+hand-written seeds) gets one step each way of each (`launch_config_mutations`).
 Flattened tile loops pay only with TMA loads (pointer loads: 2-5x slower); warp specialization
 does not compile with pointer loads on Hopper (Triton 3.6) and gains nothing with TMA, so neither
 is in the pointer lists.
