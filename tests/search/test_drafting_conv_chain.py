@@ -174,6 +174,11 @@ DEPTHWISE = {
         "return F.relu(self.bn(self.dw(x)))",
         "torch.randn(2, 24, 13, 11)",
     ),
+    "dw_residual_gelu_fp32": (
+        "self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)",
+        "return F.gelu(self.dw(x) + identity)",
+        "torch.randn(2, 16, 7, 9)",
+    ),
     "dw_functional_fp16_silu": (
         "self.w = nn.Parameter(torch.randn(16, 1, 5, 5, dtype=torch.float16) * 0.2)",
         "return F.silu(F.conv2d(x.float(), self.w.float(), None, 1, 2, 1, 16)).to(x.dtype)",
