@@ -127,6 +127,13 @@ CHAINS = {
         "silu",
         False,
     ),
+    "sequential_same_bn_silu": (  # nn.Sequential's modules, padding="same" (numbers in the draft)
+        "self.block = nn.Sequential(\n    nn.Conv2d(8, 16, 3, padding='same', bias=False), nn.BatchNorm2d(16), nn.SiLU()\n)",
+        "return self.block(x)",
+        "torch.randn(2, 8, 10, 11)",
+        "silu",
+        True,
+    ),
 }
 
 
@@ -139,7 +146,7 @@ def _draft(tmp_path: Path, case: str) -> tuple[Path, str]:
     assert (f", {act!r}" in "".join(declared)) == (act != "none")
     residual = "resnet_block_tail_fp32", "residual_of_its_input_fp16"
     assert ("".join(declared).count(",") == 2) == (case in residual)  # (bn, act, residual argument)
-    assert ("reference.bn" in a.source) == bn
+    assert ("self.kegen_conv_epilogue = ('reference." in a.source) == bn  # the BatchNorm's path
     return problem, a.source
 
 
@@ -200,7 +207,7 @@ def test_a_depthwise_chain_is_drafted_as_the_stencil_and_is_correct(tmp_path, ca
 def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
     """A grouped convolution, a BatchNorm before the convolution, a sum with something else than an
     input, a residual added after the activation, an activation the kernels do not have
-    (tanh-approximated GELU) and 'same' padding are left to the other drafters."""
+    (tanh-approximated GELU) and asymmetric 'same' padding are left to the other drafters."""
     cases = {
         "grouped": ("self.conv = nn.Conv2d(8, 16, 3, groups=2)", "return self.conv(x)"),
         "bn_first": (
@@ -213,8 +220,8 @@ def test_chains_the_seed_cannot_compute_are_not_drafted_as_it(tmp_path) -> None:
             "return torch.relu(self.conv(x)) + x",
         ),
         "tanh_gelu": ("self.conv = nn.Conv2d(8, 16, 3)", "return F.gelu(self.conv(x), approximate='tanh')"),
-        "same_string": (
-            "self.w = nn.Parameter(torch.randn(8, 8, 3, 3))",
+        "same_but_asymmetric": (  # a 4-tap kernel: 'same' pads one side more than the other
+            "self.w = nn.Parameter(torch.randn(8, 8, 4, 4))",
             "return F.conv2d(x, self.w, padding='same')",
         ),
     }

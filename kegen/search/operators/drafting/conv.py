@@ -100,15 +100,26 @@ def _param_path(t: Traced, n: object, used: set[Node]) -> str | None:
     return str(n.target) if isinstance(value, nn.Parameter) else None
 
 
+def _padding(padding: object, kernel: tuple[int, ...], dilation: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Numeric zero padding per spatial dim: "valid" is none, "same" (stride 1) half the dilated
+    kernel's extent where that is symmetric; None where it is not (an odd extent pads one side more)."""
+    if padding == "valid":
+        return (0,) * len(kernel)
+    if padding == "same":
+        extents = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
+        return None if any(e % 2 for e in extents) else tuple(e // 2 for e in extents)
+    return _tuple(padding, len(kernel))
+
+
 def _module_geometry(t: Traced, n: Node, conv: nn.Module) -> _Geometry | None:
-    if not isinstance(conv, Conv) or n.kwargs or len(n.args) != 1:
+    if not isinstance(conv, Conv) or n.kwargs or len(n.args) != 1 or conv.padding_mode != "zeros":
         return None
-    if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+    padding = _padding(conv.padding, tuple(conv.kernel_size), tuple(conv.dilation))
+    if padding is None:
         return None
     path = str(n.target)
     bias = f"{path}.bias" if conv.bias is not None else None
-    geo = (tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation))
-    return _Geometry(f"{path}.weight", bias, *geo, groups=conv.groups)
+    return _Geometry(f"{path}.weight", bias, tuple(conv.stride), padding, tuple(conv.dilation), conv.groups)
 
 
 def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
@@ -124,13 +135,13 @@ def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
     bias = None if values["bias"] is None else _param_path(t, values["bias"], used)
     if values["bias"] is not None and bias is None:
         return None
-    if values["padding"] == "valid":
-        values["padding"] = 0
-    geo = [_tuple(values[k], nd) for k in ("stride", "padding", "dilation")]
-    if any(g is None for g in geo):
+    stride, dil = _tuple(values["stride"], nd), _tuple(values["dilation"], nd)
+    if stride is None or dil is None:
         return None
-    stride, pad, dil = geo
-    assert stride is not None and pad is not None and dil is not None
+    kernel = tuple(operator.attrgetter(weight)(t.model).shape[2:])
+    pad = _padding(values["padding"], kernel, dil) if len(kernel) == nd else None
+    if pad is None:
+        return None
     return _Geometry(weight, bias, stride, pad, dil, values["groups"])
 
 
@@ -219,6 +230,7 @@ def _weights(t: Traced, chain: _Chain, weight: torch.Tensor, name: str) -> tuple
     g = chain.geometry
     ones = (1,) * nd
     plain = chain.module is not None and (g.stride, g.dilation) == (ones, ones)
+    plain = plain and not isinstance(getattr(chain.module, "padding", None), str)  # the kernels read numbers
     init = twins(t) if plain and not chain.bn else None
     if init is not None:
         return init, "", ""
