@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
 
-from kegen.search.operators.drafting.graph import CASTS, GELU, Traced, dtype_of, rank_of, shape_of
+from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_of, shape_of, strip_casts
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import conv_seed as templates_conv_seed
 from kegen.search.operators.templates import depthwise as templates_depthwise
@@ -42,7 +42,6 @@ _ACTIVATION_TARGETS = (
     ({F.hardswish}, "hardswish"),
     ({torch.sigmoid, F.sigmoid, "sigmoid"}, "sigmoid"),
 )
-UPCASTS = {"float"} | CASTS
 ADD = {operator.add, operator.iadd, torch.add, "add", "add_"}
 # the functional convolution's arguments after input and weight, in order, with their defaults
 _CONV_ARGS = (("bias", None), ("stride", 1), ("padding", 0), ("dilation", 1), ("groups", 1))
@@ -72,14 +71,6 @@ class _Chain:
     nodes: set[Node] = field(default_factory=set)  # every node of the chain, casts included
 
 
-def _strip_casts(n: object, used: set[Node]) -> object:
-    """`n` below any dtype casts (`.float()`, `.to(...)`, `.half()`), which are added to `used`."""
-    while isinstance(n, Node) and n.op == "call_method" and n.target in UPCASTS and n.args:
-        used.add(n)
-        n = n.args[0]
-    return n
-
-
 def _tuple(v: object, nd: int) -> tuple[int, ...] | None:
     if isinstance(v, int):
         return (v,) * nd
@@ -90,7 +81,7 @@ def _tuple(v: object, nd: int) -> tuple[int, ...] | None:
 
 def _param_path(t: Traced, n: object, used: set[Node]) -> str | None:
     """The dotted path of the parameter a get_attr node (below casts) reads, else None."""
-    n = _strip_casts(n, used)
+    n = strip_casts(n, used)
     if not (isinstance(n, Node) and n.op == "get_attr"):
         return None
     try:
@@ -150,15 +141,15 @@ def _match_chain(t: Traced) -> _Chain | None:
     if t.out is None:
         return None
     used: set[Node] = set()
-    node = _strip_casts(t.out, used)
+    node = strip_casts(t.out, used)
     act = "none"
-    if isinstance(node, Node) and node.args and _activation(t, node) is not None:
-        act = str(_activation(t, node))
+    if isinstance(node, Node) and node.args and (found := _activation(t, node)) is not None:
+        act = found
         used.add(node)
-        node = _strip_casts(node.args[0], used)
+        node = strip_casts(node.args[0], used)
     residual = None
     if isinstance(node, Node) and node.target in ADD and len(node.args) == 2 and not node.kwargs:
-        a, b = (_strip_casts(v, used) for v in node.args)
+        a, b = (strip_casts(v, used) for v in node.args)
         res = next((v for v in (b, a) if v in t.ph and shape_of(v) == shape_of(t.out)), None)
         if res is None:
             return None
@@ -174,7 +165,7 @@ def _match_chain(t: Traced) -> _Chain | None:
             return None
         bn = str(node.target)
         used.add(node)
-        node = _strip_casts(node.args[0], used)
+        node = strip_casts(node.args[0], used)
     if not isinstance(node, Node) or not node.args:
         return None
     module = t.module(node)
@@ -184,7 +175,7 @@ def _match_chain(t: Traced) -> _Chain | None:
         geometry = _function_geometry(t, node, used)
     else:
         return None
-    x = _strip_casts(node.args[0], used)
+    x = strip_casts(node.args[0], used)
     if geometry is None or x not in t.ph:
         return None
     assert isinstance(x, Node)

@@ -124,6 +124,14 @@ def trace(problem_path: Path) -> Traced:
     return Traced(mod, model, gm, ops, [n for n in nodes if n.op == "placeholder"], out, inputs)
 
 
+def strip_casts(n: Any, casts: set[Node]) -> Any:
+    """`n` below any dtype casts (`.float()`, `.to(...)`, `.half()`, ...), which are added to `casts`."""
+    while isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"} and n.args:
+        casts.add(n)
+        n = n.args[0]
+    return n
+
+
 def op_name(target: Any) -> str:
     """The name of a node's target (a method name, or a function's __name__)."""
     return target if isinstance(target, str) else getattr(target, "__name__", repr(target))

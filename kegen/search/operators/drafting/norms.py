@@ -13,7 +13,6 @@ from torch.fx import Node
 
 from kegen.search.operators import templates
 from kegen.search.operators.drafting.graph import (
-    CASTS,
     POW,
     RMS_NORM,
     Traced,
@@ -21,6 +20,7 @@ from kegen.search.operators.drafting.graph import (
     dtype_src,
     rank_of,
     shape_of,
+    strip_casts,
 )
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import rows as templates_rows
@@ -48,18 +48,10 @@ def _shape_reads(t: Traced) -> set[Node]:
     return reads | {n for n in t.ops if n.target is operator.getitem and n.args[0] in reads}
 
 
-def _strip_casts(n: Any, casts: set[Node]) -> Any:
-    """`n` below dtype casts (`.float()`, `.to(...)`), which are added to `casts`."""
-    while isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"} and n.args:
-        casts.add(n)
-        n = n.args[0]
-    return n
-
-
 def _param_expr(t: Traced, n: Any, casts: set[Node]) -> str | None:
     """ModelNew's expression for the model parameter a get_attr node (below casts) reads: its twin
     module's attribute (`twins` names `a.b` `self.a_b`), else None."""
-    n = _strip_casts(n, casts)
+    n = strip_casts(n, casts)
     if not (isinstance(n, Node) and n.op == "get_attr"):
         return None
     owner, _, leaf = str(n.target).rpartition(".")
@@ -78,11 +70,11 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
     allowed."""
     lns = [n for n in t.ops if n.target is F.layer_norm]
     casts: set[Node] = set()
-    if len(lns) != 1 or _strip_casts(t.out, casts) is not lns[0] or dtype_src(t.out) is None:
+    if len(lns) != 1 or strip_casts(t.out, casts) is not lns[0] or dtype_src(t.out) is None:
         return None
     ln = lns[0]
     p = dict(zip(("input", "normalized_shape", "weight", "bias", "eps"), ln.args, strict=False)) | ln.kwargs
-    x, shape = _strip_casts(p.get("input"), casts), p.get("normalized_shape")
+    x, shape = strip_casts(p.get("input"), casts), p.get("normalized_shape")
     eps = p.get("eps", 1e-5)
     if not isinstance(shape, list | tuple) or len(shape) != 1 or not isinstance(eps, float | int):
         return None
@@ -98,7 +90,7 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
     rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t) | casts | dtype_reads]
     residual = None
     if rest == [x] and isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs:
-        x, residual = (_strip_casts(v, casts) for v in x.args)
+        x, residual = (strip_casts(v, casts) for v in x.args)
         if residual not in t.ph or shape_of(residual) != shape_of(x):
             return None
     elif rest:

@@ -17,9 +17,10 @@ from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.gpu_conv import (
     EPILOGUE_MARK,
     EPILOGUE_METHOD,
+    GEOMETRY,
     bn_act_apply,
     bn_prologue,
-    epilogue_declaration,
+    with_epilogue,
 )
 
 _RESIDUAL = (  # the output tile in the residual tensor: pointers, mask
@@ -34,8 +35,7 @@ def kegen_conv_seed_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_p
                            STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,
                            DIL_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
                            BN_AFFINE: tl.constexpr, HAS_RES: tl.constexpr, ACT: tl.constexpr,
-                               BLOCK_CO: tl.constexpr,
-                           BLOCK_CI: tl.constexpr, BLOCK_P: tl.constexpr):
+                           BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr, BLOCK_P: tl.constexpr):
     n = tl.program_id(0)
     co = tl.program_id(1) * BLOCK_CO + tl.arange(0, BLOCK_CO)
     pix = tl.program_id(2) * BLOCK_P + tl.arange(0, BLOCK_P)
@@ -71,20 +71,7 @@ _FORWARD = """
         r = {res}
         nd = x.dim() - 2
         w = conv.weight.detach().contiguous()
-        b, bn, eps, affine, act = self._epilogue(conv)
-        bn_m, bn_v, bn_g, bn_b = bn or (w, w, w, w)
-        batch, c_in, c_out = x.shape[0], x.shape[1], conv.out_channels
-        if nd == 1:
-            h, w_ = 1, x.shape[2]
-            kh, kw, sh, sw, dh, dw = 1, conv.kernel_size[0], 1, conv.stride[0], 1, conv.dilation[0]
-            ph, pw = 0, conv.padding[0]
-        else:
-            h, w_ = x.shape[2], x.shape[3]
-            (kh, kw), (sh, sw), (dh, dw) = conv.kernel_size, conv.stride, conv.dilation
-            ph, pw = conv.padding
-        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-        shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
+""" + GEOMETRY + """        shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
         y = torch.empty(shape, dtype=x.dtype, device=x.device)
         grid = (batch, triton.cdiv(c_out, 32), triton.cdiv(oh * ow, 64))
         kegen_conv_seed_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,
@@ -92,8 +79,7 @@ _FORWARD = """
                                      h, w_, oh, ow, eps, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh,
                                      STRIDE_W=sw, DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None,
                                      HAS_BN=bn is not None, BN_AFFINE=affine, HAS_RES=r is not None,
-                                         ACT=act, BLOCK_CO=32,
-                                     BLOCK_CI=32, BLOCK_P=64)
+                                     ACT=act, BLOCK_CO=32, BLOCK_CI=32, BLOCK_P=64)
         return y"""
 
 
@@ -111,10 +97,7 @@ def conv_seed(
     the eval-mode BatchNorm `self.<bn>` (a dotted path; none where empty) and activation `act`;
     `prelude` (module-level definitions `init` uses, such as the reference's class) goes before
     ModelNew."""
-    lines = list(init)
-    if bn or act != "none" or residual:
-        lines.append(epilogue_declaration(bn, act, residual))
-    init_src = "".join(f"        {line}\n" for line in lines)
+    init_src = "".join(f"        {line}\n" for line in with_epilogue(init, bn, act, residual))
     return (
         HEADER
         + KERNEL

@@ -18,7 +18,7 @@ from kegen.search.operators.templates.gpu_conv import (
     EPILOGUE_METHOD,
     bn_act_apply,
     bn_prologue,
-    epilogue_declaration,
+    with_epilogue,
 )
 
 _RESIDUAL = (  # the output tile in the residual tensor: pointers, mask
@@ -31,8 +31,7 @@ def kegen_depthwise_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_p
                            STRIDE_H, STRIDE_W, PAD_H, PAD_W, DIL_H, DIL_W, EPS, KH: tl.constexpr,
                            KW: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
                            BN_AFFINE: tl.constexpr, HAS_RES: tl.constexpr, ACT: tl.constexpr,
-                               BLOCK_C: tl.constexpr,
-                           BLOCK_W: tl.constexpr):
+                           BLOCK_C: tl.constexpr, BLOCK_W: tl.constexpr):
     n_wb = tl.cdiv(OW, BLOCK_W)
     oh = tl.program_id(0) // n_wb
     ow = (tl.program_id(0) % n_wb) * BLOCK_W + tl.arange(0, BLOCK_W)
@@ -99,10 +98,7 @@ def depthwise(
         "                                     BLOCK_C=DW_BLOCK_C, BLOCK_W=DW_BLOCK_W)\n"
         "        return y"
     )
-    lines = list(init)
-    if bn or act != "none" or residual:
-        lines.append(epilogue_declaration(bn, act, residual))
-    init_src = "".join(f"        {line}\n" for line in lines)
+    init_src = "".join(f"        {line}\n" for line in with_epilogue(init, bn, act, residual))
     return (
         HEADER
         + f"\nDW_BLOCK_C = {block_c}\nDW_BLOCK_W = {block_w}\n"

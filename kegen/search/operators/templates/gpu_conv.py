@@ -14,6 +14,7 @@ tiles in grouped order. Sizes and launch options are module constants (CONV_*).
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kegen.search.operators.mutations.base import MutationError, jit_functions
@@ -67,6 +68,12 @@ def epilogue_declaration(bn: str, act: str, residual: str | None) -> str:
     return f"self.kegen_conv_epilogue = {parts!r}"
 
 
+def with_epilogue(init: Sequence[str], bn: str, act: str, residual: str | None) -> list[str]:
+    """ModelNew.__init__'s lines `init`, then the epilogue's declaration where there is one."""
+    extra = [epilogue_declaration(bn, act, residual)] if bn or act != "none" or residual else []
+    return [*init, *extra]
+
+
 def bn_act_apply(indent: str, axis: str, residual: tuple[str, str]) -> str:
     """Kernel lines applying the BatchNorm (`bn_scale`, `bn_shift` broadcast by `axis`), adding the
     residual (`residual`: the pointers of the output tile's elements in `r_ptr`'s tensor, and their
@@ -115,9 +122,8 @@ def conv_igemm_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_ptr, y
                       STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, DIL_H: tl.constexpr,
                       DIL_W: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_BN: tl.constexpr,
                       BN_AFFINE: tl.constexpr, HAS_RES: tl.constexpr, ACT: tl.constexpr,
-                          EVEN_CI: tl.constexpr,
-                      BLOCK_P: tl.constexpr, BLOCK_CO: tl.constexpr, BLOCK_CI: tl.constexpr,
-                      GROUP_M: tl.constexpr):
+                      EVEN_CI: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_CO: tl.constexpr,
+                      BLOCK_CI: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     n_pix = OH * OW
     num_pid_m = tl.cdiv(BATCH * n_pix, BLOCK_P)
@@ -183,6 +189,23 @@ EPILOGUE_METHOD = '''
         return bias, (mean, var, bn.weight.detach(), bn.bias.detach()), float(bn.eps), True, code
 '''.replace("{act_codes}", repr({name: code for code, name in enumerate(ACTIVATIONS)}))
 
+# forward's lines after `x`, `nd` and `w` (the weight as the kernel reads it) are bound: the epilogue's
+# operands and the convolution's sizes, taps, strides, dilations, padding and output size
+GEOMETRY = """        b, bn, eps, affine, act = self._epilogue(conv)
+        bn_m, bn_v, bn_g, bn_b = bn or (w, w, w, w)
+        batch, c_in, c_out = x.shape[0], x.shape[1], conv.out_channels
+        if nd == 1:
+            h, w_ = 1, x.shape[2]
+            kh, kw, sh, sw, dh, dw = 1, conv.kernel_size[0], 1, conv.stride[0], 1, conv.dilation[0]
+            ph, pw = 0, conv.padding[0]
+        else:
+            h, w_ = x.shape[2], x.shape[3]
+            (kh, kw), (sh, sw), (dh, dw) = conv.kernel_size, conv.stride, conv.dilation
+            ph, pw = conv.padding
+        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+"""
+
 _MODEL_TAIL = (
     '''
     def _packed_weight(self, w):
@@ -203,21 +226,9 @@ _MODEL_TAIL = (
         x = {x}.contiguous()
         r = {res}
         w = self._packed_weight(conv.weight)
-        b, bn, eps, affine, act = self._epilogue(conv)
-        bn_m, bn_v, bn_g, bn_b = bn or (w, w, w, w)
-        batch, c_in = x.shape[0], x.shape[1]
-        c_out = conv.out_channels
-        if nd == 1:
-            h, w_ = 1, x.shape[2]
-            kh, kw, sh, sw, dh, dw = 1, conv.kernel_size[0], 1, conv.stride[0], 1, conv.dilation[0]
-            ph, pw = 0, conv.padding[0]
-        else:
-            h, w_ = x.shape[2], x.shape[3]
-            (kh, kw), (sh, sw), (dh, dw) = conv.kernel_size, conv.stride, conv.dilation
-            ph, pw = conv.padding
-        oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-        shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
+"""
+    + GEOMETRY
+    + """        shape = (batch, c_out, ow) if nd == 1 else (batch, c_out, oh, ow)
         y = torch.empty(shape, dtype=x.dtype, device=x.device)
         grid = (triton.cdiv(batch * oh * ow, CONV_BLOCK_P) * triton.cdiv(c_out, CONV_BLOCK_CO),)
         conv_igemm_kernel[grid](x, w, w if b is None else b, bn_m, bn_v, bn_g, bn_b,
