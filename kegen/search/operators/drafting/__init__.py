@@ -13,6 +13,8 @@ candidate from its Triton template. The op classes:
 - matmul / mm / bmm (operands may be transposed views or fp32 upcasts) with an elementwise epilogue
   that may read a bias row, a residual or a scalar input;
 - stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
+- weight-only quantized linear layers (an int8/uint8 weight cast and scaled per output channel in the
+  forward), the integers read in the GEMM's loop (drafting.quant);
 - attention over the inputs in any spelling (F.scaled_dot_product_attention, or matmuls around a
   softmax with a scale, a causal or additive mask and fp32 upcasts), confirmed numerically against
   torch's attention (drafting.attention);
@@ -66,6 +68,7 @@ from kegen.search.operators.drafting.norms import (
     draft_rms_norm_formula,
     draft_rms_norm_op,
 )
+from kegen.search.operators.drafting.quant import draft_dequant_linear
 from kegen.search.operators.drafting.rows import (
     draft_argmax,
     draft_col_reduce,
@@ -126,6 +129,7 @@ RULES: tuple[Rule, ...] = (
     Rule("argmax", "reduction", draft_argmax),
     Rule("cumsum", "scan", draft_cumsum),
     Rule("transpose", "elementwise", draft_transpose),
+    Rule("dequant_linear", "matmul", draft_dequant_linear),
     Rule("matmul", "matmul", draft_matmul),
     Rule("linear", "matmul", draft_linear),
     Rule("gather", "gather", draft_gather),

@@ -115,7 +115,9 @@ def trace(problem_path: Path) -> Traced:
             inputs = mod.get_inputs()
     except DataDependentOutputException:  # get_inputs reads its own values (bag offsets, lengths)
         inputs = mod.get_inputs()
-    gm = torch.fx.symbolic_trace(model)
+    tracer = torch.fx.Tracer()
+    tracer.proxy_buffer_attributes = True  # buffers as get_attr nodes: math on them stays in the graph
+    gm = torch.fx.GraphModule(model, tracer.trace(model))
     ShapeProp(gm, fake_mode=fake).propagate(*inputs)
     nodes = list(gm.graph.nodes)
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.layout import MODEL_HEAD
 
-_MATMUL_PROLOGUE = """    pid = tl.program_id(0)
+MATMUL_PROLOGUE = """    pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m = pid // num_pid_n
@@ -67,11 +67,11 @@ class LinearStage:
     result: str = "acc"
 
 
-def _consts(block_m: int, block_n: int, block_k: int) -> str:
+def consts(block_m: int, block_n: int, block_k: int) -> str:
     return f"\nBLOCK_SIZE_M = {block_m}\nBLOCK_SIZE_N = {block_n}\nBLOCK_SIZE_K = {block_k}\n\n"
 
 
-def _indent(lines: Sequence[str], depth: int = 4) -> str:
+def indent(lines: Sequence[str], depth: int = 4) -> str:
     return "\n".join(" " * depth + line for line in lines)
 
 
@@ -92,18 +92,18 @@ def linear_chain(
     for s in stages:
         kernels.setdefault((s.epilogue, s.result), f"linear_kernel_{len(kernels)}")
     src = "".join(
-        _LINEAR_KERNEL.format(name=name, prologue=_MATMUL_PROLOGUE, epilogue=_indent(epi), result=res)
+        _LINEAR_KERNEL.format(name=name, prologue=MATMUL_PROLOGUE, epilogue=indent(epi), result=res)
         for (epi, res), name in kernels.items()
     )
     body = [f"h = {x}"] + [
         f"h = _linear({kernels[(s.epilogue, s.result)]}, h, {s.weight}, {s.bias or 'None'})" for s in stages
     ]
-    init_body = _indent(["super().__init__()", *init], 8)
+    init_body = indent(["super().__init__()", *init], 8)
     model = (
         "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
-        f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{_indent(body, 8)}\n        return h\n"
+        f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{indent(body, 8)}\n        return h\n"
     )
-    return HEADER + _consts(block_m, block_n, block_k) + src + _LINEAR_HELPER + model
+    return HEADER + consts(block_m, block_n, block_k) + src + _LINEAR_HELPER + model
 
 
 _BMM_KERNEL = """
@@ -175,10 +175,10 @@ def bmm(
         for i, (_, kind) in enumerate(extras)
     )
     kernel = _BMM_KERNEL.format(
-        prologue=_MATMUL_PROLOGUE,
+        prologue=MATMUL_PROLOGUE,
         extra_ptrs="".join(f" e{i}_ptr," for i in range(len(extras))),
         extra_loads=loads,
-        epilogue=_indent(epilogue),
+        epilogue=indent(epilogue),
         result=result,
     )
     fwd = _BMM_FWD.format(
@@ -189,4 +189,4 @@ def bmm(
         extra_args="".join(f" {expr}.contiguous()," for expr, _ in extras),
     )
     model = MODEL_HEAD + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
-    return HEADER + _consts(block_m, block_n, block_k) + kernel + model
+    return HEADER + consts(block_m, block_n, block_k) + kernel + model

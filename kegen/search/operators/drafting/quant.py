@@ -1,0 +1,186 @@
+"""Drafting weight-only quantized linear layers: `x @ (Q.float() * scale[:, None]).T`,
+`F.linear(x, Q.to(x.dtype) * scale[:, None], bias)` and the like, where Q is an 8-bit integer weight
+(a buffer, a parameter or an input) and the scale is one value per output channel or one scalar.
+
+The template (`templates.dequant`) reads Q's integers in the GEMM's loop and scales the accumulator,
+so the float weight the reference materialises (N x K floats, written and read back: most of the
+layer's traffic) is never built. The model's buffers are read from the reference itself, built in
+ModelNew.__init__ (`Reference`): quantized weights come from a checkpoint or a quantizer, which
+seeded construction of standard modules cannot rebuild.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.fx import Node
+
+from kegen.search.operators.drafting.elementwise import broadcast_kind, chain
+from kegen.search.operators.drafting.graph import CASTS, LINEAR, MATMUL, Traced, dtype_of, dtype_src, shape_of
+from kegen.search.operators.drafting.layout import _swapped, operand_view
+from kegen.search.operators.templates import dequant as templates_dequant
+
+INTEGER = (torch.int8, torch.uint8)
+_MUL = {operator.mul, torch.mul, "mul"}
+_DIV = {operator.truediv, torch.div, "div"}
+_VIEWS = {"unsqueeze", torch.unsqueeze, "view", "reshape", torch.reshape, operator.getitem}
+
+
+@dataclass
+class _Weight:
+    """The dequantized weight (N, K): the integer leaf, the scale leaf and how it applies."""
+
+    q: Node
+    scale: Node | None = None
+    kind: str = "none"  # row (one value per output channel) | scalar | none
+    op: str = "*"
+    nodes: list[Node] = field(default_factory=list)
+
+
+def _leaf(t: Traced, n: Any, nodes: list[Node], views: bool) -> Node | None:
+    """The input or model tensor below casts (and, with `views`, unsqueeze/view/[:, None] views),
+    adding the nodes passed to `nodes`; None when anything else is in between."""
+    while isinstance(n, Node) and n.op not in ("placeholder", "get_attr"):
+        is_cast = n.target in CASTS | {"float"} and n.op == "call_method"
+        if not (is_cast or views and n.target in _VIEWS) or len(n.users) != 1 or not n.args:
+            return None
+        nodes.append(n)
+        n = n.args[0]
+    return n if isinstance(n, Node) else None
+
+
+def _is_cast(n: Any) -> bool:
+    return isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"} and len(n.users) == 1
+
+
+def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
+    """`n` (the weight as (N, K)) as cast(Q) [* or / scale], Q an 8-bit integer tensor."""
+    nodes: list[Node] = []
+    while _is_cast(n):
+        nodes.append(n)  # a cast of the scaled weight (the product rounded to the activations' dtype)
+        n = n.args[0]
+    if not isinstance(n, Node):
+        return None
+    pairs: list[tuple[Any, Any, str]] = []
+    if n.op != "placeholder" and n.op != "get_attr" and len(n.args) == 2 and len(n.users) == 1:
+        a, b = n.args
+        if n.target in _MUL:
+            pairs = [(a, b, "*"), (b, a, "*")]
+        elif n.target in _DIV:
+            pairs = [(a, b, "/")]
+    for q_side, s_side, op in pairs:
+        q_nodes = [n]
+        q = _leaf(t, q_side, q_nodes, views=False)
+        if q is None or dtype_of(q) not in INTEGER or len(shape_of(q) or ()) != 2:
+            continue
+        if isinstance(s_side, int | float) and not isinstance(s_side, bool):
+            return None  # a Python scale: no tensor to read (rare; Inductor's draft covers it)
+        s = _leaf(t, s_side, q_nodes, views=True)
+        s_shape = shape_of(s_side)
+        if s is None or s_shape is None or shape_of(s) is None or dtype_of(s) in INTEGER:
+            continue
+        kind = "scalar" if int(torch.Size(s_shape).numel()) == 1 else None
+        if kind is None and tuple(s_shape)[-1:] == (1,) and int(torch.Size(s_shape).numel()) == n_out:
+            kind = "row"
+        if kind is not None:
+            return _Weight(q, s, kind, op, nodes + q_nodes)
+    q_nodes = []
+    q = _leaf(t, n, q_nodes, views=False)
+    if q is not None and dtype_of(q) in INTEGER:
+        return _Weight(q, nodes=nodes + q_nodes)
+    return None
+
+
+def _tensor_expr(t: Traced, n: Node) -> str:
+    """ModelNew.forward's expression of an input or of a model tensor (read from the built reference)."""
+    if n.op == "placeholder":
+        return t.arg(n)
+    path = str(n.target)
+    buffers = dict(t.model.named_buffers())
+    getter = "get_buffer" if path in buffers else "get_parameter"
+    return f"self.reference.{getter}({path!r})"
+
+
+def draft_dequant_linear(t: Traced) -> str | None:
+    """A linear layer whose weight is an 8-bit integer tensor dequantized in the forward (see the module
+    docstring), with an elementwise epilogue that may read a bias, a residual or a scalar."""
+    mms = [n for n in t.ops if n.target in MATMUL | LINEAR]
+    if len(mms) != 1 or t.out is None or t.out is not t.ops[-1]:
+        return None
+    mm = mms[0]
+    x_view = operand_view(t, mm.args[0]) if mm.args else None
+    if x_view is None or x_view[0].endswith(".transpose(-1, -2)"):
+        return None
+    out_shape = shape_of(t.out)
+    if not out_shape:
+        return None
+    n_out = out_shape[-1]
+    w_node: Any = mm.args[1] if len(mm.args) > 1 else None
+    bias: Any = None
+    swap: list[Node] = []
+    if mm.target in LINEAR:
+        bias = mm.kwargs.get("bias", mm.args[2] if len(mm.args) > 2 else None)
+    else:  # matmul: the weight's transpose, below or above its casts
+        while _is_cast(w_node):
+            swap.append(w_node)
+            w_node = w_node.args[0]
+        if not (isinstance(w_node, Node) and _swapped(w_node, 2) and len(w_node.users) == 1):
+            return None
+        swap, w_node = [*swap, w_node], w_node.args[0]
+    weight = _dequant(t, w_node, n_out)
+    if weight is None or tuple(shape_of(weight.q) or ()) != (n_out, (shape_of(mm.args[0]) or (0,))[-1]):
+        return None
+    extras: list[tuple[str, str]] = []
+    b_nodes: list[Node] = []
+    epilogue: list[str] = []
+    if bias is not None:  # F.linear's bias: added to the scaled accumulator, read through its casts
+        b = _leaf(t, bias, b_nodes, views=False)
+        if b is None or shape_of(b) != (n_out,):
+            return None
+        extras.append((_tensor_expr(t, b), "row"))
+        epilogue.append("acc = acc + e0")
+    k = t.ops.index(mm)
+    dtypes = {n for n in t.ops if n.target is getattr and n.args[1:] == ("dtype",)}  # read by casts only
+    if not set(t.ops[:k]) - dtypes <= set(x_view[1] + weight.nodes + swap + b_nodes):
+        return None
+    after = [n for n in t.ops[k + 1 :] if n not in dtypes]
+    env: dict[Node, str] = {mm: "acc"}
+    leaves = t.ph + [n for n in t.gm.graph.nodes if n.op == "get_attr"]
+    for p in leaves:  # tensors the epilogue reads: a bias row, a residual, a scalar
+        kind = broadcast_kind(shape_of(p) or (), tuple(out_shape))
+        if p in (weight.q, weight.scale) or kind not in ("row", "full", "scalar"):
+            continue
+        if any(u in after for u in p.users):
+            env[p] = f"e{len(extras)}"
+            extras.append((_tensor_expr(t, p), str(kind)))
+    got = chain(t, after, env) if after else ([], "acc")
+    dtype = dtype_src(t.out)
+    if got is None or dtype is None:
+        return None
+    uses_model = any(n.op == "get_attr" for n in (weight.q, weight.scale) if n is not None) or any(
+        "self.reference" in e for e, _ in extras
+    )
+    init, prelude = ([], "")
+    if uses_model:
+        from kegen.inductor.draft import reference_source_of
+
+        init = ["self.reference = Reference(*args, **kwargs)  # the quantized weights and scales"]
+        prelude = reference_source_of(t.problem.__file__)
+    scale = (_tensor_expr(t, weight.scale), weight.kind, weight.op) if weight.scale is not None else None
+    x_dtype = dtype_of(x_view[1][-1].args[0] if x_view[1] else mm.args[0])
+    return templates_dequant.dequant_linear(
+        t.args,
+        x_view[0],
+        _tensor_expr(t, weight.q),
+        scale,
+        dtype,
+        [*epilogue, *got[0]],
+        got[1] or "acc",
+        extras,
+        init,
+        prelude,
+        ieee=x_dtype == torch.float32,
+    )
