@@ -53,7 +53,8 @@ def _leaf(t: Traced, n: Any, nodes: list[Node], views: bool) -> Node | None:
 
 
 def _is_cast(n: Any) -> bool:
-    return isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"} and len(n.users) == 1
+    casts = CASTS | {"float"}
+    return isinstance(n, Node) and n.op == "call_method" and n.target in casts and len(n.users) == 1
 
 
 def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
@@ -92,6 +93,24 @@ def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
     if q is not None and dtype_of(q) in INTEGER:
         return _Weight(q, nodes=nodes + q_nodes)
     return None
+
+
+def first_tiles(m: int, n: int, k: int, programs: int = 64) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K) of the draft: 128 x 128 x 64 tiles (powers of two, at least 16, no
+    larger than the sizes need), the larger side halved down to 32 while fewer than `programs` tiles
+    cover the output (mtia's 64 PEs; a GPU's SMs). A 16-wide draft is several times slower and the
+    search, which expands its best nodes first, may never reach it from there."""
+
+    def fit(size: int, cap: int) -> int:
+        return max(16, min(cap, 1 << max(0, size - 1).bit_length()))
+
+    bm, bn, bk = fit(m, 128), fit(n, 128), fit(k, 64)
+    while -(-m // bm) * -(-n // bn) < programs and max(bm, bn) > 32:
+        if bm >= bn:
+            bm //= 2
+        else:
+            bn //= 2
+    return bm, bn, bk
 
 
 def _tensor_expr(t: Traced, n: Node) -> str:
@@ -170,7 +189,9 @@ def draft_dequant_linear(t: Traced) -> str | None:
         init = ["self.reference = Reference(*args, **kwargs)  # the quantized weights and scales"]
         prelude = reference_source_of(t.problem.__file__)
     scale = (_tensor_expr(t, weight.scale), weight.kind, weight.op) if weight.scale is not None else None
-    x_dtype = dtype_of(x_view[1][-1].args[0] if x_view[1] else mm.args[0])
+    x_node = x_view[1][-1].args[0] if x_view[1] else mm.args[0]
+    x_shape = shape_of(x_node) or (1, 1)
+    m = int(torch.Size(x_shape[:-1]).numel())
     return templates_dequant.dequant_linear(
         t.args,
         x_view[0],
@@ -182,5 +203,6 @@ def draft_dequant_linear(t: Traced) -> str | None:
         extras,
         init,
         prelude,
-        ieee=x_dtype == torch.float32,
+        ieee=dtype_of(x_node) == torch.float32,
+        blocks=first_tiles(m, n_out, x_shape[-1]),
     )
