@@ -22,6 +22,8 @@ candidate from its Triton template. The op classes:
   and dilation), then an eval-mode BatchNorm, a residual input and an activation (ReLU, ReLU6, SiLU,
   GELU, Hardswish, sigmoid), fp32 upcasts allowed: depthwise 2-D ones (groups equal to the channels)
   as a stencil, groups 1 as the implicit-GEMM seed the convolution moves rewrite;
+- rotary position embeddings in any spelling (halves or interleaved pairs, tables as buffers or
+  inputs), confirmed numerically (drafting.rope);
 - row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
@@ -69,6 +71,8 @@ from kegen.search.operators.drafting.norms import (
     draft_rms_norm_op,
 )
 from kegen.search.operators.drafting.quant import draft_dequant_linear
+from kegen.search.operators.drafting.rope import SUMMARY as ROPE_SUMMARY
+from kegen.search.operators.drafting.rope import draft_rope
 from kegen.search.operators.drafting.rows import (
     draft_argmax,
     draft_col_reduce,
@@ -151,6 +155,12 @@ def analyze(problem_path: Path) -> Analysis:
         source = None
     if source is not None:
         return Analysis("attention", [ATTENTION_SUMMARY], [], source)
+    try:
+        source = draft_rope(problem_path)
+    except Exception:  # a recogniser only, as attention's
+        source = None
+    if source is not None:
+        return Analysis("elementwise", [ROPE_SUMMARY], [], source)
     try:
         t = trace(problem_path)
     except Exception as exc:

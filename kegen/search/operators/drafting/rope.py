@@ -1,0 +1,140 @@
+"""Rotary position embeddings drafted as kegen's one-pass template, recognised by what the reference
+computes.
+
+RoPE is written many ways (`torch.cat([-x2, x1])`, `rotate_half`, `torch.stack(...).flatten`, tables
+as buffers or inputs, sliced to the sequence, unsqueezed for the heads, fp16 upcast), and Inductor
+turns the `cat` into copies through DRAM. `draft_rope` runs the reference once at its own inputs and
+compares its output with `x * cos + rotate(x) * sin` over the reference's inputs and tensors as x,
+cos and sin, both pairings (halves, interleaved) and full- or half-width tables: the first that agrees
+at the output dtype's tolerance is drafted (`templates.rope`). The evaluator checks the draft again
+at fresh inputs, as every candidate.
+
+Only a forward whose source mentions cos, sin, rot or rope is tried, with at most `MAX_ELEMENTS`
+elements in x, so the check costs one modest reference run.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kegen.search.operators.drafting.graph import load_problem_module
+from kegen.search.operators.templates import rope as templates_rope
+
+MAX_ELEMENTS = 1 << 25
+SUMMARY = "rotary position embedding (confirmed numerically)"
+_WORDS = ("cos", "sin", "rot", "rope")
+
+
+def _tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    return (1e-2, 1e-2) if dtype in (torch.float16, torch.bfloat16) else (1e-5, 1e-4)
+
+
+def _rotate(x: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    if interleaved:
+        pairs = x.unflatten(-1, (-1, 2))
+        return torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def _widen(t: torch.Tensor, interleaved: bool) -> torch.Tensor:
+    """A half-width table as the full-width one its columns stand for."""
+    return t.repeat_interleave(2, dim=-1) if interleaved else torch.cat([t, t], dim=-1)
+
+
+def _views(name: str, t: torch.Tensor, x: torch.Tensor) -> list[tuple[str, torch.Tensor, bool]]:
+    """(expression suffix, view, half width) of table `t` that broadcast against x: as it is, sliced
+    to x's sequence (dim -2), unsqueezed for the heads (a (batch, seq, D) table of a 4-D x)."""
+    out = []
+    seq = x.shape[-2] if x.dim() >= 2 else 1
+    cands = [("", t)]
+    if t.dim() == 2 and t.shape[0] > seq:
+        cands.append((f"[:{seq}]", t[:seq]))
+    if t.dim() == 3 and x.dim() == 4:
+        cands.append((".unsqueeze(1)", t.unsqueeze(1)))
+    for suffix, v in cands:
+        for half in (False, True):
+            width = x.shape[-1] // 2 if half else x.shape[-1]
+            if v.shape[-1] != width:
+                continue
+            try:
+                torch.broadcast_shapes(v.shape, (*x.shape[:-1], width))
+            except RuntimeError:
+                continue
+            if torch.broadcast_shapes(v.shape, (*x.shape[:-1], width)) == (*x.shape[:-1], width):
+                out.append((suffix, v, half))
+    return out
+
+
+def draft_rope(problem_path: Path) -> str | None:
+    """The RoPE template's candidate for the problem, or None where the reference is not a rotary
+    embedding of one of its inputs (module doc)."""
+    mod = load_problem_module(Path(problem_path))
+    try:
+        source = inspect.getsource(mod.Model)
+    except (OSError, TypeError):
+        return None
+    if not any(word in source.lower() for word in _WORDS):
+        return None
+    torch.manual_seed(0)
+    model = mod.Model(*mod.get_init_inputs())
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        shapes = mod.get_inputs()
+    if not isinstance(shapes, list | tuple) or not 1 <= len(shapes) <= 4:
+        return None
+    if any(not isinstance(s, torch.Tensor) or s.numel() > MAX_ELEMENTS for s in shapes):
+        return None
+    torch.manual_seed(0)
+    inputs = list(mod.get_inputs())
+    with torch.no_grad():
+        ref = model(*inputs)
+    if not isinstance(ref, torch.Tensor) or not ref.is_floating_point() or ref.dim() < 2 or ref.shape[-1] % 2:
+        return None
+    return _match(model, inputs, ref, mod.__file__)
+
+
+def _match(model: torch.nn.Module, inputs: list[Any], ref: torch.Tensor, path: str) -> str | None:
+    names = list(inspect.signature(model.forward).parameters)
+    if len(names) != len(inputs):
+        return None
+    tensors: list[tuple[str, torch.Tensor, bool]] = [
+        (n, v, True) for n, v in zip(names, inputs, strict=True) if isinstance(v, torch.Tensor)
+    ]
+    tensors += [(f"self.reference.get_buffer({n!r})", b, False) for n, b in model.named_buffers()]
+    tensors += [
+        (f"self.reference.get_parameter({n!r})", p.detach(), False) for n, p in model.named_parameters()
+    ]
+    floats = [(e, v, is_input) for e, v, is_input in tensors if v.is_floating_point()]
+    xs = [(e, v) for e, v, is_input in floats if is_input and v.shape == ref.shape and v.dtype == ref.dtype]
+    atol, rtol = _tolerance(ref.dtype)
+    for (x_expr, x), interleaved in itertools.product(xs, (False, True)):
+        tables = [
+            (e + suf, v, half, e) for e, t, _ in floats if e != x_expr for suf, v, half in _views(e, t, x)
+        ]
+        for (c_expr, c, c_half, c_src), (s_expr, s, s_half, s_src) in itertools.permutations(tables, 2):
+            if c_half != s_half or c_src == s_src:
+                continue
+            cf = _widen(c.float(), interleaved) if c_half else c.float()
+            sf = _widen(s.float(), interleaved) if s_half else s.float()
+            mine = (x.float() * cf + _rotate(x.float(), interleaved) * sf).to(ref.dtype)
+            if not torch.allclose(mine.float(), ref.float(), atol=atol, rtol=rtol):
+                continue
+            uses_model = "self.reference" in c_expr + s_expr
+            init, prelude = [], ""
+            if uses_model:
+                from kegen.inductor.draft import reference_source_of
+
+                init = ["self.reference = Reference(*args, **kwargs)  # the cos / sin tables"]
+                prelude = reference_source_of(Path(path))
+            n_rows = x.numel() // x.shape[-1]
+            rows = max(16, min(128, 1 << max(0, n_rows // 128 - 1).bit_length()))  # ~128 programs
+            return templates_rope.rope(
+                names, x_expr, c_expr, s_expr, interleaved, c_half, x.shape[-1], init, prelude, rows
+            )
+    return None
