@@ -122,3 +122,13 @@ def test_float_weights_and_wide_scales_are_left_to_other_drafters(tmp_path) -> N
     for path in (float_w, wide):
         a = analyze(path)
         assert a.source is None or "dequant_linear_kernel" not in a.source, path.name
+
+
+def test_gpu_gemm_rewrites_leave_the_dequant_kernel_alone(tmp_path) -> None:
+    """The GPU GEMM rewrites load operands as stored; on the int8 weight every one failed to compile
+    (H100, 6 of 6 evaluations), so they do not match a kernel that converts an operand after loading."""
+    from kegen.search.operators.mutations.gpu_moves import gpu_mutations
+
+    a = analyze(_problem(tmp_path, "matmul_row_scale"))
+    assert a.source is not None
+    assert not [m for m in gpu_mutations(a.source) if "GEMM" in m.description]

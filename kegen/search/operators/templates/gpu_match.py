@@ -149,6 +149,21 @@ def _loads(loop: ast.For) -> dict[str, ast.Call]:
     return out
 
 
+def _converted(loop: ast.For, name: str, load: ast.Call) -> bool:
+    """Whether `name = tl.load(...).to(<another tile's dtype>)`: a conversion to a dtype named by
+    another value (`.to(a.dtype)`), not a fixed one the seed's own loads already have."""
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Assign) and [ast.unparse(t) for t in n.targets] == [name]:
+            v = n.value
+            while _is_call(v, "to") and v is not load:
+                assert isinstance(v, ast.Call)
+                if any(isinstance(a, ast.Attribute) and a.attr == "dtype" for a in v.args):
+                    return True
+                assert isinstance(v.func, ast.Attribute)
+                v = v.func.value
+    return False
+
+
 def _bound(mask: ast.expr | None, idx: str) -> str | None:
     """X of a comparison `idx[...] < X` inside a store mask."""
     for n in ast.walk(mask) if mask is not None else ():
@@ -242,6 +257,10 @@ def _match_kernel(fn: ast.FunctionDef) -> GemmSeed:
     loads = _loads(loop)
     if a_name not in loads or b_name not in loads:
         raise MutationError("the dot's operands are not loaded in the K loop")
+    if _converted(loop, a_name, loads[a_name]) or _converted(loop, b_name, loads[b_name]):
+        # the rewrites load each operand as stored: a quantized weight's integers would meet the
+        # activations' floats in the dot (a compile error on every rewrite)
+        raise MutationError("a dot operand is converted to another dtype after its load")
     epilogue = fn.body[li + 1 :]
     stores = [n for s in epilogue for n in ast.walk(s) if _is_call(n, "store")]
     if len(stores) != 1:
