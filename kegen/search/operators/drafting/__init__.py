@@ -7,6 +7,7 @@ candidate from its Triton template. The op classes:
 - elementwise chains over same-shape inputs, or broadcasting row/column vectors and scalars;
 - last-dim softmax, log-softmax, reductions (sum, mean, max/amax, argmax) and cumsum; sum, mean
   and max over dim 0 of a 2-D tensor (column reductions);
+- GroupNorm (nn.GroupNorm, F.group_norm) with an elementwise epilogue such as SiLU (drafting.group_norm);
 - LayerNorm (nn.LayerNorm; F.layer_norm with input weight/bias, of an input or a residual sum) and
   RMSNorm (nn.RMSNorm, F.rms_norm, or written with torch ops and confirmed numerically);
 - transposes of the last two dims;
@@ -62,6 +63,7 @@ from kegen.search.operators.drafting.graph import (
     op_name,
     trace,
 )
+from kegen.search.operators.drafting.group_norm import draft_group_norm
 from kegen.search.operators.drafting.layout import draft_transpose
 from kegen.search.operators.drafting.matmul import draft_linear, draft_matmul
 from kegen.search.operators.drafting.norms import (
@@ -126,6 +128,7 @@ RULES: tuple[Rule, ...] = (
     Rule("layer_norm_fn", "normalization", draft_layer_norm_fn),
     Rule("rms_norm", "normalization", draft_rms_norm_op),
     Rule("rms_norm_formula", "normalization", draft_rms_norm_formula),
+    Rule("group_norm", "normalization", draft_group_norm),
     Rule("softmax", "softmax", draft_softmax),
     Rule("log_softmax", "softmax", draft_log_softmax),
     Rule("reduction", "reduction", draft_reduce),
