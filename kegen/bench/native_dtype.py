@@ -55,11 +55,28 @@ def native_keeps_dtypes(problem_path: Path) -> bool:
             model = prob.model_cls(*prob.get_init_inputs())
             inputs = [x.to("meta") if isinstance(x, torch.Tensor) else x for x in prob.get_inputs()]
             upcast = dtypes(model(*inputs))
-            with native_float():
+            with native_float(), _SameDtypeProducts():
                 native = dtypes(model(*inputs))
     except Exception:  # the meta run is a check only: keep the reference as written
         return False
     return upcast == native
+
+
+_PRODUCTS = {torch.matmul, torch.mm, torch.bmm, torch.Tensor.matmul, torch.Tensor.__matmul__}
+_PRODUCTS |= {torch.Tensor.mm, torch.Tensor.bmm, torch.nn.functional.linear, torch.addmm}
+
+
+class _SameDtypeProducts(torch.overrides.TorchFunctionMode):
+    """Raises where a matrix product meets two float dtypes: meta tensors do not check it, and a
+    reference that upcasts only some operands (an int8 weight's `.float()` stays float32 while the
+    fp16 activations stay native) would be drafted as a mixed-dtype GEMM that does not compile."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func in _PRODUCTS:
+            floats = {a.dtype for a in args if isinstance(a, torch.Tensor) and a.is_floating_point()}
+            if len(floats) > 1:
+                raise TypeError(f"a matrix product of {sorted(map(str, floats))} in the operands' dtype")
+        return func(*args, **(kwargs or {}))
 
 
 def _timed(fn: Any, sets: list[list[Any]]) -> float:

@@ -155,3 +155,6 @@ def get_init_inputs():
     stays_fp32.write_text(body.replace("RESULT", "a.float() @ b.float()"))
     assert native_keeps_dtypes(cast_back)
     assert not native_keeps_dtypes(stays_fp32)  # native fp16 would change the output's dtype
+    int8_weight = tmp_path / "int8_weight.py"  # b.to(int8).float() stays float32 while a stays fp16
+    int8_weight.write_text(body.replace("RESULT", "(a.float() @ b.to(torch.int8).float()).to(a.dtype)"))
+    assert not native_keeps_dtypes(int8_weight)  # a mixed fp16 x fp32 GEMM (meta tensors do not check)
