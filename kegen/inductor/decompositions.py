@@ -1,8 +1,8 @@
 """Decompositions applied before Inductor, for ops its CPU path would leave to aten on the host.
 
 Inductor falls back to a library call for scaled-dot-product attention on CPU
-(`_scaled_dot_product_flash_attention_for_cpu`) and for `avg_pool3d`; written in ops Inductor
-generates Triton for, they run on the device like the rest.
+(`_scaled_dot_product_flash_attention_for_cpu`), for `avg_pool3d` and for `topk`; written in ops
+Inductor generates Triton for, they run on the device like the rest.
 """
 
 from __future__ import annotations
@@ -74,6 +74,37 @@ def scaled_dot_product_attention(
     return torch.softmax(s, dim=-1) @ v
 
 
+MAX_TOPK = 16  # k rounds of a max reduction: routers (top-1/2 of experts), beams; larger k stays refused
+
+
+def topk(
+    x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """aten.topk for small k as k rounds of (max, first untaken position holding it): values sorted
+    and equal to torch's, indices distinct, the first occurrence among ties (torch leaves the order
+    of ties unspecified), also for rows with fewer than k finite values (masked logits at -inf) and
+    NaNs (ranked above everything, as torch does)."""
+    if k > MAX_TOPK or not x.is_floating_point() or x.dim() == 0:
+        return NotImplemented  # type: ignore[return-value]
+    dim = dim % x.dim()
+    work = x if largest else -x
+    n = x.size(dim)
+    pos = torch.arange(n, device=x.device).view([-1 if d == dim else 1 for d in range(x.dim())])
+    taken = torch.zeros_like(x, dtype=torch.bool)
+    values, indices = [], []
+    for _ in range(k):
+        nan = torch.isnan(work) & ~taken
+        has_nan = nan.any(dim=dim, keepdim=True)
+        finite = torch.where(taken | torch.isnan(work), float("-inf"), work)
+        best = torch.where(has_nan, float("nan"), finite.amax(dim=dim, keepdim=True))
+        hit = ~taken & torch.where(has_nan, nan, work == best)
+        at = torch.where(hit, pos, n).amin(dim=dim, keepdim=True)
+        values.append(torch.gather(x, dim, at))
+        indices.append(at)
+        taken = taken | (pos == at)
+    return torch.cat(values, dim), torch.cat(indices, dim)
+
+
 def decomposition_table() -> dict[Any, Any]:
     """Ops → decompositions for `ExportedProgram.run_decompositions`."""
     from torch._decomp import decomposition_table as torch_table
@@ -82,6 +113,7 @@ def decomposition_table() -> dict[Any, Any]:
     table: dict[Any, Any] = {
         aten.avg_pool3d.default: avg_pool3d,
         aten.scaled_dot_product_attention.default: scaled_dot_product_attention,
+        aten.topk.default: topk,
     }
     flash = aten._scaled_dot_product_flash_attention_for_cpu.default
     if flash in torch_table:

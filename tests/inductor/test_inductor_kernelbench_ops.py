@@ -1,6 +1,6 @@
 """KernelBench-format problems (module constants, init arguments, several inputs) with the ops the
-drafter must cover on every supported torch: LeakyReLU, SELU, BatchNorm2d, LayerNorm, MaxPool2d and
-cross-entropy become correct seeds on mtia (small shapes)."""
+drafter must cover on every supported torch: LeakyReLU, SELU, BatchNorm2d, LayerNorm, MaxPool2d,
+cross-entropy and top-k become correct seeds on mtia (small shapes)."""
 
 from __future__ import annotations
 
@@ -94,6 +94,26 @@ PROBLEMS: dict[str, tuple[str, str, str, str]] = {
         "return [torch.randn(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]",
         "return []",
     ),
+    # aten.topk is a host library call on Inductor's CPU path: drafted as k rounds of max reductions
+    "topk_router": (
+        "tokens = 24\nexperts = 9",
+        """
+    def forward(self, logits):
+        weights, chosen = torch.topk(torch.softmax(logits, dim=-1), 2, dim=-1)
+        return weights / weights.sum(dim=-1, keepdim=True), chosen
+""",
+        "return [torch.randn(tokens, experts)]",
+        "return []",
+    ),
+    "topk_smallest_dim0": (
+        "rows = 11\ncols = 6",
+        """
+    def forward(self, x):
+        return torch.topk(x, 3, dim=0, largest=False)
+""",
+        "return [torch.randn(rows, cols)]",
+        "return []",
+    ),
 }
 
 
@@ -122,3 +142,24 @@ def test_kernelbench_op_is_drafted_into_a_correct_seed(tmp_path: Path, name: str
     assert "welford" not in source.lower()
     r = evaluate(path, source, config=CFG)
     assert str(getattr(r.status, "value", r.status)) == "ok", r.message
+
+
+def test_topk_decomposition_matches_torch_and_keeps_indices_distinct() -> None:
+    """Values and indices as torch.topk's on distinct values; rows with fewer than k finite values and
+    NaNs give torch's values and distinct indices (torch leaves the order of ties unspecified)."""
+    import torch
+
+    from kegen.inductor.decompositions import MAX_TOPK, topk
+
+    torch.manual_seed(0)
+    for shape, k, dim, largest in [((7, 33), 2, -1, True), ((5, 9, 4), 3, 1, False), ((12,), 5, 0, True)]:
+        x = torch.randn(shape)
+        assert all(
+            torch.equal(a, b) for a, b in zip(topk(x, k, dim, largest), torch.topk(x, k, dim, largest))
+        )
+    x = torch.full((3, 6), float("-inf"))
+    x[0, 2], x[1, 4], x[1, 1] = 1.0, float("nan"), 5.0
+    values, indices = topk(x, 3)
+    torch.testing.assert_close(values, torch.topk(x, 3).values, equal_nan=True)
+    assert all(len(set(row.tolist())) == 3 for row in indices)
+    assert topk(x, MAX_TOPK + 1) is NotImplemented  # large k stays a refused library call
