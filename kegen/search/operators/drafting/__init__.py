@@ -10,7 +10,8 @@ candidate from its Triton template. The op classes:
 - GroupNorm (nn.GroupNorm, F.group_norm) with an elementwise epilogue such as SiLU (drafting.group_norm);
 - LayerNorm (nn.LayerNorm; F.layer_norm with input weight/bias, of an input or a residual sum) and
   RMSNorm (nn.RMSNorm, F.rms_norm, or written with torch ops and confirmed numerically);
-- transposes of the last two dims;
+- transposes of the last two dims; views and one copy of an input (a permute of leading dims made
+  contiguous: attention's head split and merge) as a strided row copy;
 - matmul / mm / bmm (operands may be transposed views or fp32 upcasts) with an elementwise epilogue
   that may read a bias row, a residual or a scalar input;
 - stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
@@ -64,7 +65,7 @@ from kegen.search.operators.drafting.graph import (
     trace,
 )
 from kegen.search.operators.drafting.group_norm import draft_group_norm
-from kegen.search.operators.drafting.layout import draft_transpose
+from kegen.search.operators.drafting.layout import draft_layout_copy, draft_transpose
 from kegen.search.operators.drafting.matmul import draft_linear, draft_matmul
 from kegen.search.operators.drafting.norms import (
     draft_layer_norm,
@@ -136,6 +137,7 @@ RULES: tuple[Rule, ...] = (
     Rule("argmax", "reduction", draft_argmax),
     Rule("cumsum", "scan", draft_cumsum),
     Rule("transpose", "elementwise", draft_transpose),
+    Rule("layout_copy", "elementwise", draft_layout_copy),
     Rule("dequant_linear", "matmul", draft_dequant_linear),
     Rule("matmul", "matmul", draft_matmul),
     Rule("linear", "matmul", draft_linear),

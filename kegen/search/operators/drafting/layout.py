@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
 from torch.fx import Node
 
-from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of
+from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of, shape_of
 from kegen.search.operators.templates import layout as templates_layout
 
 
@@ -67,3 +68,55 @@ def draft_transpose(t: Traced) -> str | None:
     if len(t.ops) == 2 and (t.ops[1].target != "contiguous" or t.ops[1].args != (t.ops[0],)):
         return None
     return templates_layout.transpose(t.args[0])
+
+
+_LAYOUT_METHODS = {"view", "reshape", "permute", "transpose", "contiguous", "flatten", "unflatten", "t"}
+_LAYOUT_METHODS |= {"unsqueeze", "squeeze", "movedim", "swapaxes", "swapdims", "mT", "T"}
+_LAYOUT_FUNCS = {torch.permute, torch.transpose, torch.reshape, torch.flatten, torch.movedim, torch.t}
+_LAYOUT_FUNCS |= {torch.unsqueeze, torch.squeeze, torch.swapaxes}
+
+
+def _layout_node(n: Node) -> bool:
+    if n.target is getattr:
+        return n.args[1] in ("shape", "mT", "T")
+    if n.target is operator.getitem:  # of a shape (sizes for a view)
+        return isinstance(n.args[0], Node) and n.args[0].target is getattr
+    return n.target in _LAYOUT_METHODS if n.op == "call_method" else n.target in _LAYOUT_FUNCS
+
+
+def draft_layout_copy(t: Traced) -> str | None:
+    """Views and one copy of one input (`x.view(b, s, h, d).permute(0, 2, 1, 3).contiguous()`, a head
+    merge `.transpose(1, 2).reshape(b, s, -1)`): the strided view before the copy found on a meta
+    tensor, copied by `templates.layout.strided_copy`. Swaps of the last dim itself are the transpose
+    template's."""
+    if len(t.ph) != 1 or not t.ops or not all(_layout_node(n) for n in t.ops) or t.out is None:
+        return None
+    shape, dtype = shape_of(t.ph[0]), dtype_of(t.ph[0])
+    if shape is None or dtype is None:
+        return None
+    copied: list[torch.Tensor] = []  # the non-contiguous views that an op materialised
+
+    class _Watch(torch.fx.Interpreter):
+        def run_node(self, n: Node) -> Any:
+            out = super().run_node(n)
+            if n.op != "placeholder" and isinstance(out, torch.Tensor) and not out._is_view():
+                src = next(
+                    (self.env[a] for a in n.all_input_nodes if isinstance(self.env[a], torch.Tensor)), None
+                )
+                if src is not None and src is not out and not src.is_contiguous():
+                    copied.append(src)
+            return out
+
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    out = _Watch(t.gm).run(x)
+    if not isinstance(out, torch.Tensor) or len(copied) != 1 or not out.is_contiguous():
+        return None
+    v = copied[0]
+    if v.dim() > 4 or v.stride(-1) != 1 or out.numel() != v.numel():
+        return None
+    block = max(16, min(1024, 1 << max(0, int(v.shape[-1]) - 1).bit_length()))
+    n_rows = v.numel() // v.shape[-1]
+    rows = max(16, min(256, 32768 // block, 1 << max(0, n_rows // 128 - 1).bit_length()))  # ~128 programs
+    return templates_layout.strided_copy(
+        t.args[0], tuple(v.shape), tuple(v.stride()), int(v.storage_offset()), tuple(out.shape), rows, block
+    )

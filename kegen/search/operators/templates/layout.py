@@ -148,3 +148,49 @@ def col_reduce_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, BLOCK
         return y{".view(1, n_cols)" if keepdim else ""}"""
     consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
     return HEADER + consts + kernel + _model([arg], fwd)
+
+
+_STRIDED_COPY = """
+
+@triton.jit
+def strided_copy_kernel(x_ptr, y_ptr, D0, D1, D2, D3, s0, s1, s2, s3, n_rows, ROWS: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    i2 = rows % D2
+    i1 = (rows // D2) % D1
+    i0 = rows // (D2 * D1)
+    src = (i0.to(tl.int64) * s0 + i1 * s1 + i2 * s2)[:, None] + cols[None, :] * s3
+    mask = (rows < n_rows)[:, None] & (cols < D3)[None, :]
+    v = tl.load(x_ptr + src, mask=mask, other=0)
+    tl.store(y_ptr + rows.to(tl.int64)[:, None] * D3 + cols[None, :], v, mask=mask)
+"""
+
+
+def strided_copy(
+    arg: str,
+    size: Sequence[int],
+    stride: Sequence[int],
+    offset: int,
+    out_shape: Sequence[int],
+    rows: int = 16,
+    block: int = 64,
+) -> str:
+    """A layout copy (a permute / transpose of leading dims made contiguous, a head split or merge):
+    the input's strided view (`size`, `stride`, `offset` of its contiguous storage, at most 4 dims)
+    copied row by row into a contiguous tensor of `out_shape`; the innermost dim is read in BLOCK
+    columns, ROWS rows a program."""
+    pad = 4 - len(size)
+    dims, strides = (1,) * pad + tuple(size), (0,) * pad + tuple(stride)
+    body = (
+        f"        xv = torch.as_strided({arg}.contiguous(), {tuple(size)}, {tuple(stride)}, {offset})\n"
+        "        y = torch.empty(xv.shape, dtype=xv.dtype, device=xv.device)\n"
+        f"        n_rows = {dims[0] * dims[1] * dims[2]}\n"
+        f"        grid = (triton.cdiv(n_rows, ROWS), triton.cdiv({dims[3]}, BLOCK_SIZE))\n"
+        f"        strided_copy_kernel[grid](xv, y, {', '.join(map(str, dims))},\n"
+        f"                                  {', '.join(map(str, strides))}, n_rows,\n"
+        "                                  ROWS=ROWS, BLOCK=BLOCK_SIZE)\n"
+        f"        return y.view({tuple(out_shape)})"
+    )
+    head = f"\nROWS = {rows}\nBLOCK_SIZE = {block}\n"
+    return HEADER + head + _STRIDED_COPY + _model([arg], body)
