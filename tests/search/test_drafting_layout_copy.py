@@ -47,6 +47,7 @@ CASES = {
         "2, 3, 37, 24",
         "torch.float32",
     ),
+    "transpose_leading": ("return x.transpose(0, 1).contiguous()", "2, 4, 8", "torch.float32"),
     "permute_leading": ("return x.permute(2, 0, 1, 3).contiguous()", "3, 5, 7, 1500", "torch.float32"),
 }
 
