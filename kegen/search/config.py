@@ -26,6 +26,8 @@ class PolicyConfig:
     `islands`, `tournament`, `migration_every`: the evolutionary policy's population layout.
     `expand_best`: UCT expands the best correct node as soon as it is found (an incumbent without
     children is chosen before the UCB descent; docs/DECISIONS.md D42).
+    `draft_supersedes`: UCT stops widening a node once one of its drafted children (another
+    drafter's starting point) is this many times as fit (0: off; D60).
     """
 
     name: str = "uct"
@@ -38,6 +40,7 @@ class PolicyConfig:
     migration_every: int = 6
     debug_probability: float = 0.0
     expand_best: bool = True
+    draft_supersedes: float = 1.25
 
 
 @dataclass(frozen=True)

@@ -125,3 +125,27 @@ def test_islands_take_turns_and_migrate(store) -> None:
     assert seen == [0, 1, 2]
     sel = pol.select(_view(store, run))  # 4th selection after drafting: migration from island 2 into 0
     assert sel.island == 0 and store.node(sel.parent_id).island == 2
+
+
+def test_uct_stops_widening_a_root_its_drafted_alternative_supersedes(store) -> None:
+    """Inductor's draft at the root, kegen's template draft as its child 1.44x as fit (the GroupNorm
+    probe): widening no longer adds mutations of the weaker root; the descent goes to the template."""
+    run = new_run(store)
+    root = _add(store, run, None, 1.0)
+    template = store.add_node(run, parent_id=root, code="template", operator="draft")
+    store.record_evaluation(template, status="ok", fitness=1.44)
+    store.backup(template, 1.44)
+    _add(store, run, root, 1.0)
+    _add(store, run, template, 1.44)
+    cfg = {"name": "uct", "draft_children": 1, "expand_best": False, "widening": 10.0}
+    assert UctPolicy(PolicyConfig(**cfg, draft_supersedes=0.0), random.Random(0)).select(
+        _view(store, run)
+    ).parent_id == root  # widening alone keeps mutating the root
+    sel = UctPolicy(PolicyConfig(**cfg), random.Random(0)).select(_view(store, run))
+    assert sel.parent_id in {n.id for n in store.subtree(template)}
+    close = new_run(store)  # a draft only slightly better: the root is still widened
+    r2 = _add(store, close, None, 1.0)
+    d2 = store.add_node(close, parent_id=r2, code="draft2", operator="draft")
+    store.record_evaluation(d2, status="ok", fitness=1.1)
+    store.backup(d2, 1.1)
+    assert UctPolicy(PolicyConfig(**cfg), random.Random(0)).select(_view(store, close)).parent_id == r2
