@@ -20,6 +20,7 @@ HELPER = Path(__file__).with_name("gpu_interp.py")
 CASES = [
     (quant, "linear_bias_gelu", "dequant_linear_kernel"),
     (quant, "scale_in_epilogue_residual", "dequant_linear_kernel"),
+    (quant, "group_wise_scales", "GROUP"),
     (rope, "buffers_sliced_fp16", "rope_kernel"),
     (rope, "interleaved_half_tables", "rope_kernel"),
     (group_norm, "function_upcast_fp16", "group_norm_kernel"),

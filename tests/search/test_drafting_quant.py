@@ -64,6 +64,16 @@ CASES = {
         ", r",
         ", torch.randn(33, 72)",
     ),
+    "group_wise_scales": (
+        "n, k = self.qweight.shape\n"
+        "        w = (self.qweight.float().view(n, k // 16, 16) * self.scale.float().unsqueeze(-1)).view(n, k)\n"
+        "        return (x.float() @ w.t()).to(x.dtype)",
+        "72, 5",
+        "2, 19, 80",
+        "torch.float16",
+        "",
+        "",
+    ),
     "scalar_scale_divided": (
         "w = self.qweight.float() / self.scale\n        return torch.relu(x.float() @ w.T).to(x.dtype)",
         "()",
@@ -94,8 +104,8 @@ def _problem(tmp_path: Path, name: str) -> Path:
 @needs_mtia
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_quantized_linear_is_drafted_as_the_dequant_template_and_correct(tmp_path, name: str) -> None:
-    """Ragged sizes (72 x 80 weight, 16-wide tiles), 2-D and 3-D activations, per-channel and scalar
-    scales, a bias, an activation and a residual in the epilogue."""
+    """Ragged sizes (72 x 80 weight), 2-D and 3-D activations, per-channel, group-wise (16 input
+    channels a scale) and scalar scales, a bias, an activation and a residual in the epilogue."""
     problem = _problem(tmp_path, name)
     a = analyze(problem)
     assert a.op_class == "matmul" and a.source is not None, a.summary
@@ -114,11 +124,7 @@ def test_float_weights_and_wide_scales_are_left_to_other_drafters(tmp_path) -> N
         text.replace("torch.randint(-127, 128, (72, 80), dtype=torch.int8", "torch.randn((72, 80)")
     )
     wide = tmp_path / "wide.py"
-    wide.write_text(
-        text.replace("torch.rand(72)", "torch.rand(80)").replace(
-            "[:, None]", "[None, :]"
-        )
-    )
+    wide.write_text(text.replace("torch.rand(72)", "torch.rand(80)").replace("[:, None]", "[None, :]"))
     for path in (float_w, wide):
         a = analyze(path)
         assert a.source is None or "dequant_linear_kernel" not in a.source, path.name

@@ -1,6 +1,7 @@
 """Drafting weight-only quantized linear layers: `x @ (Q.float() * scale[:, None]).T`,
 `F.linear(x, Q.to(x.dtype) * scale[:, None], bias)` and the like, where Q is an 8-bit integer weight
-(a buffer, a parameter or an input) and the scale is one value per output channel or one scalar.
+(a buffer, a parameter or an input) and the scale is one value per output channel, one scalar, or one
+per output channel and group of G input channels (`(Q.float().view(N, K // G, G) * S[..., None]).view(N, K)`).
 
 The template (`templates.dequant`) reads Q's integers in the GEMM's loop and scales the accumulator,
 so the float weight the reference materialises (N x K floats, written and read back: most of the
@@ -38,6 +39,7 @@ class _Weight:
     kind: str = "none"  # row (one value per output channel) | scalar | none
     op: str = "*"
     nodes: list[Node] = field(default_factory=list)
+    group: int = 0  # input channels per scale (kind `group`)
 
 
 def _leaf(t: Traced, n: Any, nodes: list[Node], views: bool) -> Node | None:
@@ -65,6 +67,8 @@ def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
         n = n.args[0]
     if not isinstance(n, Node):
         return None
+    if n.op == "call_method" and n.target in ("view", "reshape") and len(n.users) == 1:
+        return _grouped(t, n, nodes, n_out)
     pairs: list[tuple[Any, Any, str]] = []
     if n.op != "placeholder" and n.op != "get_attr" and len(n.args) == 2 and len(n.users) == 1:
         a, b = n.args
@@ -95,7 +99,7 @@ def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
     return None
 
 
-def first_tiles(m: int, n: int, k: int, programs: int = 64) -> tuple[int, int, int]:
+def first_tiles(m: int, n: int, k: int, programs: int = 64, group: int = 0) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K) of the draft: 128 x 128 x 64 tiles (powers of two, at least 16, no
     larger than the sizes need), the larger side halved down to 32 while fewer than `programs` tiles
     cover the output (mtia's 64 PEs; a GPU's SMs). A 16-wide draft is several times slower and the
@@ -104,13 +108,41 @@ def first_tiles(m: int, n: int, k: int, programs: int = 64) -> tuple[int, int, i
     def fit(size: int, cap: int) -> int:
         return max(16, min(cap, 1 << max(0, size - 1).bit_length()))
 
-    bm, bn, bk = fit(m, 128), fit(n, 128), fit(k, 64)
+    bm, bn, bk = fit(m, 128), fit(n, 128), min(fit(k, 64), group or 64)  # a K block within one group
     while -(-m // bm) * -(-n // bn) < programs and max(bm, bn) > 32:
         if bm >= bn:
             bm //= 2
         else:
             bn //= 2
     return bm, bn, bk
+
+
+def _grouped(t: Traced, n: Node, nodes: list[Node], n_out: int) -> _Weight | None:
+    """`(cast(Q).view(N, K // G, G) * S[..., None]).view(N, K)`: one scale per output channel and G
+    consecutive input channels (group-wise quantization), S shaped (N, K // G)."""
+    inner = n.args[0]
+    out_shape, in_shape = shape_of(n), shape_of(inner)
+    if not (isinstance(inner, Node) and inner.target in _MUL | _DIV and len(inner.users) == 1):
+        return None
+    if out_shape is None or in_shape is None or len(out_shape) != 2 or len(in_shape) != 3:
+        return None
+    rows, groups, group = in_shape
+    if rows != n_out or out_shape != (rows, groups * group) or group < 16 or group & (group - 1):
+        return None
+    a, b = inner.args
+    pairs = [(a, b, "*"), (b, a, "*")] if inner.target in _MUL else [(a, b, "/")]
+    for q_side, s_side, op in pairs:
+        q_nodes = [n, inner]
+        q = _leaf(t, q_side, q_nodes, views=True)
+        s = _leaf(t, s_side, q_nodes, views=True)
+        if q is None or s is None or dtype_of(q) not in INTEGER or dtype_of(s) in INTEGER:
+            continue
+        if shape_of(q) != out_shape or shape_of(s_side) != (rows, groups, 1):
+            continue
+        if int(torch.Size(shape_of(s) or ()).numel()) != rows * groups:
+            continue
+        return _Weight(q, s, "group", op, nodes + q_nodes, group)
+    return None
 
 
 def _tensor_expr(t: Traced, n: Node) -> str:
@@ -162,7 +194,8 @@ def draft_dequant_linear(t: Traced) -> str | None:
         extras.append((_tensor_expr(t, b), "row"))
         epilogue.append("acc = acc + e0")
     k = t.ops.index(mm)
-    dtypes = {n for n in t.ops if n.target is getattr and n.args[1:] == ("dtype",)}  # read by casts only
+    # dtypes read by casts, sizes read by views: values, not tensors
+    dtypes = {n for n in t.ops if shape_of(n) is None and dtype_of(n) is None and n is not mm}
     if not set(t.ops[:k]) - dtypes <= set(x_view[1] + weight.nodes + swap + b_nodes):
         return None
     after = [n for n in t.ops[k + 1 :] if n not in dtypes]
@@ -204,5 +237,5 @@ def draft_dequant_linear(t: Traced) -> str | None:
         init,
         prelude,
         ieee=dtype_of(x_node) == torch.float32,
-        blocks=first_tiles(m, n_out, x_shape[-1]),
+        blocks=first_tiles(m, n_out, x_shape[-1], group=weight.group),
     )
