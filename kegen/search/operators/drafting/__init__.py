@@ -26,6 +26,8 @@ candidate from its Triton template. The op classes:
   as a stencil, groups 1 as the implicit-GEMM seed the convolution moves rewrite;
 - rotary position embeddings in any spelling (halves or interleaved pairs, tables as buffers or
   inputs), confirmed numerically (drafting.rope);
+- nearest-neighbour upsampling by power-of-two factors in any spelling, confirmed numerically
+  (drafting.upsample);
 - row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
@@ -84,6 +86,8 @@ from kegen.search.operators.drafting.rows import (
     draft_reduce,
     draft_softmax,
 )
+from kegen.search.operators.drafting.upsample import SUMMARY as UPSAMPLE_SUMMARY
+from kegen.search.operators.drafting.upsample import draft_upsample
 
 __all__ = [
     "RULES",
@@ -166,6 +170,12 @@ def analyze(problem_path: Path) -> Analysis:
         source = None
     if source is not None:
         return Analysis("elementwise", [ROPE_SUMMARY], [], source)
+    try:
+        source = draft_upsample(problem_path)
+    except Exception:  # a recogniser only
+        source = None
+    if source is not None:
+        return Analysis("elementwise", [UPSAMPLE_SUMMARY], [], source)
     try:
         t = trace(problem_path)
     except Exception as exc:
