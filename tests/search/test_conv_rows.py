@@ -1,4 +1,4 @@
-"""The mtia row-tiled convolution rewrite (templates/conv_rows.py)."""
+"""The mtia row-tiled convolution rewrite (templates/conv/rows.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.mutations.base import MutationError
-from kegen.search.operators.templates.conv_rows import MARKER, VARIANTS, conv_mutations, rewrite
+from kegen.search.operators.templates.conv.rows import MARKER, VARIANTS, conv_mutations, rewrite
 
 PRODUCTION = Path(__file__).parents[2] / "kegen" / "suites" / "production"
 

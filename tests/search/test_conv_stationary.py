@@ -1,4 +1,4 @@
-"""The mtia weight-stationary convolution rewrite (templates/conv_stationary.py)."""
+"""The mtia weight-stationary convolution rewrite (templates/conv/stationary.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kegen.eval import EvalConfig, evaluate
-from kegen.search.operators.templates.conv_rows import conv_mutations
-from kegen.search.operators.templates.conv_stationary import (
+from kegen.search.operators.templates.conv.rows import conv_mutations
+from kegen.search.operators.templates.conv.stationary import (
     ALIGN_BYTES,
     MARKER,
     pixel_kernel,

@@ -1,4 +1,4 @@
-"""Convolution chains drafted as the conv seed (drafting/conv.py, templates/conv_seed.py): strided and
+"""Convolution chains drafted as the conv seed (drafting/conv.py, templates/conv/seed.py): strided and
 dilated convolutions, F.conv1d/F.conv2d on parameters with fp32 upcasts, and an eval-mode BatchNorm
 and a ReLU or SiLU after the convolution; then the mtia rewrites (conv_rows, conv_stationary) and the
 GPU rewrite (gpu_conv, in Triton's interpreter) of that draft, each checked numerically."""
@@ -13,8 +13,8 @@ import pytest
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.drafting import analyze
 from kegen.search.operators.templates import gpu_conv
-from kegen.search.operators.templates.conv_rows import conv_mutations
-from kegen.search.operators.templates.conv_stationary import stationary_mutations
+from kegen.search.operators.templates.conv.rows import conv_mutations
+from kegen.search.operators.templates.conv.stationary import stationary_mutations
 from kegen.search.operators.templates.gpu_conv import ConvConfig
 from lowering.backend.driver import MtiaDriver
 from tests.search.test_gpu_templates import _run

@@ -1,4 +1,4 @@
-"""Depthwise convolutions drafted as the stencil template (drafting/conv.py, templates/depthwise.py)."""
+"""Depthwise convolutions drafted as the stencil template (drafting/conv.py, templates/conv/depthwise.py)."""
 
 from __future__ import annotations
 
@@ -58,8 +58,8 @@ PLAIN = {
 @needs_mtia
 @pytest.mark.parametrize("case", sorted(PLAIN))
 def test_a_plain_conv_module_is_drafted_in_the_seed_form_the_conv_moves_take(tmp_path, case: str) -> None:
-    from kegen.search.operators.templates.conv_rows import conv_mutations
-    from kegen.search.operators.templates.conv_stationary import stationary_mutations
+    from kegen.search.operators.templates.conv.rows import conv_mutations
+    from kegen.search.operators.templates.conv.stationary import stationary_mutations
 
     problem = _problem(tmp_path, case, *PLAIN[case])
     a = analyze(problem)

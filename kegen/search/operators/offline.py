@@ -49,8 +49,8 @@ from kegen.search.operators.mutations.plans import plan_mutations
 from kegen.search.operators.mutations.rows import row_mutations
 from kegen.search.operators.mutations.vectorize import vectorize_mutations
 from kegen.search.operators.mutations.waves import wave_tile_mutations
-from kegen.search.operators.templates.conv_rows import conv_mutations
-from kegen.search.operators.templates.conv_stationary import stationary_mutations
+from kegen.search.operators.templates.conv.rows import conv_mutations
+from kegen.search.operators.templates.conv.stationary import stationary_mutations
 from kegen.search.operators.templates.linear_stationary import stationary_mutations as linear_mutations
 from kegen.search.operators.templates.m_halves import m_halves_mutations
 from kegen.search.store import code_hash

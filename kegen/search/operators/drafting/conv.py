@@ -3,8 +3,8 @@ parameter (any stride and dilation, zero padding), then optionally an eval-mode 
 input of the output's shape added (a residual) and an activation (ReLU, ReLU6, SiLU, GELU, Hardswish,
 sigmoid), with fp32 upcasts and the cast back to the input's dtype anywhere. A depthwise 2-D chain
 (groups equal to its input and output channels) is drafted as the stencil template
-(`templates/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
-implicit-GEMM seed the convolution moves rewrite (`templates/conv_seed.py`)."""
+(`templates/conv/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
+implicit-GEMM seed the convolution moves rewrite (`templates/conv/seed.py`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from torch.fx import Node
 
 from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_of, shape_of, strip_casts
 from kegen.search.operators.drafting.weights import twins
-from kegen.search.operators.templates import conv_seed as templates_conv_seed
-from kegen.search.operators.templates import depthwise as templates_depthwise
+from kegen.search.operators.templates.conv import depthwise as templates_depthwise
+from kegen.search.operators.templates.conv import seed as templates_conv_seed
 
 Conv = nn.Conv1d | nn.Conv2d
 BatchNorm = nn.BatchNorm1d | nn.BatchNorm2d

@@ -72,7 +72,7 @@ def depthwise(
     """A whole candidate: the depthwise convolution module `self.<conv>` (built by `init`) applied to
     the forward-time expression `x` ([N, C, H, W]), then the eval-mode BatchNorm `self.<bn>` (none
     where empty), the forward argument `residual` (added before the activation) and activation `act` (as
-    `templates.conv_seed`); `prelude` goes before ModelNew."""
+    `templates.conv.seed`); `prelude` goes before ModelNew."""
     block_c = max(16, min(64, 1 << max(0, (channels - 1).bit_length())))
     block_w = max(16, min(64, 1 << max(0, (out_w - 1).bit_length())))
     residual_src = f"{residual}.contiguous()" if residual else "None"

@@ -28,7 +28,7 @@ from __future__ import annotations
 from functools import partial
 
 from kegen.search.operators.mutations.base import Mutation, MutationError
-from kegen.search.operators.templates import conv_rows
+from kegen.search.operators.templates.conv import rows as conv_rows
 from kegen.search.operators.templates.gpu_conv import bn_act_apply, bn_prologue, conv_module
 from kegen.search.operators.templates.gpu_launch import module_imports, module_support, rewritten_module
 
@@ -226,7 +226,7 @@ def _launch() -> str:
     rows = conv_rows.LAUNCH.replace("{stages}", "2").replace("{dual}", "True")
     alloc, sep, row_launch = rows.partition("        bw = min(CONVR_BLOCK_W")
     if not sep:
-        raise MutationError("templates.conv_rows' launch changed: the stationary rewrite cannot reuse it")
+        raise MutationError("templates.conv.rows' launch changed: the stationary rewrite cannot reuse it")
     values = {"kh_max": KH_MAX, "kw_max": KW_MAX}
     ws = _WS_LAUNCH.lstrip("\n")
     for key, value in values.items():
@@ -250,7 +250,7 @@ def rewrite(
     model = conv_module(source)
     head, sep, _ = conv_rows.model_tail().partition("        y = torch.empty(")
     if not sep:
-        raise MutationError("templates.conv_rows' model tail changed: the stationary rewrite cannot reuse it")
+        raise MutationError("templates.conv.rows' model tail changed: the stationary rewrite cannot reuse it")
     launch = _launch()
     tail = model.fill(head.rstrip(" ") + launch.lstrip("\n"))
     consts = (
