@@ -84,19 +84,11 @@ def draft_group_norm(t: Traced) -> str | None:
     dtype = dtype_src(t.out)
     if dtype is None:
         return None
-    span = shape[1] // groups * _prod(shape[2:])
     from kegen.inductor.draft import reference_source_of
 
     init = ["self.reference = Reference(*args, **kwargs)  # the GroupNorm's weight and bias"]
     prelude = reference_source_of(t.problem.__file__)
     return templates_group_norm.group_norm(
-        t.args, t.args[0], groups, eps, weight, bias, dtype, span, lines, result, init if weight else [],
+        t.args, t.args[0], groups, eps, weight, bias, dtype, lines, result, init if weight else [],
         prelude if weight else "",
     )  # fmt: skip
-
-
-def _prod(dims: Any) -> int:
-    out = 1
-    for d in dims:
-        out *= int(d)
-    return out

@@ -1,14 +1,17 @@
 """Triton template for GroupNorm with its elementwise epilogue (SiLU in diffusion U-Nets, ReLU, GELU).
 
 In a contiguous (N, C, *spatial) tensor a group's C/G channels are one contiguous span of
-`(C / G) * spatial` elements, so x is viewed as (N * G, span) rows. A span that fits BLOCK is loaded
-once: mean and variance in fp32, the per-channel weight and bias (channel = group's first + column //
-spatial), the epilogue, one store; a longer span takes mean, variance and normalise passes over
-BLOCK-sized chunks. Each program normalises one group.
+`(C / G) * spatial` elements, so x is viewed as (N * G, span) rows. A group that fits ONE_PASS_LIMIT
+elements (padded to powers of two) is loaded once as a (channels, spatial) tile: mean and variance in
+fp32, one weight and bias per tile row (a per-element channel index made the affine loads gathers:
+32.0 -> 26.6 us on a 4 x 128 x 32 x 32 GroupNorm + SiLU), the epilogue, one store; a longer group
+takes mean, variance and normalise passes over BLOCK-sized chunks of its span. Each program
+normalises one group.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
@@ -20,23 +23,31 @@ _AFFINE = """            ch = (row % GROUPS) * ch_per_group + {cols} // spatial
             {y} = {y} * tl.load(w_ptr + ch, mask={mask}, other=0.0).to(tl.float32)
             {y} = {y} + tl.load(b_ptr + ch, mask={mask}, other=0.0).to(tl.float32)"""
 
+_AFFINE_TILE = """            g_c = (row % GROUPS) * ch_per_group + g_ch
+            g_cm = g_ch < ch_per_group
+            g_y = g_y * tl.load(w_ptr + g_c, mask=g_cm, other=0.0).to(tl.float32)[:, None]
+            g_y = g_y + tl.load(b_ptr + g_c, mask=g_cm, other=0.0).to(tl.float32)[:, None]"""
+
 _KERNEL = """
 
 @triton.jit
 def group_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, span, ch_per_group, spatial, eps, GROUPS: tl.constexpr,
-                      AFFINE: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK: tl.constexpr):
+                      AFFINE: tl.constexpr, ONE_PASS: tl.constexpr, BLOCK_C: tl.constexpr,
+                      BLOCK_S: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     base = row.to(tl.int64) * span
-    if ONE_PASS:
-        tile = tl.arange(0, BLOCK)
-        ok = tile < span
-        xt = tl.load(x_ptr + base + tile, mask=ok, other=0.0).to(tl.float32)
-        dt = tl.where(ok, xt - tl.sum(xt, axis=0) / span, 0.0)
-        yt = dt * (1.0 / tl.sqrt(tl.sum(dt * dt, axis=0) / span + eps))
+    if ONE_PASS:  # the group as a (channels, spatial) tile: one weight and bias per tile row
+        g_ch = tl.arange(0, BLOCK_C)
+        g_sp = tl.arange(0, BLOCK_S)
+        g_ok = (g_ch < ch_per_group)[:, None] & (g_sp < spatial)[None, :]
+        g_at = g_ch[:, None] * spatial + g_sp[None, :]
+        g_x = tl.load(x_ptr + base + g_at, mask=g_ok, other=0.0).to(tl.float32)
+        g_d = tl.where(g_ok, g_x - tl.sum(tl.sum(g_x, axis=1), axis=0) / span, 0.0)
+        g_y = g_d * (1.0 / tl.sqrt(tl.sum(tl.sum(g_d * g_d, axis=1), axis=0) / span + eps))
         if AFFINE:
 {affine_one}
 {epilogue_one}
-        tl.store(y_ptr + base + tile, {result_one}.to(y_ptr.dtype.element_ty), mask=ok)
+        tl.store(y_ptr + base + g_at, {result_one}.to(y_ptr.dtype.element_ty), mask=g_ok)
         return
     acc = tl.zeros([BLOCK], tl.float32)
     for start in range(0, span, BLOCK):
@@ -67,9 +78,11 @@ _FORWARD = """        x = {x}.contiguous()
         y = torch.empty(x.shape, dtype={dtype}, device=x.device)
         w = {weight}
         b = {bias}
-        one_pass = span <= BLOCK_SIZE
+        block_c, block_s = triton.next_power_of_2(c // GROUPS), triton.next_power_of_2(spatial)
+        one_pass = block_c * block_s <= ONE_PASS_LIMIT
         group_norm_kernel[(n * GROUPS,)](x, w, b, y, span, c // GROUPS, spatial, {eps!r}, GROUPS=GROUPS,
-                                         AFFINE={affine}, ONE_PASS=one_pass, BLOCK=BLOCK_SIZE)
+                                         AFFINE={affine}, ONE_PASS=one_pass, BLOCK_C=block_c,
+                                         BLOCK_S=block_s, BLOCK=BLOCK_SIZE)
         return y"""
 
 
@@ -87,24 +100,21 @@ def group_norm(
     weight: str | None,
     bias: str | None,
     dtype: str,
-    span: int,
     epilogue: Sequence[str] = (),
     result: str = "{y}",
     init: Sequence[str] = (),
     prelude: str = "",
 ) -> str:
     """The candidate module. `epilogue` lines read `{y}` (the normalised value) and end in `result`;
-    `weight` / `bias` are forward-time expressions (None: no affine); `span` sizes the first BLOCK."""
-    block = max(64, min(ONE_PASS_LIMIT, 1 << max(0, span - 1).bit_length()))
-    if span > ONE_PASS_LIMIT:
-        block = 4096
+    `weight` / `bias` are forward-time expressions (None: no affine)."""
     affine = weight is not None
+    one = [re.sub(r"\bt(\d+)\b", r"g_t\1", line) for line in epilogue]  # the tile's own names
     kernel = _KERNEL.format(
-        affine_one=_AFFINE.format(cols="tile", y="yt", mask="ok") if affine else "            pass",
+        affine_one=_AFFINE_TILE if affine else "            pass",
         affine_loop=_AFFINE.format(cols="cols", y="y", mask="mask") if affine else "            pass",
-        epilogue_one=_lines(epilogue, "yt", 8),
+        epilogue_one=_lines(one, "g_y", 8),
         epilogue_loop=_lines(epilogue, "y", 8),
-        result_one=result.replace("{y}", "yt"),
+        result_one=re.sub(r"\bt(\d+)\b", r"g_t\1", result).replace("{y}", "g_y"),
         result_loop=result.replace("{y}", "y"),
     )
     fwd = _FORWARD.format(
@@ -113,4 +123,5 @@ def group_norm(
     head = MODEL_HEAD.rstrip("\n") + "".join(f"\n        {line}" for line in init) + "\n\n"
     model = head + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
     pre = f"\n\n{prelude.strip()}\n" if prelude else ""
-    return HEADER + pre + f"\nBLOCK_SIZE = {block}\nGROUPS = {groups}\n" + kernel + model
+    consts = f"\nBLOCK_SIZE = 4096\nGROUPS = {groups}\nONE_PASS_LIMIT = {ONE_PASS_LIMIT}\n"
+    return HEADER + pre + consts + kernel + model
