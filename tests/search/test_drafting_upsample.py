@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,10 +10,10 @@ import pytest
 from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.drafting import analyze
 from lowering.backend.driver import MtiaDriver
+from tests.search.interp_check import assert_matches_in_interpreter
 from tests.triton_interpreter import runs_gpu_templates
 
 needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
-HELPER = Path(__file__).with_name("gpu_interp.py")
 
 PROBLEM = """
 import torch
@@ -78,17 +75,7 @@ def test_upsampling_is_exact_in_tritons_interpreter(tmp_path) -> None:
     problem = _problem(tmp_path, "interpolate_2x_ragged")
     a = analyze(problem)
     assert a.source is not None
-    candidate = tmp_path / "candidate.py"
-    candidate.write_text(a.source)
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    got = subprocess.run(
-        [sys.executable, str(HELPER), "check", str(problem), str(candidate), "0"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert got.returncode == 0 and got.stdout.strip().endswith("ok"), got.stderr[-3000:]
+    assert_matches_in_interpreter(problem, a.source, tmp_path, "0")
 
 
 def test_bilinear_is_not_taken_for_nearest(tmp_path) -> None:

@@ -3,6 +3,7 @@ sets the patterns recognise, and small accessors of node arguments, shapes and d
 
 from __future__ import annotations
 
+import inspect
 import operator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,3 +176,43 @@ def is_last_dim(dim: Any, rank: int | None) -> bool:
     if isinstance(dim, list | tuple) and len(dim) == 1:
         dim = dim[0]
     return isinstance(dim, int) and rank is not None and rank > 0 and dim in (-1, rank - 1)
+
+
+@dataclass
+class ReferenceRun:
+    """The reference run once at its own inputs, for recognisers that confirm an op numerically."""
+
+    model: nn.Module
+    names: list[str]  # Model.forward's parameter names
+    inputs: list[Any]
+    output: Any
+
+
+def run_reference(
+    problem_path: Path, words: tuple[str, ...], max_inputs: int, max_elements: int
+) -> ReferenceRun | None:
+    """The reference's output at its own inputs (model and inputs drawn at seed 0), where the source
+    of its Model names one of `words` (cheap: most problems stop there) and `get_inputs` gives 1 to
+    `max_inputs` tensors of at most `max_elements` each (sized on the meta device first); else None."""
+    mod = load_problem_module(Path(problem_path))
+    try:
+        source = inspect.getsource(mod.Model)
+    except (OSError, TypeError):
+        return None
+    if not any(word in source.lower() for word in words):
+        return None
+    torch.manual_seed(0)
+    model = mod.Model(*mod.get_init_inputs())
+    torch.manual_seed(0)
+    with torch.device("meta"):
+        shapes = mod.get_inputs()
+    if not isinstance(shapes, list | tuple) or not 1 <= len(shapes) <= max_inputs:
+        return None
+    if any(not isinstance(s, torch.Tensor) or s.numel() > max_elements for s in shapes):
+        return None
+    torch.manual_seed(0)
+    inputs = list(mod.get_inputs())
+    with torch.no_grad():
+        output = model(*inputs)
+    names = list(inspect.signature(model.forward).parameters)
+    return ReferenceRun(model, names, inputs, output) if len(names) == len(inputs) else None

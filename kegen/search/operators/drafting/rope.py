@@ -15,14 +15,12 @@ elements in x, so the check costs one modest reference run.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 from pathlib import Path
-from typing import Any
 
 import torch
 
-from kegen.search.operators.drafting.graph import load_problem_module
+from kegen.search.operators.drafting.graph import ReferenceRun, run_reference
 from kegen.search.operators.templates import rope as templates_rope
 
 MAX_ELEMENTS = 1 << 25
@@ -63,10 +61,10 @@ def _views(name: str, t: torch.Tensor, x: torch.Tensor) -> list[tuple[str, torch
             if v.shape[-1] != width:
                 continue
             try:
-                torch.broadcast_shapes(v.shape, (*x.shape[:-1], width))
+                fits = torch.broadcast_shapes(v.shape, (*x.shape[:-1], width)) == (*x.shape[:-1], width)
             except RuntimeError:
                 continue
-            if torch.broadcast_shapes(v.shape, (*x.shape[:-1], width)) == (*x.shape[:-1], width):
+            if fits:
                 out.append((suffix, v, half))
     return out
 
@@ -74,35 +72,17 @@ def _views(name: str, t: torch.Tensor, x: torch.Tensor) -> list[tuple[str, torch
 def draft_rope(problem_path: Path) -> str | None:
     """The RoPE template's candidate for the problem, or None where the reference is not a rotary
     embedding of one of its inputs (module doc)."""
-    mod = load_problem_module(Path(problem_path))
-    try:
-        source = inspect.getsource(mod.Model)
-    except (OSError, TypeError):
+    run = run_reference(problem_path, _WORDS, 4, MAX_ELEMENTS)
+    if run is None:
         return None
-    if not any(word in source.lower() for word in _WORDS):
-        return None
-    torch.manual_seed(0)
-    model = mod.Model(*mod.get_init_inputs())
-    torch.manual_seed(0)
-    with torch.device("meta"):
-        shapes = mod.get_inputs()
-    if not isinstance(shapes, list | tuple) or not 1 <= len(shapes) <= 4:
-        return None
-    if any(not isinstance(s, torch.Tensor) or s.numel() > MAX_ELEMENTS for s in shapes):
-        return None
-    torch.manual_seed(0)
-    inputs = list(mod.get_inputs())
-    with torch.no_grad():
-        ref = model(*inputs)
+    ref = run.output
     if not isinstance(ref, torch.Tensor) or not ref.is_floating_point() or ref.dim() < 2 or ref.shape[-1] % 2:
         return None
-    return _match(model, inputs, ref, mod.__file__)
+    return _match(run, ref, problem_path)
 
 
-def _match(model: torch.nn.Module, inputs: list[Any], ref: torch.Tensor, path: str) -> str | None:
-    names = list(inspect.signature(model.forward).parameters)
-    if len(names) != len(inputs):
-        return None
+def _match(run: ReferenceRun, ref: torch.Tensor, path: Path) -> str | None:
+    model, names, inputs = run.model, run.names, run.inputs
     tensors: list[tuple[str, torch.Tensor, bool]] = [
         (n, v, True) for n, v in zip(names, inputs, strict=True) if isinstance(v, torch.Tensor)
     ]
@@ -131,7 +111,7 @@ def _match(model: torch.nn.Module, inputs: list[Any], ref: torch.Tensor, path: s
                 from kegen.inductor.draft import reference_source_of
 
                 init = ["self.reference = Reference(*args, **kwargs)  # the cos / sin tables"]
-                prelude = reference_source_of(Path(path))
+                prelude = reference_source_of(path)
             n_rows = x.numel() // x.shape[-1]
             rows = max(16, min(128, 1 << max(0, n_rows // 128 - 1).bit_length()))  # ~128 programs
             return templates_rope.rope(

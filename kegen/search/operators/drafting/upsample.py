@@ -6,12 +6,11 @@ repeat_interleave, one input of at most `MAX_ELEMENTS`), and the match must be e
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 
 import torch
 
-from kegen.search.operators.drafting.graph import load_problem_module
+from kegen.search.operators.drafting.graph import run_reference
 from kegen.search.operators.templates import upsample as templates_upsample
 
 MAX_ELEMENTS = 1 << 24
@@ -22,27 +21,16 @@ _FACTORS = (1, 2, 4, 8)
 
 def draft_upsample(problem_path: Path) -> str | None:
     """The template's candidate for the problem, or None (module doc)."""
-    mod = load_problem_module(Path(problem_path))
-    try:
-        source = inspect.getsource(mod.Model)
-    except (OSError, TypeError):
+    run = run_reference(problem_path, _WORDS, 1, MAX_ELEMENTS)
+    if run is None:
         return None
-    if not any(word in source.lower() for word in _WORDS):
-        return None
-    torch.manual_seed(0)
-    model = mod.Model(*mod.get_init_inputs())
-    torch.manual_seed(0)
-    with torch.device("meta"):
-        shapes = mod.get_inputs()
-    if not isinstance(shapes, list | tuple) or len(shapes) != 1 or not isinstance(shapes[0], torch.Tensor):
-        return None
-    if shapes[0].dim() < 2 or shapes[0].numel() > MAX_ELEMENTS:
-        return None
-    torch.manual_seed(0)
-    (x,) = mod.get_inputs()
-    with torch.no_grad():
-        ref = model(x)
-    if not isinstance(ref, torch.Tensor) or ref.dim() != x.dim() or ref.shape[:-2] != x.shape[:-2]:
+    (x,), ref = run.inputs, run.output
+    if (
+        x.dim() < 2
+        or not isinstance(ref, torch.Tensor)
+        or ref.dim() != x.dim()
+        or ref.shape[:-2] != x.shape[:-2]
+    ):
         return None
     sh, rh = divmod(ref.shape[-2], x.shape[-2])
     sw, rw = divmod(ref.shape[-1], x.shape[-1])
@@ -52,9 +40,8 @@ def draft_upsample(problem_path: Path) -> str | None:
         return None
     if not torch.equal(x.repeat_interleave(sh, -2).repeat_interleave(sw, -1), ref):
         return None
-    names = list(inspect.signature(model.forward).parameters)
     w = x.shape[-1]
     block_w = 1 << max(0, w - 1).bit_length()
     n_rows = x.numel() // w
     rows = max(1, min(128, 16384 // (block_w * sh * sw), 1 << max(0, n_rows // 128 - 1).bit_length()))
-    return templates_upsample.upsample_nearest(names[0], sh, sw, tuple(ref.shape), rows, block_w)
+    return templates_upsample.upsample_nearest(run.names[0], sh, sw, tuple(ref.shape), rows, block_w)
