@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.fx import Node
 
 from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_of, shape_of, strip_casts
-from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.drafting.weights import reference_init, twins
 from kegen.search.operators.templates.conv import depthwise as templates_depthwise
 from kegen.search.operators.templates.conv import seed as templates_conv_seed
 
@@ -225,11 +225,9 @@ def _weights(t: Traced, chain: _Chain, weight: torch.Tensor, name: str) -> tuple
     init = twins(t) if plain and not chain.bn else None
     if init is not None:
         return init, "", ""
-    from kegen.inductor.draft import reference_source_of
-
     c_in = weight.shape[1] * g.groups
-    lines = [
-        "self.reference = Reference(*args, **kwargs)  # the reference's parameters and BatchNorm statistics",
+    lines, prelude = reference_init(t.problem.__file__, "the reference's parameters and BatchNorm statistics")
+    lines += [
         f"self.{name} = nn.Conv{nd}d({c_in}, {weight.shape[0]}, {tuple(weight.shape[2:])}, "
         f"stride={g.stride}, padding={g.padding}, dilation={g.dilation}, groups={g.groups}, "
         f"bias={g.bias is not None})",
@@ -238,7 +236,7 @@ def _weights(t: Traced, chain: _Chain, weight: torch.Tensor, name: str) -> tuple
     if g.bias is not None:
         lines.append(f"self.{name}.bias = self.reference.get_parameter({g.bias!r})")
     bn = f"reference.{chain.bn}" if chain.bn else ""
-    return lines, bn, reference_source_of(t.problem.__file__)
+    return lines, bn, prelude
 
 
 def _name(chain: _Chain) -> str:

@@ -127,9 +127,14 @@ def trace(problem_path: Path) -> Traced:
     return Traced(mod, model, gm, ops, [n for n in nodes if n.op == "placeholder"], out, inputs)
 
 
+def is_cast(n: Any) -> bool:
+    """Whether `n` is a dtype cast method call (`.float()`, `.to(...)`, `.half()`, ...)."""
+    return isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"}
+
+
 def strip_casts(n: Any, casts: set[Node]) -> Any:
     """`n` below any dtype casts (`.float()`, `.to(...)`, `.half()`, ...), which are added to `casts`."""
-    while isinstance(n, Node) and n.op == "call_method" and n.target in CASTS | {"float"} and n.args:
+    while is_cast(n) and n.args:
         casts.add(n)
         n = n.args[0]
     return n

@@ -13,6 +13,7 @@ from torch.fx import Node
 
 from kegen.search.operators.drafting.elementwise import chain
 from kegen.search.operators.drafting.graph import Traced, dtype_src, rank_of, shape_of, strip_casts
+from kegen.search.operators.drafting.weights import reference_init, reference_tensor
 from kegen.search.operators.templates import group_norm as templates_group_norm
 
 GROUP_NORM = {F.group_norm, "group_norm"}
@@ -20,11 +21,7 @@ GROUP_NORM = {F.group_norm, "group_norm"}
 
 def _model_tensor(t: Traced, n: Any) -> str | None:
     """`self.reference...` of the model tensor a get_attr node reads, or None."""
-    if not (isinstance(n, Node) and n.op == "get_attr"):
-        return None
-    path = str(n.target)
-    getter = "get_buffer" if path in dict(t.model.named_buffers()) else "get_parameter"
-    return f"self.reference.{getter}({path!r})"
+    return reference_tensor(t.model, str(n.target)) if isinstance(n, Node) and n.op == "get_attr" else None
 
 
 def _norm(t: Traced, n: Node) -> tuple[Any, int, float, str | None, str | None] | None:
@@ -84,11 +81,9 @@ def draft_group_norm(t: Traced) -> str | None:
     dtype = dtype_src(t.out)
     if dtype is None:
         return None
-    from kegen.inductor.draft import reference_source_of
-
-    init = ["self.reference = Reference(*args, **kwargs)  # the GroupNorm's weight and bias"]
-    prelude = reference_source_of(t.problem.__file__)
+    init, prelude = (
+        reference_init(t.problem.__file__, "the GroupNorm's weight and bias") if weight else ([], "")
+    )
     return templates_group_norm.group_norm(
-        t.args, t.args[0], groups, eps, weight, bias, dtype, lines, result, init if weight else [],
-        prelude if weight else "",
-    )  # fmt: skip
+        t.args, t.args[0], groups, eps, weight, bias, dtype, lines, result, init, prelude
+    )

@@ -11,6 +11,7 @@ from torch.fx import Node
 
 from kegen.search.operators.drafting.graph import Traced, dtype_of, rank_of, shape_of
 from kegen.search.operators.templates import layout as templates_layout
+from kegen.search.operators.templates import pow2_block
 
 
 def _swapped(n: Node, rank: int) -> bool:
@@ -114,9 +115,8 @@ def draft_layout_copy(t: Traced) -> str | None:
     v = copied[0]
     if v.dim() > 4 or v.stride(-1) != 1 or out.numel() != v.numel():
         return None
-    block = max(16, min(1024, 1 << max(0, int(v.shape[-1]) - 1).bit_length()))
-    n_rows = v.numel() // v.shape[-1]
-    rows = max(16, min(256, 32768 // block, 1 << max(0, n_rows // 128 - 1).bit_length()))  # ~128 programs
+    block = pow2_block(v.shape[-1], 16, 1024)
+    rows = pow2_block(v.numel() // v.shape[-1] // 128, 16, min(256, 32768 // block))  # ~128 programs
     return templates_layout.strided_copy(
         t.args[0], tuple(v.shape), tuple(v.stride()), int(v.storage_offset()), tuple(out.shape), rows, block
     )

@@ -23,6 +23,7 @@ from kegen.search.operators.drafting.graph import (
     strip_casts,
 )
 from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates import rows as templates_rows
 
 
@@ -61,7 +62,7 @@ def _param_expr(t: Traced, n: Any, casts: set[Node]) -> str | None:
 def _row_block(shape: Any) -> int:
     """The template's block for rows of `shape[0]` elements: the whole row up to 4096 (loaded once)."""
     n = int(shape[0]) if isinstance(shape[0], int) else 4096
-    return max(64, min(4096, 1 << max(0, (n - 1).bit_length())))
+    return pow2_block(n, 64, 4096)
 
 
 def draft_layer_norm_fn(t: Traced) -> str | None:

@@ -20,9 +20,19 @@ import torch
 from torch.fx import Node
 
 from kegen.search.operators.drafting.elementwise import broadcast_kind, chain
-from kegen.search.operators.drafting.graph import CASTS, LINEAR, MATMUL, Traced, dtype_of, dtype_src, shape_of
+from kegen.search.operators.drafting.graph import (
+    LINEAR,
+    MATMUL,
+    Traced,
+    dtype_of,
+    dtype_src,
+    is_cast,
+    shape_of,
+)
 from kegen.search.operators.drafting.layout import _swapped, operand_view
+from kegen.search.operators.drafting.weights import reference_init, reference_tensor
 from kegen.search.operators.templates import dequant as templates_dequant
+from kegen.search.operators.templates import pow2_block
 
 INTEGER = (torch.int8, torch.uint8)
 _MUL = {operator.mul, torch.mul, "mul"}
@@ -46,23 +56,17 @@ def _leaf(t: Traced, n: Any, nodes: list[Node], views: bool) -> Node | None:
     """The input or model tensor below casts (and, with `views`, unsqueeze/view/[:, None] views),
     adding the nodes passed to `nodes`; None when anything else is in between."""
     while isinstance(n, Node) and n.op not in ("placeholder", "get_attr"):
-        is_cast = n.target in CASTS | {"float"} and n.op == "call_method"
-        if not (is_cast or views and n.target in _VIEWS) or len(n.users) != 1 or not n.args:
+        if not (is_cast(n) or views and n.target in _VIEWS) or len(n.users) != 1 or not n.args:
             return None
         nodes.append(n)
         n = n.args[0]
     return n if isinstance(n, Node) else None
 
 
-def _is_cast(n: Any) -> bool:
-    casts = CASTS | {"float"}
-    return isinstance(n, Node) and n.op == "call_method" and n.target in casts and len(n.users) == 1
-
-
 def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
     """`n` (the weight as (N, K)) as cast(Q) [* or / scale], Q an 8-bit integer tensor."""
     nodes: list[Node] = []
-    while _is_cast(n):
+    while is_cast(n) and len(n.users) == 1:
         nodes.append(n)  # a cast of the scaled weight (the product rounded to the activations' dtype)
         n = n.args[0]
     if not isinstance(n, Node):
@@ -105,10 +109,8 @@ def first_tiles(m: int, n: int, k: int, programs: int = 64, group: int = 0) -> t
     cover the output (mtia's 64 PEs; a GPU's SMs). A 16-wide draft is several times slower and the
     search, which expands its best nodes first, may never reach it from there."""
 
-    def fit(size: int, cap: int) -> int:
-        return max(16, min(cap, 1 << max(0, size - 1).bit_length()))
-
-    bm, bn, bk = fit(m, 128), fit(n, 128), min(fit(k, 64), group or 64)  # a K block within one group
+    bm, bn = pow2_block(m, 16, 128), pow2_block(n, 16, 128)
+    bk = min(pow2_block(k, 16, 64), group or 64)  # a K block within one group
     while -(-m // bm) * -(-n // bn) < programs and max(bm, bn) > 32:
         if bm >= bn:
             bm //= 2
@@ -147,12 +149,7 @@ def _grouped(t: Traced, n: Node, nodes: list[Node], n_out: int) -> _Weight | Non
 
 def _tensor_expr(t: Traced, n: Node) -> str:
     """ModelNew.forward's expression of an input or of a model tensor (read from the built reference)."""
-    if n.op == "placeholder":
-        return t.arg(n)
-    path = str(n.target)
-    buffers = dict(t.model.named_buffers())
-    getter = "get_buffer" if path in buffers else "get_parameter"
-    return f"self.reference.{getter}({path!r})"
+    return t.arg(n) if n.op == "placeholder" else reference_tensor(t.model, str(n.target))
 
 
 def draft_dequant_linear(t: Traced) -> str | None:
@@ -175,7 +172,7 @@ def draft_dequant_linear(t: Traced) -> str | None:
     if mm.target in LINEAR:
         bias = mm.kwargs.get("bias", mm.args[2] if len(mm.args) > 2 else None)
     else:  # matmul: the weight's transpose, below or above its casts
-        while _is_cast(w_node):
+        while is_cast(w_node) and len(w_node.users) == 1:
             swap.append(w_node)
             w_node = w_node.args[0]
         if not (isinstance(w_node, Node) and _swapped(w_node, 2) and len(w_node.users) == 1):
@@ -212,23 +209,19 @@ def draft_dequant_linear(t: Traced) -> str | None:
     dtype = dtype_src(t.out)
     if got is None or dtype is None:
         return None
-    uses_model = any(n.op == "get_attr" for n in (weight.q, weight.scale) if n is not None) or any(
-        "self.reference" in e for e, _ in extras
-    )
-    init, prelude = ([], "")
-    if uses_model:
-        from kegen.inductor.draft import reference_source_of
-
-        init = ["self.reference = Reference(*args, **kwargs)  # the quantized weights and scales"]
-        prelude = reference_source_of(t.problem.__file__)
+    q_expr = _tensor_expr(t, weight.q)
     scale = (_tensor_expr(t, weight.scale), weight.kind, weight.op) if weight.scale is not None else None
+    init: list[str] = []
+    prelude = ""
+    if any("self.reference" in e for e in (q_expr, scale[0] if scale else "", *(e for e, _ in extras))):
+        init, prelude = reference_init(t.problem.__file__, "the quantized weights and scales")
     x_node = x_view[1][-1].args[0] if x_view[1] else mm.args[0]
     x_shape = shape_of(x_node) or (1, 1)
     m = int(torch.Size(x_shape[:-1]).numel())
     return templates_dequant.dequant_linear(
         t.args,
         x_view[0],
-        _tensor_expr(t, weight.q),
+        q_expr,
         scale,
         dtype,
         [*epilogue, *got[0]],

@@ -21,6 +21,8 @@ from pathlib import Path
 import torch
 
 from kegen.search.operators.drafting.graph import ReferenceRun, run_reference
+from kegen.search.operators.drafting.weights import reference_init, reference_tensor
+from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates import rope as templates_rope
 
 MAX_ELEMENTS = 1 << 25
@@ -86,10 +88,8 @@ def _match(run: ReferenceRun, ref: torch.Tensor, path: Path) -> str | None:
     tensors: list[tuple[str, torch.Tensor, bool]] = [
         (n, v, True) for n, v in zip(names, inputs, strict=True) if isinstance(v, torch.Tensor)
     ]
-    tensors += [(f"self.reference.get_buffer({n!r})", b, False) for n, b in model.named_buffers()]
-    tensors += [
-        (f"self.reference.get_parameter({n!r})", p.detach(), False) for n, p in model.named_parameters()
-    ]
+    held = [*model.named_buffers(), *model.named_parameters()]
+    tensors += [(reference_tensor(model, n), v.detach(), False) for n, v in held]
     floats = [(e, v, is_input) for e, v, is_input in tensors if v.is_floating_point()]
     xs = [(e, v) for e, v, is_input in floats if is_input and v.shape == ref.shape and v.dtype == ref.dtype]
     atol, rtol = _tolerance(ref.dtype)
@@ -105,15 +105,11 @@ def _match(run: ReferenceRun, ref: torch.Tensor, path: Path) -> str | None:
             mine = (x.float() * cf + _rotate(x.float(), interleaved) * sf).to(ref.dtype)
             if not torch.allclose(mine.float(), ref.float(), atol=atol, rtol=rtol):
                 continue
-            uses_model = "self.reference" in c_expr + s_expr
-            init, prelude = [], ""
-            if uses_model:
-                from kegen.inductor.draft import reference_source_of
-
-                init = ["self.reference = Reference(*args, **kwargs)  # the cos / sin tables"]
-                prelude = reference_source_of(path)
-            n_rows = x.numel() // x.shape[-1]
-            rows = max(16, min(128, 1 << max(0, n_rows // 128 - 1).bit_length()))  # ~128 programs
+            init: list[str] = []
+            prelude = ""
+            if "self.reference" in c_expr + s_expr:
+                init, prelude = reference_init(path, "the cos / sin tables")
+            rows = pow2_block(x.numel() // x.shape[-1] // 128, 16, 128)  # ~128 programs
             return templates_rope.rope(
                 names, x_expr, c_expr, s_expr, interleaved, c_half, x.shape[-1], init, prelude, rows
             )

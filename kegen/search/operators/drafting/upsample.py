@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from kegen.search.operators.drafting.graph import run_reference
+from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates import upsample as templates_upsample
 
 MAX_ELEMENTS = 1 << 24
@@ -41,7 +42,6 @@ def draft_upsample(problem_path: Path) -> str | None:
     if not torch.equal(x.repeat_interleave(sh, -2).repeat_interleave(sw, -1), ref):
         return None
     w = x.shape[-1]
-    block_w = 1 << max(0, w - 1).bit_length()
-    n_rows = x.numel() // w
-    rows = max(1, min(128, 16384 // (block_w * sh * sw), 1 << max(0, n_rows // 128 - 1).bit_length()))
+    block_w = pow2_block(w)
+    rows = pow2_block(x.numel() // w // 128, 1, min(128, 16384 // (block_w * sh * sw)))  # ~128 programs
     return templates_upsample.upsample_nearest(run.names[0], sh, sw, tuple(ref.shape), rows, block_w)

@@ -5,6 +5,7 @@ reference's values (checked at draft time)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -91,3 +92,20 @@ def _rebuild(
         else:
             return None
     return lines
+
+
+def reference_init(problem_file: str | Path, holds: str) -> tuple[list[str], str]:
+    """(ModelNew.__init__ lines, module-level prelude) that build the reference itself as `Reference`
+    for tensors seeded construction of standard modules cannot rebuild (quantized weights, tables,
+    statistics); `holds` names them in the line's comment."""
+    from kegen.inductor.draft import reference_source_of
+
+    init = [f"self.reference = Reference(*args, **kwargs)  # {holds}"]
+    return init, reference_source_of(Path(problem_file))
+
+
+def reference_tensor(model: nn.Module, path: str) -> str:
+    """ModelNew.forward's expression of the model's buffer or parameter at dotted `path`, read from the
+    reference `reference_init` builds."""
+    getter = "get_buffer" if path in dict(model.named_buffers()) else "get_parameter"
+    return f"self.reference.{getter}({path!r})"

@@ -290,3 +290,9 @@ class ModelNew(nn.Module):
         return y.view(x.shape)
 """
     )
+
+
+def pow2_block(n: int, least: int = 1, most: int = 1 << 30) -> int:
+    """The smallest power of two >= n, clamped to [least, most]: a block or tile size sized to an
+    extent (`tl.arange` takes powers of two)."""
+    return max(least, min(most, 1 << max(0, int(n) - 1).bit_length()))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates import HEADER, pow2_block
 
 LOG2E = 1.4426950408889634
 
@@ -70,10 +70,6 @@ def kegen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, H, SQ, SK, D, qk_s
 """
 
 
-def _block(n: int, most: int = 64, least: int = 16) -> int:
-    return max(least, min(most, 1 << max(0, (n - 1).bit_length())))
-
-
 def attention(
     args: Sequence[str],
     q: str,
@@ -119,7 +115,7 @@ def attention(
     )
     return (
         HEADER
-        + f"\nATTN_BLOCK_M = {_block(seq_q)}\nATTN_BLOCK_N = {_block(seq_k)}\n"
+        + f"\nATTN_BLOCK_M = {pow2_block(seq_q, 16, 64)}\nATTN_BLOCK_N = {pow2_block(seq_k, 16, 64)}\n"
         + KERNEL
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + "        super().__init__()\n\n"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.gemm import MATMUL_PROLOGUE, consts, indent
-from kegen.search.operators.templates.layout import MODEL_HEAD
+from kegen.search.operators.templates.layout import model_class
 
 _KERNEL = """
 @triton.jit
@@ -113,6 +113,5 @@ def dequant_linear(
         extra_args="".join(" " + _EXTRA_ARGS[k].format(e=e) + "," for e, k in extras),
         group_args=" s.stride(0), GROUP=q.shape[1] // s.shape[1]," if grouped else "",
     )
-    head = MODEL_HEAD.rstrip("\n") + "".join(f"\n        {line}" for line in init) + "\n\n"
-    model = head + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
+    model = model_class(args, fwd, init)
     return HEADER + (f"\n\n{prelude}" if prelude else "") + consts(*blocks) + kernel + model

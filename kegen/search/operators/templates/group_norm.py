@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates.layout import MODEL_HEAD
+from kegen.search.operators.templates.layout import model_class
 
 ONE_PASS_LIMIT = 16384  # elements of a span loaded at once (64 KiB of fp32)
 
@@ -120,8 +120,7 @@ def group_norm(
     fwd = _FORWARD.format(
         x=x, dtype=dtype, weight=weight or "x", bias=bias or "x", eps=float(eps), affine=affine
     )
-    head = MODEL_HEAD.rstrip("\n") + "".join(f"\n        {line}" for line in init) + "\n\n"
-    model = head + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
+    model = model_class(args, fwd, init)
     pre = f"\n\n{prelude.strip()}\n" if prelude else ""
     consts = f"\nBLOCK_SIZE = 4096\nGROUPS = {groups}\nONE_PASS_LIMIT = {ONE_PASS_LIMIT}\n"
     return HEADER + pre + consts + kernel + model

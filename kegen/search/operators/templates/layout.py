@@ -26,7 +26,8 @@ MODEL_HEAD = (
 )
 
 
-def _model(args: Sequence[str], body: str, init: Sequence[str] = ()) -> str:
+def model_class(args: Sequence[str], body: str, init: Sequence[str] = ()) -> str:
+    """ModelNew's source: `init` lines after super().__init__(), then forward(args) with `body`."""
     head = MODEL_HEAD.rstrip("\n") + "".join(f"\n        {line}" for line in init) + "\n\n"
     return head + f"    def forward(self, {', '.join(args)}):\n{body}\n"
 
@@ -82,7 +83,7 @@ def broadcast_elementwise_kernel({ptrs}, out_ptr, n_rows, n_cols,
         ]
     )
     consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
-    return HEADER + consts + kernel + _model(names if args is None else args, fwd, init)
+    return HEADER + consts + kernel + model_class(names if args is None else args, fwd, init)
 
 
 _TRANSPOSE_KERNEL = """
@@ -109,7 +110,7 @@ def transpose(arg: str = "x", block_r: int = 32, block_c: int = 32) -> str:
     """Swap the last two dimensions into a new contiguous tensor: a tile is loaded row-major and
     stored with the strides swapped (one program per tile per batch entry)."""
     consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
-    return HEADER + consts + _TRANSPOSE_KERNEL + _model([arg], _TRANSPOSE_FWD.format(arg=arg))
+    return HEADER + consts + _TRANSPOSE_KERNEL + model_class([arg], _TRANSPOSE_FWD.format(arg=arg))
 
 
 def col_reduce(
@@ -147,7 +148,7 @@ def col_reduce_kernel(x_ptr, y_ptr, n_rows, n_cols, BLOCK_R: tl.constexpr, BLOCK
         col_reduce_kernel[grid](x, y, n_rows, n_cols, BLOCK_R=BLOCK_SIZE_R, BLOCK_C=BLOCK_SIZE_C)
         return y{".view(1, n_cols)" if keepdim else ""}"""
     consts = f"\nBLOCK_SIZE_R = {block_r}\nBLOCK_SIZE_C = {block_c}\n\n"
-    return HEADER + consts + kernel + _model([arg], fwd)
+    return HEADER + consts + kernel + model_class([arg], fwd)
 
 
 _STRIDED_COPY = """
@@ -193,4 +194,4 @@ def strided_copy(
         f"        return y.view({tuple(out_shape)})"
     )
     head = f"\nROWS = {rows}\nBLOCK_SIZE = {block}\n"
-    return HEADER + head + _STRIDED_COPY + _model([arg], body)
+    return HEADER + head + _STRIDED_COPY + model_class([arg], body)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates.layout import MODEL_HEAD
+from kegen.search.operators.templates.layout import model_class
 
 _KERNEL = """
 
@@ -82,7 +82,6 @@ def rope(
         t_e1=t_e[0],
         t_e2=t_e[1],
     )
-    head = MODEL_HEAD.rstrip("\n") + "".join(f"\n        {line}" for line in init) + "\n\n"
-    model = head + f"    def forward(self, {', '.join(args)}):\n{fwd}\n"
+    model = model_class(args, fwd, init)
     pre = f"\n\n{prelude.strip()}\n" if prelude else ""
     return HEADER + pre + f"\nROWS = {rows}\n" + _KERNEL + model

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates.layout import _model
+from kegen.search.operators.templates.layout import model_class
 
 _KERNEL = """
 
@@ -43,4 +43,4 @@ def upsample_nearest(arg: str, sh: int, sw: int, out_shape: Sequence[int], rows:
         "                                                            BLOCK_W=BLOCK_W)\n"
         "        return y"
     )
-    return HEADER + f"\nROWS = {rows}\nBLOCK_W = {block_w}\n" + _KERNEL + _model([arg], body)
+    return HEADER + f"\nROWS = {rows}\nBLOCK_W = {block_w}\n" + _KERNEL + model_class([arg], body)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates import HEADER, pow2_block
 from kegen.search.operators.templates.gpu_conv import (
     EPILOGUE_MARK,
     EPILOGUE_METHOD,
@@ -73,8 +73,8 @@ def depthwise(
     the forward-time expression `x` ([N, C, H, W]), then the eval-mode BatchNorm `self.<bn>` (none
     where empty), the forward argument `residual` (added before the activation) and activation `act` (as
     `templates.conv.seed`); `prelude` goes before ModelNew."""
-    block_c = max(16, min(64, 1 << max(0, (channels - 1).bit_length())))
-    block_w = max(16, min(64, 1 << max(0, (out_w - 1).bit_length())))
+    block_c = pow2_block(channels, 16, 64)
+    block_w = pow2_block(out_w, 16, 64)
     residual_src = f"{residual}.contiguous()" if residual else "None"
     body = (
         f"        x = {x}.contiguous()\n"
