@@ -46,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="starting candidate (ModelNew with Triton kernels); "
         "without it the offline operator drafts one from the reference",
     )
+    parser.add_argument(
+        "--template-drafts",
+        action="store_true",
+        help="with --seed: also start from kegen's template draft of the problem (a child of the seed)",
+    )
     parser.add_argument("--target", default="mtia", choices=TARGETS)
     parser.add_argument("--machine", default=None, help="machine description for mtia (default: mtia-2i)")
     parser.add_argument("--policy", default="uct", choices=POLICIES)
@@ -178,6 +183,7 @@ def build_config(args: argparse.Namespace) -> SearchConfig:
     return SearchConfig(
         problem=args.problem,
         seed=args.seed,
+        template_drafts=args.template_drafts,
         out_dir=args.out,
         resume=args.resume,
         rng_seed=args.rng_seed,

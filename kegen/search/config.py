@@ -136,6 +136,8 @@ class SearchConfig:
 
     problem: Path
     seed: Path | None = None
+    # with a seed: kegen's template draft of the problem (where one matches) becomes the seed's child
+    template_drafts: bool = False
     out_dir: Path | None = None
     resume: str | None = None
     rng_seed: int = 0

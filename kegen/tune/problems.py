@@ -132,6 +132,7 @@ def search(
             str(problem),
             "--seed",
             str(seed_path),
+            "--template-drafts",
             "--budget",
             str(budget),
             "--target",

@@ -54,6 +54,23 @@ def test_the_search_starts_from_the_inductor_draft_with_the_template_as_a_child(
     assert any(c.operator == "draft" and "template" in c.description for c in children)
 
 
+def test_a_seeded_run_with_template_drafts_gets_the_template_as_the_seeds_child(tmp_path, store) -> None:
+    """`--template-drafts` (kegen tune's group searches): the given seed stays the root and kegen's
+    template draft of the problem starts beside it; without the flag a seeded run has no draft."""
+    from kegen.search.setup import start_run
+
+    problem = EXAMPLES / "softmax" / "problem.py"
+    for flag, drafts in ((True, 1), (False, 0)):
+        cfg = replace(_config(tmp_path / str(flag), budget=2), template_drafts=flag)
+        start = start_run(cfg, store, problem, problem.read_text())
+        root = store.root(start.run_id)
+        assert root.operator == "seed" and root.code == (EXAMPLES / "softmax" / "seed.py").read_text()
+        kids = [c for c in store.children(root.id) if c.operator == "draft"]
+        assert len(kids) == drafts
+        if drafts:
+            assert "template" in kids[0].description and "@triton.jit" in kids[0].code
+
+
 def test_a_failing_reference_stops_the_search_and_no_best_is_reported(tmp_path, store, capsys) -> None:
     cfg = _config(tmp_path, budget=6)
     cfg = replace(cfg, eval=replace(cfg.eval, evaluator="tests.search.test_draft_seeds:reference_fails"))

@@ -52,6 +52,7 @@ from typing import Any
 
 from torch.fx import Node
 
+from kegen.search.operators.drafting.aten import NotLiftable, wrap
 from kegen.search.operators.drafting.attention import SUMMARY as ATTENTION_SUMMARY
 from kegen.search.operators.drafting.attention import draft_attention
 from kegen.search.operators.drafting.conv import draft_conv, draft_depthwise
@@ -189,6 +190,11 @@ def analyze(problem_path: Path) -> Analysis:
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             t.notes.append(f"pattern {rule.name} failed on this graph ({type(exc).__name__}: {exc})")
             continue
+        if source is not None and t.lifted is not None:
+            try:
+                source = wrap(source, t.args, t.lifted)
+            except NotLiftable:
+                continue
         if source is not None:
             return Analysis(rule.op_class, names, [], source)
     bad = [nm for n, nm in zip(t.ops, names, strict=True) if not _known(t, n)]

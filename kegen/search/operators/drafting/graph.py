@@ -80,6 +80,7 @@ class Traced:
     out: Node | None
     inputs: list[Any]
     notes: list[str] = field(default_factory=list)  # why a pattern that nearly matched refused
+    lifted: Any = None  # drafting.aten.Lifted where the reference was an aten graph (kegen tune's groups)
 
     def module(self, n: Node) -> nn.Module | None:
         """The submodule a call_module node calls (None for other nodes)."""
@@ -120,11 +121,32 @@ def trace(problem_path: Path) -> Traced:
     tracer.proxy_buffer_attributes = True  # buffers as get_attr nodes: math on them stays in the graph
     gm = torch.fx.GraphModule(model, tracer.trace(model))
     ShapeProp(gm, fake_mode=fake).propagate(*inputs)
+    gm, inputs, lifted = _lifted(mod, gm, inputs, fake)
     nodes = list(gm.graph.nodes)
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     out_args = [n for n in nodes if n.op == "output"][0].args[0]
     out = out_args if isinstance(out_args, Node) else None
-    return Traced(mod, model, gm, ops, [n for n in nodes if n.op == "placeholder"], out, inputs)
+    ph = [n for n in nodes if n.op == "placeholder"]
+    return Traced(mod, model, gm, ops, ph, out, inputs, lifted=lifted)
+
+
+def _lifted(mod: Any, gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[GraphModule, list[Any], Any]:
+    """An aten graph (a `kegen tune` kernel group) lifted to torch-level ops (`drafting.aten`) where
+    that is exact and checked on the problem's inputs; otherwise the graph as it is."""
+    from kegen.search.operators.drafting import aten
+
+    if not aten.has_aten(gm):
+        return gm, inputs, None
+    lifted = aten.copy_graph(gm)
+    try:
+        lifted_inputs, views = aten.lift(lifted, list(inputs), fake)
+    except (aten.NotLiftable, RuntimeError, TypeError, ValueError, IndexError, KeyError, AttributeError):
+        return gm, inputs, None
+    if sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) <= aten.MAX_CHECK_ELEMENTS:
+        torch.manual_seed(0)
+        if not aten.check(gm, lifted, list(mod.get_inputs()), views):
+            return gm, inputs, None
+    return lifted, lifted_inputs, views
 
 
 def is_cast(n: Any) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch.nn as nn
@@ -21,6 +22,7 @@ from kegen.search.operators.drafting.graph import (
 from kegen.search.operators.drafting.layout import operand_view
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import gemm as templates_gemm
+from kegen.search.operators.templates import gemm_first_tiles
 
 
 def draft_matmul(t: Traced) -> str | None:
@@ -52,7 +54,10 @@ def draft_matmul(t: Traced) -> str | None:
     got = chain(t, t.ops[k + 1 :], env)
     if got is None:
         return None
-    return templates_gemm.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras)
+    batch = 1 if fold else math.prod(sa[:-2])
+    m = math.prod(sa[:-1]) if fold else sa[-2]
+    bm, bn, bk = gemm_first_tiles(m, sb[-1], sa[-1], programs=-(-64 // batch))
+    return templates_gemm.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras, bm, bn, bk)
 
 
 def _linear_layer(t: Traced, n: Node, x: Any) -> tuple[str, str | None] | None:

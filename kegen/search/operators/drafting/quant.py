@@ -32,7 +32,7 @@ from kegen.search.operators.drafting.graph import (
 from kegen.search.operators.drafting.layout import _swapped, operand_view
 from kegen.search.operators.drafting.weights import reference_init, reference_tensor
 from kegen.search.operators.templates import dequant as templates_dequant
-from kegen.search.operators.templates import pow2_block
+from kegen.search.operators.templates import gemm_first_tiles
 
 INTEGER = (torch.int8, torch.uint8)
 _MUL = {operator.mul, torch.mul, "mul"}
@@ -101,22 +101,6 @@ def _dequant(t: Traced, n: Any, n_out: int) -> _Weight | None:
     if q is not None and dtype_of(q) in INTEGER:
         return _Weight(q, nodes=nodes + q_nodes)
     return None
-
-
-def first_tiles(m: int, n: int, k: int, programs: int = 64, group: int = 0) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K) of the draft: 128 x 128 x 64 tiles (powers of two, at least 16, no
-    larger than the sizes need), the larger side halved down to 32 while fewer than `programs` tiles
-    cover the output (mtia's 64 PEs; a GPU's SMs). A 16-wide draft is several times slower and the
-    search, which expands its best nodes first, may never reach it from there."""
-
-    bm, bn = pow2_block(m, 16, 128), pow2_block(n, 16, 128)
-    bk = min(pow2_block(k, 16, 64), group or 64)  # a K block within one group
-    while -(-m // bm) * -(-n // bn) < programs and max(bm, bn) > 32:
-        if bm >= bn:
-            bm //= 2
-        else:
-            bn //= 2
-    return bm, bn, bk
 
 
 def _grouped(t: Traced, n: Node, nodes: list[Node], n_out: int) -> _Weight | None:
@@ -230,5 +214,5 @@ def draft_dequant_linear(t: Traced) -> str | None:
         init,
         prelude,
         ieee=dtype_of(x_node) == torch.float32,
-        blocks=first_tiles(m, n_out, x_shape[-1], group=weight.group),
+        blocks=gemm_first_tiles(m, n_out, x_shape[-1], group=weight.group),
     )

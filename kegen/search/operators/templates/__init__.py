@@ -296,3 +296,19 @@ def pow2_block(n: int, least: int = 1, most: int = 1 << 30) -> int:
     """The smallest power of two >= n, clamped to [least, most]: a block or tile size sized to an
     extent (`tl.arange` takes powers of two)."""
     return max(least, min(most, 1 << max(0, int(n) - 1).bit_length()))
+
+
+def gemm_first_tiles(m: int, n: int, k: int, programs: int = 64, group: int = 0) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K) of a drafted GEMM: 128 x 128 x 64 tiles (powers of two, at least 16,
+    no larger than the sizes need), the larger side halved down to 32 while fewer than `programs` tiles
+    cover the output (mtia's 64 PEs; a GPU's SMs); `group`, where set, bounds BLOCK_K (a K block within
+    one quantization group). A 16-wide draft is several times slower and the search, which expands its
+    best nodes first, may never reach a good plan from there."""
+    bm, bn = pow2_block(m, 16, 128), pow2_block(n, 16, 128)
+    bk = min(pow2_block(k, 16, 64), group or 64)
+    while -(-m // bm) * -(-n // bn) < programs and max(bm, bn) > 32:
+        if bm >= bn:
+            bm //= 2
+        else:
+            bn //= 2
+    return bm, bn, bk

@@ -1,0 +1,164 @@
+"""Aten graphs (the problems `kegen tune` cuts a model into) lifted to torch-level ops and drafted
+from kegen's templates (drafting/aten.py); each draft checked on the simulator against the aten
+reference, with the inputs and output views the lift moved out of the graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kegen.eval import EvalConfig, evaluate
+from kegen.search.operators.drafting import analyze
+from kegen.search.operators.drafting.aten import Lifted, wrap
+from kegen.search.operators.drafting.graph import trace
+from lowering.backend.driver import MtiaDriver
+
+needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, {args}):
+{body}
+
+
+def get_inputs():
+    torch.manual_seed(0)
+    return [{inputs}]
+
+
+def get_init_inputs():
+    return []
+"""
+
+A = "torch.ops.aten"
+CASES = {
+    # name: (forward args, body, get_inputs, template the draft must use)
+    # Inductor's linear + GELU: weight read transposed through as_strided, reshapes around the epilogue
+    "addmm_gelu": (
+        "bias, x, w",
+        f"""        wt = {A}.as_strided.default(w, [24, 40], [1, 24], 0)
+        y = {A}.addmm.default(bias, x, wt)
+        v = {A}.reshape.default(y, [2, 10, 40])
+        h = {A}.mul.Tensor(v, 0.5)
+        s = {A}.mul.Tensor(v, 0.7071067811865476)
+        e = {A}.erf.default(s)
+        o = {A}.add.Tensor(e, 1)
+        g = {A}.mul.Tensor(h, o)
+        return {A}.reshape.default(g, [20, 40])""",
+        "torch.randn(40), torch.randn(20, 24), torch.randn(40, 24)",
+        "matmul",
+    ),
+    # a projection plus a residual that arrives in the model's 3-D shape
+    "addmm_residual_3d": (
+        "bias, x, w, res",
+        f"""        wt = {A}.as_strided.default(w, [24, 16], [1, 24], 0)
+        y = {A}.addmm.default(bias, x, wt)
+        v = {A}.reshape.default(y, [2, 10, 16])
+        return {A}.add.Tensor(res, v)""",
+        "torch.randn(16), torch.randn(20, 24), torch.randn(16, 24), torch.randn(2, 10, 16)",
+        "matmul",
+    ),
+    # LayerNorm as Inductor decomposes it, then a view to 2-D
+    "layer_norm_formula": (
+        "x, w, b",
+        f"""        vm = {A}.var_mean.correction(x, [2], correction=0, keepdim=True)
+        var = vm[0]
+        mean = vm[1]
+        c = {A}.sub.Tensor(x, mean)
+        r = {A}.rsqrt.default({A}.add.Tensor(var, 1e-05))
+        n = {A}.mul.Tensor(c, r)
+        y = {A}.add.Tensor({A}.mul.Tensor(n, w), b)
+        return {A}.reshape.default(y, [12, 48])""",
+        "torch.randn(3, 4, 48), torch.randn(48), torch.randn(48)",
+        "layer_norm",
+    ),
+    # softmax as Inductor decomposes it (a classifier head's)
+    "softmax_formula": (
+        "x",
+        f"""        m = {A}.amax.default(x, [1], True)
+        e = {A}.exp.default({A}.sub.Tensor(x, m))
+        return {A}.div.Tensor(e, {A}.sum.dim_IntList(e, [1], True))""",
+        "torch.randn(6, 50)",
+        "softmax",
+    ),
+    # a batched product whose second operand is a permuted view of a flat storage
+    "bmm_flat_storage": (
+        "a, storage",
+        f"""        bt = {A}.as_strided.default(storage, [3, 16, 8], [128, 1, 16], 0)
+        return {A}.bmm.default(a, bt)""",
+        "torch.randn(3, 12, 16), torch.randn(384)",
+        "matmul",
+    ),
+}
+
+
+def _problem(tmp_path: Path, name: str) -> Path:
+    args, body, inputs, _ = CASES[name]
+    path = tmp_path / f"{name}.py"
+    path.write_text(PROBLEM.format(args=args, body=body, inputs=inputs))
+    return path
+
+
+@needs_mtia
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_aten_graphs_are_drafted_from_templates(tmp_path, name: str) -> None:
+    problem = _problem(tmp_path, name)
+    a = analyze(problem)
+    assert a.source is not None, a.summary
+    assert a.op_class == ("normalization" if CASES[name][3] == "layer_norm" else CASES[name][3])
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
+    assert r.ok, r.message
+
+
+def test_the_lift_reads_weights_and_views_as_written(tmp_path) -> None:
+    """GELU and LayerNorm become F.gelu / F.layer_norm; a transposed weight a permute of the input;
+    the reshapes leave the graph for the candidate's forward."""
+    t = trace(_problem(tmp_path, "addmm_gelu"))
+    names = [getattr(n.target, "__name__", n.target) for n in t.ops]
+    assert names == ["permute", "mm", "add", "gelu"]
+    assert t.lifted is not None and t.lifted.output_view is None  # [20, 40] is the mm's own shape
+    t = trace(_problem(tmp_path, "addmm_residual_3d"))
+    assert t.lifted.input_views == {3: (20, 16)} and t.lifted.output_view == (2, 10, 16)
+    t = trace(_problem(tmp_path, "layer_norm_formula"))
+    assert [getattr(n.target, "__name__", n.target) for n in t.ops] == ["layer_norm"]
+    assert t.lifted.output_view == (12, 48)
+    t = trace(_problem(tmp_path, "softmax_formula"))
+    assert [getattr(n.target, "__name__", n.target) for n in t.ops] == ["softmax"]
+    t = trace(_problem(tmp_path, "bmm_flat_storage"))
+    assert t.lifted.input_views == {1: (3, 8, 16)}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # add with alpha: no exact operator form
+        f"        return {A}.add.Tensor(x, w, alpha=2)",
+        # a view of part of the storage (a slice of a fused weight)
+        f"        return {A}.mm.default(x, {A}.as_strided.default(w, [4, 4], [1, 4], 4))",
+        # an op the lift does not know
+        f"        return {A}.cumsum.default(x, 1)",
+    ],
+)
+def test_unliftable_graphs_stay_aten_and_are_refused(tmp_path, body: str) -> None:
+    path = tmp_path / "p.py"
+    path.write_text(PROBLEM.format(args="x, w", body=body, inputs="torch.randn(4, 4), torch.randn(4, 4)"))
+    t = trace(path)
+    assert t.lifted is None
+    a = analyze(path)
+    assert a.source is None and a.unsupported
+
+
+def test_wrap_applies_the_views_in_forward() -> None:
+    source = "class ModelNew(nn.Module):\n    def forward(self, a, b):\n        return a\n"
+    wrapped = wrap(source, ["a", "b"], Lifted({1: (6, 4)}, (2, 3, 4)))
+    assert "class _ModelNewLifted(nn.Module)" in wrapped
+    assert "super().forward(a, b.reshape(6, 4)).reshape(2, 3, 4)" in wrapped
+    assert wrap(source, ["a", "b"], Lifted()) == source
