@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -66,7 +66,11 @@ _FUNCS: dict[Any, Any] = {
 }
 _ADD_SUB = {aten.add.Tensor: operator.add, aten.add.Scalar: operator.add}
 _ADD_SUB |= {aten.sub.Tensor: operator.sub, aten.sub.Scalar: operator.sub}
-_METHODS = {aten.reshape.default: "reshape", aten.view.default: "reshape", aten._unsafe_view.default: "reshape"}
+_METHODS = {
+    aten.reshape.default: "reshape",
+    aten.view.default: "reshape",
+    aten._unsafe_view.default: "reshape",
+}
 _METHODS |= {aten.expand.default: "expand"}
 _CASTS = {aten._to_copy.default, torch.ops.prims.convert_element_type.default}
 _CASTS.add(aten.convert_element_type.default) if hasattr(aten, "convert_element_type") else None
@@ -131,7 +135,9 @@ def copy_graph(gm: GraphModule) -> GraphModule:
 
 def check(original: Any, lifted: GraphModule, real_inputs: list[Any], views: Lifted) -> bool:
     """Whether the lifted graph computes the aten graph's output on `real_inputs`."""
-    args = [x.reshape(views.input_views[i]) if i in views.input_views else x for i, x in enumerate(real_inputs)]
+    args = [
+        x.reshape(views.input_views[i]) if i in views.input_views else x for i, x in enumerate(real_inputs)
+    ]
     with torch.no_grad():
         want = original(*real_inputs)
         got = lifted(*args)
@@ -224,8 +230,9 @@ def _map_targets(gm: GraphModule, fakes: dict[Node, Any]) -> None:
 def _lift_as_strided(g: Any, n: Node, fakes: dict[Node, Any]) -> None:
     """as_strided(x, size, stride, 0) of a contiguous input x covering all of it -> x reshaped to the
     view's dims in stride order, then permuted."""
-    x, size, stride = n.args[:3]
-    offset = n.args[3] if len(n.args) > 3 else n.kwargs.get("storage_offset", 0)
+    args: Any = n.args
+    x, size, stride = args[:3]
+    offset = args[3] if len(args) > 3 else n.kwargs.get("storage_offset", 0)
     src = fakes.get(x)
     if src is None or offset not in (0, None) or not src.is_contiguous() or math.prod(size) != src.numel():
         raise NotLiftable("as_strided of something other than a whole contiguous input")
@@ -319,7 +326,8 @@ def _lift_layer_norm(gm: GraphModule) -> None:
         norm = _only_user(sub)
         if norm is None or not _is(norm, operator.mul) or _other(norm, sub) is not rs or len(rs.users) != 1:
             raise NotLiftable("var_mean without the LayerNorm's scaling")
-        last, affine = norm, {}
+        last: Any = norm
+        affine: dict[str, Node] = {}
         for key, op in (("weight", operator.mul), ("bias", operator.add)):
             nxt = _only_user(last)
             v = _other(nxt, last) if nxt is not None and _is(nxt, op) else None
@@ -343,20 +351,25 @@ def _last_dim_reduction(n: Any, target: Any) -> Node | None:
     return x if ok else None
 
 
+def _reduces(n: Any, target: Any, x: Any) -> bool:
+    """Whether `n` is `target(x, [last dim], True)`."""
+    return _last_dim_reduction(n, target) is x
+
+
 def _lift_softmax(gm: GraphModule) -> None:
     """exp(x - amax(x, -1)) / sum(exp(...), -1) (Inductor's softmax) -> F.softmax(x, -1)."""
     g = gm.graph
     for div in list(g.nodes):
         if not _is(div, operator.truediv) or not all(isinstance(a, Node) for a in div.args[:2]):
             continue
-        e, z = div.args[:2]
-        if not _is(e, torch.exp) or _last_dim_reduction(z, torch.sum) is not e or set(e.users) != {div, z}:
+        e, z = cast(Any, div.args[:2])
+        if not _is(e, torch.exp) or set(e.users) != {div, z} or not _reduces(z, torch.sum, e):
             continue
-        sub = e.args[0]
+        sub: Any = e.args[0]
         if not _is(sub, operator.sub) or len(sub.users) != 1 or len(z.users) != 1:
             continue
-        x, m = sub.args[:2]
-        if _last_dim_reduction(m, torch.amax) is not x or len(m.users) != 1:
+        x, m = cast(Any, sub.args[:2])
+        if not _reduces(m, torch.amax, x) or len(m.users) != 1:
             continue
         div.target, div.args, div.kwargs = F.softmax, (x, len(_shape(x) or ()) - 1), {}
         g.eliminate_dead_code()
@@ -424,7 +437,7 @@ def _absorb_input_views(gm: GraphModule, ph: list[Node], inputs: list[Any], view
         users = list(p.users)
         if not users or not all(_is_reshape(u) and len(u.args) == 2 for u in users):
             continue
-        shapes = {tuple(u.args[1]) for u in users}
+        shapes = {tuple(cast(Any, u.args[1])) for u in users}
         if len(shapes) != 1 or not inputs[i].is_contiguous() or -1 in next(iter(shapes)):
             continue
         shape = next(iter(shapes))
