@@ -28,6 +28,8 @@ candidate from its Triton template. The op classes:
   inputs), confirmed numerically (drafting.rope);
 - nearest-neighbour upsampling by power-of-two factors in any spelling, confirmed numerically
   (drafting.upsample);
+- top-k routing (a softmax or not, the k largest values and/or their positions, renormalised or
+  not: mixture-of-experts routers), confirmed numerically (drafting.router);
 - row gathers (index_select on dim 0, F.embedding, nn.Embedding), from an input or a parameter;
   embedding bags with offsets (F.embedding_bag, nn.EmbeddingBag; sum or mean).
 
@@ -87,6 +89,8 @@ from kegen.search.operators.drafting.rows import (
     draft_reduce,
     draft_softmax,
 )
+from kegen.search.operators.drafting.router import SUMMARY as ROUTER_SUMMARY
+from kegen.search.operators.drafting.router import draft_router
 from kegen.search.operators.drafting.upsample import SUMMARY as UPSAMPLE_SUMMARY
 from kegen.search.operators.drafting.upsample import draft_upsample
 
@@ -177,6 +181,12 @@ def analyze(problem_path: Path) -> Analysis:
         source = None
     if source is not None:
         return Analysis("elementwise", [UPSAMPLE_SUMMARY], [], source)
+    try:
+        source = draft_router(problem_path)
+    except Exception:  # a recogniser only
+        source = None
+    if source is not None:
+        return Analysis("reduction", [ROUTER_SUMMARY], [], source)
     try:
         t = trace(problem_path)
     except Exception as exc:
