@@ -81,6 +81,8 @@ from kegen.search.operators.drafting.norms import (
 from kegen.search.operators.drafting.quant import draft_dequant_linear
 from kegen.search.operators.drafting.rope import SUMMARY as ROPE_SUMMARY
 from kegen.search.operators.drafting.rope import draft_rope
+from kegen.search.operators.drafting.router import SUMMARY as ROUTER_SUMMARY
+from kegen.search.operators.drafting.router import draft_router
 from kegen.search.operators.drafting.rows import (
     draft_argmax,
     draft_col_reduce,
@@ -89,8 +91,6 @@ from kegen.search.operators.drafting.rows import (
     draft_reduce,
     draft_softmax,
 )
-from kegen.search.operators.drafting.router import SUMMARY as ROUTER_SUMMARY
-from kegen.search.operators.drafting.router import draft_router
 from kegen.search.operators.drafting.upsample import SUMMARY as UPSAMPLE_SUMMARY
 from kegen.search.operators.drafting.upsample import draft_upsample
 
