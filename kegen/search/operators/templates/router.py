@@ -19,7 +19,8 @@ _KERNEL = """
 
 @triton.jit
 def topk_router_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX: tl.constexpr,
-                       RENORM: tl.constexpr, ROWS: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
+                       RENORM: tl.constexpr, ROWS: tl.constexpr, BLOCK_E: tl.constexpr,
+                       BLOCK_K: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     cols = tl.arange(0, BLOCK_E)
     row_ok = rows < n_rows
