@@ -121,7 +121,9 @@ def search(
     from kegen.search.store import GraphStore
 
     seed_source = seed_path.read_text()
-    key = library_key("search", seed_source, shapes, target, machine)
+    # "search+drafts": searches that also start from the group's template draft (D62); results stored
+    # by earlier versions, seeded with Inductor's draft only, are searched again once
+    key = library_key("search+drafts", seed_source, shapes, target, machine)
     hit = lib.get(key)
     if not retune and hit is not None and hit.get("budget", 0) >= budget:
         return {**hit, "evaluations": 0, "reused": True}
