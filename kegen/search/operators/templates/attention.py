@@ -70,6 +70,17 @@ def kegen_attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, m_ptr, H, SQ, SK, D, qk_s
 """
 
 
+def _block_m(seq_q: int, out_shape: Sequence[int]) -> int:
+    """The first query tile: up to 64 queries, halved (down to 16) while the programs (query tiles x
+    batch x heads, `out_shape` [batch, heads, seq, head_dim]) leave some of mtia's 64 PEs idle (a
+    causal 1 x 4 x 512 problem: 32 programs of 64 queries, 15.8 us; 64 of 32, 10.1 us)."""
+    bm = pow2_block(seq_q, 16, 64)
+    heads = out_shape[0] * out_shape[1] if len(out_shape) == 4 else 0
+    while heads and -(-seq_q // bm) * heads < 64 and bm > 16:
+        bm //= 2
+    return bm
+
+
 def attention(
     args: Sequence[str],
     q: str,
@@ -115,7 +126,7 @@ def attention(
     )
     return (
         HEADER
-        + f"\nATTN_BLOCK_M = {pow2_block(seq_q, 16, 64)}\nATTN_BLOCK_N = {pow2_block(seq_k, 16, 64)}\n"
+        + f"\nATTN_BLOCK_M = {_block_m(seq_q, out_shape)}\nATTN_BLOCK_N = {pow2_block(seq_k, 16, 64)}\n"
         + KERNEL
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + "        super().__init__()\n\n"
