@@ -122,12 +122,73 @@ def trace(problem_path: Path) -> Traced:
     gm = torch.fx.GraphModule(model, tracer.trace(model))
     ShapeProp(gm, fake_mode=fake).propagate(*inputs)
     gm, inputs, lifted = _lifted(mod, gm, inputs, fake)
+    if fold_metadata(gm):
+        ShapeProp(gm, fake_mode=fake).propagate(*inputs)
     nodes = list(gm.graph.nodes)
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     out_args = [n for n in nodes if n.op == "output"][0].args[0]
     out = out_args if isinstance(out_args, Node) else None
     ph = [n for n in nodes if n.op == "placeholder"]
     return Traced(mod, model, gm, ops, ph, out, inputs, lifted=lifted)
+
+
+def fold_metadata(gm: GraphModule) -> bool:
+    """Replace reads of a traced tensor's dtype and sizes (`x.dtype`, `x.shape[-1]`, `x.size(0)`,
+    `x.shape`) by the values traced: a problem's inputs have fixed dtypes and shapes, so the cast
+    back of `(a.float() @ b.float()).to(a.dtype)` is a cast to float16 and `F.layer_norm(x, (x.shape[-1],))`
+    normalises 1024 columns, as the patterns expect. True if anything changed."""
+    from torch.fx.node import map_arg
+
+    changed = False
+    for n in list(gm.graph.nodes):
+        value = _metadata_value(n)
+        if value is _NO_VALUE:
+            continue
+        for user in list(n.users):
+            user.args = map_arg(user.args, lambda a, n=n, v=value: v if a is n else a)  # type: ignore[misc]
+            user.kwargs = map_arg(user.kwargs, lambda a, n=n, v=value: v if a is n else a)  # type: ignore[misc]
+        if not n.users:
+            gm.graph.erase_node(n)
+            changed = True
+    for n in list(gm.graph.nodes):  # size reads whose items were all folded
+        if not n.users and n.op == "call_function" and n.target is getattr and n.args[1] == "shape":
+            gm.graph.erase_node(n)
+    if changed:
+        gm.recompile()
+    return changed
+
+
+_NO_VALUE = object()
+
+
+def _metadata_value(n: Node) -> Any:
+    """The constant a dtype or size read evaluates to (its source's traced metadata), else _NO_VALUE."""
+    src = n.args[0] if n.args else None
+    if not isinstance(src, Node):
+        return _NO_VALUE
+    if n.op == "call_function" and n.target is operator.getitem:
+        if src.op == "call_function" and src.target is getattr and src.args[1] == "shape":
+            dims = shape_of(src.args[0]) if isinstance(src.args[0], Node) else None
+            idx = n.args[1]
+            if dims is not None and isinstance(idx, int) and -len(dims) <= idx < len(dims):
+                return int(dims[idx])
+        return _NO_VALUE
+    if src.meta.get("tensor_meta") is None:
+        return _NO_VALUE
+    shape = shape_of(src)
+    if n.op == "call_function" and n.target is getattr and n.args[1] == "dtype":
+        return dtype_of(src) or _NO_VALUE
+    if n.op == "call_function" and n.target is getattr and n.args[1] == "shape" and shape is not None:
+        if all(u.op == "call_function" and u.target is operator.getitem for u in n.users):
+            return _NO_VALUE  # its items are folded first, then this read has no users left
+        return torch.Size(shape)
+    if n.op == "call_method" and n.target == "size" and shape is not None:
+        dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim")
+        if dim is None and len(n.args) == 1 and not n.kwargs:
+            return torch.Size(shape)
+        if isinstance(dim, int) and -len(shape) <= dim < len(shape):
+            return int(shape[dim])
+    return _NO_VALUE
 
 
 def _lifted(mod: Any, gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[GraphModule, list[Any], Any]:
