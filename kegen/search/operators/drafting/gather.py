@@ -11,7 +11,15 @@ import torch.nn.functional as F
 from torch.fx import Node
 
 from kegen.search.operators import templates
-from kegen.search.operators.drafting.graph import GATHER, Traced, dim_arg, rank_of
+from kegen.search.operators.drafting.graph import (
+    GATHER,
+    Traced,
+    dim_arg,
+    dtype_of,
+    dtype_src,
+    rank_of,
+    strip_casts,
+)
 from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import embedding
 
@@ -28,9 +36,11 @@ _MODULE_CALL = ("input", "offsets", "per_sample_weights")  # nn.EmbeddingBag.for
 def draft_gather(t: Traced) -> str | None:
     """Row gathers: index_select(table, 0, idx) or F.embedding(idx, table); the table an input or
     a parameter of the model."""
-    if len(t.ops) != 1 or t.out is not t.ops[0]:
+    casts: set[Node] = set()
+    n = strip_casts(t.out, casts)  # fp32 upcasts of the table and the cast back allowed
+    if not isinstance(n, Node):
         return None
-    n, mod = t.ops[0], t.module(t.ops[0])
+    mod = t.module(n)
     if isinstance(mod, nn.Embedding):
         rebuilt = twins(t)
         if rebuilt is None or n.kwargs or len(n.args) != 1 or n.args[0] not in t.ph:
@@ -69,9 +79,11 @@ def draft_embedding_bag(t: Traced) -> str | None:
     both over 2-D indices without offsets (each row one bag); with per-sample weights (an input
     shaped as the indices, mode 'sum') the membership mask carries them; a padding index leaves its
     entries out of the mask (and out of a mean's count)."""
-    if len(t.ops) != 1 or t.out is not t.ops[0]:
+    casts: set[Node] = set()
+    n = strip_casts(t.out, casts)  # fp32 upcasts of the table and the cast back allowed
+    if not isinstance(n, Node):
         return None
-    n, mod = t.ops[0], t.module(t.ops[0])
+    mod = t.module(n)
     if isinstance(mod, nn.EmbeddingBag):
         call = dict(zip(_MODULE_CALL, n.args, strict=False)) | dict(n.kwargs)
         if mod.max_norm is not None or set(call) - set(_MODULE_CALL):
@@ -84,7 +96,7 @@ def draft_embedding_bag(t: Traced) -> str | None:
     elif n.target is F.embedding_bag:
         opts = _BAG_DEFAULTS | dict(zip(("input", "weight", "offsets", *_BAG_PARAMS), n.args, strict=False))
         opts |= dict(n.kwargs)
-        idx, table, off = opts.get("input"), opts.get("weight"), opts.get("offsets")
+        idx, table, off = opts.get("input"), strip_casts(opts.get("weight"), casts), opts.get("offsets")
         psw, pad = opts.get("per_sample_weights"), opts.get("padding_idx")
         fixed = {k: v for k, v in _BAG_DEFAULTS.items() if k not in ("mode", "include_last_offset")}
         if any(opts.get(k) != v for k, v in fixed.items() if k not in ("per_sample_weights", "padding_idx")):
@@ -101,7 +113,7 @@ def draft_embedding_bag(t: Traced) -> str | None:
             return None
     else:
         return None
-    if init is None or idx not in t.ph:
+    if init is None or idx not in t.ph or any(op is not n and op not in casts for op in t.ops):
         return None
     if opts["mode"] not in ("sum", "mean"):
         t.notes.append(f"embedding_bag mode={opts['mode']!r} (the template pools sum and mean)")
@@ -120,6 +132,16 @@ def draft_embedding_bag(t: Traced) -> str | None:
     else:
         return None
     mean, weights = opts["mode"] == "mean", (t.arg(psw) if psw is not None else None)
+    out_dtype = dtype_src(t.out) if dtype_of(t.out) != dtype_of(n) or casts else None
     return embedding.embedding_bag(
-        t.args, table_src, t.arg(idx), off_src, mean, last, init=init, weights=weights, padding_idx=pad
+        t.args,
+        table_src,
+        t.arg(idx),
+        off_src,
+        mean,
+        last,
+        dtype=out_dtype,
+        init=init,
+        weights=weights,
+        padding_idx=pad,
     )

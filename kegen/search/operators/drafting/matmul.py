@@ -18,9 +18,10 @@ from kegen.search.operators.drafting.graph import (
     dtype_src,
     rank_of,
     shape_of,
+    strip_casts,
 )
 from kegen.search.operators.drafting.layout import operand_view
-from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.drafting.weights import reference_init, reference_tensor, twins
 from kegen.search.operators.templates import gemm as templates_gemm
 from kegen.search.operators.templates import gemm_first_tiles
 
@@ -60,39 +61,79 @@ def draft_matmul(t: Traced) -> str | None:
     return templates_gemm.bmm(t.args, a, b, got[0], got[1] or "acc", dtype, fold, extras, bm, bn, bk)
 
 
-def _linear_layer(t: Traced, n: Node, x: Any) -> tuple[str, str | None] | None:
-    """(weight, bias) expressions when `n` is a linear layer applied to `x`."""
+def _linear_layer(t: Traced, n: Node, x: Any, casts: set[Node]) -> tuple[str, str | None] | None:
+    """(weight, bias) expressions when `n` is a linear layer applied to `x` (through fp32 upcasts,
+    added to `casts`): an nn.Linear, or F.linear on inputs or the model's parameters (`self.reference`'s,
+    through upcasts as well: `F.linear(x.float(), self.weight.float(), self.bias.float())`)."""
     mod = t.module(n)
     if isinstance(mod, nn.Linear) and n.args == (x,) and not n.kwargs:
         attr = "self." + str(n.target).replace(".", "_")
         return f"{attr}.weight.detach()", f"{attr}.bias.detach()" if mod.bias is not None else None
-    if mod is None and n.target in LINEAR and n.args[:1] == (x,):
-        w, b = (*n.args[1:], None, None)[:2]
-        b = n.kwargs.get("bias", b)
-        if w in t.ph and rank_of(w) == 2 and (b is None or b in t.ph and rank_of(b) == 1):
-            return t.arg(w), t.arg(b) if b is not None else None
-    return None
+    if mod is not None or n.target not in LINEAR or not n.args:
+        return None
+    used: set[Node] = set()
+    if strip_casts(n.args[0], used) is not x:
+        return None
+    w, b = (*n.args[1:], None, None)[:2]
+    b = n.kwargs.get("bias", b)
+    exprs: list[str | None] = []
+    for v, rank in ((w, 2), (b, 1)):
+        v = strip_casts(v, used) if v is not None else None
+        if v is None:
+            exprs.append(None)
+        elif v in t.ph and rank_of(v) == rank:
+            exprs.append(t.arg(v))
+        elif isinstance(v, Node) and v.op == "get_attr" and rank_of(v) == rank:
+            exprs.append(reference_tensor(t.model, str(v.target)))
+        else:
+            return None
+    if exprs[0] is None:
+        return None
+    casts |= used
+    return exprs[0], exprs[1]
 
 
 def draft_linear(t: Traced) -> str | None:
-    """A stack of linear layers (nn.Linear / F.linear), each with an elementwise epilogue."""
-    if t.out is None or not t.ops or not t.ops[0].args or t.ops[0].args[0] not in t.ph:
+    """A stack of linear layers (nn.Linear / F.linear), each with an elementwise epilogue; fp32 upcasts
+    of the input, weights and biases and the final cast back allowed."""
+    if t.out is None or not t.ops:
         return None
-    x = t.ops[0].args[0]
-    stages, cur, i = [], x, 0
-    while i < len(t.ops):
-        layer = _linear_layer(t, t.ops[i], cur)
+    casts: set[Node] = set()
+    linears = [n for n in t.ops if isinstance(t.module(n), nn.Linear) or n.target in LINEAR]
+    if not linears or not linears[0].args:
+        return None
+    x = strip_casts(linears[0].args[0], casts)
+    if x not in t.ph:
+        return None
+    stages, cur = [], x
+    for i, lin in enumerate(linears):
+        layer = _linear_layer(t, lin, cur, casts)
         if layer is None:
             return None
-        j = i + 1
-        while j < len(t.ops) and _linear_layer(t, t.ops[j], t.ops[j - 1]) is None:
-            j += 1
-        got = chain(t, t.ops[i + 1 : j], {t.ops[i]: "acc"})
+        end = t.ops.index(linears[i + 1]) if i + 1 < len(linears) else len(t.ops)
+        epilogue = [n for n in t.ops[t.ops.index(lin) + 1 : end] if n not in casts or n is t.out]
+        if i + 1 < len(linears):  # the next layer's input: this stage's last value (below upcasts)
+            nxt = strip_casts(linears[i + 1].args[0], casts) if linears[i + 1].args else None
+            epilogue = [n for n in epilogue if n not in casts]
+            if nxt is not (epilogue[-1] if epilogue else lin):
+                return None
+        got = chain(t, epilogue, {lin: "acc"})
         if got is None:
             return None
         stages.append(templates_gemm.LinearStage(layer[0], layer[1], tuple(got[0]), got[1] or "acc"))
-        cur, i = t.ops[j - 1], j
-    init = twins(t)
-    if cur is not t.out or init is None or dtype_of(t.out) != dtype_of(x):
+        cur = epilogue[-1] if epilogue else lin
+    if cur is not t.out or any(n not in casts for n in t.ops[: t.ops.index(linears[0])]):
         return None
-    return templates_gemm.linear_chain(stages, t.args, t.arg(x), init)
+    reference = any("self.reference." in e for s in stages for e in (s.weight, s.bias or ""))
+    if reference:
+        init, prelude = reference_init(t.problem.__file__, "the linear layers' parameters")
+    else:
+        init, prelude = twins(t), ""
+    if init is None or dtype_of(t.out) != dtype_of(x):
+        return None
+    m = math.prod(shape_of(x)[:-1]) if shape_of(x) else 1  # type: ignore[index]
+    n_out = shape_of(linears[0])[-1] if shape_of(linears[0]) else 1  # type: ignore[index]
+    k = shape_of(x)[-1] if shape_of(x) else 1  # type: ignore[index]
+    bm, bn, bk = gemm_first_tiles(m, n_out, k)
+    return templates_gemm.linear_chain(stages, t.args, t.arg(x), init, bm, bn, bk, prelude=prelude)
+

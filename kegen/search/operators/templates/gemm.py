@@ -83,11 +83,13 @@ def linear_chain(
     block_m: int = 16,
     block_n: int = 16,
     block_k: int = 16,
+    prelude: str = "",
 ) -> str:
     """A stack of linear layers, each one launch of a kernel with its bias and epilogue fused.
 
     `args` are ModelNew.forward's parameters, `x` the expression of the first layer's input and
-    `init` the lines of `__init__` that rebuild the reference's modules (same seeded weights)."""
+    `init` the lines of `__init__` that rebuild the reference's modules (same seeded weights), or that
+    build the reference itself (`prelude`: its source, placed before ModelNew)."""
     kernels: dict[tuple[tuple[str, ...], str], str] = {}
     for s in stages:
         kernels.setdefault((s.epilogue, s.result), f"linear_kernel_{len(kernels)}")
@@ -103,7 +105,8 @@ def linear_chain(
         "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{indent(body, 8)}\n        return h\n"
     )
-    return HEADER + consts(block_m, block_n, block_k) + src + _LINEAR_HELPER + model
+    prelude = f"\n\n{prelude.strip()}\n" if prelude else ""
+    return HEADER + consts(block_m, block_n, block_k) + src + _LINEAR_HELPER + prelude + model
 
 
 _BMM_KERNEL = """

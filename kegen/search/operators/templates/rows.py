@@ -30,9 +30,22 @@ _ROWS_FWD = """        x = {x}.contiguous()
 
 _RMS_NORM_KERNEL = """
 @triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, row_stride, n_cols, eps,
-                    HAS_WEIGHT: tl.constexpr, BLOCK: tl.constexpr):
+def rms_norm_kernel(x_ptr, w_ptr, y_ptr, row_stride, n_rows, n_cols, eps, HAS_WEIGHT: tl.constexpr,
+                    ONE_PASS: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
+    if ONE_PASS:  # rows that fit one block: ROWS of them loaded once
+        tile_rows = row * ROWS + tl.arange(0, ROWS)
+        tile_cols = tl.arange(0, BLOCK)
+        col_ok = tile_cols < n_cols
+        ok = (tile_rows < n_rows)[:, None] & col_ok[None, :]
+        xt = tl.load(x_ptr + tile_rows[:, None] * row_stride + tile_cols[None, :], mask=ok, other=0.0)
+        xt = xt.to(tl.float32)
+        yt = xt * (1.0 / tl.sqrt(tl.sum(xt * xt, axis=1) / n_cols + eps))[:, None]
+        if HAS_WEIGHT:
+            yt = yt * tl.load(w_ptr + tile_cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
+        tl.store(y_ptr + tile_rows[:, None] * n_cols + tile_cols[None, :], yt.to(y_ptr.dtype.element_ty),
+                 mask=ok)
+        return
     x_row = x_ptr + row * row_stride
     acc = tl.zeros([BLOCK], tl.float32)
     for start in range(0, n_cols, BLOCK):
@@ -58,19 +71,26 @@ def rms_norm(
     dtype: str,
     block: int = 64,
     init: Sequence[str] = (),
+    rows: int = 16,
 ) -> str:
-    """y = x * rsqrt(mean(x^2, -1) + eps) [* weight]: a sum-of-squares pass, then a scale pass.
+    """y = x * rsqrt(mean(x^2, -1) + eps) [* weight]: rows that fit `block` loaded once, `rows` of them
+    per program (capped at 16K elements), a longer row in a sum-of-squares pass and a scale pass.
 
     `x`, `weight`, `eps` and `dtype` (of y) are forward-time expressions; `init` rebuilds the
     reference's modules (an nn.RMSNorm)."""
     body = _ROWS_FWD.format(x=x) + (
         f"        w = {weight or 'x2'}\n"
         f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
-        f"        rms_norm_kernel[(n_rows,)](x2, w, y, x2.stride(0), n_cols, {eps}, "
-        f"HAS_WEIGHT={weight is not None}, BLOCK=BLOCK_SIZE)\n"
+        "        one_pass = n_cols <= BLOCK_SIZE\n"
+        "        rows = max(1, min(RMS_ROWS, 16384 // BLOCK_SIZE)) if one_pass else 1\n"
+        "        rms_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, w, y, x2.stride(0), n_rows, n_cols, "
+        f"{eps},\n            HAS_WEIGHT={weight is not None}, ONE_PASS=one_pass, ROWS=rows, "
+        "BLOCK=BLOCK_SIZE)\n"
         "        return y.view(x.shape)"
     )
-    return _module(_RMS_NORM_KERNEL, args, body, block, init)
+    return _module(_RMS_NORM_KERNEL, args, body, block, init).replace(
+        f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nRMS_ROWS = {rows}\n", 1
+    )
 
 
 _LOG_SOFTMAX_KERNEL = """
