@@ -38,6 +38,11 @@ provably gives equal values (checked at draft time); a convolution chain whose w
 rebuilt so (BatchNorm statistics set in `__init__`, a raw parameter) builds the reference itself,
 its source embedded as `Reference`.
 
+Before the patterns run, reads of a traced tensor's dtype and sizes (`.to(x.dtype)`, `x.shape[-1]`)
+are folded to their values (`graph.fold_metadata`), and an aten graph (a `kegen tune` kernel group) is
+lifted to torch-level ops (drafting.aten); the patterns read fp32 upcasts of inputs and parameters and
+the final cast back, as the suites' references are written.
+
 Anything else is reported by name as not draftable.
 
 This module holds the rule table, the public API and the refusal message; the patterns live in
