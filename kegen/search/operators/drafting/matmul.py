@@ -125,6 +125,7 @@ def draft_linear(t: Traced) -> str | None:
     if cur is not t.out or any(n not in casts for n in t.ops[: t.ops.index(linears[0])]):
         return None
     reference = any("self.reference." in e for s in stages for e in (s.weight, s.bias or ""))
+    init: list[str] | None
     if reference:
         init, prelude = reference_init(t.problem.__file__, "the linear layers' parameters")
     else:
