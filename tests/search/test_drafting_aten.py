@@ -8,13 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.drafting import analyze
 from kegen.search.operators.drafting.aten import Lifted, wrap
 from kegen.search.operators.drafting.graph import trace
-from lowering.backend.driver import MtiaDriver
-
-needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
+from tests.search.draft_check import assert_draft_correct_on_mtia, needs_mtia
 
 PROBLEM = """
 import torch
@@ -120,12 +117,8 @@ def _problem(tmp_path: Path, name: str) -> Path:
 @needs_mtia
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_aten_graphs_are_drafted_from_templates(tmp_path, name: str) -> None:
-    problem = _problem(tmp_path, name)
-    a = analyze(problem)
-    assert a.source is not None, a.summary
-    assert a.op_class == ("normalization" if CASES[name][3].endswith("_norm") else CASES[name][3])
-    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
-    assert r.ok, r.message
+    op_class = "normalization" if CASES[name][3].endswith("_norm") else CASES[name][3]
+    assert_draft_correct_on_mtia(_problem(tmp_path, name), op_class)
 
 
 def test_the_lift_reads_weights_and_views_as_written(tmp_path) -> None:

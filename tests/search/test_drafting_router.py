@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kegen.eval import EvalConfig, evaluate
 from kegen.search.operators.drafting import analyze
-from lowering.backend.driver import MtiaDriver
+from tests.search.draft_check import assert_draft_correct_on_mtia, needs_mtia
 from tests.search.interp_check import assert_matches_in_interpreter
 from tests.triton_interpreter import runs_gpu_templates
-
-needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
 
 PROBLEM = """
 import torch
@@ -75,11 +72,7 @@ def _problem(tmp_path: Path, name: str, init: str = "") -> Path:
 @needs_mtia
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_top_k_routers_are_drafted_and_correct(tmp_path, name: str) -> None:
-    problem = _problem(tmp_path, name)
-    a = analyze(problem)
-    assert a.source is not None and "topk_router_kernel" in a.source, a.summary
-    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
-    assert r.ok, r.message
+    assert_draft_correct_on_mtia(_problem(tmp_path, name), "reduction", "topk_router_kernel")
 
 
 def test_the_mode_is_read_from_the_output(tmp_path) -> None:

@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kegen.eval import EvalConfig, evaluate
-from kegen.search.operators.drafting import analyze
 from kegen.search.operators.drafting.graph import trace
-from lowering.backend.driver import MtiaDriver
-
-needs_mtia = pytest.mark.skipif(not MtiaDriver.is_active(), reason="evaluates on the mtia simulator")
+from tests.search.draft_check import assert_draft_correct_on_mtia, needs_mtia
 
 PROBLEM = """
 import torch
@@ -103,11 +99,7 @@ def _problem(tmp_path: Path, name: str) -> Path:
 @needs_mtia
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_upcasting_references_are_drafted_from_templates(tmp_path, name: str) -> None:
-    problem = _problem(tmp_path, name)
-    a = analyze(problem)
-    assert a.source is not None and a.op_class == CASES[name][4], a.summary
-    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
-    assert r.ok, r.message
+    assert_draft_correct_on_mtia(_problem(tmp_path, name), CASES[name][4])
 
 
 def test_dtype_and_size_reads_fold_to_the_traced_values(tmp_path) -> None:

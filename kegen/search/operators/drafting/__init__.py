@@ -164,34 +164,26 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# recognisers that run the reference and compare its output: (drafter, op class, summary)
+NUMERIC: tuple[tuple[Callable[[Path], str | None], str, str], ...] = (
+    (draft_attention, "attention", ATTENTION_SUMMARY),
+    (draft_rope, "elementwise", ROPE_SUMMARY),
+    (draft_upsample, "elementwise", UPSAMPLE_SUMMARY),
+    (draft_router, "reduction", ROUTER_SUMMARY),
+)
+
+
 def analyze(problem_path: Path) -> Analysis:
     """Trace the reference and produce a candidate from templates where the graph is recognised;
-    attention is recognised by its output first (`drafting.attention`: any spelling, also one torch.fx
-    cannot trace)."""
-    try:
-        source = draft_attention(problem_path)
-    except Exception:  # the numeric check is a recogniser only: the rules below still run
-        source = None
-    if source is not None:
-        return Analysis("attention", [ATTENTION_SUMMARY], [], source)
-    try:
-        source = draft_rope(problem_path)
-    except Exception:  # a recogniser only, as attention's
-        source = None
-    if source is not None:
-        return Analysis("elementwise", [ROPE_SUMMARY], [], source)
-    try:
-        source = draft_upsample(problem_path)
-    except Exception:  # a recogniser only
-        source = None
-    if source is not None:
-        return Analysis("elementwise", [UPSAMPLE_SUMMARY], [], source)
-    try:
-        source = draft_router(problem_path)
-    except Exception:  # a recogniser only
-        source = None
-    if source is not None:
-        return Analysis("reduction", [ROUTER_SUMMARY], [], source)
+    the ops recognised by their output (NUMERIC: attention, RoPE, upsampling, top-k routing in any
+    spelling, also ones torch.fx cannot trace) are tried first."""
+    for recognise, op_class, summary in NUMERIC:
+        try:
+            source = recognise(problem_path)
+        except Exception:  # a recogniser only: the rules below still run
+            source = None
+        if source is not None:
+            return Analysis(op_class, [summary], [], source)
     try:
         t = trace(problem_path)
     except Exception as exc:
