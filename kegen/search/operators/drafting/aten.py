@@ -103,8 +103,8 @@ def has_aten(gm: GraphModule) -> bool:
 
 def lift(gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[list[Any], Lifted]:
     """Rewrite `gm` (shapes propagated over `inputs`) to torch-level ops; returns the inputs the
-    lifted graph takes (views of `inputs`) and the views moved out. Raises NotLiftable, leaving
-    `gm` as it was only in that case's caller's copy: lift a copy (`copy_graph`)."""
+    lifted graph takes (views of `inputs`) and the views moved out. Raises NotLiftable with `gm`
+    part-rewritten: lift a copy (`copy_graph`)."""
     ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
     fakes = dict(zip(ph, inputs, strict=True))
     _map_targets(gm, fakes)
@@ -112,7 +112,7 @@ def lift(gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[list[Any], Lift
     _lift_gelu(gm)
     _lift_layer_norm(gm)
     _lift_softmax(gm)
-    if any(isinstance(n.target, torch._ops.OpOverload) for n in gm.graph.nodes):
+    if has_aten(gm):
         raise NotLiftable("an aten op is left after lifting")
     _propagate(gm, fake, inputs)
     while _sink_one_view(gm):

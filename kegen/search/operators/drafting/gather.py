@@ -15,7 +15,6 @@ from kegen.search.operators.drafting.graph import (
     GATHER,
     Traced,
     dim_arg,
-    dtype_of,
     dtype_src,
     rank_of,
     strip_casts,
@@ -36,11 +35,9 @@ _MODULE_CALL = ("input", "offsets", "per_sample_weights")  # nn.EmbeddingBag.for
 def draft_gather(t: Traced) -> str | None:
     """Row gathers: index_select(table, 0, idx) or F.embedding(idx, table); the table an input or
     a parameter of the model."""
-    casts: set[Node] = set()
-    n = strip_casts(t.out, casts)  # fp32 upcasts of the table and the cast back allowed
-    if not isinstance(n, Node):
+    if len(t.ops) != 1 or t.out is not t.ops[0]:
         return None
-    mod = t.module(n)
+    n, mod = t.ops[0], t.module(t.ops[0])
     if isinstance(mod, nn.Embedding):
         rebuilt = twins(t)
         if rebuilt is None or n.kwargs or len(n.args) != 1 or n.args[0] not in t.ph:
@@ -132,7 +129,7 @@ def draft_embedding_bag(t: Traced) -> str | None:
     else:
         return None
     mean, weights = opts["mode"] == "mean", (t.arg(psw) if psw is not None else None)
-    out_dtype = dtype_src(t.out) if dtype_of(t.out) != dtype_of(n) or casts else None
+    out_dtype = dtype_src(t.out) if casts else None  # without casts the output is the bag's
     return embedding.embedding_bag(
         t.args,
         table_src,

@@ -110,13 +110,13 @@ def draft_linear(t: Traced) -> str | None:
         layer = _linear_layer(t, lin, cur, casts)
         if layer is None:
             return None
-        end = t.ops.index(linears[i + 1]) if i + 1 < len(linears) else len(t.ops)
+        last = i + 1 == len(linears)
+        # the next layer's input: this stage's last value, below upcasts (which join `casts`)
+        nxt = None if last or not linears[i + 1].args else strip_casts(linears[i + 1].args[0], casts)
+        end = len(t.ops) if last else t.ops.index(linears[i + 1])
         epilogue = [n for n in t.ops[t.ops.index(lin) + 1 : end] if n not in casts or n is t.out]
-        if i + 1 < len(linears):  # the next layer's input: this stage's last value (below upcasts)
-            nxt = strip_casts(linears[i + 1].args[0], casts) if linears[i + 1].args else None
-            epilogue = [n for n in epilogue if n not in casts]
-            if nxt is not (epilogue[-1] if epilogue else lin):
-                return None
+        if not last and nxt is not (epilogue[-1] if epilogue else lin):
+            return None
         got = chain(t, epilogue, {lin: "acc"})
         if got is None:
             return None
@@ -132,9 +132,7 @@ def draft_linear(t: Traced) -> str | None:
         init, prelude = twins(t), ""
     if init is None or dtype_of(t.out) != dtype_of(x):
         return None
-    m = math.prod(shape_of(x)[:-1]) if shape_of(x) else 1  # type: ignore[index]
-    n_out = shape_of(linears[0])[-1] if shape_of(linears[0]) else 1  # type: ignore[index]
-    k = shape_of(x)[-1] if shape_of(x) else 1  # type: ignore[index]
-    bm, bn, bk = gemm_first_tiles(m, n_out, k)
+    x_shape, out_shape = shape_of(x) or (1,), shape_of(linears[0]) or (1,)
+    bm, bn, bk = gemm_first_tiles(math.prod(x_shape[:-1]), out_shape[-1], x_shape[-1])
     return templates_gemm.linear_chain(stages, t.args, t.arg(x), init, bm, bn, bk, prelude=prelude)
 

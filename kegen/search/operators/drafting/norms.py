@@ -81,7 +81,10 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
         return None
     exprs: list[str | None] = []
     for v in (p.get("weight"), p.get("bias")):
-        v = strip_casts(v, casts) if v is not None and strip_casts(v, set()) in t.ph else v
+        upcast: set[Node] = set()
+        if v is not None and (below := strip_casts(v, upcast)) in t.ph:  # an input read through upcasts
+            v = below
+            casts |= upcast
         if v is None or (v in t.ph and rank_of(v) == 1):
             exprs.append(t.arg(v) if v is not None else None)
         elif (expr := _param_expr(t, v, casts)) is not None:
