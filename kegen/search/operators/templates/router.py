@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates import HEADER, pow2_block
 from kegen.search.operators.templates.layout import model_class
 
 _KERNEL = """
@@ -69,7 +69,7 @@ def topk_router(arg: str, k: int, softmax: bool, renorm: bool, outputs: Sequence
         f"        indices = torch.empty((n_rows, {k}), dtype=torch.int64, device=x.device)\n"
         "        topk_router_kernel[(triton.cdiv(n_rows, ROWS),)](\n"
         f"            x2, values, indices, n_rows, e, K={k}, SOFTMAX={softmax}, RENORM={renorm}, ROWS=ROWS,\n"
-        f"            BLOCK_E=triton.next_power_of_2(e), BLOCK_K={max(2, 1 << (k - 1).bit_length())})\n"
+        f"            BLOCK_E=triton.next_power_of_2(e), BLOCK_K={pow2_block(k, 2)})\n"
         f"        return {result}"
     )
     return HEADER + f"\nROWS = {rows}\n" + _KERNEL + model_class([arg], body)
