@@ -149,8 +149,12 @@ def test_a_worker_cannot_reach_the_zygote_or_any_other_process() -> None:
     finally:
         child.kill()
         child.wait()
-    if os.geteuid() == 0:  # ptrace, /proc/<pid>/mem, process_vm_readv and SIGSTOP all work
-        assert len(control) == 4, control
+    if os.geteuid() == 0:
+        # root's ptrace, /proc/<pid>/mem read and SIGSTOP work on it; process_vm_readv may be refused by
+        # the host's own seccomp profile (Docker's default allows it only with CAP_SYS_PTRACE)
+        expected = [f"ptrace attach {child.pid}", f"/proc/{child.pid}/mem read", f"SIGSTOP {child.pid}"]
+        assert set(expected) <= set(control), control
+    assert control, "no attack works on this host even outside the sandbox: the test proves nothing"
     r = _eval(candidate("hostile_ptrace"))
     assert r.status == Status.OK, r.message  # type: ignore[attr-defined]
     after = _eval(candidate("vector_add_ok"))
