@@ -96,6 +96,21 @@ CASES = {
         "torch.randn(4, 16, 96), torch.randn(96)",
         "rms_norm",
     ),
+    # a strided convolution whose weight and bias are the group's inputs, then ReLU and a view
+    "convolution_inputs": (
+        "x, w, b",
+        f"""        c = {A}.convolution.default(x, w, b, [2, 2], [1, 1], [1, 1], False, [0, 0], 1)
+        return {A}.reshape.default({A}.relu.default(c), [2, 8, 25])""",
+        "torch.randn(2, 4, 10, 10), torch.randn(8, 4, 3, 3), torch.randn(8)",
+        "convolution",
+    ),
+    # a depthwise 3x3 convolution on input weights, no bias
+    "depthwise_inputs": (
+        "x, w",
+        f"""        return {A}.convolution.default(x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 6)""",
+        "torch.randn(1, 6, 9, 9), torch.randn(6, 1, 3, 3)",
+        "convolution",
+    ),
     # a batched product whose second operand is a permuted view of a flat storage
     "bmm_flat_storage": (
         "a, storage",
@@ -148,6 +163,9 @@ def test_the_lift_reads_weights_and_views_as_written(tmp_path) -> None:
         f"        return {A}.mm.default(x, {A}.as_strided.default(w, [4, 4], [1, 4], 4))",
         # an op the lift does not know
         f"        return {A}.cumsum.default(x, 1)",
+        # a transposed convolution
+        f"        return {A}.convolution.default(x[None, None], w[None, None], None, [1, 1], [0, 0], [1, 1], "
+        "True, [0, 0], 1)",
     ],
 )
 def test_unliftable_graphs_stay_aten_and_are_refused(tmp_path, body: str) -> None:

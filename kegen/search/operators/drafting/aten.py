@@ -30,6 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
+from kegen.search.operators.drafting import output_views
+
 aten = torch.ops.aten
 
 # aten overload -> torch-level function (same positional arguments, no keyword arguments)
@@ -63,6 +65,9 @@ _FUNCS: dict[Any, Any] = {
     aten.mean.dim: torch.mean,
     aten.clone.default: torch.clone,
     aten.pow.Tensor_Scalar: torch.pow,
+    aten.unbind.int: torch.unbind,
+    aten.select.int: torch.select,
+    aten.split.Tensor: torch.split,
 }
 _ADD_SUB = {aten.add.Tensor: operator.add, aten.add.Scalar: operator.add}
 _ADD_SUB |= {aten.sub.Tensor: operator.sub, aten.sub.Scalar: operator.sub}
@@ -94,6 +99,7 @@ class Lifted:
 
     input_views: dict[int, tuple[int, ...]] = field(default_factory=dict)  # input index -> reshape
     output_view: tuple[int, ...] | None = None  # the result's reshape to the reference's shape
+    output_views: output_views.OutputViews | None = None  # a tuple of outputs: their views of the result
 
 
 def has_aten(gm: GraphModule) -> bool:
@@ -120,6 +126,7 @@ def lift(gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[list[Any], Lift
     views = Lifted()
     inputs = _absorb_input_views(gm, ph, list(inputs), views)
     _strip_output_views(gm, views)
+    views.output_views = output_views.strip(gm)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     _propagate(gm, fake, inputs)
@@ -143,6 +150,15 @@ def check(original: Any, lifted: GraphModule, real_inputs: list[Any], views: Lif
         got = lifted(*args)
     if views.output_view is not None:
         got = got.reshape(views.output_view)
+    if views.output_views is not None:
+        if not isinstance(want, tuple | list) or len(want) != len(views.output_views):
+            return False
+        outs = output_views.apply(got, views.output_views)
+        return all(_same(w, g) for w, g in zip(want, outs, strict=True))
+    return _same(want, got)
+
+
+def _same(want: Any, got: Any) -> bool:
     if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
         return False
     if want.shape != got.shape or want.dtype != got.dtype:
@@ -153,7 +169,7 @@ def check(original: Any, lifted: GraphModule, real_inputs: list[Any], views: Lif
 
 def wrap(source: str, args: list[str], views: Lifted) -> str:
     """The drafted candidate with the views `lift` moved out applied in its forward."""
-    if not views.input_views and views.output_view is None:
+    if not views.input_views and views.output_view is None and views.output_views is None:
         return source
     base = "_ModelNewLifted"
     if "class ModelNew(" not in source or base in source:
@@ -164,6 +180,9 @@ def wrap(source: str, args: list[str], views: Lifted) -> str:
     result = f"super().forward({call})"
     if views.output_view is not None:
         result += f".reshape({', '.join(map(str, views.output_view))})"
+    if views.output_views is not None:  # each output a view of what the kernels return: run them once
+        result = f"{result}\n        return {output_views.expression('result', views.output_views)}"
+        result = result.replace("super()", "result = super()", 1)
     return (
         source.replace("class ModelNew(", f"class {base}(", 1).rstrip("\n")
         + f"""
@@ -173,7 +192,7 @@ class ModelNew({base}):
     \"\"\"The drafted kernels on the inputs and output as the kernel group's graph views them.\"\"\"
 
     def forward(self, {", ".join(args)}):
-        return {result}
+        {result if views.output_views is not None else f"return {result}"}
 """
     )
 
@@ -223,8 +242,21 @@ def _map_targets(gm: GraphModule, fakes: dict[Node, Any]) -> None:
             n.target, n.args, n.kwargs = operator.add, (mm, bias), {}
         elif target is aten.as_strided.default:
             _lift_as_strided(g, n, fakes)
+        elif target is aten.convolution.default:
+            _lift_convolution(n)
         elif target not in _FORMULA:
             raise NotLiftable(f"no torch-level form for {target}")
+
+
+def _lift_convolution(n: Node) -> None:
+    """convolution(x, w, b, stride, padding, dilation, transposed=False, output_padding=0, groups)
+    -> F.conv1d / F.conv2d with the same operands."""
+    x, w, b, stride, padding, dilation, transposed, output_padding, groups = n.args
+    nd = len(cast(Any, stride))
+    if transposed or any(cast(Any, output_padding)) or n.kwargs or nd not in (1, 2):
+        raise NotLiftable("a transposed, 3-D or output-padded convolution")
+    n.target = F.conv1d if nd == 1 else F.conv2d
+    n.args = (x, w, b, list(cast(Any, stride)), list(cast(Any, padding)), list(cast(Any, dilation)), groups)
 
 
 def _lift_as_strided(g: Any, n: Node, fakes: dict[Node, Any]) -> None:

@@ -57,6 +57,8 @@ class _Geometry:
     padding: tuple[int, ...]
     dilation: tuple[int, ...]
     groups: int = 1
+    weight_input: Node | None = None  # the weight (and bias) as inputs: a `kegen tune` group's operands
+    bias_input: Node | None = None
 
 
 @dataclass
@@ -113,27 +115,41 @@ def _module_geometry(t: Traced, n: Node, conv: nn.Module) -> _Geometry | None:
     return _Geometry(f"{path}.weight", bias, tuple(conv.stride), padding, tuple(conv.dilation), conv.groups)
 
 
+def _input(t: Traced, n: object, rank: int) -> Node | None:
+    """`n` where it is a forward input of rank `rank` (a convolution's weight or bias operand)."""
+    return n if isinstance(n, Node) and n in t.ph and rank_of(n) == rank else None
+
+
 def _function_geometry(t: Traced, n: Node, used: set[Node]) -> _Geometry | None:
     nd = CONV_FUNCTIONS[n.target]  # type: ignore[index]
     if len(n.args) < 2:
         return None
     weight = _param_path(t, n.args[1], used)
+    weight_input = _input(t, n.args[1], nd + 2) if weight is None else None
     values: dict[str, Any] = dict(_CONV_ARGS)
     values.update(zip([k for k, _ in _CONV_ARGS], n.args[2:], strict=False))
     values.update(n.kwargs)
-    if weight is None or set(values) != {k for k, _ in _CONV_ARGS} or not isinstance(values["groups"], int):
+    if weight is None and weight_input is None:
         return None
-    bias = None if values["bias"] is None else _param_path(t, values["bias"], used)
-    if values["bias"] is not None and bias is None:
+    if set(values) != {k for k, _ in _CONV_ARGS} or not isinstance(values["groups"], int):
         return None
+    bias = bias_input = None
+    if values["bias"] is not None:
+        if weight_input is not None:
+            bias_input = _input(t, values["bias"], 1)
+        else:
+            bias = _param_path(t, values["bias"], used)
+        if bias is None and bias_input is None:
+            return None
     stride, dil = _tuple(values["stride"], nd), _tuple(values["dilation"], nd)
     if stride is None or dil is None:
         return None
-    kernel = tuple(operator.attrgetter(weight)(t.model).shape[2:])
+    shape = shape_of(weight_input) if weight is None else operator.attrgetter(weight)(t.model).shape
+    kernel = tuple(shape[2:]) if shape is not None else ()
     pad = _padding(values["padding"], kernel, dil) if len(kernel) == nd else None
     if pad is None:
         return None
-    return _Geometry(weight, bias, stride, pad, dil, values["groups"])
+    return _Geometry(weight or "", bias, stride, pad, dil, values["groups"], weight_input, bias_input)
 
 
 def _match_chain(t: Traced) -> _Chain | None:
@@ -201,8 +217,15 @@ def _activation(t: Traced, n: Node) -> str | None:
 
 
 def _checked(t: Traced, chain: _Chain) -> tuple[torch.Tensor, int] | None:
-    """(the convolution's weight, its spatial rank) where input, weight and output agree."""
-    weight = operator.attrgetter(chain.geometry.weight)(t.model)
+    """(the convolution's weight (an input's traced value: shape and dtype only), its spatial rank)
+    where input, weight and output agree."""
+    g = chain.geometry
+    if g.weight_input is not None and chain.bn:  # BatchNorm modules come with module weights only
+        return None
+    if g.weight_input is not None:
+        weight = t.inputs[t.ph.index(g.weight_input)]
+    else:
+        weight = operator.attrgetter(g.weight)(t.model)
     nd = weight.dim() - 2
     if nd not in (1, 2) or rank_of(chain.x) != nd + 2:
         return None
@@ -219,6 +242,10 @@ def _weights(t: Traced, chain: _Chain, weight: torch.Tensor, name: str) -> tuple
     module pointed at its parameters."""
     nd = weight.dim() - 2
     g = chain.geometry
+    if g.weight_input is not None:  # operands bound per call (`_attr`) to a geometry that holds none
+        k = tuple(weight.shape[2:])
+        geometry = f"{weight.shape[0]}, {k}, {g.stride}, {g.padding}, {g.dilation}, {g.groups}"
+        return [f"self.{name} = ConvOperands({geometry})"], "", CONV_OPERANDS
     ones = (1,) * nd
     plain = chain.module is not None and (g.stride, g.dilation) == (ones, ones)
     plain = plain and not isinstance(getattr(chain.module, "padding", None), str)  # the kernels read numbers
@@ -243,6 +270,34 @@ def _name(chain: _Chain) -> str:
     return str(chain.conv.target).replace(".", "_") if chain.module is not None else "conv"
 
 
+def _attr(t: Traced, chain: _Chain, name: str) -> str:
+    """The template's `self.<attr>`: the convolution module, or its geometry bound to the inputs."""
+    g = chain.geometry
+    if g.weight_input is None:
+        return name
+    bias = t.arg(g.bias_input) if g.bias_input is not None else "None"
+    return f"{name}.bind({t.arg(g.weight_input)}, {bias})"
+
+
+# the module-level class of a convolution whose weight and bias are forward inputs
+CONV_OPERANDS = '''
+class ConvOperands:
+    """A convolution's geometry as nn.Conv1d / nn.Conv2d holds it; `bind` adds the weight and bias
+    (forward inputs here) for one call."""
+
+    def __init__(self, out_channels, kernel_size, stride, padding, dilation, groups):
+        self.geometry = (out_channels, kernel_size, stride, padding, dilation, groups)
+        self.out_channels, self.kernel_size, self.stride = out_channels, kernel_size, stride
+        self.padding, self.dilation, self.groups = padding, dilation, groups
+        self.padding_mode, self.weight, self.bias = "zeros", None, None
+
+    def bind(self, weight, bias):
+        bound = ConvOperands(*self.geometry)
+        bound.weight, bound.bias = weight, bias
+        return bound
+'''
+
+
 def draft_depthwise(t: Traced) -> str | None:
     """A depthwise Conv2d chain (groups equal to its input and output channels; see the module
     docstring) over one input."""
@@ -257,8 +312,9 @@ def draft_depthwise(t: Traced) -> str | None:
     init, bn, prelude = _weights(t, chain, weight, name)
     out_w = shape_of(t.out)[-1]  # type: ignore[index]
     residual = t.arg(chain.residual) if chain.residual is not None else None
+    attr = _attr(t, chain, name)
     return templates_depthwise.depthwise(
-        t.args, t.arg(chain.x), name, init, weight.shape[0], out_w, bn, chain.act, prelude, residual
+        t.args, t.arg(chain.x), attr, init, weight.shape[0], out_w, bn, chain.act, prelude, residual
     )
 
 
@@ -272,4 +328,5 @@ def draft_conv(t: Traced) -> str | None:
     name = _name(chain)
     init, bn, prelude = _weights(t, chain, weight, name)
     residual = t.arg(chain.residual) if chain.residual is not None else None
-    return templates_conv_seed.conv_seed(t.args, t.arg(chain.x), name, init, bn, chain.act, prelude, residual)
+    attr = _attr(t, chain, name)
+    return templates_conv_seed.conv_seed(t.args, t.arg(chain.x), attr, init, bn, chain.act, prelude, residual)

@@ -81,6 +81,7 @@ class Traced:
     inputs: list[Any]
     notes: list[str] = field(default_factory=list)  # why a pattern that nearly matched refused
     lifted: Any = None  # drafting.aten.Lifted where the reference was an aten graph (kegen tune's groups)
+    outs: list[Node] = field(default_factory=list)  # the outputs where the reference returns a tuple
 
     def module(self, n: Node) -> nn.Module | None:
         """The submodule a call_module node calls (None for other nodes)."""
@@ -128,8 +129,9 @@ def trace(problem_path: Path) -> Traced:
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     out_args = [n for n in nodes if n.op == "output"][0].args[0]
     out = out_args if isinstance(out_args, Node) else None
+    outs = list(out_args) if isinstance(out_args, tuple | list) else []
     ph = [n for n in nodes if n.op == "placeholder"]
-    return Traced(mod, model, gm, ops, ph, out, inputs, lifted=lifted)
+    return Traced(mod, model, gm, ops, ph, out, inputs, lifted=lifted, outs=outs)
 
 
 def fold_metadata(gm: GraphModule) -> bool:

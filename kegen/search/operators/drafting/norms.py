@@ -66,14 +66,16 @@ def _row_block(shape: Any) -> int:
 
 
 def draft_layer_norm_fn(t: Traced) -> str | None:
-    """F.layer_norm over the last dimension, of an input or a residual sum, with weight and bias that
-    are inputs or the model's parameters (rebuilt by `twins`), fp32 upcasts and the cast back
-    allowed."""
+    """F.layer_norm over the last dimension, of an input or a residual sum (returned beside the norm
+    or not), with weight and bias that are inputs or the model's parameters (rebuilt by `twins`),
+    fp32 upcasts and the cast back allowed."""
     lns = [n for n in t.ops if n.target is F.layer_norm]
     casts: set[Node] = set()
-    if len(lns) != 1 or strip_casts(t.out, casts) is not lns[0] or dtype_src(t.out) is None:
+    outs = [t.out] if t.out is not None else t.outs
+    normed = [o for o in outs if len(lns) == 1 and strip_casts(o, casts) is lns[0]]
+    if len(normed) != 1 or len(outs) > 2 or dtype_src(normed[0]) is None:
         return None
-    ln = lns[0]
+    ln, out = lns[0], normed[0]
     p = dict(zip(("input", "normalized_shape", "weight", "bias", "eps"), ln.args, strict=False)) | ln.kwargs
     x, shape = strip_casts(p.get("input"), casts), p.get("normalized_shape")
     eps = p.get("eps", 1e-5)
@@ -93,7 +95,7 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
             return None
     dtype_reads = {n for n in t.ops if n.target is getattr and n.args[1] == "dtype"}
     rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t) | casts | dtype_reads]
-    residual = None
+    residual, summed = None, x
     if rest == [x] and isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs:
         x, residual = (strip_casts(v, casts) for v in x.args)
         if residual not in t.ph or shape_of(residual) != shape_of(x):
@@ -102,6 +104,11 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
         return None
     if x not in t.ph:
         return None
+    sum_at = None
+    if len(outs) == 2:  # the other output must be the residual sum, in the inputs' dtype
+        sum_at = 1 - outs.index(out)
+        if residual is None or outs[sum_at] is not summed or dtype_of(x) != dtype_of(residual):
+            return None
     init: list[str] = []
     if any(e is not None and e.startswith("self.") for e in exprs):
         rebuilt = twins(t)
@@ -115,9 +122,10 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
         exprs[0],
         exprs[1],
         float(eps),
-        str(dtype_src(t.out)),
+        str(dtype_src(out)),
         block=_row_block(shape),
         init=init,
+        sum_at=sum_at,
     )
 
 
@@ -153,45 +161,73 @@ _RMS_FORMULA_OPS |= {torch.sqrt, "sqrt", operator.truediv, torch.div, "div", tor
 
 
 def draft_rms_norm_formula(t: Traced) -> str | None:
-    """RMSNorm written with torch ops: recognised by its ops and eps, confirmed numerically."""
-    if t.out is None or not 1 <= len(t.ph) <= 2 or any(n.op == "call_module" for n in t.ops):
+    """RMSNorm written with torch ops, of an input or a residual sum (returned beside the norm or
+    not): recognised by its ops and eps, confirmed numerically."""
+    outs = [t.out] if t.out is not None else t.outs
+    if not 1 <= len(outs) <= 2 or not 1 <= len(t.ph) <= 3 or any(n.op == "call_module" for n in t.ops):
         return None
     means = [n for n in t.ops if n.target in ("mean", torch.mean)]
     if any(n.target not in _RMS_FORMULA_OPS for n in t.ops) or len(means) != 1:
         return None
-    out_shape = shape_of(t.out)
-    if not out_shape:
+    out_shape = shape_of(outs[0])
+    if not out_shape or any(shape_of(o) != out_shape for o in outs):
         return None
     xs = [p for p in t.ph if shape_of(p) == out_shape]
     ws = [p for p in t.ph if p not in xs]
-    if len(xs) != 1 or any(shape_of(w) != out_shape[-1:] for w in ws) or dtype_src(t.out) is None:
+    if not 1 <= len(xs) <= 2 or len(ws) > 1 or any(shape_of(w) != out_shape[-1:] for w in ws):
         return None
     adds = [n for n in t.ops if n.target in (operator.add, torch.add, "add")]
     eps = [a for n in adds for a in n.args if isinstance(a, float)]
-    if len(eps) != 1:
+    sums = [n for n in adds if len(xs) == 2 and set(n.args) == set(xs) and not n.kwargs]
+    if len(eps) != 1 or len(sums) != len(xs) - 1 or (len(xs) == 2 and dtype_of(xs[0]) != dtype_of(xs[1])):
         return None
-    x, w = xs[0], ws[0] if ws else None
-    # real inputs (the traced ones are fake), x's leading dims cut to 2: the formula is row-wise
+    sum_at = outs.index(sums[0]) if sums and sums[0] in outs else None
+    normed = 1 - sum_at if sum_at is not None else 0
+    if len(outs) != 1 + (sum_at is not None) or dtype_src(outs[normed]) is None:
+        return None
+    if not _rms_confirmed(t, xs, ws[0] if ws else None, eps[0], normed, sum_at, out_shape):
+        return None
+    wsrc = t.arg(ws[0]) if ws else None
+    return templates_rows.rms_norm(
+        t.args,
+        t.arg(xs[0]),
+        wsrc,
+        repr(eps[0]),
+        str(dtype_src(outs[normed])),
+        block=_row_block(out_shape[-1:]),
+        residual=t.arg(xs[1]) if len(xs) == 2 else None,
+        sum_at=sum_at,
+    )
+
+
+def _rms_confirmed(
+    t: Traced, xs: list[Node], w: Node | None, eps: float, normed: int, sum_at: int | None, shape: tuple
+) -> bool:
+    """Whether the graph computes RMSNorm of the sum of `xs` (output `normed`; the sum itself at
+    `sum_at`) on real inputs, their leading dims cut to 2 (the formula is row-wise)."""
     torch.manual_seed(0)
     real = [
         torch.randn(
-            (2,) * (len(out_shape) - 1) + out_shape[-1:] if p is x else (shape_of(p) or ()),
+            (2,) * (len(shape) - 1) + shape[-1:] if p in xs else (shape_of(p) or ()),
             dtype=dtype_of(p) or torch.float32,
         )
         for p in t.ph
     ]
     for scale in (1.0, 3.0):
-        values = [v * scale if p is x else v for p, v in zip(t.ph, real, strict=True)]
-        xv, wv = values[t.ph.index(x)].float(), values[t.ph.index(w)].float() if w is not None else 1.0
-        want = xv * torch.rsqrt(xv.pow(2).mean(-1, keepdim=True) + eps[0]) * wv
-        got = t.gm(*values)
+        values = [v * scale if p in xs else v for p, v in zip(t.ph, real, strict=True)]
+        src = values[t.ph.index(xs[0])]
+        if len(xs) == 2:
+            src = src + values[t.ph.index(xs[1])]
+        xv, wv = src.float(), values[t.ph.index(w)].float() if w is not None else 1.0
+        want = xv * torch.rsqrt(xv.pow(2).mean(-1, keepdim=True) + eps) * wv
+        result = t.gm(*values)
+        got = result[normed] if isinstance(result, tuple | list) else result
         if not isinstance(got, torch.Tensor) or not got.is_floating_point():
-            return None
+            return False
+        if sum_at is not None and not (isinstance(result, tuple | list) and torch.equal(result[sum_at], src)):
+            return False
         # an output cast back to fp16/bf16 (`.to(x.dtype)`) rounds: one unit of its precision apart
         tol = 1e-4 if got.dtype == torch.float32 else 2 * torch.finfo(got.dtype).eps
         if not torch.allclose(got.float(), want, atol=1e-5, rtol=tol):
-            return None
-    wsrc = t.arg(w) if w is not None else None
-    return templates_rows.rms_norm(
-        t.args, t.arg(x), wsrc, repr(eps[0]), str(dtype_src(t.out)), block=_row_block(out_shape[-1:])
-    )
+            return False
+    return True

@@ -10,12 +10,21 @@ from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
 
+# rows per program that keep the 64 PEs (or SMs) busy: a power of two, n_rows / 64 or fewer
+_SPREAD = """
+
+def _spread(n_rows):
+    return 1 << max(0, (n_rows // 64).bit_length() - 1)
+"""
+
 
 def _module(kernel: str, args: Sequence[str], body: str, block: int, init: Sequence[str] = ()) -> str:
     init_body = "\n".join(f"        {line}" for line in ("super().__init__()", *init))
     return (
         HEADER
-        + f"\nBLOCK_SIZE = {block}\n\n"
+        + f"\nBLOCK_SIZE = {block}\n"
+        + (_SPREAD if "_spread(" in body else "")
+        + "\n"
         + kernel
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{body}\n"
@@ -30,7 +39,8 @@ _ROWS_FWD = """        x = {x}.contiguous()
 
 _RMS_NORM_KERNEL = """
 @triton.jit
-def rms_norm_kernel(x_ptr, w_ptr, y_ptr, row_stride, n_rows, n_cols, eps, HAS_WEIGHT: tl.constexpr,
+def rms_norm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, s_ptr, row_stride, n_rows, n_cols, eps,
+                    HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, STORE_SUM: tl.constexpr,
                     ONE_PASS: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     if ONE_PASS:  # rows that fit one block: ROWS of them loaded once
@@ -39,6 +49,11 @@ def rms_norm_kernel(x_ptr, w_ptr, y_ptr, row_stride, n_rows, n_cols, eps, HAS_WE
         col_ok = tile_cols < n_cols
         ok = (tile_rows < n_rows)[:, None] & col_ok[None, :]
         xt = tl.load(x_ptr + tile_rows[:, None] * row_stride + tile_cols[None, :], mask=ok, other=0.0)
+        if HAS_RESIDUAL:
+            xt += tl.load(r_ptr + tile_rows[:, None] * row_stride + tile_cols[None, :], mask=ok, other=0.0)
+        if STORE_SUM:  # the residual sum is an output too
+            tl.store(s_ptr + tile_rows[:, None] * n_cols + tile_cols[None, :], xt.to(s_ptr.dtype.element_ty),
+                     mask=ok)
         xt = xt.to(tl.float32)
         yt = xt * (1.0 / tl.sqrt(tl.sum(xt * xt, axis=1) / n_cols + eps))[:, None]
         if HAS_WEIGHT:
@@ -47,16 +62,25 @@ def rms_norm_kernel(x_ptr, w_ptr, y_ptr, row_stride, n_rows, n_cols, eps, HAS_WE
                  mask=ok)
         return
     x_row = x_ptr + row * row_stride
+    r_row = r_ptr + row * row_stride
     acc = tl.zeros([BLOCK], tl.float32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0)
+        if HAS_RESIDUAL:
+            x += tl.load(r_row + cols, mask=cols < n_cols, other=0.0)
+        if STORE_SUM:
+            tl.store(s_ptr + row * n_cols + cols, x.to(s_ptr.dtype.element_ty), mask=cols < n_cols)
+        x = x.to(tl.float32)
         acc += x * x
     rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         mask = cols < n_cols
-        y = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32) * rstd
+        x = tl.load(x_row + cols, mask=mask, other=0.0)
+        if HAS_RESIDUAL:
+            x += tl.load(r_row + cols, mask=mask, other=0.0)
+        y = x.to(tl.float32) * rstd
         if HAS_WEIGHT:
             y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
@@ -72,21 +96,26 @@ def rms_norm(
     block: int = 64,
     init: Sequence[str] = (),
     rows: int = 16,
+    residual: str | None = None,
+    sum_at: int | None = None,
 ) -> str:
     """y = x * rsqrt(mean(x^2, -1) + eps) [* weight]: rows that fit `block` loaded once, `rows` of them
     per program (capped at 16K elements), a longer row in a sum-of-squares pass and a scale pass.
 
     `x`, `weight`, `eps` and `dtype` (of y) are forward-time expressions; `init` rebuilds the
-    reference's modules (an nn.RMSNorm)."""
+    reference's modules (an nn.RMSNorm). With `residual` the rows are `x + residual` (added in the
+    kernel); `sum_at` (0 or 1): that sum is returned too, at that place of a pair with y."""
     body = _ROWS_FWD.format(x=x) + (
-        f"        w = {weight or 'x2'}\n"
+        (f"        r = {residual}.contiguous().view(-1, n_cols)\n" if residual else "        r = x2\n")
+        + f"        w = {weight or 'x2'}\n"
         f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
-        "        one_pass = n_cols <= BLOCK_SIZE\n"
-        "        rows = max(1, min(RMS_ROWS, 16384 // BLOCK_SIZE)) if one_pass else 1\n"
-        "        rms_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, w, y, x2.stride(0), n_rows, n_cols, "
-        f"{eps},\n            HAS_WEIGHT={weight is not None}, ONE_PASS=one_pass, ROWS=rows, "
-        "BLOCK=BLOCK_SIZE)\n"
-        "        return y.view(x.shape)"
+        + ("        s = torch.empty_like(x2)\n" if sum_at is not None else "        s = y\n")
+        + "        one_pass = n_cols <= BLOCK_SIZE\n"
+        "        rows = max(1, min(RMS_ROWS, 16384 // BLOCK_SIZE, _spread(n_rows))) if one_pass else 1\n"
+        "        rms_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, r, w, y, s, x2.stride(0), n_rows, n_cols, "
+        f"{eps},\n            HAS_RESIDUAL={residual is not None}, HAS_WEIGHT={weight is not None}, "
+        f"STORE_SUM={sum_at is not None},\n            ONE_PASS=one_pass, ROWS=rows, BLOCK=BLOCK_SIZE)\n"
+        f"        return {_pair('y.view(x.shape)', 's.view(x.shape)', sum_at)}"
     )
     return _module(_RMS_NORM_KERNEL, args, body, block, init).replace(
         f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nRMS_ROWS = {rows}\n", 1
@@ -189,9 +218,10 @@ _LAYER_NORM_LOAD = """        x = tl.load(x_ptr + row * row_stride + cols, mask=
 
 _LAYER_NORM_KERNEL = f"""
 @triton.jit
-def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_rows, n_cols, eps,
+def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, s_ptr, row_stride, n_rows, n_cols, eps,
                       HAS_RESIDUAL: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr,
-                      ONE_PASS: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+                      STORE_SUM: tl.constexpr, ONE_PASS: tl.constexpr, ROWS: tl.constexpr,
+                      BLOCK: tl.constexpr):
     row = tl.program_id(0)
     if ONE_PASS:  # rows that fit one block: ROWS of them loaded at once (names apart from the loops')
         tile_rows = row * ROWS + tl.arange(0, ROWS)
@@ -202,6 +232,9 @@ def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_rows, n_c
         xt = tl.load(x_ptr + at, mask=ok, other=0.0)
         if HAS_RESIDUAL:
             xt += tl.load(r_ptr + at, mask=ok, other=0.0)
+        if STORE_SUM:  # the residual sum is an output too
+            tl.store(s_ptr + tile_rows[:, None] * n_cols + tile_cols[None, :], xt.to(s_ptr.dtype.element_ty),
+                     mask=ok)
         xt = xt.to(tl.float32)
         dt = tl.where(ok, xt - (tl.sum(xt, axis=1) / n_cols)[:, None], 0.0)
         yt = dt * (1.0 / tl.sqrt(tl.sum(dt * dt, axis=1) / n_cols + eps))[:, None]
@@ -217,6 +250,8 @@ def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_rows, n_c
         cols = start + tl.arange(0, BLOCK)
         mask = cols < n_cols
 {_LAYER_NORM_LOAD}
+        if STORE_SUM:
+            tl.store(s_ptr + row * n_cols + cols, x.to(s_ptr.dtype.element_ty), mask=mask)
         acc += x
     mean = tl.sum(acc, axis=0) / n_cols
     acc2 = tl.zeros([BLOCK], tl.float32)
@@ -240,6 +275,13 @@ def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, row_stride, n_rows, n_c
 """
 
 
+def _pair(result: str, summed: str, sum_at: int | None) -> str:
+    """The returned expression: the result alone, or with the residual sum at `sum_at` of a pair."""
+    if sum_at is None:
+        return result
+    return f"({summed}, {result})" if sum_at == 0 else f"({result}, {summed})"
+
+
 def layer_norm(
     args: Sequence[str],
     x: str,
@@ -251,23 +293,26 @@ def layer_norm(
     block: int = 64,
     init: Sequence[str] = (),
     rows: int = 16,
+    sum_at: int | None = None,
 ) -> str:
     """F.layer_norm over the last dimension of `x` (+ `residual`, added in the kernel): rows that fit
     `block` are loaded once, `rows` of them per program (`LN_ROWS`, capped at 16K elements), a longer
     row in mean, variance and normalise passes; optional weight and bias (forward-time expressions,
-    of parameters `init` builds)."""
+    of parameters `init` builds). `sum_at` (0 or 1): the residual sum is returned too, at that place
+    of a pair with the normalised rows (a transformer block's `h = x + r; return h, norm(h)`)."""
     body = _ROWS_FWD.format(x=x) + (
         (f"        r = {residual}.contiguous().view(-1, n_cols)\n" if residual else "        r = x2\n")
         + f"        w = {weight or 'x2'}\n"
         + f"        b = {bias or 'x2'}\n"
         + f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
+        + ("        s = torch.empty_like(x2)\n" if sum_at is not None else "        s = y\n")
         + "        one_pass = n_cols <= BLOCK_SIZE\n"
-        + "        rows = max(1, min(LN_ROWS, 16384 // BLOCK_SIZE)) if one_pass else 1\n"
-        + "        layer_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, r, w, b, y, x2.stride(0), n_rows,\n"
+        + "        rows = max(1, min(LN_ROWS, 16384 // BLOCK_SIZE, _spread(n_rows))) if one_pass else 1\n"
+        + "        layer_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, r, w, b, y, s, x2.stride(0), n_rows,\n"
         + f"            n_cols, {eps!r}, HAS_RESIDUAL={residual is not None},\n"
-        + f"            HAS_WEIGHT={weight is not None}, HAS_BIAS={bias is not None}, ONE_PASS=one_pass,\n"
-        + "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
-        + "        return y.view(x.shape)"
+        + f"            HAS_WEIGHT={weight is not None}, HAS_BIAS={bias is not None},\n"
+        + f"            STORE_SUM={sum_at is not None}, ONE_PASS=one_pass, ROWS=rows, BLOCK=BLOCK_SIZE)\n"
+        + f"        return {_pair('y.view(x.shape)', 's.view(x.shape)', sum_at)}"
     )
     return _module(_LAYER_NORM_KERNEL, args, body, block, init).replace(
         f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nLN_ROWS = {rows}\n", 1
