@@ -111,6 +111,26 @@ CASES = {
         "torch.randn(1, 6, 9, 9), torch.randn(6, 1, 3, 3)",
         "convolution",
     ),
+    # a convolution, then eval-mode BatchNorm as Inductor decomposes it (statistics as inputs), ReLU
+    "convolution_batch_norm_inputs": (
+        "x, w, b, mean, var, g, beta",
+        f"""        m = {A}.as_strided.default(mean, [8, 1, 1], [1, 1, 1], 0)
+        c = {A}.convolution.default(x, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+        inv = {A}.mul.Tensor({A}.reciprocal.default({A}.sqrt.default({A}.add.Tensor(var, 1e-05))), 1)
+        s = {A}.unsqueeze.default({A}.unsqueeze.default(inv, -1), -1)
+        y = {A}.mul.Tensor({A}.mul.Tensor({A}.sub.Tensor(c, m), s), {A}.reshape.default(g, [8, 1, 1]))
+        return {A}.relu.default({A}.add.Tensor(y, {A}.reshape.default(beta, [8, 1, 1])))""",
+        "torch.randn(2, 4, 9, 9), torch.randn(8, 4, 3, 3), torch.randn(8), torch.randn(8), "
+        "torch.rand(8) + 0.5, torch.randn(8), torch.randn(8)",
+        "convolution",
+    ),
+    # an embedding lookup (Inductor's aten.embedding: the table first) of 2-D indices
+    "embedding_inputs": (
+        "table, idx",
+        f"""        return {A}.embedding.default(table, idx)""",
+        "torch.randn(50, 24), torch.randint(0, 50, (4, 6))",
+        "gather",
+    ),
     # a batched product whose second operand is a permuted view of a flat storage
     "bmm_flat_storage": (
         "a, storage",
@@ -152,6 +172,8 @@ def test_the_lift_reads_weights_and_views_as_written(tmp_path) -> None:
     assert [getattr(n.target, "__name__", n.target) for n in t.ops] == ["softmax"]
     t = trace(_problem(tmp_path, "bmm_flat_storage"))
     assert t.lifted.input_views == {1: (3, 8, 16)}
+    t = trace(_problem(tmp_path, "convolution_batch_norm_inputs"))
+    assert [getattr(n.target, "__name__", n.target) for n in t.ops] == ["conv2d", "batch_norm", "relu"]
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
 from kegen.search.operators.drafting import output_views
+from kegen.search.operators.drafting.aten_batch_norm import lift_batch_norm
 
 aten = torch.ops.aten
 
@@ -118,6 +119,7 @@ def lift(gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[list[Any], Lift
     _lift_gelu(gm)
     _lift_layer_norm(gm)
     _lift_softmax(gm)
+    lift_batch_norm(gm)
     if has_aten(gm):
         raise NotLiftable("an aten op is left after lifting")
     _propagate(gm, fake, inputs)
@@ -244,6 +246,8 @@ def _map_targets(gm: GraphModule, fakes: dict[Node, Any]) -> None:
             _lift_as_strided(g, n, fakes)
         elif target is aten.convolution.default:
             _lift_convolution(n)
+        elif target is aten.embedding.default:  # padding_idx and the rest act on gradients only
+            n.target, n.args, n.kwargs = F.embedding, (n.args[1], n.args[0]), {}
         elif target not in _FORMULA:
             raise NotLiftable(f"no torch-level form for {target}")
 

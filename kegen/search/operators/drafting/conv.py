@@ -71,6 +71,7 @@ class _Chain:
     act: str = "none"
     residual: Node | None = None  # the input added before the activation
     nodes: set[Node] = field(default_factory=set)  # every node of the chain, casts included
+    bn_inputs: tuple[Any, ...] = ()  # F.batch_norm on inputs: (mean, var, weight, bias, eps)
 
 
 def _tuple(v: object, nd: int) -> tuple[int, ...] | None:
@@ -182,6 +183,11 @@ def _match_chain(t: Traced) -> _Chain | None:
         bn = str(node.target)
         used.add(node)
         node = strip_casts(node.args[0], used)
+    bn_inputs: tuple[Any, ...] = ()
+    if isinstance(node, Node) and node.target is F.batch_norm and (found := _bn_inputs(t, node)):
+        bn_inputs = found
+        used.add(node)
+        node = strip_casts(node.args[0], used)
     if not isinstance(node, Node) or not node.args:
         return None
     module = t.module(node)
@@ -199,7 +205,25 @@ def _match_chain(t: Traced) -> _Chain | None:
     # every compute node is the chain's (a `getattr(x, "dtype")` feeding the final cast aside)
     if any(n not in used and n.target is not getattr for n in t.ops):
         return None
-    return _Chain(x, node, geometry, module if isinstance(module, Conv) else None, bn, act, residual, used)
+    if bn_inputs and geometry.weight_input is None:  # statistics as inputs come with input weights
+        return None
+    conv = module if isinstance(module, Conv) else None
+    return _Chain(x, node, geometry, conv, bn, act, residual, used, bn_inputs)
+
+
+def _bn_inputs(t: Traced, n: Node) -> tuple[Any, ...] | None:
+    """F.batch_norm(x, mean, var, weight, bias, training=False, momentum, eps) on [C] inputs (weight and
+    bias both or neither): (mean, var, weight, bias, eps), else None."""
+    names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+    p = dict(zip(names, n.args, strict=False)) | n.kwargs
+    stats = [p.get(k) for k in ("running_mean", "running_var", "weight", "bias")]
+    if p.get("training", False) or not isinstance(p.get("eps", 1e-5), float):
+        return None
+    if (stats[2] is None) != (stats[3] is None):
+        return None
+    if any(s is not None and (s not in t.ph or rank_of(s) != 1) for s in stats) or None in stats[:2]:
+        return None
+    return (*stats, float(p.get("eps", 1e-5)))
 
 
 def _activation(t: Traced, n: Node) -> str | None:
@@ -276,7 +300,12 @@ def _attr(t: Traced, chain: _Chain, name: str) -> str:
     if g.weight_input is None:
         return name
     bias = t.arg(g.bias_input) if g.bias_input is not None else "None"
-    return f"{name}.bind({t.arg(g.weight_input)}, {bias})"
+    bn = ""
+    if chain.bn_inputs:
+        *stats, eps = chain.bn_inputs
+        bn = ", ({}, {!r}, {})".format(", ".join(t.arg(s) if s is not None else "None" for s in stats), eps,
+                                      stats[2] is not None)
+    return f"{name}.bind({t.arg(g.weight_input)}, {bias}{bn})"
 
 
 # the module-level class of a convolution whose weight and bias are forward inputs
@@ -291,9 +320,11 @@ class ConvOperands:
         self.padding, self.dilation, self.groups = padding, dilation, groups
         self.padding_mode, self.weight, self.bias = "zeros", None, None
 
-    def bind(self, weight, bias):
+    def bind(self, weight, bias, batch_norm=None):
+        """A copy with the weight, bias and an eval-mode BatchNorm's (mean, var, weight, bias, eps,
+        affine) bound, as the kernels' `_epilogue` reads them."""
         bound = ConvOperands(*self.geometry)
-        bound.weight, bound.bias = weight, bias
+        bound.weight, bound.bias, bound.batch_norm = weight, bias, batch_norm
         return bound
 '''
 

@@ -178,6 +178,10 @@ EPILOGUE_METHOD = '''
         bn_path, act = getattr(self, "kegen_conv_epilogue", ("", "none"))[:2]
         code = {act_codes}[act]
         bias = conv.bias.detach() if conv.bias is not None else None
+        bound = getattr(conv, "batch_norm", None)  # operands bound per call (drafting's ConvOperands)
+        if bound is not None:
+            mean, var, weight, shift, eps, affine = bound
+            return bias, (mean, var, weight, shift) if affine else (mean, var, mean, mean), eps, affine, code
         if not bn_path:
             return bias, None, 0.0, False, code
         bn = self.get_submodule(bn_path)
