@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch.fx import Node
 
 from kegen.search.operators import templates
@@ -20,8 +21,10 @@ from kegen.search.operators.drafting.graph import (
     dtype_src,
     is_last_dim,
     rank_of,
+    shape_of,
 )
 from kegen.search.operators.templates import layout as templates_layout
+from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates import rows as templates_rows
 
 
@@ -88,3 +91,41 @@ def draft_cumsum(t: Traced) -> str | None:
     if _row_op(t, CUMSUM) is None or dtype_src(t.out) is None or dtype_of(t.out) != dtype_of(t.ph[0]):
         return None
     return templates_rows.cumsum(t.args, t.args[0], str(dtype_src(t.out)))
+
+
+def draft_fused_reduce(t: Traced) -> str | None:
+    """sum / mean / max (amax) over trailing dims (one or several: global average pooling) of an
+    elementwise chain of same-shape inputs, fused: the chain is computed in registers, never stored."""
+    from kegen.search.operators.drafting.elementwise import chain
+
+    red = t.out
+    if red is None or red.target not in REDUCE or not red.args or red.args[0] in t.ph:
+        return None
+    x = red.args[0]
+    shape, rank = shape_of(x), rank_of(x)
+    dims = dim_arg(red, 1)
+    dims = [dims] if isinstance(dims, int) else dims
+    if shape is None or not rank or not isinstance(dims, list | tuple) or not dims:
+        return None
+    if dtype_src(t.out) is None:
+        return None
+    if set(red.kwargs) - {"dim", "keepdim"} or not all(isinstance(d, int) for d in dims):
+        return None
+    reduced = sorted(d % rank for d in dims)
+    if reduced != list(range(rank - len(reduced), rank)) or len(reduced) == rank:
+        return None
+    if any(shape_of(p) != shape or not (dtype_of(p) or torch.int64).is_floating_point for p in t.ph):
+        return None
+    got = chain(t, [n for n in t.ops if n is not red], {p: f"v{i}" for i, p in enumerate(t.ph)})
+    if got is None or not got[0]:
+        return None
+    lines, result = got
+    keep = bool(red.kwargs.get("keepdim", red.args[2] if len(red.args) > 2 else False))
+    n_cols = 1
+    for d in reduced:
+        n_cols *= shape[d]
+    block = pow2_block(n_cols, 16, 1024)
+    kind = REDUCE[red.target]
+    return templates_rows.fused_reduce(
+        t.args, t.args, lines, result, kind, len(reduced), keep, str(dtype_src(t.out)), block
+    )

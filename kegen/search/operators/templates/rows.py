@@ -317,3 +317,67 @@ def layer_norm(
     return _module(_LAYER_NORM_KERNEL, args, body, block, init).replace(
         f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nLN_ROWS = {rows}\n", 1
     )
+
+
+_FUSED_REDUCE_KERNEL = """
+@triton.jit
+def fused_reduce_kernel({ptrs}, y_ptr, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    row_ok = rows < n_rows
+    acc = tl.full([ROWS, BLOCK], {init}, tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        ok = row_ok[:, None] & (cols < n_cols)[None, :]
+        offs = rows[:, None] * n_cols + cols[None, :]
+{loads}
+{body}
+        acc = tl.where(ok, {combine}, acc)
+    total = {total}
+    tl.store(y_ptr + rows, total.to(y_ptr.dtype.element_ty), mask=row_ok)
+"""
+
+
+_TOTALS = {"max": "tl.max(acc, axis=1)", "sum": "tl.sum(acc, axis=1)", "mean": "tl.sum(acc, axis=1) / n_cols"}
+
+
+def fused_reduce(
+    args: Sequence[str],
+    inputs: Sequence[str],
+    exprs: Sequence[str],
+    result: str,
+    op: str,
+    reduced: int,
+    keepdim: bool,
+    dtype: str,
+    block: int,
+) -> str:
+    """A whole candidate: sum | mean | max over the last `reduced` dims of an elementwise expression of
+    same-shape inputs (`exprs`: `tN = ...` lines over v0..vK, computed in fp32 in registers, never
+    stored), ROWS rows a program; the output in `dtype`, keepdim or not. Global average pooling after
+    a residual ReLU is one (`relu(x + r).mean((2, 3))`)."""
+    ptrs = ", ".join(f"in{i}_ptr" for i in range(len(inputs)))
+    loads = "\n".join(
+        f"        v{i} = tl.load(in{i}_ptr + offs, mask=ok, other=0.0).to(tl.float32)"
+        for i in range(len(inputs))
+    )
+    kernel = _FUSED_REDUCE_KERNEL.format(
+        ptrs=ptrs,
+        init="float('-inf')" if op == "max" else "0.0",
+        loads=loads,
+        body="\n".join(f"        {e}" for e in exprs),
+        combine=f"tl.maximum(acc, {result})" if op == "max" else f"acc + {result}",
+        total=_TOTALS[op],
+    )
+    operands = ", ".join(f"x{i}" for i in range(len(inputs)))
+    keep = f" + (1,) * {reduced}" if keepdim else ""
+    body = (
+        "".join(f"        x{i} = {x}.contiguous()\n" for i, x in enumerate(inputs))
+        + f"        lead = x0.shape[:x0.dim() - {reduced}]\n"
+        + f"        n_rows, n_cols = lead.numel(), x0.shape[x0.dim() - {reduced}:].numel()\n"
+        + f"        y = torch.empty(n_rows, dtype={dtype}, device=x0.device)\n"
+        + "        rows = max(1, min(16, _spread(n_rows), 8192 // BLOCK_SIZE))\n"
+        + f"        fused_reduce_kernel[(triton.cdiv(n_rows, rows),)]({operands}, y, n_rows, n_cols,\n"
+        + "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
+        + f"        return y.view(tuple(lead){keep})"
+    )
+    return _module(kernel, args, body, block)
