@@ -131,6 +131,13 @@ CASES = {
         "torch.randn(50, 24), torch.randint(0, 50, (4, 6))",
         "gather",
     ),
+    # a depthwise 1-D convolution on input weights (a conv transformer's token mixer)
+    "depthwise_1d_inputs": (
+        "x, w, b",
+        f"""        return {A}.convolution.default(x, w, b, [1], [2], [1], False, [0], 12)""",
+        "torch.randn(2, 12, 30), torch.randn(12, 1, 5), torch.randn(12)",
+        "convolution",
+    ),
     # a batched product whose second operand is a permuted view of a flat storage
     "bmm_flat_storage": (
         "a, storage",

@@ -28,6 +28,12 @@ CASES = {
         "nn.Conv2d(40, 40, (3, 5), stride=2, padding=2, dilation=(2, 1), groups=40, bias=False).half()",
         "[torch.randn(1, 40, 19, 23, dtype=torch.float16)]",
     ),
+    # 1-D: the stencil on rows of height 1 (a conformer's / ConvNeXt-1D's depthwise conv)
+    "conv1d_fp32_same": ("nn.Conv1d(24, 24, 7, padding=3, groups=24)", "[torch.randn(2, 24, 50)]"),
+    "conv1d_fp16_strided_dilated": (
+        "nn.Conv1d(16, 16, 5, stride=2, padding=4, dilation=2, groups=16, bias=False).half()",
+        "[torch.randn(3, 16, 41, dtype=torch.float16)]",
+    ),
 }
 
 

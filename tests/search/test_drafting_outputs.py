@@ -143,3 +143,39 @@ def test_the_views_leave_the_graph_and_come_back_in_forward(tmp_path) -> None:
     a, b = torch.arange(8.0).reshape(2, 4), torch.ones(2, 3)
     got = apply((a, b), views)
     assert torch.equal(got[0], a[:, 2:4]) and got[1].shape == (3, 2)
+
+
+UPCAST_RESIDUAL_RMS = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(48).to(torch.float16) + 0.5)
+
+    def forward(self, x, residual):
+        h = x.float() + residual.float()
+        y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight.float()
+        return y.to(x.dtype), h.to(x.dtype)
+
+
+def get_inputs():
+    torch.manual_seed(0)
+    return [torch.randn(40, 48, dtype=torch.float16), torch.randn(40, 48, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@needs_mtia
+def test_the_suites_residual_rms_norm_with_upcasts_and_a_parameter(tmp_path) -> None:
+    """Summed in fp32 and cast back, the norm first; the weight a parameter seeded construction cannot
+    rebuild (read from the reference ModelNew builds)."""
+    path = tmp_path / "p.py"
+    path.write_text(UPCAST_RESIDUAL_RMS)
+    source = assert_draft_correct_on_mtia(path, "normalization", "STORE_SUM=True")
+    assert "self.reference.get_parameter('weight')" in source

@@ -18,6 +18,7 @@ noise remain.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import logging
 import random
 from collections import defaultdict
@@ -26,6 +27,7 @@ from typing import Any
 
 from kegen.profiling import Diagnosis
 from kegen.search.config import OperatorConfig
+from kegen.search.operators import lifted_wrapper
 from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
@@ -90,6 +92,10 @@ class OfflineOperator(Operator):
             ast.parse(code)
         except SyntaxError:
             return []
+        parts = lifted_wrapper.split(code)
+        if parts is not None:  # a kernel group's draft: moves rewrite the module inside the views
+            inner = self.candidates(dataclasses.replace(ctx, parent_code=parts[0]))
+            return [lifted_wrapper.rewrapped(m, parts[1]) for m in inner]
         launch = ctx.problem.target == "mtia"
 
         def moves(finder: Callable[..., list[Any]], *args: Any, **kwargs: Any) -> list[Any]:

@@ -300,12 +300,7 @@ def _attr(t: Traced, chain: _Chain, name: str) -> str:
     if g.weight_input is None:
         return name
     bias = t.arg(g.bias_input) if g.bias_input is not None else "None"
-    bn = ""
-    if chain.bn_inputs:
-        *stats, eps = chain.bn_inputs
-        bn = ", ({}, {!r}, {})".format(", ".join(t.arg(s) if s is not None else "None" for s in stats), eps,
-                                      stats[2] is not None)
-    return f"{name}.bind({t.arg(g.weight_input)}, {bias}{bn})"
+    return f"{name}.bind({t.arg(g.weight_input)}, {bias}{_bound_bn(t, chain)})"
 
 
 # the module-level class of a convolution whose weight and bias are forward inputs
@@ -330,23 +325,64 @@ class ConvOperands:
 
 
 def draft_depthwise(t: Traced) -> str | None:
-    """A depthwise Conv2d chain (groups equal to its input and output channels; see the module
-    docstring) over one input."""
+    """A depthwise Conv2d or Conv1d chain (groups equal to its input and output channels; see the
+    module docstring) over one input; a 1-D one runs the 2-D stencil on rows of height 1."""
     chain = _match_chain(t)
     checked = None if chain is None else _checked(t, chain)
     if chain is None or checked is None:
         return None
     weight, nd = checked
-    if nd != 2 or weight.shape[1] != 1 or weight.shape[0] != chain.geometry.groups:
+    if weight.shape[1] != 1 or weight.shape[0] != chain.geometry.groups:
         return None
     name = _name(chain)
     init, bn, prelude = _weights(t, chain, weight, name)
     out_w = shape_of(t.out)[-1]  # type: ignore[index]
     residual = t.arg(chain.residual) if chain.residual is not None else None
-    attr = _attr(t, chain, name)
-    return templates_depthwise.depthwise(
-        t.args, t.arg(chain.x), attr, init, weight.shape[0], out_w, bn, chain.act, prelude, residual
+    attr, x = _attr(t, chain, name), t.arg(chain.x)
+    if nd == 1:  # [N, C, L] as [N, C, 1, L]: a geometry of height 1 bound to the weight viewed so
+        attr, geometry = _rows_of_one(t, chain, name)
+        init = [*init, f"self.{name}_rows = ConvOperands({geometry})"]
+        prelude = prelude if "class ConvOperands" in prelude else f"{prelude}\n{CONV_OPERANDS}"
+        x, residual = f"{x}.unsqueeze(2)", f"{residual}.unsqueeze(2)" if residual else None
+    source = templates_depthwise.depthwise(
+        t.args, x, attr, init, weight.shape[0], out_w, bn, chain.act, prelude, residual
     )
+    if nd == 1:
+        head, sep, tail = source.rpartition("        return y\n")
+        source = head + "        return y.squeeze(2)\n" + tail if sep else source
+    return source
+
+
+def _rows_of_one(t: Traced, chain: _Chain, name: str) -> tuple[str, str]:
+    """(the template's attr, the 2-D ConvOperands geometry) of a 1-D depthwise chain: weight [C, 1, K]
+    bound as [C, 1, 1, K], stride, padding and dilation (1, s), (0, p), (1, d)."""
+    g = chain.geometry
+    if g.weight_input is not None:
+        weight, bias = t.arg(g.weight_input), t.arg(g.bias_input) if g.bias_input is not None else "None"
+    else:
+        weight, bias = f"self.{name}.weight", f"self.{name}.bias"
+    channels, k = g.groups, _kernel_width(t, chain)
+    taps = f"(1, {k}), (1, {g.stride[0]}), (0, {g.padding[0]}), (1, {g.dilation[0]})"
+    attr = f"{name}_rows.bind({weight}.unsqueeze(2), {bias}{_bound_bn(t, chain)})"
+    return attr, f"{channels}, {taps}, {channels}"
+
+
+def _bound_bn(t: Traced, chain: _Chain) -> str:
+    """`ConvOperands.bind`'s BatchNorm argument (with its leading comma) for statistics that are
+    inputs, else nothing."""
+    if not chain.bn_inputs:
+        return ""
+    *stats, eps = chain.bn_inputs
+    names = ", ".join(t.arg(s) if s is not None else "None" for s in stats)
+    return f", ({names}, {eps!r}, {stats[2] is not None})"
+
+
+def _kernel_width(t: Traced, chain: _Chain) -> int:
+    g = chain.geometry
+    shape = shape_of(g.weight_input) if g.weight_input is not None else None
+    if shape is None:
+        shape = tuple(operator.attrgetter(g.weight)(t.model).shape)
+    return int(shape[-1])
 
 
 def draft_conv(t: Traced) -> str | None:

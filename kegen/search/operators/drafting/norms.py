@@ -22,7 +22,7 @@ from kegen.search.operators.drafting.graph import (
     shape_of,
     strip_casts,
 )
-from kegen.search.operators.drafting.weights import twins
+from kegen.search.operators.drafting.weights import reference_init, reference_tensor, twins
 from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates import rows as templates_rows
 
@@ -162,7 +162,8 @@ _RMS_FORMULA_OPS |= {torch.sqrt, "sqrt", operator.truediv, torch.div, "div", tor
 
 def draft_rms_norm_formula(t: Traced) -> str | None:
     """RMSNorm written with torch ops, of an input or a residual sum (returned beside the norm or
-    not): recognised by its ops and eps, confirmed numerically."""
+    not), fp32 upcasts and casts back allowed, the weight an input or a parameter: recognised by its
+    ops and eps, confirmed numerically."""
     outs = [t.out] if t.out is not None else t.outs
     if not 1 <= len(outs) <= 2 or not 1 <= len(t.ph) <= 3 or any(n.op == "call_module" for n in t.ops):
         return None
@@ -173,38 +174,65 @@ def draft_rms_norm_formula(t: Traced) -> str | None:
     if not out_shape or any(shape_of(o) != out_shape for o in outs):
         return None
     xs = [p for p in t.ph if shape_of(p) == out_shape]
-    ws = [p for p in t.ph if p not in xs]
+    params = [n for n in t.gm.graph.nodes if n.op == "get_attr"]
+    ws = [p for p in t.ph if p not in xs] + params
     if not 1 <= len(xs) <= 2 or len(ws) > 1 or any(shape_of(w) != out_shape[-1:] for w in ws):
         return None
     adds = [n for n in t.ops if n.target in (operator.add, torch.add, "add")]
     eps = [a for n in adds for a in n.args if isinstance(a, float)]
-    sums = [n for n in adds if len(xs) == 2 and set(n.args) == set(xs) and not n.kwargs]
+    casts: set[Node] = set()
+    pairs = [n for n in adds if len(xs) == 2 and not n.kwargs]
+    sums = [n for n in pairs if {strip_casts(a, casts) for a in n.args} == set(xs)]
     if len(eps) != 1 or len(sums) != len(xs) - 1 or (len(xs) == 2 and dtype_of(xs[0]) != dtype_of(xs[1])):
         return None
-    sum_at = outs.index(sums[0]) if sums and sums[0] in outs else None
+    bases = [strip_casts(o, casts) for o in outs]
+    sum_at = bases.index(sums[0]) if sums and sums[0] in bases else None
     normed = 1 - sum_at if sum_at is not None else 0
     if len(outs) != 1 + (sum_at is not None) or dtype_src(outs[normed]) is None:
         return None
-    if not _rms_confirmed(t, xs, ws[0] if ws else None, eps[0], normed, sum_at, out_shape):
+    if sum_at is not None and dtype_of(outs[sum_at]) != dtype_of(xs[0]):  # stored in the inputs' dtype
         return None
-    wsrc = t.arg(ws[0]) if ws else None
-    return templates_rows.rms_norm(
+    w = ws[0] if ws else None
+    if not _rms_confirmed(t, xs, w, eps[0], normed, sum_at, out_shape):
+        return None
+    weight, init, prelude = _rms_weight(t, w)
+    if weight is None and w is not None:
+        return None
+    source = templates_rows.rms_norm(
         t.args,
         t.arg(xs[0]),
-        wsrc,
+        weight,
         repr(eps[0]),
         str(dtype_src(outs[normed])),
         block=_row_block(out_shape[-1:]),
+        init=init,
         residual=t.arg(xs[1]) if len(xs) == 2 else None,
         sum_at=sum_at,
     )
+    if prelude:  # the reference's class, which ModelNew builds
+        source = source.replace("\n\nclass ModelNew(", f"\n\n{prelude.strip()}\n\n\nclass ModelNew(", 1)
+    return source
+
+
+def _rms_weight(t: Traced, w: Node | None) -> tuple[str | None, list[str], str]:
+    """(forward's expression of the weight, ModelNew.__init__ lines, module-level prelude): an input
+    as it is; a parameter rebuilt by `twins`, else read from the reference built in ModelNew."""
+    if w is None or w.op == "placeholder":
+        return (t.arg(w) if w is not None else None), [], ""
+    path = str(w.target)
+    rebuilt = twins(t)
+    if rebuilt is not None:
+        return f"self.{path.replace('.', '_')}.detach()", rebuilt, ""
+    init, prelude = reference_init(t.problem.__file__, "the RMSNorm's weight")
+    return reference_tensor(t.model, path), init, prelude
 
 
 def _rms_confirmed(
     t: Traced, xs: list[Node], w: Node | None, eps: float, normed: int, sum_at: int | None, shape: tuple
 ) -> bool:
     """Whether the graph computes RMSNorm of the sum of `xs` (output `normed`; the sum itself at
-    `sum_at`) on real inputs, their leading dims cut to 2 (the formula is row-wise)."""
+    `sum_at`, to its dtype's rounding) on real inputs, their leading dims cut to 2 (the formula is
+    row-wise); `w` an input or a parameter."""
     torch.manual_seed(0)
     real = [
         torch.randn(
@@ -215,17 +243,24 @@ def _rms_confirmed(
     ]
     for scale in (1.0, 3.0):
         values = [v * scale if p in xs else v for p, v in zip(t.ph, real, strict=True)]
-        src = values[t.ph.index(xs[0])]
+        src = values[t.ph.index(xs[0])].float()
         if len(xs) == 2:
-            src = src + values[t.ph.index(xs[1])]
-        xv, wv = src.float(), values[t.ph.index(w)].float() if w is not None else 1.0
-        want = xv * torch.rsqrt(xv.pow(2).mean(-1, keepdim=True) + eps) * wv
+            src = src + values[t.ph.index(xs[1])].float()
+        if w is None:
+            wv: Any = 1.0
+        elif w.op == "placeholder":
+            wv = values[t.ph.index(w)].float()
+        else:
+            wv = operator.attrgetter(str(w.target))(t.model).detach().float()
+        want = src * torch.rsqrt(src.pow(2).mean(-1, keepdim=True) + eps) * wv
         result = t.gm(*values)
         got = result[normed] if isinstance(result, tuple | list) else result
         if not isinstance(got, torch.Tensor) or not got.is_floating_point():
             return False
-        if sum_at is not None and not (isinstance(result, tuple | list) and torch.equal(result[sum_at], src)):
-            return False
+        if sum_at is not None:
+            summed = result[sum_at] if isinstance(result, tuple | list) else None
+            if summed is None or not torch.equal(summed, src.to(summed.dtype)):
+                return False
         # an output cast back to fp16/bf16 (`.to(x.dtype)`) rounds: one unit of its precision apart
         tol = 1e-4 if got.dtype == torch.float32 else 2 * torch.finfo(got.dtype).eps
         if not torch.allclose(got.float(), want, atol=1e-5, rtol=tol):

@@ -247,7 +247,8 @@ _MODEL_TAIL = (
 """
 )
 
-_CONV_CLASSES = ("Conv1d", "Conv2d")
+# drafting's ConvOperands: a geometry whose weight and bias forward binds (a kernel group's inputs)
+_CONV_CLASSES = ("Conv1d", "Conv2d", "ConvOperands")
 
 
 def _conv_attr(init: ast.FunctionDef) -> str:
@@ -276,9 +277,25 @@ def _conv_attr(init: ast.FunctionDef) -> str:
     for kw in call.keywords:
         if kw.arg == "groups" and ast.unparse(kw.value) != "1":
             raise MutationError(f"the convolution sets groups={ast.unparse(kw.value)}")
-    if len(call.args) > 6:
+    operands = ast.unparse(call.func).split(".")[-1] == "ConvOperands"
+    if operands and (len(call.args) != 6 or ast.unparse(call.args[5]) != "1"):
+        raise MutationError("the bound convolution is grouped")
+    if len(call.args) > 6 or (len(call.args) == 6 and not operands):
         raise MutationError("the convolution passes groups positionally")
     return attr
+
+
+def _bound_attr(cls: ast.ClassDef, attr: str) -> tuple[str, set[str]]:
+    """(`attr` as forward reads the convolution: `conv.bind(w, b)` where forward binds its operands
+    (drafting's ConvOperands), else `attr`; the forward arguments the binding reads)."""
+    fwd = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
+    for n in ast.walk(fwd) if fwd is not None else ():
+        if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)):
+            continue
+        text = ast.unparse(n.value)
+        if text.startswith(f"self.{attr}.bind("):
+            return text.removeprefix("self."), {x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)}
+    return attr, set()
 
 
 def _is_template_epilogue(s: ast.stmt) -> bool:
@@ -367,11 +384,14 @@ def conv_module(source: str) -> ConvModule:
     init_src = ast.get_source_segment(source, init, padded=True)
     assert init_src is not None
     residual = _declared_residual(init)
+    assert cls is not None
+    attr, operands = _bound_attr(cls, attr)
     args = launch.forward_args
-    if len(args) == 1 and residual in (None, args[0]):
-        x = args[0]  # the residual, if any, is the convolution's own input
-    elif len(args) == 2 and residual in args:
-        x = args[1 - args.index(residual)]
+    free = [a for a in args if a not in operands]  # forward's tensors other than bound weights
+    if len(free) == 1 and residual in (None, free[0]):
+        x = free[0]  # the residual, if any, is the convolution's own input
+    elif len(free) == 2 and residual in free:
+        x = free[1 - free.index(residual)]
     else:
         raise MutationError("the kernel is not launched from forward(x) (or forward(x, residual))")
     return ConvModule(x, attr, init_src, ", ".join(args), residual)

@@ -48,13 +48,13 @@ def rms_norm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, s_ptr, row_stride, n_rows, n_col
         tile_cols = tl.arange(0, BLOCK)
         col_ok = tile_cols < n_cols
         ok = (tile_rows < n_rows)[:, None] & col_ok[None, :]
-        xt = tl.load(x_ptr + tile_rows[:, None] * row_stride + tile_cols[None, :], mask=ok, other=0.0)
-        if HAS_RESIDUAL:
-            xt += tl.load(r_ptr + tile_rows[:, None] * row_stride + tile_cols[None, :], mask=ok, other=0.0)
+        at = tile_rows[:, None] * row_stride + tile_cols[None, :]
+        xt = tl.load(x_ptr + at, mask=ok, other=0.0).to(tl.float32)
+        if HAS_RESIDUAL:  # summed in fp32, as an upcast reference sums
+            xt += tl.load(r_ptr + at, mask=ok, other=0.0).to(tl.float32)
         if STORE_SUM:  # the residual sum is an output too
             tl.store(s_ptr + tile_rows[:, None] * n_cols + tile_cols[None, :], xt.to(s_ptr.dtype.element_ty),
                      mask=ok)
-        xt = xt.to(tl.float32)
         yt = xt * (1.0 / tl.sqrt(tl.sum(xt * xt, axis=1) / n_cols + eps))[:, None]
         if HAS_WEIGHT:
             yt = yt * tl.load(w_ptr + tile_cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
@@ -66,21 +66,20 @@ def rms_norm_kernel(x_ptr, r_ptr, w_ptr, y_ptr, s_ptr, row_stride, n_rows, n_col
     acc = tl.zeros([BLOCK], tl.float32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
         if HAS_RESIDUAL:
-            x += tl.load(r_row + cols, mask=cols < n_cols, other=0.0)
+            x += tl.load(r_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
         if STORE_SUM:
             tl.store(s_ptr + row * n_cols + cols, x.to(s_ptr.dtype.element_ty), mask=cols < n_cols)
-        x = x.to(tl.float32)
         acc += x * x
     rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         mask = cols < n_cols
-        x = tl.load(x_row + cols, mask=mask, other=0.0)
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
         if HAS_RESIDUAL:
-            x += tl.load(r_row + cols, mask=mask, other=0.0)
-        y = x.to(tl.float32) * rstd
+            x += tl.load(r_row + cols, mask=mask, other=0.0).to(tl.float32)
+        y = x * rstd
         if HAS_WEIGHT:
             y = y * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(y_ptr + row * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
@@ -212,9 +211,9 @@ def argmax(args: Sequence[str], x: str, keepdim: bool, block: int = 64) -> str:
 
 
 _LAYER_NORM_LOAD = """        x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0)
-        if HAS_RESIDUAL:
-            x += tl.load(r_ptr + row * row_stride + cols, mask=mask, other=0.0)
-        x = x.to(tl.float32)"""
+        x = x.to(tl.float32)
+        if HAS_RESIDUAL:  # summed in fp32, as an upcast reference sums
+            x += tl.load(r_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)"""
 
 _LAYER_NORM_KERNEL = f"""
 @triton.jit
@@ -229,13 +228,12 @@ def layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, y_ptr, s_ptr, row_stride, n_ro
         col_ok = tile_cols < n_cols
         ok = (tile_rows < n_rows)[:, None] & col_ok[None, :]
         at = tile_rows[:, None] * row_stride + tile_cols[None, :]
-        xt = tl.load(x_ptr + at, mask=ok, other=0.0)
+        xt = tl.load(x_ptr + at, mask=ok, other=0.0).to(tl.float32)
         if HAS_RESIDUAL:
-            xt += tl.load(r_ptr + at, mask=ok, other=0.0)
+            xt += tl.load(r_ptr + at, mask=ok, other=0.0).to(tl.float32)
         if STORE_SUM:  # the residual sum is an output too
             tl.store(s_ptr + tile_rows[:, None] * n_cols + tile_cols[None, :], xt.to(s_ptr.dtype.element_ty),
                      mask=ok)
-        xt = xt.to(tl.float32)
         dt = tl.where(ok, xt - (tl.sum(xt, axis=1) / n_cols)[:, None], 0.0)
         yt = dt * (1.0 / tl.sqrt(tl.sum(dt * dt, axis=1) / n_cols + eps))[:, None]
         if HAS_WEIGHT:
