@@ -179,3 +179,17 @@ def test_the_suites_residual_rms_norm_with_upcasts_and_a_parameter(tmp_path) -> 
     path.write_text(UPCAST_RESIDUAL_RMS)
     source = assert_draft_correct_on_mtia(path, "normalization", "STORE_SUM=True")
     assert "self.reference.get_parameter('weight')" in source
+
+
+@needs_mtia
+def test_the_suites_residual_layer_norm_with_upcasts(tmp_path) -> None:
+    """`h = x.float() + r.float()`, LayerNorm of h, both cast back: the sum first."""
+    path = tmp_path / "p.py"
+    path.write_text(
+        UPCAST_RESIDUAL_RMS.replace(
+            "y = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight.float()",
+            "y = torch.nn.functional.layer_norm(h, (48,), self.weight.float(), None, 1e-5)",
+        ).replace("return y.to(x.dtype), h.to(x.dtype)", "return h.to(x.dtype), y.to(x.dtype)")
+    )
+    source = assert_draft_correct_on_mtia(path, "normalization", "STORE_SUM=True")
+    assert "return (s.view(x.shape), y.view(x.shape))" in source

@@ -82,6 +82,7 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
     if not isinstance(shape, list | tuple) or len(shape) != 1 or not isinstance(eps, float | int):
         return None
     exprs: list[str | None] = []
+    paths: dict[str, str] = {}  # a parameter's expression -> its path in the reference
     for v in (p.get("weight"), p.get("bias")):
         upcast: set[Node] = set()
         if v is not None and (below := strip_casts(v, upcast)) in t.ph:  # an input read through upcasts
@@ -91,13 +92,16 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
             exprs.append(t.arg(v) if v is not None else None)
         elif (expr := _param_expr(t, v, casts)) is not None:
             exprs.append(expr)
+            paths[expr] = str(strip_casts(v, set()).target)
         else:
             return None
     dtype_reads = {n for n in t.ops if n.target is getattr and n.args[1] == "dtype"}
+    is_sum = isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs
+    addends = [strip_casts(v, casts) for v in x.args] if is_sum else []  # the sum's upcasts are casts
     rest = [n for n in t.ops if n is not ln and n not in _shape_reads(t) | casts | dtype_reads]
     residual, summed = None, x
-    if rest == [x] and isinstance(x, Node) and x.target in (operator.add, torch.add) and not x.kwargs:
-        x, residual = (strip_casts(v, casts) for v in x.args)
+    if rest == [x] and len(addends) == 2:
+        x, residual = addends
         if residual not in t.ph or shape_of(residual) != shape_of(x):
             return None
     elif rest:
@@ -105,17 +109,22 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
     if x not in t.ph:
         return None
     sum_at = None
-    if len(outs) == 2:  # the other output must be the residual sum, in the inputs' dtype
+    if len(outs) == 2:  # the other output must be the residual sum (cast back or not), in the inputs' dtype
         sum_at = 1 - outs.index(out)
-        if residual is None or outs[sum_at] is not summed or dtype_of(x) != dtype_of(residual):
+        if residual is None or strip_casts(outs[sum_at], set()) is not summed:
+            return None
+        if not dtype_of(x) == dtype_of(residual) == dtype_of(outs[sum_at]):
             return None
     init: list[str] = []
-    if any(e is not None and e.startswith("self.") for e in exprs):
+    prelude = ""
+    if paths:  # parameters: rebuilt by seeded construction, else read from the reference ModelNew builds
         rebuilt = twins(t)
         if rebuilt is None:
-            return None
-        init = rebuilt
-    return templates_rows.layer_norm(
+            init, prelude = reference_init(t.problem.__file__, "the LayerNorm's weight and bias")
+            exprs = [reference_tensor(t.model, paths[e]) if e in paths else e for e in exprs]
+        else:
+            init = rebuilt
+    source = templates_rows.layer_norm(
         t.args,
         t.arg(x),
         t.arg(residual) if residual is not None else None,
@@ -127,6 +136,15 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
         init=init,
         sum_at=sum_at,
     )
+    return _with_prelude(source, prelude)
+
+
+def _with_prelude(source: str, prelude: str) -> str:
+    """`source` with module-level definitions (the reference's class, which ModelNew builds) before
+    ModelNew."""
+    if not prelude:
+        return source
+    return source.replace("\n\nclass ModelNew(", f"\n\n{prelude.strip()}\n\n\nclass ModelNew(", 1)
 
 
 def draft_rms_norm_op(t: Traced) -> str | None:
@@ -196,8 +214,6 @@ def draft_rms_norm_formula(t: Traced) -> str | None:
     if not _rms_confirmed(t, xs, w, eps[0], normed, sum_at, out_shape):
         return None
     weight, init, prelude = _rms_weight(t, w)
-    if weight is None and w is not None:
-        return None
     source = templates_rows.rms_norm(
         t.args,
         t.arg(xs[0]),
@@ -209,9 +225,7 @@ def draft_rms_norm_formula(t: Traced) -> str | None:
         residual=t.arg(xs[1]) if len(xs) == 2 else None,
         sum_at=sum_at,
     )
-    if prelude:  # the reference's class, which ModelNew builds
-        source = source.replace("\n\nclass ModelNew(", f"\n\n{prelude.strip()}\n\n\nclass ModelNew(", 1)
-    return source
+    return _with_prelude(source, prelude)
 
 
 def _rms_weight(t: Traced, w: Node | None) -> tuple[str | None, list[str], str]:
