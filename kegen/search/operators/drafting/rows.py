@@ -40,8 +40,14 @@ def _row_op(t: Traced, targets: set[Any], extra_kwargs: tuple[str, ...] = ()) ->
 
 
 def draft_softmax(t: Traced) -> str | None:
-    """softmax over the last dimension (the two-kernel template)."""
-    return templates.softmax("two_kernel", 64) if _row_op(t, SOFTMAX) is not None else None
+    """softmax over the last dimension (the rows template: rows that fit a block in registers, longer
+    ones online)."""
+    n = _row_op(t, SOFTMAX)
+    if n is None or dtype_of(t.out) != dtype_of(t.ph[0]):
+        return None
+    shape = shape_of(t.ph[0])
+    block = pow2_block(int(shape[-1]) if shape else 4096, 64, 4096)
+    return templates_rows.softmax_rows(t.args, t.args[0], block)
 
 
 def draft_log_softmax(t: Traced) -> str | None:

@@ -379,3 +379,56 @@ def fused_reduce(
         + f"        return y.view(tuple(lead){keep})"
     )
     return _module(kernel, args, body, block)
+
+
+_SOFTMAX_ROWS_KERNEL = """
+@triton.jit
+def softmax_rows_kernel(x_ptr, y_ptr, row_stride, n_rows, n_cols, ONE_PASS: tl.constexpr, ROWS: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    if ONE_PASS:  # rows that fit one block: ROWS of them loaded once, max, exp, sum and scale in registers
+        tile_rows = pid * ROWS + tl.arange(0, ROWS)
+        tile_cols = tl.arange(0, BLOCK)
+        ok = (tile_rows < n_rows)[:, None] & (tile_cols < n_cols)[None, :]
+        xt = tl.load(x_ptr + tile_rows[:, None] * row_stride + tile_cols[None, :], mask=ok, other=0.0)
+        xt = tl.where(ok, xt.to(tl.float32), -1e30)
+        e = tl.exp(xt - tl.max(xt, axis=1)[:, None])
+        yt = e / tl.sum(e, axis=1)[:, None]
+        out_at = tile_rows[:, None] * n_cols + tile_cols[None, :]
+        tl.store(y_ptr + out_at, yt.to(y_ptr.dtype.element_ty), mask=ok)
+        return
+    x_row = x_ptr + pid * row_stride
+    m = tl.full([BLOCK], -1e30, tl.float32)
+    s = tl.zeros([BLOCK], tl.float32)
+    for start in range(0, n_cols, BLOCK):  # online: the running max rescales the running sum
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+        x = tl.where(cols < n_cols, x, -1e30)
+        m_new = tl.maximum(m, x)
+        s = s * tl.exp(m - m_new) + tl.exp(x - m_new)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    denom = tl.sum(s * tl.exp(m - row_max), axis=0)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+        y = tl.exp(x - row_max) / denom
+        tl.store(y_ptr + pid * n_cols + cols, y.to(y_ptr.dtype.element_ty), mask=cols < n_cols)
+"""
+
+
+def softmax_rows(args: Sequence[str], x: str, block: int, rows: int = 16) -> str:
+    """Softmax over the last dimension: rows that fit `block` loaded once, `rows` of them per program
+    (`SM_ROWS`, capped at 16K elements, spread over the PEs), a longer row online (running max and
+    sum) then scaled; computed in fp32, stored in the input's dtype."""
+    body = _ROWS_FWD.format(x=x) + (
+        "        y = torch.empty_like(x2)\n"
+        "        one_pass = n_cols <= BLOCK_SIZE\n"
+        "        rows = max(1, min(SM_ROWS, 16384 // BLOCK_SIZE, _spread(n_rows))) if one_pass else 1\n"
+        "        softmax_rows_kernel[(triton.cdiv(n_rows, rows),)](x2, y, x2.stride(0), n_rows, n_cols,\n"
+        "            ONE_PASS=one_pass, ROWS=rows, BLOCK=BLOCK_SIZE)\n"
+        "        return y.view(x.shape)"
+    )
+    return _module(_SOFTMAX_ROWS_KERNEL, args, body, block).replace(
+        f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nSM_ROWS = {rows}\n", 1
+    )
