@@ -151,6 +151,44 @@ def allocate_searches(
     return out
 
 
+_TEMPLATES: dict[str, str | None] = {}
+
+
+def _template_draft(problem: str) -> str | None:
+    """kegen's template draft of a group problem (`drafting.analyze`, the lift's views applied), or
+    None where no template takes it; drafted once per problem file."""
+    if problem not in _TEMPLATES:
+        from kegen.search.operators.drafting import analyze
+
+        try:
+            _TEMPLATES[problem] = analyze(Path(problem)).source
+        except Exception:  # a recogniser: no template, no carry from one
+            _TEMPLATES[problem] = None
+    return _TEMPLATES[problem]
+
+
+def carried(winner: str, group: dict[str, Any], other: dict[str, Any]) -> str | None:
+    """`winner` (found for `group`) as a candidate for the same group at another variant (`other`):
+    its change replayed from where it started. That is the group's seed (Inductor's draft), or, where
+    the winner is closer to it (the search began from kegen's template draft beside the seed), the
+    template draft, whose code reads the sizes at run time: the other variant's template draft with
+    the change replayed (itself when the winner is the template)."""
+    seed, seed2 = Path(group["seed_path"]).read_text(), Path(other["seed_path"]).read_text()
+    from_seed = change_of(seed, winner)
+    template = _template_draft(group["problem"]) if "problem" in group else None
+    from_template = change_of(template, winner) if template else None
+    if from_template is None or _size(from_seed) <= _size(from_template):
+        return apply_change(from_seed, seed2)
+    template2 = _template_draft(other["problem"]) if "problem" in other else None
+    if template2 is None:
+        return None
+    return template2 if not from_template else apply_change(from_template, template2)
+
+
+def _size(change: list[Hunk]) -> int:
+    return sum(len(old) + len(new) for old, new in change)
+
+
 def carry_winners(found: dict[str, dict[str, Any]], plans: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """For every searched group whose winner beat its seed, the winner's change replayed on the same
     group's seed at each variant that was not searched ({"k/gi": found-like entry, "carried": True})."""
@@ -160,13 +198,12 @@ def carry_winners(found: dict[str, dict[str, Any]], plans: list[dict[str, Any]])
             continue
         k, gi = (int(x) for x in pk.split("/"))
         sig = signature(plans[k], gi)
-        change = change_of(Path(plans[k]["groups"][gi]["seed_path"]).read_text(), f["source"])
         for k2, plan in enumerate(plans):
             for gi2 in range(len(plan["groups"])):
                 key = f"{k2}/{gi2}"
                 if key in found or key in out or signature(plan, gi2) != sig:
                     continue
-                src = apply_change(change, Path(plan["groups"][gi2]["seed_path"]).read_text())
+                src = carried(f["source"], plans[k]["groups"][gi], plan["groups"][gi2])
                 if src is not None:
                     out[key] = {
                         "source": src,

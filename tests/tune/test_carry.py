@@ -72,3 +72,48 @@ def test_one_search_per_group_then_carried(tmp_path: Path) -> None:
     carried = carry_winners(found, plans)
     assert set(carried) == {"0/0"} and carried["0/0"]["carried"]
     assert "MM_BLOCK_K = 64" in carried["0/0"]["source"] and "cdiv(256, 32)" in carried["0/0"]["source"]
+
+
+GROUP = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+
+
+def get_inputs():
+    return [torch.randn({rows}, {cols})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_winner_from_the_template_draft_is_carried_from_the_other_variants_template(tmp_path: Path) -> None:
+    """The search began from kegen's template draft beside Inductor's seed: the winner's change is
+    replayed on the other variant's template draft (its sizes its own), not on that variant's seed."""
+    from kegen.search.operators.drafting import analyze
+
+    groups = []
+    for k, (rows, cols) in enumerate(((64, 300), (8, 3000))):
+        problem = tmp_path / f"v{k}.py"
+        problem.write_text(GROUP.format(rows=rows, cols=cols))
+        seed = tmp_path / f"v{k}_seed.py"
+        seed.write_text(_seed(rows * cols))  # an Inductor-like seed the template shares nothing with
+        groups.append({"name": "g0_softmax", "kernel": "softmax", "problem": str(problem), "seed_path": str(seed)})
+    plans = [{"groups": [g]} for g in groups]
+    template0 = analyze(Path(groups[0]["problem"])).source
+    template1 = analyze(Path(groups[1]["problem"])).source
+    assert template0 and template1 and "BLOCK_SIZE = 512" in template0 and "BLOCK_SIZE = 4096" in template1
+    winner = template0.replace("SM_ROWS = 16", "SM_ROWS = 4")
+    out = carry_winners({"0/0": {"source": winner, "speedup": 1.3}}, plans)
+    assert set(out) == {"1/0"}
+    src = out["1/0"]["source"]
+    assert "SM_ROWS = 4" in src and "BLOCK_SIZE = 4096" in src  # the change, at variant 1's own block
+    # the template itself winning is carried as the other variant's template
+    out = carry_winners({"0/0": {"source": template0, "speedup": 1.2}}, plans)
+    assert out["1/0"]["source"] == template1
