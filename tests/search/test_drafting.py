@@ -64,7 +64,7 @@ def test_drafted_candidate_is_correct_on_the_simulator(name: str) -> None:
 def test_a_wrong_draft_is_caught_so_the_checks_above_mean_something() -> None:
     path = FIXTURES / "cumsum.py"
     source, _ = draft_candidate(path)
-    exclusive = source.replace("tl.cumsum(x, axis=0) + carry", "tl.cumsum(x, axis=0) - x + carry")
+    exclusive = source.replace("tl.cumsum(x, axis=1) + carry", "tl.cumsum(x, axis=1) - x + carry")
     assert exclusive != source
     result = evaluate(path, exclusive, config=QUICK)
     assert result.status.value == "incorrect"

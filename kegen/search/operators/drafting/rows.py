@@ -96,7 +96,9 @@ def draft_cumsum(t: Traced) -> str | None:
     """Inclusive cumsum over the last dimension (same dtype in and out)."""
     if _row_op(t, CUMSUM) is None or dtype_src(t.out) is None or dtype_of(t.out) != dtype_of(t.ph[0]):
         return None
-    return templates_rows.cumsum(t.args, t.args[0], str(dtype_src(t.out)))
+    shape = shape_of(t.ph[0])
+    block = pow2_block(int(shape[-1]) if shape else 1024, 64, 1024)
+    return templates_rows.cumsum(t.args, t.args[0], str(dtype_src(t.out)), block)
 
 
 def draft_fused_reduce(t: Traced) -> str | None:

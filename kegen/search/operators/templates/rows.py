@@ -156,24 +156,29 @@ def log_softmax(args: Sequence[str], x: str, dtype: str, block: int = 64) -> str
 
 _CUMSUM_KERNEL = """
 @triton.jit
-def cumsum_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+def cumsum_kernel(x_ptr, y_ptr, row_stride, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     offs = tl.arange(0, BLOCK)
-    carry = tl.zeros((1,), dtype=tl.float32)
+    carry = tl.zeros([ROWS], dtype=tl.float32)  # each row's sum of the chunks before
     for start in range(0, n_cols, BLOCK):
-        mask = start + offs < n_cols
-        x = tl.load(x_ptr + row * row_stride + start + offs, mask=mask, other=0.0).to(tl.float32)
-        scan = tl.cumsum(x, axis=0) + carry
-        tl.store(y_ptr + row * n_cols + start + offs, scan.to(y_ptr.dtype.element_ty), mask=mask)
-        carry += tl.sum(x, axis=0)
+        mask = (rows < n_rows)[:, None] & (start + offs < n_cols)[None, :]
+        at = rows[:, None] * row_stride + (start + offs)[None, :]
+        x = tl.load(x_ptr + at, mask=mask, other=0.0).to(tl.float32)
+        scan = tl.cumsum(x, axis=1) + carry[:, None]
+        out_at = rows[:, None] * n_cols + (start + offs)[None, :]
+        tl.store(y_ptr + out_at, scan.to(y_ptr.dtype.element_ty), mask=mask)
+        carry += tl.sum(x, axis=1)
 """
 
 
 def cumsum(args: Sequence[str], x: str, dtype: str, block: int = 64) -> str:
-    """Inclusive prefix sum over the last dimension: chunks scanned in order with a running carry."""
+    """Inclusive prefix sum over the last dimension: ROWS rows a program (spread over the PEs, at
+    most 8K elements a chunk), chunks of `block` columns scanned in order with a running carry."""
     body = _ROWS_FWD.format(x=x) + (
         f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
-        "        cumsum_kernel[(n_rows,)](x2, y, x2.stride(0), n_cols, BLOCK=BLOCK_SIZE)\n"
+        "        rows = max(1, min(16, 8192 // BLOCK_SIZE, _spread(n_rows)))\n"
+        "        cumsum_kernel[(triton.cdiv(n_rows, rows),)](x2, y, x2.stride(0), n_rows, n_cols,\n"
+        "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         "        return y.view(x.shape)"
     )
     return _module(_CUMSUM_KERNEL, args, body, block)
