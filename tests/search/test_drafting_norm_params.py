@@ -58,8 +58,14 @@ def test_layer_norm_on_upcast_parameters_is_drafted_and_correct(tmp_path, n: int
     assert r.ok, r.message
 
 
-def test_parameters_construction_cannot_rebuild_are_not_drafted_as_the_template(tmp_path) -> None:
-    """Weights set in __init__ after construction: a twin LayerNorm would hold ones and zeros."""
+@needs_mtia
+def test_parameters_construction_cannot_rebuild_are_read_from_the_reference(tmp_path) -> None:
+    """Weights set in __init__ after construction: a twin LayerNorm would hold ones and zeros, so the
+    draft builds the reference and reads its parameters (D70)."""
     tweak = "        with torch.no_grad():\n            self.ln.weight.uniform_(0.5, 1.5)"
-    a = analyze(_problem(tmp_path, tweak))
-    assert a.source is None or "layer_norm_kernel" not in a.source
+    problem = _problem(tmp_path, tweak)
+    a = analyze(problem)
+    assert a.source is not None and "layer_norm_kernel" in a.source
+    assert "self.reference = Reference(" in a.source and "nn.LayerNorm(" not in a.source.split("class ModelNew")[1]
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
+    assert r.ok, r.message

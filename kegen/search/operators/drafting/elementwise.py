@@ -88,7 +88,14 @@ def draft_elementwise(t: Traced) -> str | None:
         return None
     lines, result = got
     dtype = dtype_src(t.out) if dtype_of(t.out) != dtype_of(t.ph[0]) else None
-    return templates.elementwise(len(t.ph), lines, result, 256, dtype=dtype)
+    return templates.elementwise(len(t.ph), lines, result, _block(t.out), dtype=dtype)
+
+
+def _block(out: Node) -> int:
+    """A flat block that gives each of the 64 PEs about one (a power of two, 256 to 4096): smaller
+    blocks pay a program's fixed cost many times over (gelu on 256 x 512: 11.3 us at 256, 7.3 at 2048)."""
+    per_pe = math.prod(shape_of(out) or (1,)) // 64
+    return max(256, min(4096, 1 << max(0, per_pe.bit_length() - 1)))
 
 
 def broadcast_kind(shape: tuple[int, ...], out: tuple[int, ...]) -> str | None:

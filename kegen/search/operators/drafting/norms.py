@@ -11,7 +11,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
 
-from kegen.search.operators import templates
 from kegen.search.operators.drafting.graph import (
     POW,
     RMS_NORM,
@@ -28,19 +27,37 @@ from kegen.search.operators.templates import rows as templates_rows
 
 
 def draft_layer_norm(t: Traced) -> str | None:
-    """nn.LayerNorm (a direct attribute of the model) over the last dimension."""
-    if len(t.ops) != 1 or len(t.ph) != 1:
+    """nn.LayerNorm over the last dimension of the input, as the rows template (its parameters rebuilt
+    by `twins`, else read from the reference ModelNew builds)."""
+    if len(t.ops) != 1 or len(t.ph) != 1 or t.out is not t.ops[0]:
         return None
     n = t.ops[0]
     mod = t.module(n)
-    if mod is not None:
-        if not isinstance(mod, nn.LayerNorm) or "." in str(n.target) or len(mod.normalized_shape) != 1:
-            return None
-        has_w, has_b = mod.weight is not None, mod.bias is not None
-        return templates.layer_norm(
-            64, module=(str(n.target), int(mod.normalized_shape[0]), float(mod.eps), has_w, has_b)
-        )
-    return None
+    if not isinstance(mod, nn.LayerNorm) or len(mod.normalized_shape) != 1 or n.args[:1] != (t.ph[0],):
+        return None
+    if n.kwargs or len(n.args) != 1 or dtype_src(t.out) is None:
+        return None
+    path = str(n.target)
+    params = [f"{path}.{name}" if getattr(mod, name) is not None else None for name in ("weight", "bias")]
+    init, prelude = twins(t), ""
+    if init is not None:
+        module = path.replace(".", "_")  # `twins` builds module a.b as self.a_b
+        exprs = [f"self.{module}.{p.rpartition('.')[2]}.detach()" if p else None for p in params]
+    else:
+        init, prelude = reference_init(t.problem.__file__, "the LayerNorm's weight and bias")
+        exprs = [reference_tensor(t.model, p) if p else None for p in params]
+    source = templates_rows.layer_norm(
+        t.args,
+        t.args[0],
+        None,
+        exprs[0],
+        exprs[1],
+        float(mod.eps),
+        str(dtype_src(t.out)),
+        block=_row_block(tuple(mod.normalized_shape)),
+        init=init,
+    )
+    return _with_prelude(source, prelude)
 
 
 def _shape_reads(t: Traced) -> set[Node]:

@@ -8,7 +8,6 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from kegen.search.operators import templates
 from kegen.search.operators.drafting.graph import (
     ARGMAX,
     CUMSUM,
@@ -58,13 +57,17 @@ def draft_log_softmax(t: Traced) -> str | None:
 
 
 def draft_reduce(t: Traced) -> str | None:
-    """sum / mean / max (amax) over the last dimension, keepdim or not."""
+    """sum / mean / max (amax) over the last dimension, keepdim or not: the fused reduction's row
+    tiles with no chain before it."""
     n = _row_op(t, set(REDUCE), ("keepdim",))
-    if n is None:
+    shape, dtype = shape_of(t.ph[0]), dtype_of(t.ph[0])
+    if n is None or not shape or dtype is None or not dtype.is_floating_point or dtype_of(t.out) != dtype:
         return None
-    kind = REDUCE[n.target]
     keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
-    return templates.row_reduce("max" if kind == "max" else "sum", 64, kind == "mean", keep)
+    block = pow2_block(shape[-1], 16, 1024)
+    return templates_rows.fused_reduce(
+        t.args, t.args, [], "v0", REDUCE[n.target], 1, keep, str(dtype_src(t.out)), block
+    )
 
 
 def draft_col_reduce(t: Traced) -> str | None:
@@ -78,8 +81,11 @@ def draft_col_reduce(t: Traced) -> str | None:
         return None
     kind, keep = REDUCE[n.target], bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
     dtype = str(dtype_src(t.out))
+    # column blocks narrow enough that the programs cover the PEs (8 to 64 columns), rows in 2K tiles
+    n_cols = int((shape_of(t.ph[0]) or (1, 64))[1])
+    block_c = max(8, min(64, 1 << max(0, (n_cols // 64).bit_length() - 1)))
     return templates_layout.col_reduce(
-        "max" if kind == "max" else "sum", kind == "mean", keep, dtype, t.args[0]
+        "max" if kind == "max" else "sum", kind == "mean", keep, dtype, t.args[0], 2048 // block_c, block_c
     )
 
 
@@ -89,7 +95,9 @@ def draft_argmax(t: Traced) -> str | None:
     if n is None or not t.ph[0].meta["tensor_meta"].dtype.is_floating_point:
         return None
     keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
-    return templates_rows.argmax(t.args, t.args[0], keep)
+    shape = shape_of(t.ph[0])
+    block = pow2_block(int(shape[-1]) if shape else 1024, 16, 1024)
+    return templates_rows.argmax(t.args, t.args[0], keep, block)
 
 
 def draft_cumsum(t: Traced) -> str | None:

@@ -186,30 +186,34 @@ def cumsum(args: Sequence[str], x: str, dtype: str, block: int = 64) -> str:
 
 _ARGMAX_KERNEL = """
 @triton.jit
-def argmax_kernel(x_ptr, y_ptr, row_stride, n_cols, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+def argmax_kernel(x_ptr, y_ptr, row_stride, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     offs = tl.arange(0, BLOCK)
-    best_val = tl.full([BLOCK], float("-inf"), tl.float32)
-    best_idx = tl.zeros([BLOCK], tl.int32)
+    best_val = tl.full([ROWS, BLOCK], float("-inf"), tl.float32)
+    best_idx = tl.zeros([ROWS, BLOCK], tl.int32)
     for start in range(0, n_cols, BLOCK):
-        x = tl.load(x_ptr + row * row_stride + start + offs, mask=start + offs < n_cols,
+        ok = (rows < n_rows)[:, None] & (start + offs < n_cols)[None, :]
+        x = tl.load(x_ptr + rows[:, None] * row_stride + (start + offs)[None, :], mask=ok,
                     other=float("-inf")).to(tl.float32)
         better = x > best_val
-        best_idx = tl.where(better, start + offs, best_idx)
+        best_idx = tl.where(better, (start + offs)[None, :] + best_idx * 0, best_idx)
         best_val = tl.where(better, x, best_val)
-    row_max = tl.max(best_val, axis=0)
-    first = tl.where(best_val == row_max, best_idx, n_cols)
-    tl.store(y_ptr + row, tl.min(first, axis=0).to(tl.int64))
+    row_max = tl.max(best_val, axis=1)
+    first = tl.where(best_val == row_max[:, None], best_idx, n_cols)
+    tl.store(y_ptr + rows, tl.min(first, axis=1).to(tl.int64), mask=rows < n_rows)
 """
 
 
 def argmax(args: Sequence[str], x: str, keepdim: bool, block: int = 64) -> str:
     """Index of the first maximum of each row (per-lane running best, then the smallest index
-    among the lanes that hold the row maximum), as torch.argmax returns it."""
+    among the lanes that hold the row maximum), as torch.argmax returns it; ROWS rows a program
+    (spread over the PEs, at most 8K elements a chunk)."""
     shape = "x.shape[:-1] + (1,)" if keepdim else "x.shape[:-1]"
     body = _ROWS_FWD.format(x=x) + (
         "        y = torch.empty(n_rows, dtype=torch.int64, device=x.device)\n"
-        "        argmax_kernel[(n_rows,)](x2, y, x2.stride(0), n_cols, BLOCK=BLOCK_SIZE)\n"
+        "        rows = max(1, min(16, 8192 // BLOCK_SIZE, _spread(n_rows)))\n"
+        "        argmax_kernel[(triton.cdiv(n_rows, rows),)](x2, y, x2.stride(0), n_rows, n_cols,\n"
+        "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         f"        return y.view({shape})"
     )
     return _module(_ARGMAX_KERNEL, args, body, block)
