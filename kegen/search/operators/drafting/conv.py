@@ -184,8 +184,8 @@ def _match_chain(t: Traced) -> _Chain | None:
         used.add(node)
         node = strip_casts(node.args[0], used)
     bn_inputs: tuple[Any, ...] = ()
-    if isinstance(node, Node) and node.target is F.batch_norm and (found := _bn_inputs(t, node)):
-        bn_inputs = found
+    if isinstance(node, Node) and node.target is F.batch_norm and (stats := _bn_inputs(t, node)):
+        bn_inputs = stats
         used.add(node)
         node = strip_casts(node.args[0], used)
     if not isinstance(node, Node) or not node.args:
@@ -215,7 +215,7 @@ def _bn_inputs(t: Traced, n: Node) -> tuple[Any, ...] | None:
     """F.batch_norm(x, mean, var, weight, bias, training=False, momentum, eps) on [C] inputs (weight and
     bias both or neither): (mean, var, weight, bias, eps), else None."""
     names = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
-    p = dict(zip(names, n.args, strict=False)) | n.kwargs
+    p: dict[str, Any] = dict(zip(names, n.args, strict=False)) | dict(n.kwargs)
     stats = [p.get(k) for k in ("running_mean", "running_var", "weight", "bias")]
     if p.get("training", False) or not isinstance(p.get("eps", 1e-5), float):
         return None

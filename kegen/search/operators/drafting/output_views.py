@@ -56,9 +56,9 @@ def _dim(v: Any, rank: int) -> int | None:
 
 def _step(n: Any) -> tuple[View, Node] | None:
     """The view node `n` applies and the node it views (None when `n` is not a view here)."""
-    if not isinstance(n, Node) or n.kwargs:
+    if not isinstance(n, Node) or n.kwargs or not n.args or not isinstance(n.args[0], Node):
         return None
-    args = n.args
+    args: Any = n.args
     if n.op == "call_method" and n.target == "reshape" and len(args) == 2 and (s := _ints(args[1])):
         return View("reshape", s), args[0]
     if n.op != "call_function":
