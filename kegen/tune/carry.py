@@ -167,22 +167,28 @@ def _template_draft(problem: str) -> str | None:
     return _TEMPLATES[problem]
 
 
-def carried(winner: str, group: dict[str, Any], other: dict[str, Any]) -> str | None:
-    """`winner` (found for `group`) as a candidate for the same group at another variant (`other`):
-    its change replayed from where it started. That is the group's seed (Inductor's draft), or, where
-    the winner is closer to it (the search began from kegen's template draft beside the seed), the
-    template draft, whose code reads the sizes at run time: the other variant's template draft with
-    the change replayed (itself when the winner is the template)."""
-    seed, seed2 = Path(group["seed_path"]).read_text(), Path(other["seed_path"]).read_text()
-    from_seed = change_of(seed, winner)
+def winner_change(winner: str, group: dict[str, Any]) -> tuple[bool, list[Hunk]]:
+    """(whether `winner`, found for `group`, started from kegen's template draft; its change from that
+    start). The start is the group's seed (Inductor's draft), or the template draft where the winner is
+    closer to it (fewer changed lines: the search began from the template beside the seed)."""
+    from_seed = change_of(Path(group["seed_path"]).read_text(), winner)
     template = _template_draft(group["problem"]) if "problem" in group else None
     from_template = change_of(template, winner) if template else None
     if from_template is None or _size(from_seed) <= _size(from_template):
-        return apply_change(from_seed, seed2)
-    template2 = _template_draft(other["problem"]) if "problem" in other else None
-    if template2 is None:
+        return False, from_seed
+    return True, from_template
+
+
+def replay(change: list[Hunk], from_template: bool, other: dict[str, Any]) -> str | None:
+    """A `winner_change` replayed on the same group at another variant (`other`): on its seed, or on
+    its template draft (whose code reads the sizes at run time; the draft itself for an empty change,
+    a winner that is the template)."""
+    if not from_template:
+        return apply_change(change, Path(other["seed_path"]).read_text())
+    template = _template_draft(other["problem"]) if "problem" in other else None
+    if template is None:
         return None
-    return template2 if not from_template else apply_change(from_template, template2)
+    return template if not change else apply_change(change, template)
 
 
 def _size(change: list[Hunk]) -> int:
@@ -198,12 +204,13 @@ def carry_winners(found: dict[str, dict[str, Any]], plans: list[dict[str, Any]])
             continue
         k, gi = (int(x) for x in pk.split("/"))
         sig = signature(plans[k], gi)
+        from_template, change = winner_change(f["source"], plans[k]["groups"][gi])
         for k2, plan in enumerate(plans):
             for gi2 in range(len(plan["groups"])):
                 key = f"{k2}/{gi2}"
                 if key in found or key in out or signature(plan, gi2) != sig:
                     continue
-                src = carried(f["source"], plans[k]["groups"][gi], plan["groups"][gi2])
+                src = replay(change, from_template, plan["groups"][gi2])
                 if src is not None:
                     out[key] = {
                         "source": src,
