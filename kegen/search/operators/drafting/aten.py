@@ -182,9 +182,9 @@ def wrap(source: str, args: list[str], views: Lifted) -> str:
     result = f"super().forward({call})"
     if views.output_view is not None:
         result += f".reshape({', '.join(map(str, views.output_view))})"
+    body = f"return {result}"
     if views.output_views is not None:  # each output a view of what the kernels return: run them once
-        result = f"{result}\n        return {output_views.expression('result', views.output_views)}"
-        result = result.replace("super()", "result = super()", 1)
+        body = f"result = {result}\n        return {output_views.expression('result', views.output_views)}"
     return (
         source.replace("class ModelNew(", f"class {base}(", 1).rstrip("\n")
         + f"""
@@ -194,7 +194,7 @@ class ModelNew({base}):
     \"\"\"The drafted kernels on the inputs and output as the kernel group's graph views them.\"\"\"
 
     def forward(self, {", ".join(args)}):
-        {result if views.output_views is not None else f"return {result}"}
+        {body}
 """
     )
 
