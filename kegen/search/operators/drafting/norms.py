@@ -39,13 +39,7 @@ def draft_layer_norm(t: Traced) -> str | None:
         return None
     path = str(n.target)
     params = [f"{path}.{name}" if getattr(mod, name) is not None else None for name in ("weight", "bias")]
-    init, prelude = twins(t), ""
-    if init is not None:
-        module = path.replace(".", "_")  # `twins` builds module a.b as self.a_b
-        exprs = [f"self.{module}.{p.rpartition('.')[2]}.detach()" if p else None for p in params]
-    else:
-        init, prelude = reference_init(t.problem.__file__, "the LayerNorm's weight and bias")
-        exprs = [reference_tensor(t.model, p) if p else None for p in params]
+    exprs, init, prelude = _parameters(t, params, "the LayerNorm's weight and bias")
     source = templates_rows.layer_norm(
         t.args,
         t.args[0],
@@ -66,13 +60,28 @@ def _shape_reads(t: Traced) -> set[Node]:
     return reads | {n for n in t.ops if n.target is operator.getitem and n.args[0] in reads}
 
 
-def _param_expr(t: Traced, n: Any, casts: set[Node]) -> str | None:
-    """ModelNew's expression for the model parameter a get_attr node (below casts) reads: its twin
-    module's attribute (`twins` names `a.b` `self.a_b`), else None."""
+def _param_path(n: Any, casts: set[Node]) -> str | None:
+    """The dotted path of the model parameter a get_attr node (below casts) reads, else None."""
     n = strip_casts(n, casts)
-    if not (isinstance(n, Node) and n.op == "get_attr"):
-        return None
-    owner, _, leaf = str(n.target).rpartition(".")
+    return str(n.target) if isinstance(n, Node) and n.op == "get_attr" else None
+
+
+def _parameters(t: Traced, paths: list[str | None], holds: str) -> tuple[list[str | None], list[str], str]:
+    """(ModelNew's forward-time expressions of the model parameters at `paths`, None staying None;
+    ModelNew.__init__'s lines; the module-level prelude): the parameters rebuilt by `twins` where
+    seeded construction gives the reference's values (module a.b as self.a_b), else read from the
+    reference ModelNew builds (`holds` names them)."""
+    rebuilt = twins(t)
+    if rebuilt is None:
+        init, prelude = reference_init(t.problem.__file__, holds)
+        return [reference_tensor(t.model, p) if p else None for p in paths], init, prelude
+    return [_twin(p) if p else None for p in paths], rebuilt, ""
+
+
+def _twin(path: str) -> str:
+    """ModelNew's expression of the twin of the parameter at `path` (`twins` builds module a.b as
+    self.a_b)."""
+    owner, _, leaf = path.rpartition(".")
     return f"self.{owner.replace('.', '_')}.{leaf}.detach()" if owner else f"self.{leaf}.detach()"
 
 
@@ -98,8 +107,8 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
     eps = p.get("eps", 1e-5)
     if not isinstance(shape, list | tuple) or len(shape) != 1 or not isinstance(eps, float | int):
         return None
-    exprs: list[str | None] = []
-    paths: dict[str, str] = {}  # a parameter's expression -> its path in the reference
+    exprs: list[str | None] = []  # weight and bias: inputs' names (a parameter's below)
+    params: list[str | None] = []  # weight and bias: parameters' paths
     for v in (p.get("weight"), p.get("bias")):
         upcast: set[Node] = set()
         if v is not None and (below := strip_casts(v, upcast)) in t.ph:  # an input read through upcasts
@@ -107,9 +116,10 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
             casts |= upcast
         if v is None or (v in t.ph and rank_of(v) == 1):
             exprs.append(t.arg(v) if v is not None else None)
-        elif (expr := _param_expr(t, v, casts)) is not None:
-            exprs.append(expr)
-            paths[expr] = str(strip_casts(v, set()).target)
+            params.append(None)
+        elif (path := _param_path(v, casts)) is not None:
+            exprs.append(None)
+            params.append(path)
         else:
             return None
     dtype_reads = {n for n in t.ops if n.target is getattr and n.args[1] == "dtype"}
@@ -134,13 +144,9 @@ def draft_layer_norm_fn(t: Traced) -> str | None:
             return None
     init: list[str] = []
     prelude = ""
-    if paths:  # parameters: rebuilt by seeded construction, else read from the reference ModelNew builds
-        rebuilt = twins(t)
-        if rebuilt is None:
-            init, prelude = reference_init(t.problem.__file__, "the LayerNorm's weight and bias")
-            exprs = [reference_tensor(t.model, paths[e]) if e in paths else e for e in exprs]
-        else:
-            init = rebuilt
+    if any(params):
+        values, init, prelude = _parameters(t, params, "the LayerNorm's weight and bias")
+        exprs = [e if e is not None else v for e, v in zip(exprs, values, strict=True)]
     source = templates_rows.layer_norm(
         t.args,
         t.arg(x),
@@ -250,12 +256,8 @@ def _rms_weight(t: Traced, w: Node | None) -> tuple[str | None, list[str], str]:
     as it is; a parameter rebuilt by `twins`, else read from the reference built in ModelNew."""
     if w is None or w.op == "placeholder":
         return (t.arg(w) if w is not None else None), [], ""
-    path = str(w.target)
-    rebuilt = twins(t)
-    if rebuilt is not None:
-        return f"self.{path.replace('.', '_')}.detach()", rebuilt, ""
-    init, prelude = reference_init(t.problem.__file__, "the RMSNorm's weight")
-    return reference_tensor(t.model, path), init, prelude
+    (expr,), init, prelude = _parameters(t, [str(w.target)], "the RMSNorm's weight")
+    return expr, init, prelude
 
 
 def _rms_confirmed(
