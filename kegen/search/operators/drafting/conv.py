@@ -296,11 +296,18 @@ def _name(chain: _Chain) -> str:
 
 def _attr(t: Traced, chain: _Chain, name: str) -> str:
     """The template's `self.<attr>`: the convolution module, or its geometry bound to the inputs."""
+    if chain.geometry.weight_input is None:
+        return name
+    weight, bias = _operands(t, chain, name)
+    return f"{name}.bind({weight}, {bias}{_bound_bn(t, chain)})"
+
+
+def _operands(t: Traced, chain: _Chain, name: str) -> tuple[str, str]:
+    """Forward's expressions of the convolution's weight and bias: the inputs, else module `name`'s."""
     g = chain.geometry
     if g.weight_input is None:
-        return name
-    bias = t.arg(g.bias_input) if g.bias_input is not None else "None"
-    return f"{name}.bind({t.arg(g.weight_input)}, {bias}{_bound_bn(t, chain)})"
+        return f"self.{name}.weight", f"self.{name}.bias"
+    return t.arg(g.weight_input), t.arg(g.bias_input) if g.bias_input is not None else "None"
 
 
 # the module-level class of a convolution whose weight and bias are forward inputs
@@ -340,7 +347,7 @@ def draft_depthwise(t: Traced) -> str | None:
     residual = t.arg(chain.residual) if chain.residual is not None else None
     attr, x = _attr(t, chain, name), t.arg(chain.x)
     if nd == 1:  # [N, C, L] as [N, C, 1, L]: a geometry of height 1 bound to the weight viewed so
-        attr, geometry = _rows_of_one(t, chain, name)
+        attr, geometry = _rows_of_one(t, chain, name, int(weight.shape[-1]))
         init = [*init, f"self.{name}_rows = ConvOperands({geometry})"]
         prelude = prelude if "class ConvOperands" in prelude else f"{prelude}\n{CONV_OPERANDS}"
         x, residual = f"{x}.unsqueeze(2)", f"{residual}.unsqueeze(2)" if residual else None
@@ -353,15 +360,12 @@ def draft_depthwise(t: Traced) -> str | None:
     return source
 
 
-def _rows_of_one(t: Traced, chain: _Chain, name: str) -> tuple[str, str]:
-    """(the template's attr, the 2-D ConvOperands geometry) of a 1-D depthwise chain: weight [C, 1, K]
-    bound as [C, 1, 1, K], stride, padding and dilation (1, s), (0, p), (1, d)."""
+def _rows_of_one(t: Traced, chain: _Chain, name: str, k: int) -> tuple[str, str]:
+    """(the template's attr, the 2-D ConvOperands geometry) of a 1-D depthwise chain of `k` taps:
+    weight [C, 1, K] bound as [C, 1, 1, K], stride, padding and dilation (1, s), (0, p), (1, d)."""
     g = chain.geometry
-    if g.weight_input is not None:
-        weight, bias = t.arg(g.weight_input), t.arg(g.bias_input) if g.bias_input is not None else "None"
-    else:
-        weight, bias = f"self.{name}.weight", f"self.{name}.bias"
-    channels, k = g.groups, _kernel_width(t, chain)
+    weight, bias = _operands(t, chain, name)
+    channels = g.groups
     taps = f"(1, {k}), (1, {g.stride[0]}), (0, {g.padding[0]}), (1, {g.dilation[0]})"
     attr = f"{name}_rows.bind({weight}.unsqueeze(2), {bias}{_bound_bn(t, chain)})"
     return attr, f"{channels}, {taps}, {channels}"
@@ -376,13 +380,6 @@ def _bound_bn(t: Traced, chain: _Chain) -> str:
     names = ", ".join(t.arg(s) if s is not None else "None" for s in stats)
     return f", ({names}, {eps!r}, {stats[2] is not None})"
 
-
-def _kernel_width(t: Traced, chain: _Chain) -> int:
-    g = chain.geometry
-    shape = shape_of(g.weight_input) if g.weight_input is not None else None
-    if shape is None:
-        shape = tuple(operator.attrgetter(g.weight)(t.model).shape)
-    return int(shape[-1])
 
 
 def draft_conv(t: Traced) -> str | None:
