@@ -31,3 +31,9 @@ def test_elementwise_template_writes_the_vector_add_example_seed() -> None:
 def test_a_constant_the_seed_lacks_is_refused() -> None:
     with pytest.raises(ValueError, match="sets no integer BLOCK_SIZE"):
         templates.example_seed("softmax", BLOCK_SIZE=64)
+
+
+def test_power_of_two_sizes_round_up_or_down_within_their_bounds() -> None:
+    assert [templates.pow2_block(n, 16, 1024) for n in (1, 17, 64, 3000)] == [16, 32, 64, 1024]
+    assert [templates.pow2_floor(n, 8, 64) for n in (0, 3, 17, 64, 1000)] == [8, 8, 16, 64, 64]
+    assert templates.pow2_floor(2047) == 1024 and templates.pow2_floor(0) == 1

@@ -3,6 +3,7 @@ cumsum) and column reductions over dim 0 of a 2-D input."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -23,7 +24,7 @@ from kegen.search.operators.drafting.graph import (
     shape_of,
 )
 from kegen.search.operators.templates import layout as templates_layout
-from kegen.search.operators.templates import pow2_block
+from kegen.search.operators.templates import pow2_block, pow2_floor
 from kegen.search.operators.templates import rows as templates_rows
 
 
@@ -36,6 +37,11 @@ def _row_op(t: Traced, targets: set[Any], extra_kwargs: tuple[str, ...] = ()) ->
     if n.args[:1] != (t.ph[0],) or set(kwargs) - {"dim", *extra_kwargs}:
         return None
     return n if is_last_dim(dim_arg(n, 1, -1 if n.target in SOFTMAX else None), rank_of(t.ph[0])) else None
+
+
+def _keepdim(n: Node) -> bool:
+    """A reduction's `keepdim` (keyword, or positional after `dim`)."""
+    return bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
 
 
 def draft_softmax(t: Traced) -> str | None:
@@ -63,7 +69,7 @@ def draft_reduce(t: Traced) -> str | None:
     shape, dtype = shape_of(t.ph[0]), dtype_of(t.ph[0])
     if n is None or not shape or dtype is None or not dtype.is_floating_point or dtype_of(t.out) != dtype:
         return None
-    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    keep = _keepdim(n)
     block = pow2_block(shape[-1], 16, 1024)
     return templates_rows.fused_reduce(
         t.args, t.args, [], "v0", REDUCE[n.target], 1, keep, str(dtype_src(t.out)), block
@@ -79,11 +85,11 @@ def draft_col_reduce(t: Traced) -> str | None:
     dim = dim[0] if isinstance(dim, list | tuple) and len(dim) == 1 else dim
     if dim not in (0, -2) or set(n.kwargs) - {"dim", "keepdim"} or dtype_src(t.out) is None:
         return None
-    kind, keep = REDUCE[n.target], bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    kind, keep = REDUCE[n.target], _keepdim(n)
     dtype = str(dtype_src(t.out))
     # column blocks narrow enough that the programs cover the PEs (8 to 64 columns), rows in 2K tiles
     n_cols = int((shape_of(t.ph[0]) or (1, 64))[1])
-    block_c = max(8, min(64, 1 << max(0, (n_cols // 64).bit_length() - 1)))
+    block_c = pow2_floor(n_cols // 64, 8, 64)
     return templates_layout.col_reduce(
         "max" if kind == "max" else "sum", kind == "mean", keep, dtype, t.args[0], 2048 // block_c, block_c
     )
@@ -94,7 +100,7 @@ def draft_argmax(t: Traced) -> str | None:
     n = _row_op(t, ARGMAX, ("keepdim",))
     if n is None or not t.ph[0].meta["tensor_meta"].dtype.is_floating_point:
         return None
-    keep = bool(n.kwargs.get("keepdim", n.args[2] if len(n.args) > 2 else False))
+    keep = _keepdim(n)
     shape = shape_of(t.ph[0])
     block = pow2_block(int(shape[-1]) if shape else 1024, 16, 1024)
     return templates_rows.argmax(t.args, t.args[0], keep, block)
@@ -136,11 +142,8 @@ def draft_fused_reduce(t: Traced) -> str | None:
     if got is None or not got[0]:
         return None
     lines, result = got
-    keep = bool(red.kwargs.get("keepdim", red.args[2] if len(red.args) > 2 else False))
-    n_cols = 1
-    for d in reduced:
-        n_cols *= shape[d]
-    block = pow2_block(n_cols, 16, 1024)
+    keep = _keepdim(red)
+    block = pow2_block(math.prod(shape[d] for d in reduced), 16, 1024)
     kind = REDUCE[red.target]
     return templates_rows.fused_reduce(
         t.args, t.args, lines, result, kind, len(reduced), keep, str(dtype_src(t.out)), block

@@ -298,6 +298,12 @@ def pow2_block(n: int, least: int = 1, most: int = 1 << 30) -> int:
     return max(least, min(most, 1 << max(0, int(n) - 1).bit_length()))
 
 
+def pow2_floor(n: int, least: int = 1, most: int = 1 << 30) -> int:
+    """The largest power of two <= n (1 for n < 1), clamped to [least, most]: a count that does not
+    overshoot its extent (blocks that still give every PE one)."""
+    return max(least, min(most, 1 << max(0, int(n).bit_length() - 1)))
+
+
 def gemm_first_tiles(m: int, n: int, k: int, programs: int = 64, group: int = 0) -> tuple[int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K) of a drafted GEMM: 128 x 128 x 64 tiles (powers of two, at least 16,
     no larger than the sizes need), the larger side halved down to 32 while fewer than `programs` tiles
