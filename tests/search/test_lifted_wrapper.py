@@ -5,7 +5,10 @@ Each rewrite is checked on the simulator."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
+
+import pytest
 
 from kegen.eval import EvalConfig, evaluate
 from kegen.profiling import Diagnosis
@@ -83,3 +86,25 @@ def test_a_grouped_bound_convolution_is_not_rewritten(tmp_path) -> None:
     source = analyze(problem).source
     assert source is not None and "kegen_depthwise_kernel" in source
     assert conv_mutations(source) == []
+
+
+@pytest.mark.parametrize(
+    ("init", "taken"),
+    [
+        ("self.conv = nn.Conv2d(16, 16, 3, 1, 1, 1)", True),  # dilation positional: groups left at 1
+        ("self.conv = nn.Conv2d(16, 16, 3, 1, 1, 1, 2)", False),  # groups positional
+        ("self.conv = ConvOperands(8, (3, 3), (1, 1), (1, 1), (1, 1), 1)", True),
+        ("self.conv = ConvOperands(8, (3, 3), (1, 1), (1, 1), (1, 1), 8)", False),  # grouped
+    ],
+)
+def test_the_conv_rewrites_read_groups_of_modules_and_bound_geometries(init: str, taken: bool) -> None:
+    from kegen.search.operators.mutations import MutationError
+    from kegen.search.operators.templates.gpu_conv import _conv_attr
+
+    fn = ast.parse(f"def __init__(self):\n    {init}").body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    if taken:
+        assert _conv_attr(fn) == "conv"
+    else:
+        with pytest.raises(MutationError):
+            _conv_attr(fn)

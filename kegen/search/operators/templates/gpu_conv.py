@@ -277,10 +277,10 @@ def _conv_attr(init: ast.FunctionDef) -> str:
     for kw in call.keywords:
         if kw.arg == "groups" and ast.unparse(kw.value) != "1":
             raise MutationError(f"the convolution sets groups={ast.unparse(kw.value)}")
-    operands = ast.unparse(call.func).split(".")[-1] == "ConvOperands"
-    if operands and (len(call.args) != 6 or ast.unparse(call.args[5]) != "1"):
-        raise MutationError("the bound convolution is grouped")
-    if len(call.args) > 6 or (len(call.args) == 6 and not operands):
+    if ast.unparse(call.func).split(".")[-1] == "ConvOperands":  # groups is its sixth argument
+        if len(call.args) != 6 or ast.unparse(call.args[5]) != "1":
+            raise MutationError("the bound convolution is grouped")
+    elif len(call.args) > 6:
         raise MutationError("the convolution passes groups positionally")
     return attr
 
