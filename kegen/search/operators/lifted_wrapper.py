@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
-from kegen.search.operators.mutations import Mutation
+if TYPE_CHECKING:
+    from kegen.search.operators.mutations import Mutation
 
-BASE = "_ModelNewLifted"
+BASE = "_ModelNewLifted"  # the drafted class's name inside the wrapper (`drafting.aten.wrap` writes it)
 _WRAPPER = re.compile(r"\n+class ModelNew\(" + BASE + r"\):\n.*\Z", re.S)
 
 

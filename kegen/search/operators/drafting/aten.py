@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
+from kegen.search.operators import lifted_wrapper
 from kegen.search.operators.drafting import output_views
 from kegen.search.operators.drafting.aten_batch_norm import lift_batch_norm
 
@@ -173,7 +174,7 @@ def wrap(source: str, args: list[str], views: Lifted) -> str:
     """The drafted candidate with the views `lift` moved out applied in its forward."""
     if not views.input_views and views.output_view is None and views.output_views is None:
         return source
-    base = "_ModelNewLifted"
+    base = lifted_wrapper.BASE
     if "class ModelNew(" not in source or base in source:
         raise NotLiftable("the drafted source has no ModelNew class to wrap")
     call = ", ".join(
@@ -185,18 +186,13 @@ def wrap(source: str, args: list[str], views: Lifted) -> str:
     body = f"return {result}"
     if views.output_views is not None:  # each output a view of what the kernels return: run them once
         body = f"result = {result}\n        return {output_views.expression('result', views.output_views)}"
-    return (
-        source.replace("class ModelNew(", f"class {base}(", 1).rstrip("\n")
-        + f"""
-
-
-class ModelNew({base}):
+    wrapper = f"""class ModelNew({base}):
     \"\"\"The drafted kernels on the inputs and output as the kernel group's graph views them.\"\"\"
 
     def forward(self, {", ".join(args)}):
         {body}
 """
-    )
+    return lifted_wrapper.rejoin(source, wrapper)
 
 
 def _propagate(gm: GraphModule, fake: Any, inputs: list[Any]) -> None:
