@@ -10,11 +10,12 @@ from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
 
-# rows per program that keep the 64 PEs (or SMs) busy: a power of two, n_rows / 64 or fewer
-_SPREAD = """
+# the candidate's rows per program: a power of two that leaves each of the 64 PEs (or SMs) some
+_ROWS_AT_ONCE = """
 
-def _spread(n_rows):
-    return 1 << max(0, (n_rows // 64).bit_length() - 1)
+def _rows_at_once(n_rows, most, elements):
+    # n_rows / 64 or fewer (a power of two), at most `most` and `elements` // BLOCK_SIZE
+    return max(1, min(most, elements // BLOCK_SIZE, 1 << max(0, (n_rows // 64).bit_length() - 1)))
 """
 
 
@@ -23,7 +24,7 @@ def _module(kernel: str, args: Sequence[str], body: str, block: int, init: Seque
     return (
         HEADER
         + f"\nBLOCK_SIZE = {block}\n"
-        + (_SPREAD if "_spread(" in body else "")
+        + (_ROWS_AT_ONCE if "_rows_at_once(" in body else "")
         + "\n"
         + kernel
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
@@ -110,7 +111,7 @@ def rms_norm(
         f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
         + ("        s = torch.empty_like(x2)\n" if sum_at is not None else "        s = y\n")
         + "        one_pass = n_cols <= BLOCK_SIZE\n"
-        "        rows = max(1, min(RMS_ROWS, 16384 // BLOCK_SIZE, _spread(n_rows))) if one_pass else 1\n"
+        "        rows = _rows_at_once(n_rows, RMS_ROWS, 16384) if one_pass else 1\n"
         "        rms_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, r, w, y, s, x2.stride(0), n_rows, n_cols, "
         f"{eps},\n            HAS_RESIDUAL={residual is not None}, HAS_WEIGHT={weight is not None}, "
         f"STORE_SUM={sum_at is not None},\n            ONE_PASS=one_pass, ROWS=rows, BLOCK=BLOCK_SIZE)\n"
@@ -176,7 +177,7 @@ def cumsum(args: Sequence[str], x: str, dtype: str, block: int = 64) -> str:
     most 8K elements a chunk), chunks of `block` columns scanned in order with a running carry."""
     body = _ROWS_FWD.format(x=x) + (
         f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
-        "        rows = max(1, min(16, 8192 // BLOCK_SIZE, _spread(n_rows)))\n"
+        "        rows = _rows_at_once(n_rows, 16, 8192)\n"
         "        cumsum_kernel[(triton.cdiv(n_rows, rows),)](x2, y, x2.stride(0), n_rows, n_cols,\n"
         "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         "        return y.view(x.shape)"
@@ -211,7 +212,7 @@ def argmax(args: Sequence[str], x: str, keepdim: bool, block: int = 64) -> str:
     shape = "x.shape[:-1] + (1,)" if keepdim else "x.shape[:-1]"
     body = _ROWS_FWD.format(x=x) + (
         "        y = torch.empty(n_rows, dtype=torch.int64, device=x.device)\n"
-        "        rows = max(1, min(16, 8192 // BLOCK_SIZE, _spread(n_rows)))\n"
+        "        rows = _rows_at_once(n_rows, 16, 8192)\n"
         "        argmax_kernel[(triton.cdiv(n_rows, rows),)](x2, y, x2.stride(0), n_rows, n_cols,\n"
         "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         f"        return y.view({shape})"
@@ -314,7 +315,7 @@ def layer_norm(
         + f"        y = torch.empty(x2.shape, dtype={dtype}, device=x.device)\n"
         + ("        s = torch.empty_like(x2)\n" if sum_at is not None else "        s = y\n")
         + "        one_pass = n_cols <= BLOCK_SIZE\n"
-        + "        rows = max(1, min(LN_ROWS, 16384 // BLOCK_SIZE, _spread(n_rows))) if one_pass else 1\n"
+        + "        rows = _rows_at_once(n_rows, LN_ROWS, 16384) if one_pass else 1\n"
         + "        layer_norm_kernel[(triton.cdiv(n_rows, rows),)](x2, r, w, b, y, s, x2.stride(0), n_rows,\n"
         + f"            n_cols, {eps!r}, HAS_RESIDUAL={residual is not None},\n"
         + f"            HAS_WEIGHT={weight is not None}, HAS_BIAS={bias is not None},\n"
@@ -382,7 +383,7 @@ def fused_reduce(
         + f"        lead = x0.shape[:x0.dim() - {reduced}]\n"
         + f"        n_rows, n_cols = lead.numel(), x0.shape[x0.dim() - {reduced}:].numel()\n"
         + f"        y = torch.empty(n_rows, dtype={dtype}, device=x0.device)\n"
-        + "        rows = max(1, min(16, _spread(n_rows), 8192 // BLOCK_SIZE))\n"
+        + "        rows = _rows_at_once(n_rows, 16, 8192)\n"
         + f"        fused_reduce_kernel[(triton.cdiv(n_rows, rows),)]({operands}, y, n_rows, n_cols,\n"
         + "            ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         + f"        return y.view(tuple(lead){keep})"
@@ -433,7 +434,7 @@ def softmax_rows(args: Sequence[str], x: str, block: int, rows: int = 16) -> str
     body = _ROWS_FWD.format(x=x) + (
         "        y = torch.empty_like(x2)\n"
         "        one_pass = n_cols <= BLOCK_SIZE\n"
-        "        rows = max(1, min(SM_ROWS, 16384 // BLOCK_SIZE, _spread(n_rows))) if one_pass else 1\n"
+        "        rows = _rows_at_once(n_rows, SM_ROWS, 16384) if one_pass else 1\n"
         "        softmax_rows_kernel[(triton.cdiv(n_rows, rows),)](x2, y, x2.stride(0), n_rows, n_cols,\n"
         "            ONE_PASS=one_pass, ROWS=rows, BLOCK=BLOCK_SIZE)\n"
         "        return y.view(x.shape)"
