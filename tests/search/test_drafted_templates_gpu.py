@@ -1,4 +1,4 @@
-"""The quantized-linear, RoPE and GroupNorm drafts as GPU code: each checked against its reference in
+"""The quantized-linear (8-bit and packed 4-bit), RoPE and GroupNorm drafts as GPU code: each checked against its reference in
 Triton's interpreter (a fresh process, see gpu_interp.py), at the small shapes of their mtia tests."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import pytest
 
 from kegen.search.operators.drafting import analyze
 from tests.search import test_drafting_group_norm as group_norm
+from tests.search import test_drafting_packed as packed
 from tests.search import test_drafting_quant as quant
 from tests.search import test_drafting_rope as rope
 from tests.search.interp_check import assert_matches_in_interpreter
@@ -18,6 +19,9 @@ CASES = [
     (quant, "linear_bias_gelu", "dequant_linear_kernel"),
     (quant, "scale_in_epilogue_residual", "dequant_linear_kernel"),
     (quant, "group_wise_scales", "GROUP"),
+    # (the bf16 packed case is not here: Triton's interpreter converts integers to bf16 as raw bits)
+    (packed, "gptq_int32_packed_zeros", "packed_linear_kernel"),
+    (packed, "int8_planes_signed_row_scale_bias_relu", "packed_linear_kernel"),
     (rope, "buffers_sliced_fp16", "rope_kernel"),
     (rope, "interleaved_half_tables", "rope_kernel"),
     (group_norm, "function_upcast_fp16", "group_norm_kernel"),

@@ -16,7 +16,8 @@ candidate from its Triton template. The op classes:
   that may read a bias row, a residual or a scalar input;
 - stacks of nn.Linear / F.linear layers, each with its bias and activation fused;
 - weight-only quantized linear layers (an int8/uint8 weight cast and scaled per output channel in the
-  forward), the integers read in the GEMM's loop (drafting.quant);
+  forward), the integers read in the GEMM's loop (drafting.quant); packed 4-bit weights in any layout,
+  recognised by the weight the reference computes (drafting.quant_packed);
 - attention over the inputs in any spelling (F.scaled_dot_product_attention, or matmuls around a
   softmax with a scale, a causal or additive mask and fp32 upcasts), confirmed numerically against
   torch's attention (drafting.attention);
@@ -84,6 +85,7 @@ from kegen.search.operators.drafting.norms import (
     draft_rms_norm_op,
 )
 from kegen.search.operators.drafting.quant import draft_dequant_linear
+from kegen.search.operators.drafting.quant_packed import draft_packed_linear
 from kegen.search.operators.drafting.rope import SUMMARY as ROPE_SUMMARY
 from kegen.search.operators.drafting.rope import draft_rope
 from kegen.search.operators.drafting.router import SUMMARY as ROUTER_SUMMARY
@@ -155,6 +157,7 @@ RULES: tuple[Rule, ...] = (
     Rule("transpose", "elementwise", draft_transpose),
     Rule("layout_copy", "elementwise", draft_layout_copy),
     Rule("dequant_linear", "matmul", draft_dequant_linear),
+    Rule("packed_linear", "matmul", draft_packed_linear),
     Rule("matmul", "matmul", draft_matmul),
     Rule("linear", "matmul", draft_linear),
     Rule("gather", "gather", draft_gather),

@@ -136,6 +136,82 @@ def _tensor_expr(t: Traced, n: Node) -> str:
     return t.arg(n) if n.op == "placeholder" else reference_tensor(t.model, str(n.target))
 
 
+@dataclass
+class LinearParts:
+    """What a quantized linear's template needs besides its weight: the activations' view and size,
+    the elementwise epilogue over `acc` (with the tensors it reads) and the output dtype."""
+
+    x: str
+    epilogue: list[str]
+    result: str
+    extras: list[tuple[str, str]]
+    dtype: str
+    m: int
+    k: int
+    ieee: bool
+
+
+def linear_parts(
+    t: Traced, mm: Node, bias: Any, weight_nodes: list[Node], weight_leaves: set[Node]
+) -> LinearParts | None:
+    """The activations, bias and epilogue of a one-matmul graph whose weight operand is computed by
+    `weight_nodes` from `weight_leaves` (the integer weight, its scales and zeros); None where anything
+    else is computed before the matmul or the epilogue is not an elementwise chain."""
+    x_view = operand_view(t, mm.args[0]) if mm.args else None
+    out_shape = shape_of(t.out) if t.out is not None else None
+    if x_view is None or x_view[0].endswith(".transpose(-1, -2)") or not out_shape:
+        return None
+    n_out = out_shape[-1]
+    extras: list[tuple[str, str]] = []
+    b_nodes: list[Node] = []
+    epilogue: list[str] = []
+    if bias is not None:  # F.linear's bias: added to the scaled accumulator, read through its casts
+        b = _leaf(t, bias, b_nodes, views=False)
+        if b is None or shape_of(b) != (n_out,):
+            return None
+        extras.append((_tensor_expr(t, b), "row"))
+        epilogue.append("acc = acc + e0")
+    k = t.ops.index(mm)
+    # dtypes read by casts, sizes read by views: values, not tensors
+    dtypes = {n for n in t.ops if shape_of(n) is None and dtype_of(n) is None and n is not mm}
+    if not set(t.ops[:k]) - dtypes <= set(x_view[1] + weight_nodes + b_nodes):
+        return None
+    after = [n for n in t.ops[k + 1 :] if n not in dtypes]
+    env: dict[Node, str] = {mm: "acc"}
+    leaves = t.ph + [n for n in t.gm.graph.nodes if n.op == "get_attr"]
+    for p in leaves:  # tensors the epilogue reads: a bias row, a residual, a scalar
+        kind = broadcast_kind(shape_of(p) or (), tuple(out_shape))
+        if p in weight_leaves or kind not in ("row", "full", "scalar"):
+            continue
+        if any(u in after for u in p.users):
+            env[p] = f"e{len(extras)}"
+            extras.append((_tensor_expr(t, p), str(kind)))
+    got = chain(t, after, env) if after else ([], "acc")
+    dtype = dtype_src(t.out) if t.out is not None else None
+    if got is None or dtype is None:
+        return None
+    x_node = x_view[1][-1].args[0] if x_view[1] else mm.args[0]
+    x_shape = shape_of(x_node) or (1, 1)
+    m = int(torch.Size(x_shape[:-1]).numel())
+    return LinearParts(
+        x_view[0],
+        [*epilogue, *got[0]],
+        got[1] or "acc",
+        extras,
+        dtype,
+        m,
+        x_shape[-1],
+        ieee=dtype_of(x_node) == torch.float32,
+    )
+
+
+def reference_reads(t: Traced, exprs: list[str], what: str) -> tuple[list[str], str]:
+    """ModelNew.__init__ lines and module prelude that build the reference, where `exprs` read it."""
+    if any("self.reference" in e for e in exprs):
+        return reference_init(t.problem.__file__, what)
+    return [], ""
+
+
 def draft_dequant_linear(t: Traced) -> str | None:
     """A linear layer whose weight is an 8-bit integer tensor dequantized in the forward (see the module
     docstring), with an elementwise epilogue that may read a bias, a residual or a scalar."""
@@ -143,9 +219,6 @@ def draft_dequant_linear(t: Traced) -> str | None:
     if len(mms) != 1 or t.out is None or t.out is not t.ops[-1]:
         return None
     mm = mms[0]
-    x_view = operand_view(t, mm.args[0]) if mm.args else None
-    if x_view is None or x_view[0].endswith(".transpose(-1, -2)"):
-        return None
     out_shape = shape_of(t.out)
     if not out_shape:
         return None
@@ -165,54 +238,28 @@ def draft_dequant_linear(t: Traced) -> str | None:
     weight = _dequant(t, w_node, n_out)
     if weight is None or tuple(shape_of(weight.q) or ()) != (n_out, (shape_of(mm.args[0]) or (0,))[-1]):
         return None
-    extras: list[tuple[str, str]] = []
-    b_nodes: list[Node] = []
-    epilogue: list[str] = []
-    if bias is not None:  # F.linear's bias: added to the scaled accumulator, read through its casts
-        b = _leaf(t, bias, b_nodes, views=False)
-        if b is None or shape_of(b) != (n_out,):
-            return None
-        extras.append((_tensor_expr(t, b), "row"))
-        epilogue.append("acc = acc + e0")
-    k = t.ops.index(mm)
-    # dtypes read by casts, sizes read by views: values, not tensors
-    dtypes = {n for n in t.ops if shape_of(n) is None and dtype_of(n) is None and n is not mm}
-    if not set(t.ops[:k]) - dtypes <= set(x_view[1] + weight.nodes + swap + b_nodes):
-        return None
-    after = [n for n in t.ops[k + 1 :] if n not in dtypes]
-    env: dict[Node, str] = {mm: "acc"}
-    leaves = t.ph + [n for n in t.gm.graph.nodes if n.op == "get_attr"]
-    for p in leaves:  # tensors the epilogue reads: a bias row, a residual, a scalar
-        kind = broadcast_kind(shape_of(p) or (), tuple(out_shape))
-        if p in (weight.q, weight.scale) or kind not in ("row", "full", "scalar"):
-            continue
-        if any(u in after for u in p.users):
-            env[p] = f"e{len(extras)}"
-            extras.append((_tensor_expr(t, p), str(kind)))
-    got = chain(t, after, env) if after else ([], "acc")
-    dtype = dtype_src(t.out)
-    if got is None or dtype is None:
+    leaves = {weight.q} | ({weight.scale} if weight.scale is not None else set())
+    parts = linear_parts(t, mm, bias, weight.nodes + swap, leaves)
+    if parts is None:
         return None
     q_expr = _tensor_expr(t, weight.q)
     scale = (_tensor_expr(t, weight.scale), weight.kind, weight.op) if weight.scale is not None else None
-    init: list[str] = []
-    prelude = ""
-    if any("self.reference" in e for e in (q_expr, scale[0] if scale else "", *(e for e, _ in extras))):
-        init, prelude = reference_init(t.problem.__file__, "the quantized weights and scales")
-    x_node = x_view[1][-1].args[0] if x_view[1] else mm.args[0]
-    x_shape = shape_of(x_node) or (1, 1)
-    m = int(torch.Size(x_shape[:-1]).numel())
+    init, prelude = reference_reads(
+        t,
+        [q_expr, scale[0] if scale else "", *(e for e, _ in parts.extras)],
+        "the quantized weights and scales",
+    )
     return templates_dequant.dequant_linear(
         t.args,
-        x_view[0],
+        parts.x,
         q_expr,
         scale,
-        dtype,
-        [*epilogue, *got[0]],
-        got[1] or "acc",
-        extras,
+        parts.dtype,
+        parts.epilogue,
+        parts.result,
+        parts.extras,
         init,
         prelude,
-        ieee=dtype_of(x_node) == torch.float32,
-        blocks=gemm_first_tiles(m, n_out, x_shape[-1], group=weight.group),
+        ieee=parts.ieee,
+        blocks=gemm_first_tiles(parts.m, n_out, parts.k, group=weight.group),
     )

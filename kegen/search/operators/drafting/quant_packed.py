@@ -1,0 +1,336 @@
+"""Drafting linear layers whose weight is packed 4-bit integers, recognised by the weight computed.
+
+Int4 weight-only quantizers store two values a byte or eight an int32, along K or in planes, in
+either nibble order, signed or offset, with scales and zero points per output channel or per group
+of input channels (GPTQ, AWQ-style exports, torchao, hand-written ones); a reference unpacks them with
+shifts, masks, stack / cat / reshape, repeat_interleave and so on, in more spellings than a pattern
+could list. The weight operand of the graph's one matmul depends only on the model's tensors, so it
+is computed once here (from the traced model's buffers) and every integer tensor of the right size
+is decoded under each layout (`templates.packed_linear.Packing`); the weight must then be
+`s * (q - z)` exactly, with one (s, z) per output channel and group of G input channels. s must be
+one of the model's float tensors (or its inverse, for a division), z a constant, a tensor or a packed
+tensor of the same shape (GPTQ's qzeros, with or without its +1). The evaluator checks the draft again
+on fresh inputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.fx import Node
+from torch.fx.node import map_arg
+
+from kegen.search.operators.drafting.graph import LINEAR, MATMUL, Traced, shape_of
+from kegen.search.operators.drafting.quant import linear_parts, reference_reads
+from kegen.search.operators.drafting.weights import reference_tensor
+from kegen.search.operators.templates import packed_linear as templates_packed
+from kegen.search.operators.templates import pow2_block
+from kegen.search.operators.templates.packed_linear import Operand, Packing
+
+PACKED = (torch.uint8, torch.int8, torch.int16, torch.int32)
+MAX_WEIGHT = 1 << 26  # elements: the weight is computed once at draft time
+# a word's element order over its nibbles: in order, reversed, and AWQ's two interleaved orders
+_ORDERS = {
+    2: ((0, 1), (1, 0)),
+    4: ((0, 1, 2, 3), (3, 2, 1, 0)),
+    8: (
+        (0, 1, 2, 3, 4, 5, 6, 7),
+        (7, 6, 5, 4, 3, 2, 1, 0),
+        (0, 2, 4, 6, 1, 3, 5, 7),
+        (0, 4, 1, 5, 2, 6, 3, 7),
+    ),
+}
+_PROBE_ROWS = 32  # rows the layout search decodes; the chosen layout is then checked on all of them
+
+
+@dataclass
+class _Fit:
+    packing: Packing
+    q_node: Node
+    group: int
+    scale: torch.Tensor  # (N, K / group), float64
+    zero: torch.Tensor
+
+
+def constant_nodes(t: Traced) -> set[Node]:
+    """The graph's nodes computed from the model's tensors alone (no input reaches them)."""
+    const: set[Node] = set()
+    for n in t.gm.graph.nodes:
+        if n.op == "get_attr":
+            const.add(n)
+        elif n.op in ("call_function", "call_method", "call_module"):
+            ins = [a for a in n.all_input_nodes]
+            if ins and all(a in const for a in ins):
+                const.add(n)
+    return const
+
+
+def evaluate(t: Traced, target: Node, const: set[Node]) -> torch.Tensor:
+    """The value of constant node `target`, computed on the traced model's tensors."""
+    env: dict[Node, Any] = {}
+    with torch.no_grad():
+        for n in t.gm.graph.nodes:
+            if n not in const:
+                continue
+            args = map_arg(n.args, lambda a: env[a])
+            kwargs = map_arg(n.kwargs, lambda a: env[a])
+            if n.op == "get_attr":
+                obj: Any = t.gm
+                for part in str(n.target).split("."):
+                    obj = getattr(obj, part)
+                env[n] = obj
+            elif n.op == "call_function":
+                env[n] = n.target(*args, **kwargs)  # type: ignore[operator]
+            elif n.op == "call_method":
+                env[n] = getattr(args[0], str(n.target))(*args[1:], **kwargs)
+            else:
+                env[n] = t.gm.get_submodule(str(n.target))(*args, **kwargs)
+            if n is target:
+                return env[n]
+    raise KeyError(target)
+
+
+def _nibbles(words: torch.Tensor, per_word: int) -> torch.Tensor:
+    """(..., per_word) unsigned 4-bit values of each word, nibble 0 the lowest."""
+    bits = 8 * words.element_size()
+    u = words.to(torch.int64) & ((1 << bits) - 1)
+    return torch.stack([(u >> (4 * s)) & 15 for s in range(per_word)], -1)
+
+
+def _decodings(p: torch.Tensor, n: int, k: int, rows: int) -> Iterator[tuple[Packing, torch.Tensor]]:
+    """Each layout under which `p` holds an (n, k) 4-bit weight, with its first `rows` rows decoded."""
+    per_word = 2 * p.element_size()
+    if p.dim() != 2 or k % per_word or p.numel() * per_word != n * k:
+        return
+    for k_major in (False, True):
+        if tuple(p.shape) != ((k // per_word, n) if k_major else (n, k // per_word)):
+            continue
+        words = (p.t() if k_major else p)[:rows]
+        nib = _nibbles(words, per_word)
+        for signed in (False, True):
+            vals = nib - 16 * (nib >= 8).to(nib.dtype) if signed else nib
+            for planes in (False, True):
+                for slots in _ORDERS[per_word]:
+                    sel = vals[..., list(slots)]
+                    q = sel.permute(0, 2, 1) if planes else sel
+                    packing = Packing(per_word, planes, slots, signed, k_major, p.dtype == torch.uint8)
+                    yield packing, q.reshape(len(words), k)
+
+
+def _fit(
+    w: torch.Tensor, q: torch.Tensor, group: int, tol: float
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(s, z) per row and group with w == s * (q - z) within `tol`, or None."""
+    rows, k = w.shape
+    wg, qg = w.reshape(rows, k // group, group), q.reshape(rows, k // group, group).to(torch.float64)
+    qm, wm = qg.mean(-1, keepdim=True), wg.mean(-1, keepdim=True)
+    dq = qg - qm
+    var = (dq * dq).sum(-1)
+    if bool((var == 0).any()):
+        return None
+    s = (dq * (wg - wm)).sum(-1) / var
+    c = wm.squeeze(-1) - s * qm.squeeze(-1)
+    if float((wg - (s[..., None] * qg + c[..., None])).abs().max()) > tol or bool((s == 0).any()):
+        return None
+    return s, -c / s
+
+
+def _groups(k: int) -> list[int]:
+    """Group sizes tried, largest first: all of K, then powers of two from K / 2 down to 16."""
+    sizes = [k]
+    g = 1 << (k.bit_length() - 1)
+    while g >= 16:
+        if k % g == 0 and g != k:
+            sizes.append(g)
+        g //= 2
+    return sizes
+
+
+def _weight_fit(t: Traced, w: torch.Tensor, ints: list[tuple[Node, torch.Tensor]]) -> _Fit | None:
+    """The packed tensor, layout, group and (s, z) that give `w` (N, K), or None."""
+    n, k = w.shape
+    w64 = w.to(torch.float64)
+    tol = 8 * torch.finfo(w.dtype).eps * float(w64.abs().max()) + 1e-30
+    smallest = _groups(k)[-1]
+    for node, p in ints:
+        for packing, q in _decodings(p, n, k, _PROBE_ROWS):
+            if _fit(w64[: len(q)], q, smallest, tol) is None:
+                continue
+            full = next(_decoded(p, packing, n, k))
+            for group in _groups(k):
+                got = _fit(w64, full, group, tol)
+                if got is not None:
+                    return _Fit(packing, node, group, got[0], got[1])
+    return None
+
+
+def _decoded(p: torch.Tensor, packing: Packing, n: int, k: int) -> Iterator[torch.Tensor]:
+    for other, q in _decodings(p, n, k, n):
+        if other == packing:
+            yield q
+
+
+def _views(value: torch.Tensor, n: int, groups: int) -> Iterator[tuple[bool, torch.Tensor]]:
+    """A tensor of n * groups values as (n, groups): stored so, or transposed (g_major)."""
+    if value.numel() != n * groups:
+        return
+    yield False, value.reshape(n, groups)
+    if groups > 1:
+        yield True, value.reshape(groups, n).t()
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, rtol: float) -> bool:
+    return bool(torch.allclose(a, b.to(torch.float64), rtol=rtol, atol=rtol * float(a.abs().max()) * 1e-3))
+
+
+def _match_scale(
+    t: Traced, s: torch.Tensor, floats: list[tuple[Node, torch.Tensor]], rtol: float
+) -> tuple[Operand, Node] | None:
+    n, groups = s.shape
+    for node, value in floats:
+        for g_major, view in _views(value, n, groups):
+            for inverse in (False, True):
+                v = 1.0 / view.to(torch.float64) if inverse else view
+                if _close(s, v, rtol):
+                    expr = _expr(t, node)
+                    return Operand(expr, g_major, divide=inverse), node
+    return None
+
+
+def _near(z: torch.Tensor, v: torch.Tensor) -> bool:
+    """Zero points agree: fitted from a rounded weight, each is off by up to ~eps * 16 of the weight's
+    dtype (bf16: ~0.1), so the test is on the mean (an integer off by one, GPTQ's +1, differs by 1)."""
+    d = (z - v.to(torch.float64)).abs()
+    return float(d.mean()) < 0.05 and float(d.max()) < 0.5
+
+
+def _match_zero(
+    t: Traced, z: torch.Tensor, leaves: list[tuple[Node, torch.Tensor]]
+) -> tuple[Operand | None, float, Node | None] | None:
+    """(tensor, constant, node) giving z: a constant, a tensor of z's shape, or one packed along N."""
+    n, groups = z.shape
+    middle = float(z.median())
+    if _near(z, torch.full_like(z, middle)):
+        value = round(middle) if abs(middle - round(middle)) < 0.05 else middle
+        return None, float(value), None
+    for node, value in leaves:
+        for g_major, view in _views(value, n, groups):
+            if _near(z, view):
+                return Operand(_expr(t, node), g_major), 0.0, node
+    for node, value in leaves:  # GPTQ's qzeros: (groups, N / E) words, E values along N
+        if value.dtype not in PACKED or value.dim() != 2:
+            continue
+        per = 2 * value.element_size()
+        if tuple(value.shape) != (groups, n // per) or n % per:
+            continue
+        nib = _nibbles(value, per)  # (groups, N / E, E)
+        for slots in _ORDERS[per]:
+            decoded = nib[..., list(slots)].reshape(groups, n).t()
+            for offset in (0, 1):
+                if _near(z, decoded + offset):
+                    return Operand(_expr(t, node), True, per, slots, offset), 0.0, node
+    return None
+
+
+def _expr(t: Traced, node: Node) -> str:
+    return reference_tensor(t.model, str(node.target))
+
+
+def draft_packed_linear(t: Traced) -> str | None:
+    """A linear layer whose weight is unpacked from 4-bit integers in the forward (module docstring),
+    with an elementwise epilogue that may read a bias, a residual or a scalar."""
+    mms = [n for n in t.ops if n.target in MATMUL | LINEAR]
+    if len(mms) != 1 or t.out is None or t.out is not t.ops[-1] or len(mms[0].args) < 2:
+        return None
+    mm = mms[0]
+    const = constant_nodes(t)
+    w_node = mm.args[1]
+    w_shape = shape_of(w_node)
+    if w_node not in const or w_shape is None or len(w_shape) != 2 or w_shape[0] * w_shape[1] > MAX_WEIGHT:
+        return None
+    weight_nodes = _ancestors(w_node, const)
+    attrs = [a for a in weight_nodes if a.op == "get_attr"]
+    values = {a: evaluate(t, a, const) for a in attrs}
+    ints = [
+        (a, v)
+        for a, v in values.items()
+        if isinstance(v, torch.Tensor) and v.dtype in PACKED and v.dim() == 2
+    ]
+    if not ints:
+        return None
+    w = evaluate(t, w_node, const)
+    if not isinstance(w, torch.Tensor) or not w.is_floating_point():
+        return None
+    w = w.detach() if mm.target in LINEAR else w.detach().t()  # (N, K)
+    fit = _weight_fit(t, w, ints)
+    if fit is None:
+        t.notes.append(
+            "a matmul on a weight computed from integer tensors that is no packed 4-bit layout kegen knows"
+        )
+        return None
+    rtol = 64 * torch.finfo(w.dtype).eps
+    floats = [(a, v) for a, v in values.items() if isinstance(v, torch.Tensor) and v.is_floating_point()]
+    scale = _match_scale(t, fit.scale, floats, rtol)
+    tensors = [(a, v) for a, v in values.items() if isinstance(v, torch.Tensor) and a is not fit.q_node]
+    zero = _match_zero(t, fit.zero, tensors)
+    if scale is None or zero is None:
+        t.notes.append("a packed 4-bit weight whose scales or zero points are not among the model's tensors")
+        return None
+    leaves = {fit.q_node, scale[1]} | ({zero[2]} if zero[2] is not None else set())
+    bias = mm.kwargs.get("bias", mm.args[2] if len(mm.args) > 2 else None) if mm.target in LINEAR else None
+    parts = linear_parts(t, mm, bias, [n for n in weight_nodes if n.op != "get_attr"], leaves)
+    if parts is None:
+        return None
+    n_out, k = w.shape
+    group = fit.group if fit.group < k else None
+    p_expr = _expr(t, fit.q_node)
+    reads = [p_expr, scale[0].expr, zero[0].expr if zero[0] else "", *(e for e, _ in parts.extras)]
+    init, prelude = reference_reads(t, reads, "the packed weights and scales")
+    bm, bn, bk = _first_tiles(parts.m, n_out, k, group, fit.packing.per_word)
+    return templates_packed.packed_linear(
+        t.args,
+        parts.x,
+        p_expr,
+        fit.packing,
+        n_out,
+        group,
+        scale[0],
+        zero[0],
+        zero[1],
+        parts.dtype,
+        parts.epilogue,
+        parts.result,
+        parts.extras,
+        init,
+        prelude,
+        ieee=parts.ieee,
+        blocks=(bm, bn, bk),
+    )
+
+
+def _first_tiles(m: int, n: int, k: int, group: int | None, per_word: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K) of the draft: unpacking costs SIMD work per weight tile and row
+    block, so rows first (up to 128) and N halved down to 32 while fewer tiles than mtia's 64 PEs
+    cover the output; K blocks of 128 (within a group; dots of at least 16 per element position).
+    On the probe (256 x 2048 -> 2048 bf16): 64 x 128 x 64 ran 64.5 us, 128 x 64 x 128 38.2 us."""
+    bm, bn = pow2_block(m, 16, 128), pow2_block(n, 16, 128)
+    while -(-m // bm) * -(-n // bn) < 64 and bn > 32:
+        bn //= 2
+    bk = min(pow2_block(k, 16, max(128, 16 * per_word)), group or k)
+    return bm, bn, bk
+
+
+def _ancestors(node: Node, const: set[Node]) -> list[Node]:
+    """`node` and the constant nodes it is computed from."""
+    seen: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n in seen or n not in const:
+            continue
+        seen.append(n)
+        stack.extend(n.all_input_nodes)
+    return seen

@@ -1,0 +1,256 @@
+"""Triton template for linear layers with packed 4-bit weights: `y = epilogue(x @ (s * (q - z)).T)`.
+
+The integer weight q (N, K) is stored E values to a word (two to a byte, eight to an int32) along K,
+either interleaved (word w holds elements w*E .. w*E + E-1) or in planes (word w holds elements
+w, w + K/E, ...); the nibble of each element within its word is fixed by `slots`. Each K block loads
+its words once and, for each of the E element positions, the activations of that position (an
+affine load: stride E along K, or a contiguous run of one plane) and the position's nibbles, so the
+dot runs on exact small integers converted to the activations' dtype (exact in fp16/bf16/fp32 when
+the zero point is an integer). Scales (one per output channel, or per output channel and group of G
+input channels) multiply the fp32 dot of each K block once; the zero point is a constant, a tensor
+of the scales' shape, or such a tensor packed E to a word along N (GPTQ's `qzeros`, with its +1).
+The float weight the reference builds never exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates.gemm import consts, indent
+from kegen.search.operators.templates.layout import model_class
+
+
+@dataclass(frozen=True)
+class Packing:
+    """How q (N, K) sits in its packed tensor: `per_word` 4-bit values a word, `planes` (else
+    interleaved), `slots[j]` the nibble (from the low end) of a word's j-th element, `signed` values
+    sign-extended from 4 bits, `k_major` the packed tensor stored (K / E, N) (else (N, K / E))."""
+
+    per_word: int
+    planes: bool
+    slots: tuple[int, ...]
+    signed: bool
+    k_major: bool
+    unsigned_words: bool = False  # uint8 words: a shift right brings in zeros
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A scale or zero-point tensor: its forward-time expression, shaped (N, G) or, `g_major`, (G, N);
+    `packed` > 1: that many 4-bit values a word along N (nibble of element j: `slots[j]`), plus `offset`;
+    `divide`: a scale the weight is divided by."""
+
+    expr: str
+    g_major: bool = False
+    packed: int = 1
+    slots: tuple[int, ...] = ()
+    offset: int = 0
+    divide: bool = False  # a scale the weight is divided by
+
+
+_KERNEL = """
+@triton.jit
+def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,
+                         stride_pn, stride_pw, stride_sn, stride_sg, stride_zn, stride_zg, stride_ym,
+                         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         BLOCK_K: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rw = tl.arange(0, BLOCK_K // {E})
+    KW = K // {E}
+    acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    tl.static_assert(GROUP % BLOCK_K == 0)  # one scale per K block and element position
+    tl.static_assert(BLOCK_K % {E} == 0)
+{before}    for k0 in range(0, K, BLOCK_K):
+        kw = k0 // {E} + rw
+        p = tl.load(p_ptr + rn[None, :] * stride_pn + kw[:, None] * stride_pw,
+                    mask=(kw[:, None] < KW) & (rn[None, :] < N), other=0)
+{body}
+{after}{extra_loads}{epilogue}
+    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+
+_EXTRA_LOADS = {
+    "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
+    "full": "tl.load(e{i}_ptr + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), "
+    "other=0.0)",
+    "scalar": "tl.load(e{i}_ptr)",
+}
+_EXTRA_ARGS = {"row": "{e}.reshape(-1)", "full": "{e}.reshape(-1, N)", "scalar": "{e}.reshape(-1)"}
+
+_FORWARD = """        x = {x}
+        p = {p}
+        x2 = x.reshape(-1, x.shape[-1])
+        M, K = x2.shape
+        N = {n}
+        s = {s}
+        z = {z}
+        y = torch.empty((M, N), dtype={dtype}, device=x2.device)
+        grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
+        packed_linear_kernel[grid](x2, p, s, z, y,{extra_args} M, N, K, x2.stride(0), x2.stride(1),
+                                   {p_strides}, {s_strides}, {z_strides}, y.stride(0),
+                                   GROUP={group}, BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N,
+                                   BLOCK_K=BLOCK_SIZE_K)
+        return y.view(*x.shape[:-1], N)"""
+
+
+def _operand_load(name: str, op: Operand | None, group: str, other: str) -> str:
+    """Kernel expression of the scale or zero row [1, BLOCK_N] of group index `group`."""
+    if op is None:
+        return ""
+    ptr, sn, sg = f"{name}_ptr", f"stride_{name}n", f"stride_{name}g"
+    if op.packed <= 1:
+        row = f"tl.load({ptr} + rn * {sn} + ({group}) * {sg}, mask=rn < N, other={other})"
+        return f"{row}.to(tl.float32)[None, :]"
+    word = f"tl.load({ptr} + (rn // {op.packed}) * {sn} + ({group}) * {sg}, mask=rn < N, other=0)"
+    table = sum(s << (4 * j) for j, s in enumerate(op.slots))
+    shift = f"((({table} >> ((rn % {op.packed}) * 4)) & 15) * 4)"
+    plus = f" + {op.offset}" if op.offset else ""
+    return f"((({word} >> {shift}) & 15){plus}).to(tl.float32)[None, :]"
+
+
+def _strides(op: Operand | None, var: str) -> str:
+    if op is None:
+        return "0, 0"
+    return f"{var}.stride(1), {var}.stride(0)" if op.g_major else f"{var}.stride(0), {var}.stride(1)"
+
+
+def packed_linear(
+    args: Sequence[str],
+    x: str,
+    packed: str,
+    packing: Packing,
+    n: int,
+    group: int | None,
+    scale: Operand | None,
+    zero: Operand | None,
+    zero_const: float,
+    dtype: str,
+    epilogue: Sequence[str] = (),
+    result: str = "acc",
+    extras: Sequence[tuple[str, str]] = (),
+    init: Sequence[str] = (),
+    prelude: str = "",
+    ieee: bool = False,
+    blocks: tuple[int, int, int] = (16, 16, 32),
+) -> str:
+    """The candidate module. `x` and `packed` are forward-time expressions of the activations (..., K)
+    and the packed weight; `n` the output features; `group` the input channels per scale and zero
+    (None: one per output channel); `scale` / `zero` the tensors (None: 1 / `zero_const`); `extras` more
+    tensors the epilogue reads as e0, e1, ... ((expression, kind `row` | `full` | `scalar`)); `init`
+    ModelNew.__init__ lines and `prelude` module-level code they use; `ieee`: fp32 dots in full
+    precision (no tf32 on GPUs)."""
+    e = packing.per_word
+    grouped = group is not None  # else the scale and zero apply once, not per K block
+    op = "/" if scale is not None and scale.divide else "*"
+    lines: list[str] = []
+    before: list[str] = []
+    after: list[str] = []
+    if not grouped:
+        if zero is not None:
+            before.append(f"z = {_operand_load('z', zero, '0', '0')}")
+        if scale is not None:
+            after.append(f"acc = acc {op} {_operand_load('s', scale, '0', '1.0')}")
+    shared = not packing.planes
+    precision = ', input_precision="ieee"' if ieee else ""
+    if grouped and shared:
+        if zero is not None:
+            lines.append(f"z = {_operand_load('z', zero, 'k0 // GROUP', '0')}")
+        lines.append("part = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)")
+    for j, slot in enumerate(packing.slots):
+        k_index = f"kw[None, :] * {e} + {j}" if not packing.planes else f"{j} * KW + kw[None, :]"
+        lines.append(
+            f"a{j} = tl.load(x_ptr + rm[:, None] * stride_xm + ({k_index}) * stride_xk, "
+            f"mask=(rm[:, None] < M) & (kw[None, :] < KW), other=0.0)"
+        )
+        value = _nibble(packing, slot)
+        if zero is not None:
+            value = f"({value}.to(tl.float32) - z).to(a{j}.dtype)"
+        elif zero_const and float(zero_const).is_integer() and -112 <= zero_const <= 127:
+            # in the integers (a signed type: uint8 words' nibbles would wrap), then one conversion
+            signed = f"{value}.to(tl.int8)" if packing.unsigned_words else value
+            value = f"({signed} - {int(zero_const)}).to(a{j}.dtype)"
+        elif zero_const:
+            value = f"({value}.to(tl.float32) - {float(zero_const)!r}).to(a{j}.dtype)"
+        else:
+            value = f"{value}.to(a{j}.dtype)"
+        lines.append(f"w{j} = {value}")
+        dot = f"tl.dot(a{j}, w{j}{precision})"
+        if grouped and not shared:
+            g = f"({j} * KW + k0 // {e}) // GROUP"
+            if zero is not None:  # the plane's own group: recompute w with its zero
+                lines[-1] = f"z = {_operand_load('z', zero, g, '0')}\n" + lines[-1]
+            scale_row = f" {op} {_operand_load('s', scale, g, '1.0')}" if scale is not None else ""
+            lines.append(f"acc += {dot}{scale_row}")
+        elif grouped:
+            lines.append(f"part += {dot}")
+        else:
+            lines.append(f"acc += {dot}")
+    if grouped and shared:
+        lines.append(
+            f"acc += part {op} {_operand_load('s', scale, 'k0 // GROUP', '1.0')}" if scale else "acc += part"
+        )
+    body = indent("\n".join(lines).split("\n"), 8)
+    loads = "".join(
+        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
+    )
+    kernel = _KERNEL.format(
+        E=e,
+        extra_ptrs="".join(f" e{i}_ptr," for i in range(len(extras))),
+        before=indent(before) + "\n" if before else "",
+        body=body,
+        after=indent(after) + "\n" if after else "",
+        extra_loads=loads,
+        epilogue=indent(epilogue),
+        result=result,
+    )
+    k_major = packing.k_major
+    fwd = _FORWARD.format(
+        x=x,
+        p=packed,
+        n=n,
+        s=_shaped(scale) if scale else "p",
+        z=_shaped(zero) if zero else "p",
+        dtype=dtype,
+        extra_args="".join(" " + _EXTRA_ARGS[k].format(e=ex) + "," for ex, k in extras),
+        p_strides="p.stride(1), p.stride(0)" if k_major else "p.stride(0), p.stride(1)",
+        s_strides=_strides(scale, "s"),
+        z_strides=_strides(zero, "z"),
+        group=group if grouped else "BLOCK_SIZE_K",
+    )
+    model = model_class(args, fwd, init)
+    return HEADER + (f"\n\n{prelude}" if prelude else "") + consts(*blocks) + kernel + model
+
+
+def _shaped(op: Operand) -> str:
+    """The operand as a 2-D tensor, (N, G) or (G, N); a packed one is 2-D as the model holds it."""
+    if op.packed > 1:
+        return op.expr
+    return f"{op.expr}.reshape(-1, N)" if op.g_major else f"{op.expr}.reshape(N, -1)"
+
+
+def _nibble(packing: Packing, slot: int) -> str:
+    """The integer value of nibble `slot` of the word tile p, in the fewest operations: no shift for
+    the lowest, no mask for the highest of unsigned words, and a signed value by shifting it to the
+    top of a signed word and back (an arithmetic shift sign-extends)."""
+    bits = 4 * packing.per_word
+    top = slot == packing.per_word - 1
+    if not packing.signed:
+        if slot == 0:
+            return "(p & 15)"
+        if top and packing.unsigned_words:
+            return f"(p >> {4 * slot})"
+        return f"((p >> {4 * slot}) & 15)"
+    if packing.unsigned_words:  # signed nibbles in uint8 words: sign-extend by hand
+        return f"((((p >> {4 * slot}) & 15).to(tl.int32) ^ 8) - 8)"
+    if top:
+        return f"(p >> {bits - 4})"
+    return f"((p << {bits - 4 - 4 * slot}) >> {bits - 4})"
