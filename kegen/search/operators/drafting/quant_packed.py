@@ -214,8 +214,8 @@ def _match_zero(
     n, groups = z.shape
     middle = float(z.median())
     if _near(z, torch.full_like(z, middle)):
-        value = round(middle) if abs(middle - round(middle)) < 0.05 else middle
-        return None, float(value), None
+        constant = round(middle) if abs(middle - round(middle)) < 0.05 else middle
+        return None, float(constant), None
     for node, value in leaves:
         for g_major, view in _views(value, n, groups):
             if _near(z, view):
@@ -249,7 +249,10 @@ def draft_packed_linear(t: Traced) -> str | None:
     const = constant_nodes(t)
     w_node = mm.args[1]
     w_shape = shape_of(w_node)
-    if w_node not in const or w_shape is None or len(w_shape) != 2 or w_shape[0] * w_shape[1] > MAX_WEIGHT:
+    if not isinstance(w_node, Node) or w_node not in const or w_shape is None or len(w_shape) != 2:
+        return None
+    if w_shape[0] * w_shape[1] > MAX_WEIGHT:
+        t.notes.append(f"a packed weight of {w_shape[0]} x {w_shape[1]}: larger than the drafter computes")
         return None
     weight_nodes = _ancestors(w_node, const)
     attrs = [a for a in weight_nodes if a.op == "get_attr"]
