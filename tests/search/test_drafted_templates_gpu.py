@@ -21,6 +21,7 @@ CASES = [
     (quant, "group_wise_scales", "GROUP"),
     # (the bf16 packed case is not here: Triton's interpreter converts integers to bf16 as raw bits)
     (packed, "gptq_int32_packed_zeros", "packed_linear_kernel"),
+    (packed, "awq_int32_along_n", "packed_linear_kernel"),
     (packed, "int8_planes_signed_row_scale_bias_relu", "packed_linear_kernel"),
     (rope, "buffers_sliced_fp16", "rope_kernel"),
     (rope, "interleaved_half_tables", "rope_kernel"),

@@ -91,6 +91,21 @@ CASES = {
         ", r",
         "torch.randn(21, K), torch.randn(21, N)",
     ),
+    # AWQ: int32 qweight (K, N / 8) with eight values along N in AWQ's interleaved nibble order, qzeros
+    # packed the same way, scales (K / G, N); unpacked with a shift table made in the forward
+    "awq_int32_along_n": (
+        'self.register_buffer("qweight", torch.randint(-2**31, 2**31 - 1, (K, N // 8), dtype=torch.int32))\n'
+        'self.register_buffer("qzeros", torch.randint(-2**31, 2**31 - 1, (K // G, N // 8), dtype=torch.int32))\n'
+        'self.register_buffer("scales", (torch.rand(K // G, N) * 0.02 + 0.001).to(torch.float16))',
+        "shifts = torch.arange(0, 32, 4, dtype=torch.int32)\n"
+        "order = torch.arange(N).view(-1, 8)[:, [0, 4, 1, 5, 2, 6, 3, 7]].reshape(-1)\n"
+        "iw = (self.qweight[:, :, None] >> shifts[None, None, :]).reshape(K, N)[:, order] & 15\n"
+        "iz = (self.qzeros[:, :, None] >> shifts[None, None, :]).reshape(K // G, N)[:, order] & 15\n"
+        "w = (iw - iz.repeat_interleave(G, dim=0)).to(torch.float16) * self.scales.repeat_interleave(G, dim=0)\n"
+        "return F.silu(x @ w)",
+        "",
+        "torch.randn(2, 11, K, dtype=torch.float16)",
+    ),
 }
 
 
@@ -122,13 +137,16 @@ def test_packed_int4_linear_is_drafted_and_correct(tmp_path, name: str) -> None:
 
 def test_the_layout_found_is_the_one_written(tmp_path) -> None:
     """What the decoder settles on, read from the draft: GPTQ's K-major int32 words and N-packed zeros
-    with their +1; the planes of the signed case; the reversed nibble order; uint8 words' high nibble
+    with their +1; AWQ's words along N, one accumulator per element position; the planes of the signed case; the reversed nibble order; uint8 words' high nibble
     read without a mask and the offset subtracted in int8."""
     gptq = analyze(_problem(tmp_path, "gptq_int32_packed_zeros")).source or ""
     assert "p.stride(1), p.stride(0)" in gptq and "rn // 8" in gptq and "+ 1)" in gptq
     planes = analyze(_problem(tmp_path, "int8_planes_signed_row_scale_bias_relu")).source or ""
     assert "1 * KW + kw" in planes and "GROUP=BLOCK_SIZE_K" in planes
     assert "((p << 4) >> 4)" in planes and "(p >> 4)" in planes  # sign-extended by arithmetic shifts
+    awq = analyze(_problem(tmp_path, "awq_int32_along_n")).source or ""
+    assert "rn1 = rw * 8 + 1" in awq and "acc7 = tl.zeros([BLOCK_M, BLOCK_N // 8]" in awq
+    assert "w1 = (((p >> 16) & 15).to(tl.float32) - z1)" in awq  # element 1 in nibble 4
     offset = analyze(_problem(tmp_path, "uint8_interleaved_offset_groups")).source or ""
     assert "w1 = ((p >> 4).to(tl.int8) - 8).to(a1.dtype)" in offset
     reversed_ = analyze(_problem(tmp_path, "int32_reversed_float_zeros_divided")).source or ""

@@ -56,16 +56,25 @@ class _Fit:
 
 
 def constant_nodes(t: Traced) -> set[Node]:
-    """The graph's nodes computed from the model's tensors alone (no input reaches them)."""
+    """The graph's nodes computed from the model's tensors alone (no input reaches them; tensors made
+    in the forward count, as `torch.arange` shift tables, unless made at random)."""
     const: set[Node] = set()
     for n in t.gm.graph.nodes:
         if n.op == "get_attr":
             const.add(n)
         elif n.op in ("call_function", "call_method", "call_module"):
-            ins = [a for a in n.all_input_nodes]
-            if ins and all(a in const for a in ins):
+            ins = n.all_input_nodes
+            if all(a in const for a in ins) and (ins or not _random(n)):
                 const.add(n)
     return const
+
+
+def _random(n: Node) -> bool:
+    """A node that makes tensors from nothing at random (torch.rand, randn, randint, randperm, ...)."""
+    name = getattr(n.target, "__name__", str(n.target))
+    return (
+        n.op != "call_function" or "rand" in name or name in ("bernoulli", "normal", "multinomial", "empty")
+    )
 
 
 def evaluate(t: Traced, target: Node, const: set[Node]) -> torch.Tensor:
@@ -100,24 +109,41 @@ def _nibbles(words: torch.Tensor, per_word: int) -> torch.Tensor:
     return torch.stack([(u >> (4 * s)) & 15 for s in range(per_word)], -1)
 
 
-def _decodings(p: torch.Tensor, n: int, k: int, rows: int) -> Iterator[tuple[Packing, torch.Tensor]]:
-    """Each layout under which `p` holds an (n, k) 4-bit weight, with its first `rows` rows decoded."""
+def _decodings(
+    p: torch.Tensor, n: int, k: int, rows: int | None = None, cols: int | None = None
+) -> Iterator[tuple[Packing, torch.Tensor]]:
+    """Each layout under which `p` holds an (n, k) 4-bit weight, decoded (its first `rows` rows where
+    the values run along K, its first `cols` columns where they run along N: enough to tell layouts apart)."""
     per_word = 2 * p.element_size()
-    if p.dim() != 2 or k % per_word or p.numel() * per_word != n * k:
+    if p.dim() != 2 or p.numel() * per_word != n * k:
         return
-    for k_major in (False, True):
-        if tuple(p.shape) != ((k // per_word, n) if k_major else (n, k // per_word)):
+    for along_n in (False, True):
+        long, short = (n, k) if along_n else (k, n)  # the packed axis, the other
+        if long % per_word:
             continue
-        words = (p.t() if k_major else p)[:rows]
-        nib = _nibbles(words, per_word)
-        for signed in (False, True):
-            vals = nib - 16 * (nib >= 8).to(nib.dtype) if signed else nib
-            for planes in (False, True):
-                for slots in _ORDERS[per_word]:
-                    sel = vals[..., list(slots)]
-                    q = sel.permute(0, 2, 1) if planes else sel
-                    packing = Packing(per_word, planes, slots, signed, k_major, p.dtype == torch.uint8)
-                    yield packing, q.reshape(len(words), k)
+        for k_major in (False, True):
+            # words as (short axis, words along the packed axis)
+            if along_n:
+                if tuple(p.shape) != ((k, n // per_word) if k_major else (n // per_word, k)):
+                    continue
+                words = p if k_major else p.t()
+                words = words[:cols] if cols else words
+            else:
+                if tuple(p.shape) != ((k // per_word, n) if k_major else (n, k // per_word)):
+                    continue
+                words = p.t() if k_major else p
+                words = words[:rows] if rows else words
+            nib = _nibbles(words, per_word)
+            for signed in (False, True):
+                vals = nib - 16 * (nib >= 8).to(nib.dtype) if signed else nib
+                for planes in (False, True):
+                    for slots in _ORDERS[per_word]:
+                        sel = vals[..., list(slots)]
+                        q = (sel.permute(0, 2, 1) if planes else sel).reshape(len(words), long)
+                        packing = Packing(
+                            per_word, planes, slots, signed, k_major, p.dtype == torch.uint8, along_n
+                        )
+                        yield packing, (q.t() if along_n else q)
 
 
 def _fit(
@@ -155,22 +181,18 @@ def _weight_fit(t: Traced, w: torch.Tensor, ints: list[tuple[Node, torch.Tensor]
     w64 = w.to(torch.float64)
     tol = 8 * torch.finfo(w.dtype).eps * float(w64.abs().max()) + 1e-30
     smallest = _groups(k)[-1]
+    probe_cols = min(k, 4 * smallest)
     for node, p in ints:
-        for packing, q in _decodings(p, n, k, _PROBE_ROWS):
-            if _fit(w64[: len(q)], q, smallest, tol) is None:
+        for packing, q in _decodings(p, n, k, _PROBE_ROWS, probe_cols):
+            part = w64[: q.shape[0], : q.shape[1]]
+            if _fit(part, q, smallest, tol) is None:
                 continue
-            full = next(_decoded(p, packing, n, k))
+            full = next(q for other, q in _decodings(p, n, k) if other == packing)
             for group in _groups(k):
                 got = _fit(w64, full, group, tol)
                 if got is not None:
                     return _Fit(packing, node, group, got[0], got[1])
     return None
-
-
-def _decoded(p: torch.Tensor, packing: Packing, n: int, k: int) -> Iterator[torch.Tensor]:
-    for other, q in _decodings(p, n, k, n):
-        if other == packing:
-            yield q
 
 
 def _views(value: torch.Tensor, n: int, groups: int) -> Iterator[tuple[bool, torch.Tensor]]:

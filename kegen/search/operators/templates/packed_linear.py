@@ -34,6 +34,7 @@ class Packing:
     signed: bool
     k_major: bool
     unsigned_words: bool = False  # uint8 words: a shift right brings in zeros
+    along_n: bool = False  # values packed along N (AWQ's qweight: (K, N / E)); k_major then means (K, N / E)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,33 @@ def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 """
 
+_KERNEL_N = """
+@triton.jit
+def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,
+                         stride_pn, stride_pw, stride_sn, stride_sg, stride_zn, stride_zg, stride_ym,
+                         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                         BLOCK_K: tl.constexpr):
+    pid = tl.program_id(0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    NW = N // {E}
+    rw = pid_n * (BLOCK_N // {E}) + tl.arange(0, BLOCK_N // {E})
+    rk = tl.arange(0, BLOCK_K)
+    tl.static_assert(GROUP % BLOCK_K == 0)  # one scale per K block
+    tl.static_assert(BLOCK_N % {E} == 0)
+{setup}    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + rk
+        a = tl.load(x_ptr + rm[:, None] * stride_xm + ks[None, :] * stride_xk,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        p = tl.load(p_ptr + rw[None, :] * stride_pn + ks[:, None] * stride_pw,
+                    mask=(ks[:, None] < K) & (rw[None, :] < NW), other=0)
+{body}
+{tail}
+"""
+
 _EXTRA_LOADS = {
     "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
     "full": "tl.load(e{i}_ptr + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), "
@@ -102,17 +130,17 @@ _FORWARD = """        x = {x}
         return y.view(*x.shape[:-1], N)"""
 
 
-def _operand_load(name: str, op: Operand | None, group: str, other: str) -> str:
-    """Kernel expression of the scale or zero row [1, BLOCK_N] of group index `group`."""
+def _operand_load(name: str, op: Operand | None, group: str, other: str, rn: str = "rn") -> str:
+    """Kernel expression of the scale or zero row [1, columns] of group index `group` at columns `rn`."""
     if op is None:
         return ""
     ptr, sn, sg = f"{name}_ptr", f"stride_{name}n", f"stride_{name}g"
     if op.packed <= 1:
-        row = f"tl.load({ptr} + rn * {sn} + ({group}) * {sg}, mask=rn < N, other={other})"
+        row = f"tl.load({ptr} + {rn} * {sn} + ({group}) * {sg}, mask={rn} < N, other={other})"
         return f"{row}.to(tl.float32)[None, :]"
-    word = f"tl.load({ptr} + (rn // {op.packed}) * {sn} + ({group}) * {sg}, mask=rn < N, other=0)"
+    word = f"tl.load({ptr} + ({rn} // {op.packed}) * {sn} + ({group}) * {sg}, mask={rn} < N, other=0)"
     table = sum(s << (4 * j) for j, s in enumerate(op.slots))
-    shift = f"((({table} >> ((rn % {op.packed}) * 4)) & 15) * 4)"
+    shift = f"((({table} >> (({rn} % {op.packed}) * 4)) & 15) * 4)"
     plus = f" + {op.offset}" if op.offset else ""
     return f"((({word} >> {shift}) & 15){plus}).to(tl.float32)[None, :]"
 
@@ -148,9 +176,53 @@ def packed_linear(
     tensors the epilogue reads as e0, e1, ... ((expression, kind `row` | `full` | `scalar`)); `init`
     ModelNew.__init__ lines and `prelude` module-level code they use; `ieee`: fp32 dots in full
     precision (no tf32 on GPUs)."""
-    e = packing.per_word
     grouped = group is not None  # else the scale and zero apply once, not per K block
     op = "/" if scale is not None and scale.divide else "*"
+    loads = "".join(
+        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
+    )
+    extra_ptrs = "".join(f" e{i}_ptr," for i in range(len(extras)))
+    if packing.along_n:
+        kernel = _kernel_along_n(
+            packing, grouped, scale, zero, zero_const, op, ieee, extra_ptrs, loads, epilogue, result
+        )
+    else:
+        kernel = _kernel_along_k(
+            packing, grouped, scale, zero, zero_const, op, ieee, extra_ptrs, loads, epilogue, result
+        )
+    k_major = packing.k_major
+    fwd = _FORWARD.format(
+        x=x,
+        p=packed,
+        n=n,
+        s=_shaped(scale) if scale else "p",
+        z=_shaped(zero) if zero else "p",
+        dtype=dtype,
+        extra_args="".join(" " + _EXTRA_ARGS[k].format(e=ex) + "," for ex, k in extras),
+        p_strides="p.stride(1), p.stride(0)" if k_major else "p.stride(0), p.stride(1)",
+        s_strides=_strides(scale, "s"),
+        z_strides=_strides(zero, "z"),
+        group=group if grouped else "BLOCK_SIZE_K",
+    )
+    model = model_class(args, fwd, init)
+    return HEADER + (f"\n\n{prelude}" if prelude else "") + consts(*blocks) + kernel + model
+
+
+def _kernel_along_k(
+    packing: Packing,
+    grouped: bool,
+    scale: Operand | None,
+    zero: Operand | None,
+    zero_const: float,
+    op: str,
+    ieee: bool,
+    extra_ptrs: str,
+    loads: str,
+    epilogue: Sequence[str],
+    result: str,
+) -> str:
+    """Values packed along K: one word tile per K block, one dot per element position."""
+    e = packing.per_word
     lines: list[str] = []
     before: list[str] = []
     after: list[str] = []
@@ -171,17 +243,7 @@ def packed_linear(
             f"a{j} = tl.load(x_ptr + rm[:, None] * stride_xm + ({k_index}) * stride_xk, "
             f"mask=(rm[:, None] < M) & (kw[None, :] < KW), other=0.0)"
         )
-        value = _nibble(packing, slot)
-        if zero is not None:
-            value = f"({value}.to(tl.float32) - z).to(a{j}.dtype)"
-        elif zero_const and float(zero_const).is_integer() and -112 <= zero_const <= 127:
-            # in the integers (a signed type: uint8 words' nibbles would wrap), then one conversion
-            signed = f"{value}.to(tl.int8)" if packing.unsigned_words else value
-            value = f"({signed} - {int(zero_const)}).to(a{j}.dtype)"
-        elif zero_const:
-            value = f"({value}.to(tl.float32) - {float(zero_const)!r}).to(a{j}.dtype)"
-        else:
-            value = f"{value}.to(a{j}.dtype)"
+        value = _weight_value(packing, slot, zero is not None, zero_const, f"a{j}.dtype")
         lines.append(f"w{j} = {value}")
         dot = f"tl.dot(a{j}, w{j}{precision})"
         if grouped and not shared:
@@ -199,12 +261,9 @@ def packed_linear(
             f"acc += part {op} {_operand_load('s', scale, 'k0 // GROUP', '1.0')}" if scale else "acc += part"
         )
     body = indent("\n".join(lines).split("\n"), 8)
-    loads = "".join(
-        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
-    )
-    kernel = _KERNEL.format(
+    return _KERNEL.format(
         E=e,
-        extra_ptrs="".join(f" e{i}_ptr," for i in range(len(extras))),
+        extra_ptrs=extra_ptrs,
         before=indent(before) + "\n" if before else "",
         body=body,
         after=indent(after) + "\n" if after else "",
@@ -212,22 +271,56 @@ def packed_linear(
         epilogue=indent(epilogue),
         result=result,
     )
-    k_major = packing.k_major
-    fwd = _FORWARD.format(
-        x=x,
-        p=packed,
-        n=n,
-        s=_shaped(scale) if scale else "p",
-        z=_shaped(zero) if zero else "p",
-        dtype=dtype,
-        extra_args="".join(" " + _EXTRA_ARGS[k].format(e=ex) + "," for ex, k in extras),
-        p_strides="p.stride(1), p.stride(0)" if k_major else "p.stride(0), p.stride(1)",
-        s_strides=_strides(scale, "s"),
-        z_strides=_strides(zero, "z"),
-        group=group if grouped else "BLOCK_SIZE_K",
+
+
+def _kernel_along_n(
+    packing: Packing,
+    grouped: bool,
+    scale: Operand | None,
+    zero: Operand | None,
+    zero_const: float,
+    op: str,
+    ieee: bool,
+    extra_ptrs: str,
+    loads: str,
+    epilogue: Sequence[str],
+    result: str,
+) -> str:
+    """Values packed along N (AWQ): one activation tile and one word tile per K block, one dot and one
+    accumulator per element position (its output columns every E-th, or one plane), each position's
+    epilogue and store after the loop."""
+    e = packing.per_word
+    precision = ', input_precision="ieee"' if ieee else ""
+    setup: list[str] = []
+    body: list[str] = []
+    tail: list[str] = []
+    for j, slot in enumerate(packing.slots):
+        rn = f"rn{j}"
+        setup.append(f"{rn} = rw * {e} + {j}" if not packing.planes else f"{rn} = {j} * NW + rw")
+        setup.append(f"acc{j} = tl.zeros([BLOCK_M, BLOCK_N // {e}], tl.float32)")
+        if zero is not None and not grouped:
+            setup.append(f"z{j} = {_operand_load('z', zero, '0', '0', rn)}")
+        if zero is not None and grouped:
+            body.append(f"z{j} = {_operand_load('z', zero, 'k0 // GROUP', '0', rn)}")
+        body.append(
+            f"w{j} = {_weight_value(packing, slot, zero is not None, zero_const, 'a.dtype', f'z{j}')}"
+        )
+        dot = f"tl.dot(a, w{j}{precision})"
+        if grouped and scale is not None:
+            body.append(f"acc{j} += {dot} {op} {_operand_load('s', scale, 'k0 // GROUP', '1.0', rn)}")
+        else:
+            body.append(f"acc{j} += {dot}")
+        tail += [f"rn = {rn}", f"acc = acc{j}"]
+        if scale is not None and not grouped:
+            tail.append(f"acc = acc {op} {_operand_load('s', scale, '0', '1.0', rn)}")
+        tail += [*(x.strip() for x in loads.splitlines()), *epilogue]
+        tail.append(
+            f"tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty), "
+            "mask=(rm[:, None] < M) & (rn[None, :] < N))"
+        )
+    return _KERNEL_N.format(
+        E=e, extra_ptrs=extra_ptrs, setup=indent(setup) + "\n", body=indent(body, 8), tail=indent(tail)
     )
-    model = model_class(args, fwd, init)
-    return HEADER + (f"\n\n{prelude}" if prelude else "") + consts(*blocks) + kernel + model
 
 
 def _shaped(op: Operand) -> str:
@@ -235,6 +328,22 @@ def _shaped(op: Operand) -> str:
     if op.packed > 1:
         return op.expr
     return f"{op.expr}.reshape(-1, N)" if op.g_major else f"{op.expr}.reshape(N, -1)"
+
+
+def _weight_value(
+    packing: Packing, slot: int, zero_tensor: bool, zero_const: float, dtype: str, z: str = "z"
+) -> str:
+    """The tile of nibble `slot` minus its zero point (the fp32 row `z`, or a constant), in `dtype`."""
+    value = _nibble(packing, slot)
+    if zero_tensor:
+        return f"({value}.to(tl.float32) - {z}).to({dtype})"
+    if zero_const and float(zero_const).is_integer() and -112 <= zero_const <= 127:
+        # in the integers (a signed type: uint8 words' nibbles would wrap), then one conversion
+        signed = f"{value}.to(tl.int8)" if packing.unsigned_words else value
+        return f"({signed} - {int(zero_const)}).to({dtype})"
+    if zero_const:
+        return f"({value}.to(tl.float32) - {float(zero_const)!r}).to({dtype})"
+    return f"{value}.to({dtype})"
 
 
 def _nibble(packing: Packing, slot: int) -> str:
