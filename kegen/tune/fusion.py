@@ -1,5 +1,8 @@
 """Fewer launches than Inductor: a GEMM or convolution group merged with the pointwise group that
-consumes its output, seeded with both kernels fused into one (`mutations.epilogue.fuse_epilogue`).
+consumes its output, seeded with both kernels fused into one (`mutations.epilogue.fuse_epilogue`);
+a GEMM whose weight a pointwise group computes from the model's parameters and buffers alone (a
+quantized weight unpacked on every call) merged with that group, seeded with kegen's packed-weight
+template draft (`drafting.quant_packed`), which reads the integers in the GEMM's loop.
 
 Inductor leaves GEMMs and convolutions to library calls on CPU tensors, so it never fuses their
 epilogues (bias + GELU, residual adds, ReLU): each is a second launch that reads the output back.
@@ -31,6 +34,7 @@ class Fused:
     fused: str
     members: list[str]  # the kernels it replaces, in run order
     problem_name: str  # the file name the drafts were made from (their docstrings name it)
+    change: str = ""  # what the fused seed does, where not an epilogue fusion
 
 
 def _consumer(part: Partition, k: int) -> int | None:
@@ -49,16 +53,24 @@ def _returned(part: Partition) -> set[str]:
     return {a.name for a in out.all_input_nodes}
 
 
-def fuse_groups(part: Partition, draft: Any, model: str, variant: int) -> tuple[Partition, dict[int, Fused]]:
+PACKED_CHANGE = "read the weight's integers in the GEMM's loop ({members}: the unpacked weight never written)"
+
+
+def fuse_groups(
+    part: Partition, draft: Any, model: str, variant: int, constants: frozenset[str] = frozenset()
+) -> tuple[Partition, dict[int, Fused]]:
     """`part` with every GEMM/convolution group merged into its pointwise consumer where the fused
-    draft exists; {index of a merged group: its drafts}. `draft(problem_path) -> source` is
-    Inductor's drafter."""
+    draft exists, and every GEMM with the group that unpacks its weight from `constants` (the graph
+    inputs that are the model's parameters and buffers) where the packed template drafts the merge;
+    {index of a merged group: its drafts}. `draft(problem_path) -> source` is Inductor's drafter."""
     from kegen.search.operators.mutations.base import MutationError
     from kegen.search.operators.mutations.epilogue import fuse_epilogue
 
     fused: dict[str, Fused] = {}  # keyed by the merged group's first node while indices move
     tried: set[tuple[str, str]] = set()
     with tempfile.TemporaryDirectory(prefix="kegen-fuse-") as tmp:
+        if constants:
+            part = _fuse_unpacking(part, draft, model, variant, constants, Path(tmp), fused)
         changed = True
         while changed:
             changed = False
@@ -91,6 +103,89 @@ def fuse_groups(part: Partition, draft: Any, model: str, variant: int) -> tuple[
                 break
     by_index = {g.index: fused[g.nodes[0]] for g in part.groups if g.nodes[0] in fused}
     return part, by_index
+
+
+def _fuse_unpacking(
+    part: Partition,
+    draft: Any,
+    model: str,
+    variant: int,
+    constants: frozenset[str],
+    tmp: Path,
+    fused: dict[str, Fused],
+) -> Partition:
+    """Each `mm` group merged with the pointwise group that alone computes its weight operand from
+    `constants`, where kegen's packed template drafts the merged problem."""
+    from kegen.search.operators.drafting import analyze
+
+    k = 0
+    while k < len(part.groups):
+        g = part.groups[k]
+        j = _unpacking_producer(part, g, constants)
+        k += 1
+        if j is None or not _worth_an_epilogue(part, k - 1, j):
+            continue
+        p = part.groups[j]
+        try:
+            merged_part = merge(part, [j, k - 1], "mm_packed")
+        except PartitionError:
+            continue
+        merged = next(m for m in merged_part.groups if m.nodes == sorted_nodes(part, p, g))
+        path = tmp / f"{merged.name}.py"
+        try:
+            path.write_text(problem_source(merged_part, merged, model, variant))
+            source = analyze(path).source
+            if source is None or "packed_linear_kernel" not in source:
+                continue
+            inductor = draft(path)
+        except Exception as exc:  # a merge is optional: anything else leaves the two groups apart
+            log.debug("merging %s into %s: %s", p.kernel, g.kernel, exc)
+            continue
+        members = [p.kernel, g.kernel]
+        change = PACKED_CHANGE.format(members=" + ".join(members))
+        fused[merged.nodes[0]] = Fused(inductor, source, members, path.name, change)
+        part, k = merged_part, 0
+    return part
+
+
+# A float weight written and read back (Inductor's unpacking) must cost more than the launch the merge
+# gives up where the GEMM would otherwise take its pointwise consumer as an epilogue: ~1.3 us of DRAM
+# traffic on mtia-2i (204.8 GB/s), a launch and its tail.
+EPILOGUE_BYTES = 256 * 1024
+
+
+def _worth_an_epilogue(part: Partition, k: int, j: int) -> bool:
+    """Whether merging the unpacking group j into GEMM group k pays where it costs k its epilogue
+    fusion (the merged group is not one the epilogue fusion takes)."""
+    if _consumer(part, k) is None:
+        return True
+    weight = part.values.get(part.groups[j].outputs[0]) if part.groups[j].outputs else None
+    size = int(weight.numel() * weight.element_size()) if hasattr(weight, "numel") else 0
+    return 2 * size > EPILOGUE_BYTES
+
+
+def _unpacking_producer(part: Partition, g: Group, constants: frozenset[str]) -> int | None:
+    """The index of the pointwise group that computes group g's (a lone `mm`) weight operand from
+    `constants` alone and whose output nothing else reads; None if there is none."""
+    import torch
+
+    if g.kernel != "mm":
+        return None
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    mm = [nodes[name] for name in g.nodes if nodes[name].target is torch.ops.aten.mm.default]
+    if len(mm) != 1 or len(mm[0].args) < 2:
+        return None
+    weight = getattr(mm[0].args[1], "name", None)
+    for j, p in enumerate(part.groups):
+        if weight not in p.outputs or not p.kernel.startswith("triton_poi"):
+            continue
+        roots = set(p.inputs) | {view[0] for view in p.viewed.values()}
+        if not roots or not roots <= constants:
+            return None
+        readers = [q for q in part.groups if q is not p and set(p.outputs) & (set(q.inputs) | set(q.viewed))]
+        only_g = len(readers) == 1 and readers[0] is g
+        return j if only_g and j < part.groups.index(g) and not set(p.outputs) & _returned(part) else None
+    return None
 
 
 def sorted_nodes(part: Partition, a: Group, b: Group) -> list[str]:

@@ -44,7 +44,10 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
         raise PartitionError("Inductor kept no post-grad graph or kernel provenance")
     values = record_values(cap.post_grad, graph_args(cap, mf.build(0), mf.variants[k]))
     part = carve_regions(cut(cap.post_grad, cap.kernel_nodes, values))
-    part, fused = fuse_groups(part, draft, mf.path.name, k)
+    constants = frozenset(
+        n.name for n, gi in zip(_placeholders(cap.post_grad), cap.inputs, strict=False) if gi.kind != "user"
+    )
+    part, fused = fuse_groups(part, draft, mf.path.name, k, constants)
     lay = layout(part, cap)
     d = out_dir / f"variant{k}"
     d.mkdir(parents=True, exist_ok=True)
@@ -60,7 +63,7 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
             ip.write_text(f.inductor.replace(f.problem_name, p.name))
             sp = d / f"{g.name}_fused.py"
             sp.write_text(f.fused.replace(f.problem_name, p.name))
-            change = FUSED_CHANGE.format(members=" + ".join(f.members))
+            change = f.change or FUSED_CHANGE.format(members=" + ".join(f.members))
             entry |= {"inductor_path": str(ip), "members": f.members, "change": change}
         elif region is not None:  # a region's baseline is Inductor's draft of it, its seed kegen's template
             ip.write_text(draft(p))
@@ -359,6 +362,10 @@ def batch_seed(source: str) -> str | None:
             out = batch_launches(out or source)
     except (MutationError, SyntaxError):
         return out
+
+
+def _placeholders(gm: Any) -> list[Any]:
+    return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 FUSED_CHANGE = "fused {members} into one kernel (the pointwise work in the GEMM's epilogue)"

@@ -100,3 +100,97 @@ def test_merged_drafts_name_their_problem(tmp_path: Path) -> None:
     for g in merged:
         for path in (g["inductor_path"], g["seed_path"]):
             assert f"output for {Path(g['problem']).name}" in Path(path).read_text()
+
+
+INT4_MLP = '''import torch
+import torch.nn as nn
+
+G = 32
+
+
+class Int4Linear(nn.Module):
+    def __init__(self, k, n):
+        super().__init__()
+        self.k, self.n = k, n
+        self.register_buffer("qweight", torch.randint(-(2**31), 2**31 - 1, (k // 8, n), dtype=torch.int32))
+        self.register_buffer("qzeros", torch.randint(-(2**31), 2**31 - 1, (k // G, n // 8), dtype=torch.int32))
+        self.register_buffer("scales", (torch.rand(k // G, n) * 0.02 + 0.001).to(torch.float16))
+
+    def forward(self, x):
+        shifts = torch.arange(0, 32, 4, dtype=torch.int32, device=x.device)
+        q = ((self.qweight.unsqueeze(1) >> shifts[None, :, None]) & 15).reshape(self.k, self.n)
+        z = ((self.qzeros.unsqueeze(2) >> shifts[None, None, :]) & 15).reshape(self.k // G, self.n) + 1
+        w = (q - z.repeat_interleave(G, dim=0)).to(torch.float16) * self.scales.repeat_interleave(G, dim=0)
+        return x @ w
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = Int4Linear(128, {hidden})
+        self.down = Int4Linear({hidden}, 128)
+
+    def forward(self, x):
+        return self.down(torch.relu(self.up(x))) + x
+
+
+def get_inputs():
+    return [torch.randn(6, 128, dtype=torch.float16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_gemm_merges_with_the_kernel_that_unpacks_its_weight(tmp_path: Path) -> None:
+    """GPTQ-style int4 linears: Inductor writes each float weight in a pointwise kernel from the
+    model's buffers, then the GEMM reads it. Each GEMM group takes its unpacking kernel, seeded with
+    the packed template (integers read in the GEMM's loop), which is correct on the simulator; the
+    ReLU and the residual add stay their own groups (weights of 256 KiB as floats: the write and read
+    back Inductor's unpacking costs outweigh an epilogue launch)."""
+    src = tmp_path / "int4_mlp.py"
+    src.write_text(INT4_MLP.replace("{hidden}", "1024"))
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    packed = [g for g in plan["groups"] if g["kernel"] == "mm_packed"]
+    assert len(packed) == 2, [g["kernel"] for g in plan["groups"]]
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-2, rtol=1e-2)
+    for g in packed:
+        assert g["members"][0].startswith("triton_poi") and g["members"][1] == "mm"
+        assert "weight's integers in the GEMM's loop" in g["change"]
+        seed = Path(g["seed_path"]).read_text()
+        assert "packed_linear_kernel" in seed and "rn // 8" in seed  # GPTQ's zeros unpacked in the kernel
+        res = evaluate(g["problem"], seed, config=cfg)
+        assert res.status.value == "ok", res.message
+        assert len(res.profile["launches"]) == 1
+    whole = evaluate(problem, plan["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
+
+
+def test_weights_computed_from_an_input_are_not_merged(tmp_path: Path) -> None:
+    """A weight that depends on the model's input is not a model constant: the GEMM keeps its own
+    group (the unpacking merge is for parameters and buffers only)."""
+    src = tmp_path / "scaled.py"
+    src.write_text(
+        INT4_MLP.replace("{hidden}", "1024").replace("* self.scales.repeat_interleave(G, dim=0)", "* x.mean()").replace(
+            "self.down(torch.relu(self.up(x))) + x", "self.up(x)"
+        )
+    )
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    assert not [g for g in plan["groups"] if g["kernel"] == "mm_packed"]
+
+
+def test_small_unpacked_weights_keep_the_epilogue_fusion(tmp_path: Path) -> None:
+    """Weights of 16 KiB as floats: writing and reading them back costs less than the launch an
+    epilogue fusion saves, so each GEMM takes its consumer (ReLU, the residual add) instead."""
+    src = tmp_path / "int4_small.py"
+    src.write_text(INT4_MLP.replace("{hidden}", "64"))
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    kernels = [g["kernel"] for g in plan["groups"]]
+    assert "mm_packed" not in kernels and sum(k.startswith("mm_triton_poi") for k in kernels) == 2, kernels

@@ -31,6 +31,7 @@ from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates.packed_linear import Operand, Packing
 
 PACKED = (torch.uint8, torch.int8, torch.int16, torch.int32)
+ATEN_MM = {torch.ops.aten.mm.default}  # a `kegen tune` group's matmul, unlifted
 MAX_WEIGHT = 1 << 26  # elements: the weight is computed once at draft time
 # a word's element order over its nibbles: in order, reversed, and AWQ's two interleaved orders
 _ORDERS = {
@@ -55,12 +56,12 @@ class _Fit:
     zero: torch.Tensor
 
 
-def constant_nodes(t: Traced) -> set[Node]:
-    """The graph's nodes computed from the model's tensors alone (no input reaches them; tensors made
-    in the forward count, as `torch.arange` shift tables, unless made at random)."""
+def constant_nodes(t: Traced, leaves: set[Node] = frozenset()) -> set[Node]:  # type: ignore[assignment]
+    """The graph's nodes computed from the model's tensors and the inputs in `leaves` alone (tensors
+    made in the forward count, as `torch.arange` shift tables, unless made at random)."""
     const: set[Node] = set()
     for n in t.gm.graph.nodes:
-        if n.op == "get_attr":
+        if n.op == "get_attr" or n in leaves:
             const.add(n)
         elif n.op in ("call_function", "call_method", "call_module"):
             ins = n.all_input_nodes
@@ -77,12 +78,19 @@ def _random(n: Node) -> bool:
     )
 
 
-def evaluate(t: Traced, target: Node, const: set[Node]) -> torch.Tensor:
-    """The value of constant node `target`, computed on the traced model's tensors."""
-    env: dict[Node, Any] = {}
+def evaluate(
+    t: Traced, target: Node, const: set[Node], inputs: dict[Node, Any] | None = None
+) -> torch.Tensor:
+    """The value of constant node `target`, computed on the traced model's tensors (and `inputs`, the
+    values of the input leaves)."""
+    env: dict[Node, Any] = dict(inputs or {})
     with torch.no_grad():
         for n in t.gm.graph.nodes:
             if n not in const:
+                continue
+            if n in env:
+                if n is target:
+                    return env[n]
                 continue
             args = map_arg(n.args, lambda a: env[a])
             kwargs = map_arg(n.kwargs, lambda a: env[a])
@@ -258,27 +266,52 @@ def _match_zero(
 
 
 def _expr(t: Traced, node: Node) -> str:
-    return reference_tensor(t.model, str(node.target))
+    return t.arg(node) if node.op == "placeholder" else reference_tensor(t.model, str(node.target))
+
+
+def _input_values(t: Traced, leaves: set[Node]) -> dict[Node, Any] | None:
+    """Real values of the input leaves (the problem's get_inputs, seeded), None where they do not
+    match the traced inputs."""
+    if not leaves:
+        return {}
+    torch.manual_seed(0)
+    real = list(t.problem.get_inputs())
+    if len(real) != len(t.ph):
+        return None
+    got: dict[Node, Any] = {}
+    for node, value in zip(t.ph, real, strict=True):
+        if node in leaves:
+            if not isinstance(value, torch.Tensor) or tuple(value.shape) != tuple(shape_of(node) or ()):
+                return None
+            got[node] = value
+    return got
 
 
 def draft_packed_linear(t: Traced) -> str | None:
     """A linear layer whose weight is unpacked from 4-bit integers in the forward (module docstring),
     with an elementwise epilogue that may read a bias, a residual or a scalar."""
-    mms = [n for n in t.ops if n.target in MATMUL | LINEAR]
+    mms = [n for n in t.ops if n.target in MATMUL | LINEAR | ATEN_MM]
     if len(mms) != 1 or t.out is None or t.out is not t.ops[-1] or len(mms[0].args) < 2:
         return None
     mm = mms[0]
-    const = constant_nodes(t)
     w_node = mm.args[1]
+    if not isinstance(w_node, Node) or not isinstance(mm.args[0], Node):
+        return None
+    # inputs that reach only the weight (a `kegen tune` group's packed buffers, or words passed per call)
+    weight_inputs = {a for a in _ancestors(w_node, None) if a in t.ph} - set(_ancestors(mm.args[0], None))
+    const = constant_nodes(t, weight_inputs)
+    inputs = _input_values(t, weight_inputs)
+    if inputs is None:
+        return None
     w_shape = shape_of(w_node)
-    if not isinstance(w_node, Node) or w_node not in const or w_shape is None or len(w_shape) != 2:
+    if w_node not in const or w_shape is None or len(w_shape) != 2:
         return None
     if w_shape[0] * w_shape[1] > MAX_WEIGHT:
         t.notes.append(f"a packed weight of {w_shape[0]} x {w_shape[1]}: larger than the drafter computes")
         return None
     weight_nodes = _ancestors(w_node, const)
-    attrs = [a for a in weight_nodes if a.op == "get_attr"]
-    values = {a: evaluate(t, a, const) for a in attrs}
+    attrs = [a for a in weight_nodes if a.op in ("get_attr", "placeholder")]
+    values = {a: evaluate(t, a, const, inputs) for a in attrs}
     ints = [
         (a, v)
         for a, v in values.items()
@@ -286,7 +319,7 @@ def draft_packed_linear(t: Traced) -> str | None:
     ]
     if not ints:
         return None
-    w = evaluate(t, w_node, const)
+    w = evaluate(t, w_node, const, inputs)
     if not isinstance(w, torch.Tensor) or not w.is_floating_point():
         return None
     w = w.detach() if mm.target in LINEAR else w.detach().t()  # (N, K)
@@ -306,7 +339,9 @@ def draft_packed_linear(t: Traced) -> str | None:
         return None
     leaves = {fit.q_node, scale[1]} | ({zero[2]} if zero[2] is not None else set())
     bias = mm.kwargs.get("bias", mm.args[2] if len(mm.args) > 2 else None) if mm.target in LINEAR else None
-    parts = linear_parts(t, mm, bias, [n for n in weight_nodes if n.op != "get_attr"], leaves)
+    parts = linear_parts(
+        t, mm, bias, [n for n in weight_nodes if n.op not in ("get_attr", "placeholder")], leaves
+    )
     if parts is None:
         return None
     n_out, k = w.shape
@@ -348,13 +383,13 @@ def _first_tiles(m: int, n: int, k: int, group: int | None, per_word: int) -> tu
     return bm, bn, bk
 
 
-def _ancestors(node: Node, const: set[Node]) -> list[Node]:
-    """`node` and the constant nodes it is computed from."""
+def _ancestors(node: Node, const: set[Node] | None) -> list[Node]:
+    """`node` and the nodes it is computed from (those in `const`, where given)."""
     seen: list[Node] = []
     stack = [node]
     while stack:
         n = stack.pop()
-        if n in seen or n not in const:
+        if n in seen or const is not None and n not in const:
             continue
         seen.append(n)
         stack.extend(n.all_input_nodes)
