@@ -159,9 +159,13 @@ def _worth_an_epilogue(part: Partition, k: int, j: int) -> bool:
     fusion (the merged group is not one the epilogue fusion takes)."""
     if _consumer(part, k) is None:
         return True
-    weight = part.values.get(part.groups[j].outputs[0]) if part.groups[j].outputs else None
-    size = int(weight.numel() * weight.element_size()) if hasattr(weight, "numel") else 0
-    return 2 * size > EPILOGUE_BYTES
+    import torch
+
+    outputs = part.groups[j].outputs
+    weight = part.values.get(outputs[0]) if outputs else None
+    if not isinstance(weight, torch.Tensor):
+        return False
+    return 2 * weight.numel() * weight.element_size() > EPILOGUE_BYTES
 
 
 def _unpacking_producer(part: Partition, g: Group, constants: frozenset[str]) -> int | None:

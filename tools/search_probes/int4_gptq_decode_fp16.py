@@ -12,7 +12,8 @@ class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.register_buffer("qweight", torch.randint(-(2**31), 2**31 - 1, (K // 8, N), dtype=torch.int32))
-        self.register_buffer("qzeros", torch.randint(-(2**31), 2**31 - 1, (K // G, N // 8), dtype=torch.int32))
+        zeros = torch.randint(-(2**31), 2**31 - 1, (K // G, N // 8), dtype=torch.int32)
+        self.register_buffer("qzeros", zeros)
         self.register_buffer("scales", (torch.rand(K // G, N) * 0.01 + 0.001).to(torch.float16))
 
     def forward(self, x):
