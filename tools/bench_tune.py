@@ -1,4 +1,4 @@
-"""Benchmark `kegen tune` on the three shipped models: writes docs/results/tune_mtia.{md,json}.
+"""Benchmark `kegen tune` on the shipped models: writes docs/results/tune_mtia.{md,json}.
 
 .venv/bin/python tools/bench_tune.py [--machine mtia-2i] [--budget 36] [--models dlrm,encoder]
                                      [--sizes medium|shipped] [--files a.py,b.py --out docs/results/X]
@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MEDIUM = {
     "encoder": ({"batch": 2, "seq": 64, "dim": 128, "heads": 4}, {}),
     "conv_transformer": ({"batch": 2, "channels": 8, "size": 16, "dim": 64, "heads": 4}, {}),
+    "int4_mlp": ({"tokens": 16, "dim": 1024, "hidden": 2816, "group": 128}, {}),
     "dlrm": (
         {"batch": 64, "dense": 64, "dim": 32, "tables": 3, "rows": 256, "bag": 4},
         {  # its MLPs 128 wide (the shipped file has 32)

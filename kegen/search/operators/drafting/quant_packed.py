@@ -15,7 +15,7 @@ on fresh inputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +56,7 @@ class _Fit:
     zero: torch.Tensor
 
 
-def constant_nodes(t: Traced, leaves: set[Node] = frozenset()) -> set[Node]:  # type: ignore[assignment]
+def constant_nodes(t: Traced, leaves: Collection[Node] = ()) -> set[Node]:
     """The graph's nodes computed from the model's tensors and the inputs in `leaves` alone (tensors
     made in the forward count, as `torch.arange` shift tables, unless made at random)."""
     const: set[Node] = set()
