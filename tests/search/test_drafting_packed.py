@@ -106,6 +106,27 @@ CASES = {
         "",
         "torch.randn(2, 11, K, dtype=torch.float16)",
     ),
+    # one scale for the whole tensor and a half-integer offset (no zero-point tensor)
+    "uint8_scalar_scale_half_offset": (
+        'self.register_buffer("qweight", torch.randint(0, 256, (N, K // 2), dtype=torch.uint8))\n'
+        'self.register_buffer("scale", torch.tensor(0.0125))',
+        "q = torch.stack([self.qweight & 0xF, self.qweight >> 4], dim=-1).view(N, K).float()\n"
+        "return x @ ((q - 7.5) * self.scale).t()",
+        "",
+        "torch.randn(13, K)",
+    ),
+    # a scale per output channel and an int8 zero point per group: two granularities
+    "int32_row_scale_group_zeros": (
+        'self.register_buffer("packed", torch.randint(-2**31, 2**31 - 1, (N, K // 8), dtype=torch.int32))\n'
+        'self.register_buffer("zeros", torch.randint(0, 16, (N, K // G), dtype=torch.int8))\n'
+        'self.register_buffer("scale", (torch.rand(N, 1) * 0.02 + 0.001).to(torch.float16))',
+        "shifts = torch.arange(0, 32, 4, dtype=torch.int32)\n"
+        "q = ((self.packed.unsqueeze(-1) >> shifts) & 15).reshape(N, K)\n"
+        "z = self.zeros.repeat_interleave(G, dim=1)\n"
+        "return x @ ((q - z).to(x.dtype) * self.scale).t()",
+        "",
+        "torch.randn(7, K, dtype=torch.float16)",
+    ),
 }
 
 
@@ -147,6 +168,10 @@ def test_the_layout_found_is_the_one_written(tmp_path) -> None:
     awq = analyze(_problem(tmp_path, "awq_int32_along_n")).source or ""
     assert "rn1 = rw * 8 + 1" in awq and "acc7 = tl.zeros([BLOCK_M, BLOCK_N // 8]" in awq
     assert "w1 = (((p >> 16) & 15).to(tl.float32) - z1)" in awq  # element 1 in nibble 4
+    scalar = analyze(_problem(tmp_path, "uint8_scalar_scale_half_offset")).source or ""
+    assert "reshape(1, 1)" in scalar and "- 7.5).to(a0.dtype)" in scalar and "GROUP=BLOCK_SIZE_K" in scalar
+    mixed = analyze(_problem(tmp_path, "int32_row_scale_group_zeros")).source or ""
+    assert "GROUP=32" in mixed and "s.stride(0), 0" in mixed  # the channel's scale at every group
     offset = analyze(_problem(tmp_path, "uint8_interleaved_offset_groups")).source or ""
     assert "w1 = ((p >> 4).to(tl.int8) - 8).to(a1.dtype)" in offset
     reversed_ = analyze(_problem(tmp_path, "int32_reversed_float_zeros_divided")).source or ""

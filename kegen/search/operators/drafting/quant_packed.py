@@ -203,13 +203,17 @@ def _weight_fit(t: Traced, w: torch.Tensor, ints: list[tuple[Node, torch.Tensor]
     return None
 
 
-def _views(value: torch.Tensor, n: int, groups: int) -> Iterator[tuple[bool, torch.Tensor]]:
-    """A tensor of n * groups values as (n, groups): stored so, or transposed (g_major)."""
-    if value.numel() != n * groups:
-        return
-    yield False, value.reshape(n, groups)
-    if groups > 1:
-        yield True, value.reshape(groups, n).t()
+def _views(value: torch.Tensor, n: int, groups: int) -> Iterator[tuple[str, torch.Tensor]]:
+    """A tensor as (n, groups) values: stored so (`n_major`), transposed (`g_major`), one value per
+    output channel for every group (`row`), or one for all (`scalar`)."""
+    if value.numel() == n * groups:
+        yield "n_major", value.reshape(n, groups)
+        if groups > 1:
+            yield "g_major", value.reshape(groups, n).t()
+    if value.numel() == n and groups > 1:
+        yield "row", value.reshape(n, 1).expand(n, groups)
+    if value.numel() == 1 and n * groups > 1:
+        yield "scalar", value.reshape(1, 1).expand(n, groups)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, rtol: float) -> bool:
@@ -221,12 +225,11 @@ def _match_scale(
 ) -> tuple[Operand, Node] | None:
     n, groups = s.shape
     for node, value in floats:
-        for g_major, view in _views(value, n, groups):
+        for layout, view in _views(value, n, groups):
             for inverse in (False, True):
                 v = 1.0 / view.to(torch.float64) if inverse else view
                 if _close(s, v, rtol):
-                    expr = _expr(t, node)
-                    return Operand(expr, g_major, divide=inverse), node
+                    return Operand(_expr(t, node), layout, divide=inverse), node
     return None
 
 
@@ -237,6 +240,15 @@ def _near(z: torch.Tensor, v: torch.Tensor) -> bool:
     return float(d.mean()) < 0.05 and float(d.max()) < 0.5
 
 
+def _simple(value: float) -> float:
+    """A fitted constant zero point as the simple fraction it stands for (8, 7.5), else as fitted."""
+    for denominator in (1, 2, 4, 8, 16):
+        near = round(value * denominator) / denominator
+        if abs(value - near) < (0.05 if denominator == 1 else 1e-4):
+            return float(near)
+    return value
+
+
 def _match_zero(
     t: Traced, z: torch.Tensor, leaves: list[tuple[Node, torch.Tensor]]
 ) -> tuple[Operand | None, float, Node | None] | None:
@@ -244,12 +256,11 @@ def _match_zero(
     n, groups = z.shape
     middle = float(z.median())
     if _near(z, torch.full_like(z, middle)):
-        constant = round(middle) if abs(middle - round(middle)) < 0.05 else middle
-        return None, float(constant), None
+        return None, _simple(middle), None
     for node, value in leaves:
-        for g_major, view in _views(value, n, groups):
+        for layout, view in _views(value, n, groups):
             if _near(z, view):
-                return Operand(_expr(t, node), g_major), 0.0, node
+                return Operand(_expr(t, node), layout), 0.0, node
     for node, value in leaves:  # GPTQ's qzeros: (groups, N / E) words, E values along N
         if value.dtype not in PACKED or value.dim() != 2:
             continue
@@ -261,7 +272,7 @@ def _match_zero(
             decoded = nib[..., list(slots)].reshape(groups, n).t()
             for offset in (0, 1):
                 if _near(z, decoded + offset):
-                    return Operand(_expr(t, node), True, per, slots, offset), 0.0, node
+                    return Operand(_expr(t, node), "g_major", per, slots, offset), 0.0, node
     return None
 
 

@@ -39,12 +39,12 @@ class Packing:
 
 @dataclass(frozen=True)
 class Operand:
-    """A scale or zero-point tensor: its forward-time expression, shaped (N, G) or, `g_major`, (G, N);
+    """A scale or zero-point tensor: its forward-time expression and `layout`;
     `packed` > 1: that many 4-bit values a word along N (nibble of element j: `slots[j]`), plus `offset`;
     `divide`: a scale the weight is divided by."""
 
     expr: str
-    g_major: bool = False
+    layout: str = "n_major"  # n_major (N, G) | g_major (G, N) | row (N,): every group | scalar
     packed: int = 1
     slots: tuple[int, ...] = ()
     offset: int = 0
@@ -146,9 +146,14 @@ def _operand_load(name: str, op: Operand | None, group: str, other: str, rn: str
 
 
 def _strides(op: Operand | None, var: str) -> str:
-    if op is None:
+    """The kernel's (stride along N, stride along the groups) of the operand."""
+    if op is None or op.layout == "scalar":
         return "0, 0"
-    return f"{var}.stride(1), {var}.stride(0)" if op.g_major else f"{var}.stride(0), {var}.stride(1)"
+    if op.layout == "row":
+        return f"{var}.stride(0), 0"
+    return (
+        f"{var}.stride(1), {var}.stride(0)" if op.layout == "g_major" else f"{var}.stride(0), {var}.stride(1)"
+    )
 
 
 def packed_linear(
@@ -324,10 +329,11 @@ def _kernel_along_n(
 
 
 def _shaped(op: Operand) -> str:
-    """The operand as a 2-D tensor, (N, G) or (G, N); a packed one is 2-D as the model holds it."""
+    """The operand as a 2-D tensor: (N, G), (G, N), (N, 1) or (1, 1); a packed one as the model holds it."""
     if op.packed > 1:
         return op.expr
-    return f"{op.expr}.reshape(-1, N)" if op.g_major else f"{op.expr}.reshape(N, -1)"
+    shape = {"g_major": "-1, N", "row": "N, 1", "scalar": "1, 1"}.get(op.layout, "N, -1")
+    return f"{op.expr}.reshape({shape})"
 
 
 def _weight_value(
