@@ -259,8 +259,8 @@ def _match_zero(
         return None, _simple(middle), None
     for node, value in leaves:
         for layout, view in _views(value, n, groups):
-            if _near(z, view):
-                return Operand(_expr(t, node), layout), 0.0, node
+            if _near(z, view):  # an integer tensor's zero is subtracted in the integers
+                return Operand(_expr(t, node), layout, integer=not value.is_floating_point()), 0.0, node
     for node, value in leaves:  # GPTQ's qzeros: (groups, N / E) words, E values along N
         if value.dtype not in PACKED or value.dim() != 2:
             continue
@@ -272,7 +272,7 @@ def _match_zero(
             decoded = nib[..., list(slots)].reshape(groups, n).t()
             for offset in (0, 1):
                 if _near(z, decoded + offset):
-                    return Operand(_expr(t, node), "g_major", per, slots, offset), 0.0, node
+                    return Operand(_expr(t, node), "g_major", per, slots, offset, integer=True), 0.0, node
     return None
 
 

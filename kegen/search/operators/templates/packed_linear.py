@@ -49,6 +49,7 @@ class Operand:
     slots: tuple[int, ...] = ()
     offset: int = 0
     divide: bool = False  # a scale the weight is divided by
+    integer: bool = False  # integer values (a zero point subtracted in the integers, before the conversion)
 
 
 _KERNEL = """
@@ -131,18 +132,29 @@ _FORWARD = """        x = {x}
 
 
 def _operand_load(name: str, op: Operand | None, group: str, other: str, rn: str = "rn") -> str:
-    """Kernel expression of the scale or zero row [1, columns] of group index `group` at columns `rn`."""
+    """Kernel expression of the scale or zero row [1, columns] of group index `group` at columns `rn`
+    (a packed one reads the word columns and shifts `_packed_setup` computed before the loop)."""
     if op is None:
         return ""
     ptr, sn, sg = f"{name}_ptr", f"stride_{name}n", f"stride_{name}g"
+    kind = "tl.int32" if op.integer else "tl.float32"
     if op.packed <= 1:
         row = f"tl.load({ptr} + {rn} * {sn} + ({group}) * {sg}, mask={rn} < N, other={other})"
-        return f"{row}.to(tl.float32)[None, :]"
-    word = f"tl.load({ptr} + ({rn} // {op.packed}) * {sn} + ({group}) * {sg}, mask={rn} < N, other=0)"
-    table = sum(s << (4 * j) for j, s in enumerate(op.slots))
-    shift = f"((({table} >> (({rn} % {op.packed}) * 4)) & 15) * 4)"
+        return f"{row}.to({kind})[None, :]"
+    word = f"tl.load({ptr} + {name}col_{rn} * {sn} + ({group}) * {sg}, mask={rn} < N, other=0)"
     plus = f" + {op.offset}" if op.offset else ""
-    return f"((({word} >> {shift}) & 15){plus}).to(tl.float32)[None, :]"
+    return f"((({word} >> {name}sh_{rn}) & 15){plus}).to({kind})[None, :]"
+
+
+def _packed_setup(name: str, op: Operand | None, rn: str = "rn") -> list[str]:
+    """Loop-invariant word columns and shifts of an operand packed along N, for `_operand_load`."""
+    if op is None or op.packed <= 1:
+        return []
+    table = sum(s << (4 * j) for j, s in enumerate(op.slots))
+    return [
+        f"{name}col_{rn} = {rn} // {op.packed}",
+        f"{name}sh_{rn} = (({table} >> (({rn} % {op.packed}) * 4)) & 15) * 4",
+    ]
 
 
 def _strides(op: Operand | None, var: str) -> str:
@@ -229,7 +241,7 @@ def _kernel_along_k(
     """Values packed along K: one word tile per K block, one dot per element position."""
     e = packing.per_word
     lines: list[str] = []
-    before: list[str] = []
+    before: list[str] = _packed_setup("z", zero)
     after: list[str] = []
     if not grouped:
         if zero is not None:
@@ -248,7 +260,7 @@ def _kernel_along_k(
             f"a{j} = tl.load(x_ptr + rm[:, None] * stride_xm + ({k_index}) * stride_xk, "
             f"mask=(rm[:, None] < M) & (kw[None, :] < KW), other=0.0)"
         )
-        value = _weight_value(packing, slot, zero is not None, zero_const, f"a{j}.dtype")
+        value = _weight_value(packing, slot, _zero_kind(zero), zero_const, f"a{j}.dtype")
         lines.append(f"w{j} = {value}")
         dot = f"tl.dot(a{j}, w{j}{precision})"
         if grouped and not shared:
@@ -303,12 +315,13 @@ def _kernel_along_n(
         rn = f"rn{j}"
         setup.append(f"{rn} = rw * {e} + {j}" if not packing.planes else f"{rn} = {j} * NW + rw")
         setup.append(f"acc{j} = tl.zeros([BLOCK_M, BLOCK_N // {e}], tl.float32)")
+        setup += _packed_setup("z", zero, rn)
         if zero is not None and not grouped:
             setup.append(f"z{j} = {_operand_load('z', zero, '0', '0', rn)}")
         if zero is not None and grouped:
             body.append(f"z{j} = {_operand_load('z', zero, 'k0 // GROUP', '0', rn)}")
         body.append(
-            f"w{j} = {_weight_value(packing, slot, zero is not None, zero_const, 'a.dtype', f'z{j}')}"
+            f"w{j} = {_weight_value(packing, slot, _zero_kind(zero), zero_const, 'a.dtype', f'z{j}')}"
         )
         dot = f"tl.dot(a, w{j}{precision})"
         if grouped and scale is not None:
@@ -337,10 +350,14 @@ def _shaped(op: Operand) -> str:
 
 
 def _weight_value(
-    packing: Packing, slot: int, zero_tensor: bool, zero_const: float, dtype: str, z: str = "z"
+    packing: Packing, slot: int, zero_tensor: str, zero_const: float, dtype: str, z: str = "z"
 ) -> str:
-    """The tile of nibble `slot` minus its zero point (the fp32 row `z`, or a constant), in `dtype`."""
+    """The tile of nibble `slot` minus its zero point (the row `z`, `zero_tensor` "integer" or "float";
+    "" for none: the constant), in `dtype`."""
     value = _nibble(packing, slot)
+    if zero_tensor == "integer":  # exact in the integers (uint8 words' nibbles widened first)
+        signed = f"{value}.to(tl.int32)" if packing.unsigned_words else value
+        return f"({signed} - {z}).to({dtype})"
     if zero_tensor:
         return f"({value}.to(tl.float32) - {z}).to({dtype})"
     if zero_const and float(zero_const).is_integer() and -112 <= zero_const <= 127:
@@ -350,6 +367,10 @@ def _weight_value(
     if zero_const:
         return f"({value}.to(tl.float32) - {float(zero_const)!r}).to({dtype})"
     return f"{value}.to({dtype})"
+
+
+def _zero_kind(zero: Operand | None) -> str:
+    return "" if zero is None else "integer" if zero.integer else "float"
 
 
 def _nibble(packing: Packing, slot: int) -> str:
