@@ -50,6 +50,21 @@ _EXTRA_LOADS = {
 }
 _EXTRA_ARGS = {"row": "{e}.reshape(-1)", "full": "{e}.reshape(-1, N)", "scalar": "{e}.reshape(-1)"}
 
+
+def epilogue_loads(extras: Sequence[tuple[str, str]]) -> str:
+    """Kernel lines loading the epilogue's tensors e0, e1, ... (kind `row` | `full` | `scalar`) at the
+    output tile (rows rm, columns rn) in fp32."""
+    return "".join(
+        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
+    )
+
+
+def epilogue_args(extras: Sequence[tuple[str, str]]) -> str:
+    """The launch's arguments for the epilogue's tensors ((expression, kind) each), as the kernel
+    reads them."""
+    return "".join(" " + _EXTRA_ARGS[k].format(e=e) + "," for e, k in extras)
+
+
 _FORWARD = """        x = {x}
         q = {q}
         s = {s}
@@ -87,9 +102,7 @@ def dequant_linear(
     `ieee`: fp32 dots in full precision (no tf32 on GPUs)."""
     kind, op = (scale[1], scale[2]) if scale else ("none", "*")
     grouped = kind == "group"
-    loads = "".join(
-        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
-    )
+    loads = epilogue_loads(extras)
     kernel = _KERNEL.format(
         prologue=MATMUL_PROLOGUE,
         extra_ptrs="".join(f" e{i}_ptr," for i in range(len(extras))),
@@ -110,7 +123,7 @@ def dequant_linear(
         q=q,
         s=s_expr,
         dtype=dtype,
-        extra_args="".join(" " + _EXTRA_ARGS[k].format(e=e) + "," for e, k in extras),
+        extra_args=epilogue_args(extras),
         group_args=" s.stride(0), GROUP=q.shape[1] // s.shape[1]," if grouped else "",
     )
     model = model_class(args, fwd, init)

@@ -12,15 +12,20 @@ from dataclasses import dataclass
 from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.layout import MODEL_HEAD
 
-MATMUL_PROLOGUE = """    pid = tl.program_id(0)
+# a GEMM program's tile: its program ids (N fastest, as the grouped-order recipe expects) and rows
+PROGRAM_TILE = """    pid = tl.program_id(0)
     num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
     num_pid_n = tl.cdiv(N, BLOCK_N)
     pid_m = pid // num_pid_n
     pid_n = pid % num_pid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)"""
+MATMUL_PROLOGUE = (
+    PROGRAM_TILE
+    + """
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)"""
+)
 
 _LINEAR_KERNEL = """
 @triton.jit

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates.gemm import consts, indent
+from kegen.search.operators.templates.dequant import epilogue_args, epilogue_loads
+from kegen.search.operators.templates.gemm import PROGRAM_TILE, consts, indent
 from kegen.search.operators.templates.layout import model_class
 
 
@@ -58,12 +59,7 @@ def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K,
                          stride_pn, stride_pw, stride_sn, stride_sg, stride_zn, stride_zg, stride_ym,
                          GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+{program}
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rw = tl.arange(0, BLOCK_K // {E})
     KW = K // {E}
@@ -86,12 +82,7 @@ def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K,
                          stride_pn, stride_pw, stride_sn, stride_sg, stride_zn, stride_zg, stride_ym,
                          GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr):
-    pid = tl.program_id(0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)  # noqa: F841 - read by the grouped-order recipe
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m = pid // num_pid_n
-    pid_n = pid % num_pid_n
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+{program}
     NW = N // {E}
     rw = pid_n * (BLOCK_N // {E}) + tl.arange(0, BLOCK_N // {E})
     rk = tl.arange(0, BLOCK_K)
@@ -107,13 +98,6 @@ def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K,
 {tail}
 """
 
-_EXTRA_LOADS = {
-    "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
-    "full": "tl.load(e{i}_ptr + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), "
-    "other=0.0)",
-    "scalar": "tl.load(e{i}_ptr)",
-}
-_EXTRA_ARGS = {"row": "{e}.reshape(-1)", "full": "{e}.reshape(-1, N)", "scalar": "{e}.reshape(-1)"}
 
 _FORWARD = """        x = {x}
         p = {p}
@@ -195,9 +179,7 @@ def packed_linear(
     precision (no tf32 on GPUs)."""
     grouped = group is not None  # else the scale and zero apply once, not per K block
     op = "/" if scale is not None and scale.divide else "*"
-    loads = "".join(
-        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
-    )
+    loads = epilogue_loads(extras)
     extra_ptrs = "".join(f" e{i}_ptr," for i in range(len(extras)))
     if packing.along_n:
         kernel = _kernel_along_n(
@@ -215,7 +197,7 @@ def packed_linear(
         s=_shaped(scale) if scale else "p",
         z=_shaped(zero) if zero else "p",
         dtype=dtype,
-        extra_args="".join(" " + _EXTRA_ARGS[k].format(e=ex) + "," for ex, k in extras),
+        extra_args=epilogue_args(extras),
         p_strides="p.stride(1), p.stride(0)" if k_major else "p.stride(0), p.stride(1)",
         s_strides=_strides(scale, "s"),
         z_strides=_strides(zero, "z"),
@@ -279,6 +261,7 @@ def _kernel_along_k(
         )
     body = indent("\n".join(lines).split("\n"), 8)
     return _KERNEL.format(
+        program=PROGRAM_TILE,
         E=e,
         extra_ptrs=extra_ptrs,
         before=indent(before) + "\n" if before else "",
@@ -337,7 +320,12 @@ def _kernel_along_n(
             "mask=(rm[:, None] < M) & (rn[None, :] < N))"
         )
     return _KERNEL_N.format(
-        E=e, extra_ptrs=extra_ptrs, setup=indent(setup) + "\n", body=indent(body, 8), tail=indent(tail)
+        program=PROGRAM_TILE,
+        E=e,
+        extra_ptrs=extra_ptrs,
+        setup=indent(setup) + "\n",
+        body=indent(body, 8),
+        tail=indent(tail),
     )
 
 
