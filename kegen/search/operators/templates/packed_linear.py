@@ -53,6 +53,27 @@ class Operand:
     integer: bool = False  # integer values (a zero point subtracted in the integers, before the conversion)
 
 
+@dataclass(frozen=True)
+class _KernelParts:
+    """What both kernel forms are written from."""
+
+    packing: Packing
+    grouped: bool
+    scale: Operand | None
+    zero: Operand | None
+    zero_const: float
+    op: str  # how the scale applies: * or /
+    ieee: bool
+    extra_ptrs: str
+    loads: str
+    epilogue: Sequence[str]
+    result: str
+
+    def weight(self) -> tuple[Packing, bool, Operand | None, Operand | None, float, str]:
+        """How the weight is read: packing, per-group, scale, zero tensor, zero constant, scale op."""
+        return self.packing, self.grouped, self.scale, self.zero, self.zero_const, self.op
+
+
 _KERNEL = """
 @triton.jit
 def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,
@@ -181,14 +202,10 @@ def packed_linear(
     op = "/" if scale is not None and scale.divide else "*"
     loads = epilogue_loads(extras)
     extra_ptrs = "".join(f" e{i}_ptr," for i in range(len(extras)))
-    if packing.along_n:
-        kernel = _kernel_along_n(
-            packing, grouped, scale, zero, zero_const, op, ieee, extra_ptrs, loads, epilogue, result
-        )
-    else:
-        kernel = _kernel_along_k(
-            packing, grouped, scale, zero, zero_const, op, ieee, extra_ptrs, loads, epilogue, result
-        )
+    kp = _KernelParts(
+        packing, grouped, scale, zero, zero_const, op, ieee, extra_ptrs, loads, epilogue, result
+    )
+    kernel = _kernel_along_n(kp) if packing.along_n else _kernel_along_k(kp)
     k_major = packing.k_major
     fwd = _FORWARD.format(
         x=x,
@@ -207,20 +224,9 @@ def packed_linear(
     return HEADER + (f"\n\n{prelude}" if prelude else "") + consts(*blocks) + kernel + model
 
 
-def _kernel_along_k(
-    packing: Packing,
-    grouped: bool,
-    scale: Operand | None,
-    zero: Operand | None,
-    zero_const: float,
-    op: str,
-    ieee: bool,
-    extra_ptrs: str,
-    loads: str,
-    epilogue: Sequence[str],
-    result: str,
-) -> str:
+def _kernel_along_k(kp: _KernelParts) -> str:
     """Values packed along K: one word tile per K block, one dot per element position."""
+    packing, grouped, scale, zero, zero_const, op = kp.weight()
     e = packing.per_word
     lines: list[str] = []
     before: list[str] = _packed_setup("z", zero)
@@ -231,7 +237,7 @@ def _kernel_along_k(
         if scale is not None:
             after.append(f"acc = acc {op} {_operand_load('s', scale, '0', '1.0')}")
     shared = not packing.planes
-    precision = ', input_precision="ieee"' if ieee else ""
+    precision = ', input_precision="ieee"' if kp.ieee else ""
     if grouped and shared:
         if zero is not None:
             lines.append(f"z = {_operand_load('z', zero, 'k0 // GROUP', '0')}")
@@ -263,34 +269,23 @@ def _kernel_along_k(
     return _KERNEL.format(
         program=PROGRAM_TILE,
         E=e,
-        extra_ptrs=extra_ptrs,
+        extra_ptrs=kp.extra_ptrs,
         before=indent(before) + "\n" if before else "",
         body=body,
         after=indent(after) + "\n" if after else "",
-        extra_loads=loads,
-        epilogue=indent(epilogue),
-        result=result,
+        extra_loads=kp.loads,
+        epilogue=indent(kp.epilogue),
+        result=kp.result,
     )
 
 
-def _kernel_along_n(
-    packing: Packing,
-    grouped: bool,
-    scale: Operand | None,
-    zero: Operand | None,
-    zero_const: float,
-    op: str,
-    ieee: bool,
-    extra_ptrs: str,
-    loads: str,
-    epilogue: Sequence[str],
-    result: str,
-) -> str:
+def _kernel_along_n(kp: _KernelParts) -> str:
     """Values packed along N (AWQ): one activation tile and one word tile per K block, one dot and one
     accumulator per element position (its output columns every E-th, or one plane), each position's
     epilogue and store after the loop."""
+    packing, grouped, scale, zero, zero_const, op = kp.weight()
     e = packing.per_word
-    precision = ', input_precision="ieee"' if ieee else ""
+    precision = ', input_precision="ieee"' if kp.ieee else ""
     setup: list[str] = []
     body: list[str] = []
     tail: list[str] = []
@@ -314,15 +309,15 @@ def _kernel_along_n(
         tail += [f"rn = {rn}", f"acc = acc{j}"]
         if scale is not None and not grouped:
             tail.append(f"acc = acc {op} {_operand_load('s', scale, '0', '1.0', rn)}")
-        tail += [*(x.strip() for x in loads.splitlines()), *epilogue]
+        tail += [*(x.strip() for x in kp.loads.splitlines()), *kp.epilogue]
         tail.append(
-            f"tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty), "
-            "mask=(rm[:, None] < M) & (rn[None, :] < N))"
+            f"tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], "
+            f"{kp.result}.to(y_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))"
         )
     return _KERNEL_N.format(
         program=PROGRAM_TILE,
         E=e,
-        extra_ptrs=extra_ptrs,
+        extra_ptrs=kp.extra_ptrs,
         setup=indent(setup) + "\n",
         body=indent(body, 8),
         tail=indent(tail),
