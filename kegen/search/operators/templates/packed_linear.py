@@ -74,13 +74,16 @@ class _KernelParts:
         return self.packing, self.grouped, self.scale, self.zero, self.zero_const, self.op
 
 
-_KERNEL = """
-@triton.jit
+# both kernel forms' signature and program tile ({extra_ptrs}: the epilogue's tensors)
+_HEAD = """@triton.jit
 def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,
                          stride_pn, stride_pw, stride_sn, stride_sg, stride_zn, stride_zg, stride_ym,
                          GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_K: tl.constexpr):
-{program}
+"""
+
+_KERNEL = """
+{head}
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rw = tl.arange(0, BLOCK_K // {E})
     KW = K // {E}
@@ -98,12 +101,7 @@ def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K,
 """
 
 _KERNEL_N = """
-@triton.jit
-def packed_linear_kernel(x_ptr, p_ptr, s_ptr, z_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,
-                         stride_pn, stride_pw, stride_sn, stride_sg, stride_zn, stride_zg, stride_ym,
-                         GROUP: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                         BLOCK_K: tl.constexpr):
-{program}
+{head}
     NW = N // {E}
     rw = pid_n * (BLOCK_N // {E}) + tl.arange(0, BLOCK_N // {E})
     rk = tl.arange(0, BLOCK_K)
@@ -267,9 +265,8 @@ def _kernel_along_k(kp: _KernelParts) -> str:
         )
     body = indent("\n".join(lines).split("\n"), 8)
     return _KERNEL.format(
-        program=PROGRAM_TILE,
+        head=_HEAD.format(extra_ptrs=kp.extra_ptrs) + PROGRAM_TILE,
         E=e,
-        extra_ptrs=kp.extra_ptrs,
         before=indent(before) + "\n" if before else "",
         body=body,
         after=indent(after) + "\n" if after else "",
@@ -315,9 +312,8 @@ def _kernel_along_n(kp: _KernelParts) -> str:
             f"{kp.result}.to(y_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))"
         )
     return _KERNEL_N.format(
-        program=PROGRAM_TILE,
+        head=_HEAD.format(extra_ptrs=kp.extra_ptrs) + PROGRAM_TILE,
         E=e,
-        extra_ptrs=kp.extra_ptrs,
         setup=indent(setup) + "\n",
         body=indent(body, 8),
         tail=indent(tail),
