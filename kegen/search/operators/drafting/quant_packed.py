@@ -23,7 +23,7 @@ import torch
 from torch.fx import Node
 from torch.fx.node import map_arg
 
-from kegen.search.operators.drafting.graph import LINEAR, MATMUL, Traced, shape_of
+from kegen.search.operators.drafting.graph import LINEAR, MATMUL, Traced, dtype_of, shape_of
 from kegen.search.operators.drafting.quant import linear_parts, reference_reads
 from kegen.search.operators.drafting.weights import reference_tensor
 from kegen.search.operators.templates import packed_linear as templates_packed
@@ -311,17 +311,20 @@ def draft_packed_linear(t: Traced) -> str | None:
     # inputs that reach only the weight (a `kegen tune` group's packed buffers, or words passed per call)
     weight_inputs = {a for a in _ancestors(w_node, None) if a in t.ph} - set(_ancestors(mm.args[0], None))
     const = constant_nodes(t, weight_inputs)
-    inputs = _input_values(t, weight_inputs)
-    if inputs is None:
-        return None
     w_shape = shape_of(w_node)
     if w_node not in const or w_shape is None or len(w_shape) != 2:
+        return None
+    weight_nodes = _ancestors(w_node, const)
+    attrs = [a for a in weight_nodes if a.op in ("get_attr", "placeholder")]
+    # only integer leaves can hold packed values: nothing is computed for a float weight (a GEMM's B)
+    if not any(a.op == "get_attr" or dtype_of(a) in PACKED for a in attrs):
         return None
     if w_shape[0] * w_shape[1] > MAX_WEIGHT:
         t.notes.append(f"a packed weight of {w_shape[0]} x {w_shape[1]}: larger than the drafter computes")
         return None
-    weight_nodes = _ancestors(w_node, const)
-    attrs = [a for a in weight_nodes if a.op in ("get_attr", "placeholder")]
+    inputs = _input_values(t, weight_inputs)
+    if inputs is None:
+        return None
     values = {a: evaluate(t, a, const, inputs) for a in attrs}
     ints = [
         (a, v)
