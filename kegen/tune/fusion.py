@@ -118,13 +118,15 @@ def _fuse_unpacking(
     `constants`, where kegen's packed template drafts the merged problem."""
     from kegen.search.operators.drafting import analyze
 
+    tried: set[str] = set()  # GEMM groups (by first node) already tried: a merge restarts the scan
     k = 0
     while k < len(part.groups):
         g = part.groups[k]
-        j = _unpacking_producer(part, g, constants)
+        j = _unpacking_producer(part, g, constants) if g.nodes[0] not in tried else None
         k += 1
         if j is None or not _worth_an_epilogue(part, k - 1, j):
             continue
+        tried.add(g.nodes[0])
         p = part.groups[j]
         try:
             merged_part = merge(part, [j, k - 1], "mm_packed")

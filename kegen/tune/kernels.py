@@ -21,7 +21,14 @@ from kegen.tune.compose import compose, layout
 from kegen.tune.fusion import fuse_groups
 from kegen.tune.install import kernel_rows
 from kegen.tune.library import KernelLibrary
-from kegen.tune.partition import PartitionError, cut, graph_args, problem_source, record_values
+from kegen.tune.partition import (
+    PartitionError,
+    cut,
+    graph_args,
+    model_tensor_inputs,
+    problem_source,
+    record_values,
+)
 from kegen.tune.problems import Counter, measure, search
 from kegen.tune.regions import CHANGES, KINDS, carve_regions, region_seed
 from kegen.tune.triage import triage
@@ -44,10 +51,7 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
         raise PartitionError("Inductor kept no post-grad graph or kernel provenance")
     values = record_values(cap.post_grad, graph_args(cap, mf.build(0), mf.variants[k]))
     part = carve_regions(cut(cap.post_grad, cap.kernel_nodes, values))
-    constants = frozenset(
-        n.name for n, gi in zip(_placeholders(cap.post_grad), cap.inputs, strict=False) if gi.kind != "user"
-    )
-    part, fused = fuse_groups(part, draft, mf.path.name, k, constants)
+    part, fused = fuse_groups(part, draft, mf.path.name, k, model_tensor_inputs(cap))
     lay = layout(part, cap)
     d = out_dir / f"variant{k}"
     d.mkdir(parents=True, exist_ok=True)
@@ -362,10 +366,6 @@ def batch_seed(source: str) -> str | None:
             out = batch_launches(out or source)
     except (MutationError, SyntaxError):
         return out
-
-
-def _placeholders(gm: Any) -> list[Any]:
-    return [n for n in gm.graph.nodes if n.op == "placeholder"]
 
 
 FUSED_CHANGE = "fused {members} into one kernel (the pointwise work in the GEMM's epilogue)"

@@ -354,6 +354,13 @@ def problem_source(part: Partition, g: Group, model: str, variant: int) -> str:
     )
 
 
+def model_tensor_inputs(cap: Any) -> frozenset[str]:
+    """The post-grad graph's inputs (placeholder names) that are the model's parameters, buffers and
+    constants (`cap.inputs` is in placeholder order, as `graph_args` reads it), not the user's inputs."""
+    placeholders = [n for n in cap.post_grad.graph.nodes if n.op == "placeholder"]
+    return frozenset(n.name for n, gi in zip(placeholders, cap.inputs, strict=False) if gi.kind != "user")
+
+
 def graph_args(cap: Any, model: Any, inputs: list[Any]) -> list[Any]:
     """The post-grad graph's arguments for a built model and one input list (in `cap.inputs` order),
     each contiguous one in a storage of its own (as the evaluator places them on the device)."""

@@ -106,6 +106,18 @@ CASES = {
         "",
         "torch.randn(2, 11, K, dtype=torch.float16)",
     ),
+    # uint8 words in planes with int32 zero points and fp32 scales per group: each plane reads its own
+    # group's zero and scale
+    "uint8_planes_int_zeros_groups": (
+        'self.register_buffer("qweight", torch.randint(0, 256, (N, K // 2), dtype=torch.uint8))\n'
+        'self.register_buffer("zeros", torch.randint(0, 16, (N, K // G), dtype=torch.int32))\n'
+        'self.register_buffer("scales", torch.rand(N, K // G) * 0.02 + 0.001)',
+        "q = torch.cat([self.qweight & 15, self.qweight >> 4], dim=1).to(torch.int32)\n"
+        "w = (q - self.zeros.repeat_interleave(G, dim=1)).float() * self.scales.repeat_interleave(G, dim=1)\n"
+        "return x @ w.t()",
+        "",
+        "torch.randn(9, K)",
+    ),
     # one scale for the whole tensor and a half-integer offset (no zero-point tensor)
     "uint8_scalar_scale_half_offset": (
         'self.register_buffer("qweight", torch.randint(0, 256, (N, K // 2), dtype=torch.uint8))\n'

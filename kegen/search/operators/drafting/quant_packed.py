@@ -80,33 +80,28 @@ def _random(n: Node) -> bool:
 
 def evaluate(
     t: Traced, target: Node, const: set[Node], inputs: dict[Node, Any] | None = None
-) -> torch.Tensor:
-    """The value of constant node `target`, computed on the traced model's tensors (and `inputs`, the
-    values of the input leaves)."""
+) -> dict[Node, Any]:
+    """The values of the constant nodes up to and including `target`, computed on the traced model's
+    tensors (and `inputs`, the values of the input leaves)."""
     env: dict[Node, Any] = dict(inputs or {})
     with torch.no_grad():
         for n in t.gm.graph.nodes:
-            if n not in const:
-                continue
-            if n in env:
-                if n is target:
-                    return env[n]
-                continue
-            args = map_arg(n.args, lambda a: env[a])
-            kwargs = map_arg(n.kwargs, lambda a: env[a])
-            if n.op == "get_attr":
-                obj: Any = t.gm
-                for part in str(n.target).split("."):
-                    obj = getattr(obj, part)
-                env[n] = obj
-            elif n.op == "call_function":
-                env[n] = n.target(*args, **kwargs)  # type: ignore[operator]
-            elif n.op == "call_method":
-                env[n] = getattr(args[0], str(n.target))(*args[1:], **kwargs)
-            else:
-                env[n] = t.gm.get_submodule(str(n.target))(*args, **kwargs)
+            if n in const and n not in env:
+                args = map_arg(n.args, lambda a: env[a])
+                kwargs = map_arg(n.kwargs, lambda a: env[a])
+                if n.op == "get_attr":
+                    obj: Any = t.gm
+                    for part in str(n.target).split("."):
+                        obj = getattr(obj, part)
+                    env[n] = obj
+                elif n.op == "call_function":
+                    env[n] = n.target(*args, **kwargs)  # type: ignore[operator]
+                elif n.op == "call_method":
+                    env[n] = getattr(args[0], str(n.target))(*args[1:], **kwargs)
+                else:
+                    env[n] = t.gm.get_submodule(str(n.target))(*args, **kwargs)
             if n is target:
-                return env[n]
+                return env
     raise KeyError(target)
 
 
@@ -117,41 +112,41 @@ def _nibbles(words: torch.Tensor, per_word: int) -> torch.Tensor:
     return torch.stack([(u >> (4 * s)) & 15 for s in range(per_word)], -1)
 
 
-def _decodings(
-    p: torch.Tensor, n: int, k: int, rows: int | None = None, cols: int | None = None
-) -> Iterator[tuple[Packing, torch.Tensor]]:
-    """Each layout under which `p` holds an (n, k) 4-bit weight, decoded (its first `rows` rows where
-    the values run along K, its first `cols` columns where they run along N: enough to tell layouts apart)."""
+def _layouts(p: torch.Tensor, n: int, k: int) -> Iterator[Packing]:
+    """Each layout under which integer tensor `p` can hold an (n, k) 4-bit weight."""
     per_word = 2 * p.element_size()
     if p.dim() != 2 or p.numel() * per_word != n * k:
         return
     for along_n in (False, True):
-        long, short = (n, k) if along_n else (k, n)  # the packed axis, the other
-        if long % per_word:
+        if (n if along_n else k) % per_word:
             continue
         for k_major in (False, True):
-            # words as (short axis, words along the packed axis)
             if along_n:
-                if tuple(p.shape) != ((k, n // per_word) if k_major else (n // per_word, k)):
-                    continue
-                words = p if k_major else p.t()
-                words = words[:cols] if cols else words
+                shape = (k, n // per_word) if k_major else (n // per_word, k)
             else:
-                if tuple(p.shape) != ((k // per_word, n) if k_major else (n, k // per_word)):
-                    continue
-                words = p.t() if k_major else p
-                words = words[:rows] if rows else words
-            nib = _nibbles(words, per_word)
+                shape = (k // per_word, n) if k_major else (n, k // per_word)
+            if tuple(p.shape) != shape:
+                continue
             for signed in (False, True):
-                vals = nib - 16 * (nib >= 8).to(nib.dtype) if signed else nib
                 for planes in (False, True):
                     for slots in _ORDERS[per_word]:
-                        sel = vals[..., list(slots)]
-                        q = (sel.permute(0, 2, 1) if planes else sel).reshape(len(words), long)
-                        packing = Packing(
+                        yield Packing(
                             per_word, planes, slots, signed, k_major, p.dtype == torch.uint8, along_n
                         )
-                        yield packing, (q.t() if along_n else q)
+
+
+def _decode(p: torch.Tensor, packing: Packing, n: int, k: int, first: int | None = None) -> torch.Tensor:
+    """The (n, k) weight `p` holds under `packing`; only its first `first` rows (values along K) or
+    columns (values along N), where given: enough to tell layouts apart."""
+    # words as (the other axis, words along the packed axis)
+    words = p.t() if packing.k_major != packing.along_n else p
+    words = words[:first] if first else words
+    nib = _nibbles(words, packing.per_word)
+    if packing.signed:
+        nib = nib - 16 * (nib >= 8).to(nib.dtype)
+    sel = nib[..., list(packing.slots)]
+    q = (sel.permute(0, 2, 1) if packing.planes else sel).reshape(len(words), n if packing.along_n else k)
+    return q.t() if packing.along_n else q
 
 
 def _fit(
@@ -183,19 +178,18 @@ def _groups(k: int) -> list[int]:
     return sizes
 
 
-def _weight_fit(t: Traced, w: torch.Tensor, ints: list[tuple[Node, torch.Tensor]]) -> _Fit | None:
+def _weight_fit(w: torch.Tensor, ints: list[tuple[Node, torch.Tensor]]) -> _Fit | None:
     """The packed tensor, layout, group and (s, z) that give `w` (N, K), or None."""
     n, k = w.shape
     w64 = w.to(torch.float64)
     tol = 8 * torch.finfo(w.dtype).eps * float(w64.abs().max()) + 1e-30
     smallest = _groups(k)[-1]
-    probe_cols = min(k, 4 * smallest)
     for node, p in ints:
-        for packing, q in _decodings(p, n, k, _PROBE_ROWS, probe_cols):
-            part = w64[: q.shape[0], : q.shape[1]]
-            if _fit(part, q, smallest, tol) is None:
+        for packing in _layouts(p, n, k):
+            q = _decode(p, packing, n, k, min(k, 4 * smallest) if packing.along_n else _PROBE_ROWS)
+            if _fit(w64[: q.shape[0], : q.shape[1]], q, smallest, tol) is None:
                 continue
-            full = next(q for other, q in _decodings(p, n, k) if other == packing)
+            full = _decode(p, packing, n, k)
             for group in _groups(k):
                 got = _fit(w64, full, group, tol)
                 if got is not None:
@@ -325,19 +319,18 @@ def draft_packed_linear(t: Traced) -> str | None:
     inputs = _input_values(t, weight_inputs)
     if inputs is None:
         return None
-    values = {a: evaluate(t, a, const, inputs) for a in attrs}
+    env = evaluate(t, w_node, const, inputs)
+    values = {a: env[a] for a in attrs}
     ints = [
         (a, v)
         for a, v in values.items()
         if isinstance(v, torch.Tensor) and v.dtype in PACKED and v.dim() == 2
     ]
-    if not ints:
-        return None
-    w = evaluate(t, w_node, const, inputs)
-    if not isinstance(w, torch.Tensor) or not w.is_floating_point():
+    w = env[w_node]
+    if not ints or not isinstance(w, torch.Tensor) or not w.is_floating_point():
         return None
     w = w.detach() if mm.target in LINEAR else w.detach().t()  # (N, K)
-    fit = _weight_fit(t, w, ints)
+    fit = _weight_fit(w, ints)
     if fit is None:
         t.notes.append(
             "a matmul on a weight computed from integer tensors that is no packed 4-bit layout kegen knows"
@@ -399,12 +392,12 @@ def _first_tiles(m: int, n: int, k: int, group: int | None, per_word: int) -> tu
 
 def _ancestors(node: Node, const: set[Node] | None) -> list[Node]:
     """`node` and the nodes it is computed from (those in `const`, where given)."""
-    seen: list[Node] = []
+    seen: dict[Node, None] = {}  # in the order found
     stack = [node]
     while stack:
         n = stack.pop()
         if n in seen or const is not None and n not in const:
             continue
-        seen.append(n)
+        seen[n] = None
         stack.extend(n.all_input_nodes)
-    return seen
+    return list(seen)

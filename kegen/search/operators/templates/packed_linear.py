@@ -246,13 +246,12 @@ def _kernel_along_k(kp: _KernelParts) -> str:
             f"a{j} = tl.load(x_ptr + rm[:, None] * stride_xm + ({k_index}) * stride_xk, "
             f"mask=(rm[:, None] < M) & (kw[None, :] < KW), other=0.0)"
         )
-        value = _weight_value(packing, slot, _zero_kind(zero), zero_const, f"a{j}.dtype")
-        lines.append(f"w{j} = {value}")
+        g = f"({j} * KW + k0 // {e}) // GROUP"  # a plane's own group
+        if grouped and not shared and zero is not None:
+            lines.append(f"z = {_operand_load('z', zero, g, '0')}")
+        lines.append(f"w{j} = {_weight_value(packing, slot, zero, zero_const, f'a{j}.dtype')}")
         dot = f"tl.dot(a{j}, w{j}{precision})"
         if grouped and not shared:
-            g = f"({j} * KW + k0 // {e}) // GROUP"
-            if zero is not None:  # the plane's own group: recompute w with its zero
-                lines[-1] = f"z = {_operand_load('z', zero, g, '0')}\n" + lines[-1]
             scale_row = f" {op} {_operand_load('s', scale, g, '1.0')}" if scale is not None else ""
             lines.append(f"acc += {dot}{scale_row}")
         elif grouped:
@@ -295,9 +294,7 @@ def _kernel_along_n(kp: _KernelParts) -> str:
             setup.append(f"z{j} = {_operand_load('z', zero, '0', '0', rn)}")
         if zero is not None and grouped:
             body.append(f"z{j} = {_operand_load('z', zero, 'k0 // GROUP', '0', rn)}")
-        body.append(
-            f"w{j} = {_weight_value(packing, slot, _zero_kind(zero), zero_const, 'a.dtype', f'z{j}')}"
-        )
+        body.append(f"w{j} = {_weight_value(packing, slot, zero, zero_const, 'a.dtype', f'z{j}')}")
         dot = f"tl.dot(a, w{j}{precision})"
         if grouped and scale is not None:
             body.append(f"acc{j} += {dot} {op} {_operand_load('s', scale, 'k0 // GROUP', '1.0', rn)}")
@@ -329,15 +326,15 @@ def _shaped(op: Operand) -> str:
 
 
 def _weight_value(
-    packing: Packing, slot: int, zero_tensor: str, zero_const: float, dtype: str, z: str = "z"
+    packing: Packing, slot: int, zero: Operand | None, zero_const: float, dtype: str, z: str = "z"
 ) -> str:
-    """The tile of nibble `slot` minus its zero point (the row `z`, `zero_tensor` "integer" or "float";
-    "" for none: the constant), in `dtype`."""
+    """The tile of nibble `slot` minus its zero point (the row `z` loaded from `zero`, else the
+    constant), in `dtype`."""
     value = _nibble(packing, slot)
-    if zero_tensor == "integer":  # exact in the integers (uint8 words' nibbles widened first)
+    if zero is not None and zero.integer:  # exact in the integers (uint8 words' nibbles widened first)
         signed = f"{value}.to(tl.int32)" if packing.unsigned_words else value
         return f"({signed} - {z}).to({dtype})"
-    if zero_tensor:
+    if zero is not None:
         return f"({value}.to(tl.float32) - {z}).to({dtype})"
     if zero_const and float(zero_const).is_integer() and -112 <= zero_const <= 127:
         # in the integers (a signed type: uint8 words' nibbles would wrap), then one conversion
@@ -346,10 +343,6 @@ def _weight_value(
     if zero_const:
         return f"({value}.to(tl.float32) - {float(zero_const)!r}).to({dtype})"
     return f"{value}.to({dtype})"
-
-
-def _zero_kind(zero: Operand | None) -> str:
-    return "" if zero is None else "integer" if zero.integer else "float"
 
 
 def _nibble(packing: Packing, slot: int) -> str:
