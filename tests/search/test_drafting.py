@@ -46,6 +46,8 @@ DRAFTED = {
     "embedding_param": ("gather", "self.table = nn.Parameter(torch.randn((50, 72)))"),
     "transpose": ("elementwise", "transpose_kernel"),
     "log_softmax": ("softmax", "tl.log"),
+    "linear_residual_bf16": ("matmul", "residual.reshape(-1, residual.shape[-1]).contiguous()"),
+    "linear_stack_scales": ("matmul", "token_scale.reshape(-1).contiguous(), alpha.reshape(-1))"),
 }
 
 
@@ -182,21 +184,39 @@ def test_modules_and_parameters_are_rebuilt_in_construction_order(tmp_path: Path
         # (x.transpose(0, 1).contiguous() of a 3-D x is no longer a lookalike: the layout copy drafts it, D59)
         ("x.transpose(1, 2).contiguous().transpose(0, 1).contiguous()", "x", "torch.randn(2, 4, 8)", ""),
         ("torch.matmul(a, b)", "a, b", "torch.randn(2, 4, 8), torch.randn(1, 8, 5)", ""),  # batch broadcast
-        # a residual input is not an epilogue of the linear layer
-        ("self.fc(x) + x", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)"),
-        # weights that seeded construction of nn.Linear would not rebuild in ModelNew
-        ("self.fc(x)", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)\nnn.init.zeros_(self.fc.bias)"),
-        (
-            "self.fc(x)",
-            "x",
-            "torch.randn(4, 8)",
-            "self.w = nn.Parameter(torch.randn(8) * 0.1)\nself.fc = nn.Linear(8, 8)",
-        ),
+        # an epilogue tensor that broadcasts along a middle dim of the linear's output
+        ("self.fc(x) + y", "x, y", "torch.randn(2, 4, 8), torch.randn(2, 1, 8)", "self.fc = nn.Linear(8, 8)"),
     ],
 )
 def test_lookalikes_are_refused(tmp_path: Path, expr: str, args: str, inputs: str, init: str) -> None:
     with pytest.raises(DraftError, match="--seed"):
         draft_candidate(_problem(tmp_path, expr, inputs, args, init))
+
+
+@pytest.mark.parametrize(
+    ("expr", "init", "weights"),
+    [
+        ("self.fc(x) + x", "self.fc = nn.Linear(8, 8)", "self.fc.weight.detach()"),
+        # weights that seeded construction of nn.Linear would not rebuild in ModelNew: the reference's
+        (
+            "self.fc(x)",
+            "self.fc = nn.Linear(8, 8)\nnn.init.zeros_(self.fc.bias)",
+            "get_parameter('fc.weight')",
+        ),
+        (
+            "self.fc(x)",
+            "self.w = nn.Parameter(torch.randn(8) * 0.1)\nself.fc = nn.Linear(8, 8)",
+            "get_parameter('fc.weight')",
+        ),
+    ],
+)
+def test_linear_weights_come_from_twins_or_the_reference(
+    tmp_path: Path, expr: str, init: str, weights: str
+) -> None:
+    path = _problem(tmp_path, expr, "torch.randn(4, 8)", "x", init)
+    source, analysis = draft_candidate(path)
+    assert analysis.op_class == "matmul" and weights in source, analysis.summary
+    assert evaluate(path, source, config=QUICK).status.value == "ok"
 
 
 def test_the_refusal_names_the_missing_ops_and_the_graph(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from kegen.search.operators.drafting.elementwise import broadcast_kind, chain
+from kegen.search.operators.drafting.elementwise import chain
 from kegen.search.operators.drafting.graph import (
     LINEAR,
     MATMUL,
@@ -30,7 +30,8 @@ from kegen.search.operators.drafting.graph import (
     shape_of,
 )
 from kegen.search.operators.drafting.layout import _swapped, operand_view
-from kegen.search.operators.drafting.weights import reference_init, reference_tensor
+from kegen.search.operators.drafting.matmul import epilogue_tensors
+from kegen.search.operators.drafting.weights import reference_init, tensor_expr
 from kegen.search.operators.templates import dequant as templates_dequant
 from kegen.search.operators.templates import gemm_first_tiles
 
@@ -131,11 +132,6 @@ def _grouped(t: Traced, n: Node, nodes: list[Node], n_out: int) -> _Weight | Non
     return None
 
 
-def _tensor_expr(t: Traced, n: Node) -> str:
-    """ModelNew.forward's expression of an input or of a model tensor (read from the built reference)."""
-    return t.arg(n) if n.op == "placeholder" else reference_tensor(t.model, str(n.target))
-
-
 @dataclass
 class LinearParts:
     """What a quantized linear's template needs besides its weight: the activations' view and size,
@@ -169,7 +165,7 @@ def linear_parts(
         b = _leaf(t, bias, b_nodes, views=False)
         if b is None or shape_of(b) != (n_out,):
             return None
-        extras.append((_tensor_expr(t, b), "row"))
+        extras.append((tensor_expr(t, b), "row"))
         epilogue.append("acc = acc + e0")
     k = t.ops.index(mm)
     # dtypes read by casts, sizes read by views: values, not tensors
@@ -178,14 +174,8 @@ def linear_parts(
         return None
     after = [n for n in t.ops[k + 1 :] if n not in dtypes]
     env: dict[Node, str] = {mm: "acc"}
-    leaves = t.ph + [n for n in t.gm.graph.nodes if n.op == "get_attr"]
-    for p in leaves:  # tensors the epilogue reads: a bias row, a residual, a scalar
-        kind = broadcast_kind(shape_of(p) or (), tuple(out_shape))
-        if p in weight_leaves or kind not in ("row", "full", "scalar"):
-            continue
-        if any(u in after for u in p.users):
-            env[p] = f"e{len(extras)}"
-            extras.append((_tensor_expr(t, p), str(kind)))
+    if not epilogue_tensors(t, after, tuple(out_shape), env, extras, skip=weight_leaves):
+        return None
     got = chain(t, after, env) if after else ([], "acc")
     dtype = dtype_src(t.out) if t.out is not None else None
     if got is None or dtype is None:
@@ -242,8 +232,8 @@ def draft_dequant_linear(t: Traced) -> str | None:
     parts = linear_parts(t, mm, bias, weight.nodes + swap, leaves)
     if parts is None:
         return None
-    q_expr = _tensor_expr(t, weight.q)
-    scale = (_tensor_expr(t, weight.scale), weight.kind, weight.op) if weight.scale is not None else None
+    q_expr = tensor_expr(t, weight.q)
+    scale = (tensor_expr(t, weight.scale), weight.kind, weight.op) if weight.scale is not None else None
     init, prelude = reference_reads(
         t,
         [q_expr, scale[0] if scale else "", *(e for e, _ in parts.extras)],

@@ -104,6 +104,11 @@ def reference_init(problem_file: str | Path, holds: str) -> tuple[list[str], str
     return init, reference_source_of(Path(problem_file))
 
 
+def tensor_expr(t: Traced, n: Any) -> str:
+    """ModelNew.forward's expression of an input or of a model tensor (read from the built reference)."""
+    return t.arg(n) if n.op == "placeholder" else reference_tensor(t.model, str(n.target))
+
+
 def reference_tensor(model: nn.Module, path: str) -> str:
     """ModelNew.forward's expression of the model's buffer or parameter at dotted `path`, read from the
     reference `reference_init` builds."""

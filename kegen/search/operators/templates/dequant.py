@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates.gemm import MATMUL_PROLOGUE, consts, indent
+from kegen.search.operators.templates.gemm import (
+    MATMUL_PROLOGUE,
+    consts,
+    epilogue_args,
+    epilogue_loads,
+    indent,
+)
 from kegen.search.operators.templates.layout import model_class
 
 _KERNEL = """
@@ -42,29 +48,6 @@ SCALES = {
 GROUP_SCALE = (
     " {op} tl.load(s_ptr + rn * stride_sn + k0 // GROUP, mask=rn < N, other=1.0).to(tl.float32)[None, :]"
 )
-_EXTRA_LOADS = {
-    "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
-    "full": "tl.load(e{i}_ptr + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), "
-    "other=0.0)",
-    "scalar": "tl.load(e{i}_ptr)",
-}
-_EXTRA_ARGS = {"row": "{e}.reshape(-1)", "full": "{e}.reshape(-1, N)", "scalar": "{e}.reshape(-1)"}
-
-
-def epilogue_loads(extras: Sequence[tuple[str, str]]) -> str:
-    """Kernel lines loading the epilogue's tensors e0, e1, ... (kind `row` | `full` | `scalar`) at the
-    output tile (rows rm, columns rn) in fp32."""
-    return "".join(
-        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
-    )
-
-
-def epilogue_args(extras: Sequence[tuple[str, str]]) -> str:
-    """The launch's arguments for the epilogue's tensors ((expression, kind) each), as the kernel
-    reads them."""
-    return "".join(" " + _EXTRA_ARGS[k].format(e=e) + "," for e, k in extras)
-
-
 _FORWARD = """        x = {x}
         q = {q}
         s = {s}

@@ -41,22 +41,22 @@ def {name}(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_xk, stride_wn,
         acc += tl.dot(a, w)
     if HAS_BIAS:
         acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-{epilogue}
+{extra_loads}{epilogue}
     tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 """
 
 _LINEAR_HELPER = """
 
-def _linear(kernel, x, weight, bias):
+def _linear(kernel, x, weight, bias, *extras):
     x2 = x.reshape(-1, x.shape[-1])
     M, K = x2.shape
     N = weight.shape[0]
     y = torch.empty((M, N), dtype=x.dtype, device=x.device)
     grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
-    kernel[grid](x2, weight, weight if bias is None else bias, y, M, N, K, x2.stride(0), x2.stride(1),
-                 weight.stride(0), weight.stride(1), y.stride(0), HAS_BIAS=bias is not None,
-                 BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
+    kernel[grid](x2, weight, weight if bias is None else bias, y, *extras, M, N, K,
+                 x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1), y.stride(0),
+                 HAS_BIAS=bias is not None, BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
     return y.view(*x.shape[:-1], N)
 """
 
@@ -70,6 +70,7 @@ class LinearStage:
     bias: str | None
     epilogue: tuple[str, ...] = ()
     result: str = "acc"
+    extras: tuple[tuple[str, str], ...] = ()  # tensors the epilogue reads as e0, ...: (expression, kind)
 
 
 def consts(block_m: int, block_n: int, block_k: int) -> str:
@@ -78,6 +79,42 @@ def consts(block_m: int, block_n: int, block_k: int) -> str:
 
 def indent(lines: Sequence[str], depth: int = 4) -> str:
     return "\n".join(" " * depth + line for line in lines)
+
+
+# an epilogue's tensors at the output tile (rows rm, columns rn of an M x N output), and how the launch
+# passes them: contiguous, so the kernel's offsets are the tile's (a strided view is copied)
+_EXTRA_LOADS = {
+    "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
+    "col": "tl.load(e{i}_ptr + rm, mask=rm < M, other=0.0)[:, None]",
+    "full": "tl.load(e{i}_ptr + rm[:, None] * N + rn[None, :], mask=(rm[:, None] < M) & (rn[None, :] < N), "
+    "other=0.0)",
+    "scalar": "tl.load(e{i}_ptr)",
+}
+_EXTRA_ARGS = {
+    "row": "{e}.reshape(-1).contiguous()",
+    "col": "{e}.reshape(-1).contiguous()",
+    "full": "{e}.reshape(-1, {e}.shape[-1]).contiguous()",
+    "scalar": "{e}.reshape(-1)",
+}
+EPILOGUE_KINDS = frozenset(_EXTRA_LOADS)
+
+
+def epilogue_loads(extras: Sequence[tuple[str, str]]) -> str:
+    """Kernel lines loading the epilogue's tensors e0, e1, ... (kind `row` | `col` | `full` | `scalar`,
+    as `drafting.elementwise.broadcast_kind` names them) at the output tile in fp32."""
+    return "".join(
+        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
+    )
+
+
+def epilogue_args(extras: Sequence[tuple[str, str]]) -> str:
+    """The launch's arguments for the epilogue's tensors ((expression, kind) each), as the kernel
+    reads them."""
+    return "".join(" " + _EXTRA_ARGS[k].format(e=e) + "," for e, k in extras)
+
+
+def _kernel_key(s: LinearStage) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
+    return s.epilogue, s.result, tuple(k for _, k in s.extras)
 
 
 def linear_chain(
@@ -95,15 +132,24 @@ def linear_chain(
     `args` are ModelNew.forward's parameters, `x` the expression of the first layer's input and
     `init` the lines of `__init__` that rebuild the reference's modules (same seeded weights), or that
     build the reference itself (`prelude`: its source, placed before ModelNew)."""
-    kernels: dict[tuple[tuple[str, ...], str], str] = {}
+    kernels: dict[tuple[tuple[str, ...], str, tuple[str, ...]], str] = {}
     for s in stages:
-        kernels.setdefault((s.epilogue, s.result), f"linear_kernel_{len(kernels)}")
+        kernels.setdefault(_kernel_key(s), f"linear_kernel_{len(kernels)}")
     src = "".join(
-        _LINEAR_KERNEL.format(name=name, prologue=MATMUL_PROLOGUE, epilogue=indent(epi), result=res)
-        for (epi, res), name in kernels.items()
+        _LINEAR_KERNEL.replace("y_ptr, M,", "y_ptr,{extra_ptrs} M,").format(
+            name=name,
+            prologue=MATMUL_PROLOGUE,
+            extra_ptrs="".join(f" e{i}_ptr," for i in range(len(kinds))),
+            extra_loads=epilogue_loads([("", k) for k in kinds]),
+            epilogue=indent(epi),
+            result=res,
+        )
+        for (epi, res, kinds), name in kernels.items()
     )
     body = [f"h = {x}"] + [
-        f"h = _linear({kernels[(s.epilogue, s.result)]}, h, {s.weight}, {s.bias or 'None'})" for s in stages
+        f"h = _linear({kernels[_kernel_key(s)]}, h, {s.weight}, {s.bias or 'None'}"
+        + (f",{epilogue_args(s.extras).rstrip(',')})" if s.extras else ")")
+        for s in stages
     ]
     init_body = indent(["super().__init__()", *init], 8)
     model = (
@@ -135,7 +181,7 @@ def bmm_kernel(a_ptr, b_ptr, c_ptr,{extra_ptrs} M, N, K, stride_ab, stride_am, s
              {result}.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 """
 
-_EXTRA_LOADS = {
+_BMM_EXTRA_LOADS = {
     "row": "tl.load(e{i}_ptr + rn, mask=rn < N, other=0.0)[None, :]",
     "full": "tl.load(e{i}_ptr + (batch * M + rm[:, None]) * N + rn[None, :],\n"
     "                 mask=(rm[:, None] < M) & (rn[None, :] < N), other=0.0)",
@@ -179,7 +225,7 @@ def bmm(
     inputs the epilogue reads as e0, e1, ...: (forward-time expression, kind), kind `row` (a vector
     along N, e.g. a bias), `full` (C's shape, e.g. a residual) or `scalar`."""
     loads = "".join(
-        f"    e{i} = " + _EXTRA_LOADS[kind].format(i=i) + ".to(tl.float32)\n"
+        f"    e{i} = " + _BMM_EXTRA_LOADS[kind].format(i=i) + ".to(tl.float32)\n"
         for i, (_, kind) in enumerate(extras)
     )
     kernel = _BMM_KERNEL.format(

@@ -18,8 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kegen.search.operators.templates import HEADER
-from kegen.search.operators.templates.dequant import epilogue_args, epilogue_loads
-from kegen.search.operators.templates.gemm import PROGRAM_TILE, consts, indent
+from kegen.search.operators.templates.gemm import PROGRAM_TILE, consts, epilogue_args, epilogue_loads, indent
 from kegen.search.operators.templates.layout import model_class
 
 
