@@ -213,8 +213,9 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
             continue
         try:
             ref = F.scaled_dot_product_attention(
-                vals[q], vals[k], vals[v], attn_mask=vals[m] if m else None, is_causal=causal, scale=scale
-            )
+                vals[q], vals[k], vals[v], attn_mask=vals[m] if m else None, is_causal=causal, scale=scale,
+                enable_gqa=True,
+            )  # fmt: skip
         except (RuntimeError, ValueError):
             continue
         for perm in ((0, 1, 2, 3), (0, 2, 1, 3)):  # the output, or its heads/sequence transpose
@@ -240,7 +241,7 @@ def _attention_seed(part: Partition, g: Group) -> str | None:
             return attention.attention(
                 args, _arg(part, g, q), _arg(part, g, k), _arg(part, g, v), list(ref.shape), stride,
                 vals[q].shape[2], vals[k].shape[2], causal, scale=scale, returns=views,
-                mask=_arg(part, g, m) if m else None,
+                mask=_arg(part, g, m) if m else None, kv_heads=vals[k].shape[1],
             )  # fmt: skip
     return None
 

@@ -1,4 +1,4 @@
-"""The quantized-linear (8-bit and packed 4-bit), RoPE and GroupNorm drafts as GPU code: each checked against its reference in
+"""The quantized-linear (8-bit and packed 4-bit), grouped-query attention, RoPE and GroupNorm drafts as GPU code: each checked against its reference in
 Triton's interpreter (a fresh process, see gpu_interp.py), at the small shapes of their mtia tests."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kegen.search.operators.drafting import analyze
+from tests.search import test_drafting_attention as attention
 from tests.search import test_drafting_group_norm as group_norm
 from tests.search import test_drafting_packed as packed
 from tests.search import test_drafting_quant as quant
@@ -15,7 +16,14 @@ from tests.search import test_drafting_rope as rope
 from tests.search.interp_check import assert_matches_in_interpreter
 from tests.triton_interpreter import runs_gpu_templates
 
+
+class _GroupedQueryAttention:
+    _problem = staticmethod(attention.gqa_problem)
+
+
 CASES = [
+    (_GroupedQueryAttention, "decode", "kegen_attention_kernel"),
+    (_GroupedQueryAttention, "prefill", "kegen_attention_kernel"),
     (quant, "linear_bias_gelu", "dequant_linear_kernel"),
     (quant, "scale_in_epilogue_residual", "dequant_linear_kernel"),
     (quant, "group_wise_scales", "GROUP"),

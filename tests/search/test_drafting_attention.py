@@ -70,3 +70,53 @@ def test_what_only_looks_like_attention_is_left_to_the_other_drafters(tmp_path) 
     assert analyze(_problem(tmp_path, "proj", proj, QKV.format(s=16), init="self.p = nn.Linear(32, 32)")) \
         .op_class != "attention"  # fmt: skip
 
+
+# grouped-query attention: K/V with fewer heads, repeated (or expanded) to the query heads in the reference
+GQA_REPEAT = """
+g = q.shape[1] // k.shape[1]
+return F.scaled_dot_product_attention(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1){causal})
+"""
+GQA_EXPAND = """
+b, hk, s, d = k.shape
+k = k[:, :, None].expand(b, hk, q.shape[1] // hk, s, d).reshape(b, q.shape[1], s, d)
+v = v[:, :, None].expand(b, hk, q.shape[1] // hk, s, d).reshape(b, q.shape[1], s, d)
+w = torch.softmax((q.float() @ k.float().transpose(-1, -2)) * d**-0.5, dim=-1)
+return (w @ v.float()).to(q.dtype)
+"""
+
+
+def _gqa_inputs(batch: int, heads: int, kv_heads: int, seq_q: int, seq_k: int) -> str:
+    return (
+        f"[torch.randn({batch}, {heads}, {seq_q}, 32, dtype=torch.float16), "
+        f"*(torch.randn({batch}, {kv_heads}, {seq_k}, 32, dtype=torch.float16) for _ in range(2))]"
+    )
+
+
+# name -> (forward, (batch, heads, kv heads, queries, keys), the group's heads packed into a tile)
+GQA = {
+    # decoding: one query per head, 4 query heads per K/V head packed into one tile
+    "decode": (GQA_REPEAT.format(causal=""), (2, 8, 2, 1, 72), True),
+    # a few queries, causal (top-left: query i sees keys <= i), 3 heads per K/V head: 9 rows a tile
+    "short_causal": (GQA_REPEAT.format(causal=", is_causal=True"), (1, 6, 2, 3, 40), True),
+    # prefill spelled out with expand + reshape: each program one query head, its K/V head h // 2
+    "prefill": (GQA_EXPAND, (1, 4, 2, 40, 40), False),
+}
+
+
+def gqa_problem(tmp_path, name: str):
+    forward, shape, _ = GQA[name]
+    return _problem(tmp_path, name, forward, _gqa_inputs(*shape))
+
+
+@needs_mtia
+@pytest.mark.parametrize("name", sorted(GQA))
+def test_grouped_query_attention_reads_the_shared_kv_heads(tmp_path, name: str) -> None:
+    problem = gqa_problem(tmp_path, name)
+    a = analyze(problem)
+    assert a.op_class == "attention", a.summary
+    assert "GROUP=group" in a.source and "repeat" not in a.source and "expand(" not in a.source
+    packed = GQA[name][2]
+    assert ("head = h * GROUP + offs_m // SQ" in a.source) == packed
+    assert ("(h // GROUP) * skh" in a.source) == (not packed)
+    r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
+    assert r.ok, r.message

@@ -5,7 +5,9 @@ matmuls around a softmax, a scale, a causal mask built with `torch.ones(n, n).tr
 cannot trace, fp16 operands upcast to float32). Rather than match each spelling, `draft_attention`
 runs the reference once at its own inputs and compares its output with
 `F.scaled_dot_product_attention` over the ways the inputs could play query, key, value and an
-additive mask, causal or not, at the default scale or 1: the first that agrees (at the output
+additive mask, causal or not, at the default scale or 1, with grouped-query heads (K and V with fewer
+heads than Q, each shared by a group of query heads, however the reference repeats or expands them;
+decoding's few queries are then packed with their group into one tile): the first that agrees (at the output
 dtype's tolerance) is drafted with `templates.attention` (online softmax in fp32, exp2 with the
 scale folded into Q, the causal mask as a constexpr branch), which the attention moves then tune.
 The evaluator checks the draft again at fresh inputs, as every candidate.
@@ -96,6 +98,7 @@ def _match(model: torch.nn.Module, inputs: list[torch.Tensor], ref: torch.Tensor
                 mine = F.scaled_dot_product_attention(
                     inputs[q].float(), inputs[k].float(), inputs[v].float(),
                     attn_mask=None if m is None else inputs[m].float(), is_causal=causal, scale=scale,
+                    enable_gqa=True,
                 ).to(ref.dtype)  # fmt: skip
         except (RuntimeError, ValueError):
             continue
@@ -105,7 +108,7 @@ def _match(model: torch.nn.Module, inputs: list[torch.Tensor], ref: torch.Tensor
         return attention.attention(
             names, names[q], names[k], names[v], list(ref.shape), list(out.stride()),
             inputs[q].shape[2], inputs[k].shape[2], causal, scale=scale,
-            mask=None if m is None else names[m],
+            mask=None if m is None else names[m], kv_heads=inputs[k].shape[1],
         )  # fmt: skip
     return None
 

@@ -135,6 +135,9 @@ if _HAS_TMA:
 _FORWARD = """
     def forward(self, {args}):
         q, k, v = {q}.contiguous(), {k}.contiguous(), {v}.contiguous()
+        if k.shape != q.shape or v.shape != q.shape:
+            raise ValueError("this kernel is self-attention over equal q, k, v shapes (not grouped "
+                             f"or cross attention): q {{q.shape}}, k {{k.shape}}, v {{v.shape}}")
         batch, heads, seq, head_dim = q.shape
         o = torch.empty_like(q)
         block_d = triton.next_power_of_2(head_dim)
