@@ -48,15 +48,15 @@ def {name}(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_xk, stride_wn,
 
 _LINEAR_HELPER = """
 
-def _linear(kernel, x, weight, bias, *extras):
+def _linear(kernel, x, weight, bias):
     x2 = x.reshape(-1, x.shape[-1])
     M, K = x2.shape
     N = weight.shape[0]
     y = torch.empty((M, N), dtype=x.dtype, device=x.device)
     grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
-    kernel[grid](x2, weight, weight if bias is None else bias, y, *extras, M, N, K,
-                 x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1), y.stride(0),
-                 HAS_BIAS=bias is not None, BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
+    kernel[grid](x2, weight, weight if bias is None else bias, y, M, N, K, x2.stride(0), x2.stride(1),
+                 weight.stride(0), weight.stride(1), y.stride(0), HAS_BIAS=bias is not None,
+                 BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
     return y.view(*x.shape[:-1], N)
 """
 
@@ -113,6 +113,17 @@ def epilogue_args(extras: Sequence[tuple[str, str]]) -> str:
     return "".join(" " + _EXTRA_ARGS[k].format(e=e) + "," for e, k in extras)
 
 
+def _with_extras(kernel: str, count: int) -> str:
+    """`_linear` for `kernel`, whose epilogue reads `count` more tensors (e0, ...) after y."""
+    names = ", ".join(f"e{i}" for i in range(count))
+    return _LINEAR_HELPER.replace(
+        "def _linear(kernel, x, weight, bias):", f"def _{kernel}(x, weight, bias, {names}):"
+    ).replace(
+        "    kernel[grid](x2, weight, weight if bias is None else bias, y,",
+        f"    {kernel}[grid](x2, weight, weight if bias is None else bias, y, {names},",
+    )
+
+
 def _kernel_key(s: LinearStage) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
     return s.epilogue, s.result, tuple(k for _, k in s.extras)
 
@@ -146,9 +157,15 @@ def linear_chain(
         )
         for (epi, res, kinds), name in kernels.items()
     )
+    helpers = _LINEAR_HELPER if any(not kinds for _, _, kinds in kernels) else ""
+    for (_, _, kinds), name in kernels.items():
+        if kinds:  # a launcher of its own, passing the epilogue's tensors (no *args: moves read launches)
+            helpers += _with_extras(name, len(kinds))
     body = [f"h = {x}"] + [
-        f"h = _linear({kernels[_kernel_key(s)]}, h, {s.weight}, {s.bias or 'None'}"
-        + (f",{epilogue_args(s.extras).rstrip(',')})" if s.extras else ")")
+        f"h = _linear({kernels[_kernel_key(s)]}, h, {s.weight}, {s.bias or 'None'})"
+        if not s.extras
+        else f"h = _{kernels[_kernel_key(s)]}(h, {s.weight}, {s.bias or 'None'},"
+        f"{epilogue_args(s.extras).rstrip(',')})"
         for s in stages
     ]
     init_body = indent(["super().__init__()", *init], 8)
@@ -157,7 +174,7 @@ def linear_chain(
         f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{indent(body, 8)}\n        return h\n"
     )
     prelude = f"\n\n{prelude.strip()}\n" if prelude else ""
-    return HEADER + consts(block_m, block_n, block_k) + src + _LINEAR_HELPER + prelude + model
+    return HEADER + consts(block_m, block_n, block_k) + src + helpers + prelude + model
 
 
 _BMM_KERNEL = """
