@@ -48,6 +48,8 @@ DRAFTED = {
     "log_softmax": ("softmax", "tl.log"),
     "linear_residual_bf16": ("matmul", "residual.reshape(-1, residual.shape[-1]).contiguous()"),
     "linear_stack_scales": ("matmul", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
+    "linear_clamps": ("matmul", "tl.minimum(tl.maximum(t1, -0.5), 2.0)"),
+    "linear_inplace_clamp": ("matmul", "tl.minimum(t0, 3.0)"),
 }
 
 
@@ -143,6 +145,12 @@ def _problem(tmp_path: Path, expr: str, inputs: str, args: str = "x", init: str 
         ("x.transpose(-1, -2).contiguous()", "x", "torch.randn(2, 4, 8)", "elementwise"),
         ("F.relu(x, inplace=False) + 1.0", "x", "torch.randn(4, 8)", "elementwise"),
         ("x * y", "x, y", "torch.randn(4, 8), torch.randn(4, 1)", "elementwise"),
+        (
+            "torch.clip(x, -1, 1) + x.clamp_max(0.5) * F.hardtanh(x, 0.0, 2.0)",
+            "x",
+            "torch.randn(4, 8)",
+            "elementwise",
+        ),
         ("x + y", "x, y", "torch.randn(2, 4, 8), torch.randn(8)", "elementwise"),
         ("x.log_softmax(-1)", "x", "torch.randn(4, 8)", "softmax"),
         ("x.argmax(dim=-1, keepdim=True)", "x", "torch.randn(4, 8)", "reduction"),
@@ -184,6 +192,8 @@ def test_modules_and_parameters_are_rebuilt_in_construction_order(tmp_path: Path
         # (x.transpose(0, 1).contiguous() of a 3-D x is no longer a lookalike: the layout copy drafts it, D59)
         ("x.transpose(1, 2).contiguous().transpose(0, 1).contiguous()", "x", "torch.randn(2, 4, 8)", ""),
         ("torch.matmul(a, b)", "a, b", "torch.randn(2, 4, 8), torch.randn(1, 8, 5)", ""),  # batch broadcast
+        # a clamp in place on a value read again afterwards (the later read sees the clamped values)
+        ("x.clamp_(min=0.0) + x", "x", "torch.randn(4, 8)", ""),
         # an epilogue tensor that broadcasts along a middle dim of the linear's output
         ("self.fc(x) + y", "x, y", "torch.randn(2, 4, 8), torch.randn(2, 1, 8)", "self.fc = nn.Linear(8, 8)"),
     ],

@@ -8,6 +8,7 @@ import string
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch.fx import Node
 
 from kegen.search.operators import templates
@@ -42,12 +43,52 @@ def _operand(arg: Any, env: dict[Node, str]) -> str | None:
     return None
 
 
+# clamps: target -> (its bound parameters' names in order, their defaults)
+_CLAMPS: dict[Any, tuple[tuple[str, ...], tuple[float | None, ...]]] = {
+    **dict.fromkeys(
+        (torch.clamp, "clamp", "clamp_", torch.clip, "clip", "clip_"), (("min", "max"), (None, None))
+    ),
+    **dict.fromkeys((torch.clamp_min, "clamp_min", "clamp_min_"), (("min",), (None,))),
+    **dict.fromkeys((torch.clamp_max, "clamp_max", "clamp_max_"), (("max",), (None,))),
+    F.hardtanh: (("min_val", "max_val"), (-1.0, 1.0)),
+    F.relu6: ((), ()),
+}
+
+
+def _clamp_format(n: Node) -> str | None:
+    """`tl.maximum` / `tl.minimum` of a clamp with constant bounds (torch.clamp / clip / clamp_min /
+    clamp_max, F.hardtanh, F.relu6), or None (tensor bounds, unknown keywords)."""
+    names, defaults = _CLAMPS[n.target]
+    if isinstance(n.target, str) and n.target.endswith("_") and len(getattr(n.args[0], "users", ())) > 1:
+        return None  # in place on a value read elsewhere: the other reads see the clamped values
+    kwargs = {k: v for k, v in n.kwargs.items() if k != "inplace"}
+    if len(n.args) - 1 > len(names) or set(kwargs) - set(names):
+        return None
+    bounds = [
+        n.args[1 + i] if 1 + i < len(n.args) else kwargs.get(k, d)
+        for i, (k, d) in enumerate(zip(names, defaults, strict=True))
+    ]
+    if n.target is F.relu6:
+        bounds = [0.0, 6.0]
+    if any(b is not None and (isinstance(b, bool) or not isinstance(b, int | float)) for b in bounds):
+        return None
+    lo, hi = (bounds + [None, None])[:2] if names != ("max",) else (None, bounds[0])
+    expr = "{0}"
+    if lo is not None:
+        expr = f"tl.maximum({expr}, {float(lo)!r})"
+    if hi is not None:
+        expr = f"tl.minimum({expr}, {float(hi)!r})"
+    return expr
+
+
 def _format(t: Traced, n: Node) -> str | None:
     """The Triton expression of one elementwise node, or None."""
     if n.op == "call_module":
         m = t.module(n)
         fmt = MODULE_FORMATS.get(type(m))
         return fmt(m) if fmt is not None and not n.kwargs else None
+    if n.target in _CLAMPS:
+        return _clamp_format(n)
     if any(k not in IGNORED_KWARGS or v != IGNORED_KWARGS[k] for k, v in n.kwargs.items()):
         if n.target in GELU and set(n.kwargs) <= {"approximate"}:
             return GELU_TANH if n.kwargs["approximate"] == "tanh" else None

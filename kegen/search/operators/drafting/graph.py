@@ -49,6 +49,16 @@ KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedd
 KNOWN_MODULES += (nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.ReLU, nn.SiLU, nn.ReLU6, nn.GELU)
 KNOWN_MODULES += (nn.Hardswish, nn.Sigmoid)
 KNOWN_TARGETS |= {F.relu6, F.hardtanh, F.hardswish, torch.sigmoid, F.sigmoid}
+KNOWN_TARGETS |= {
+    torch.clamp,
+    "clamp",
+    torch.clip,
+    "clip",
+    torch.clamp_min,
+    "clamp_min",
+    torch.clamp_max,
+    "clamp_max",
+}
 # local names of the templates' forward bodies that an input must not shadow
 RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
 RESERVED |= {

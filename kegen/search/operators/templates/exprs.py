@@ -57,6 +57,8 @@ MODULE_FORMATS: dict[type, Callable[[Any], str]] = {
     nn.SiLU: lambda m: SILU,
     nn.GELU: lambda m: GELU_TANH if m.approximate == "tanh" else GELU_ERF,
     nn.LeakyReLU: lambda m: f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {float(m.negative_slope)!r})",
+    nn.Hardtanh: lambda m: f"tl.minimum(tl.maximum({{0}}, {float(m.min_val)!r}), {float(m.max_val)!r})",
+    nn.ReLU6: lambda m: "tl.minimum(tl.maximum({0}, 0.0), 6.0)",
     nn.Identity: lambda m: "{0}",
     nn.Dropout: lambda m: "{0}",  # the evaluator runs the model in eval mode
 }
