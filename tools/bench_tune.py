@@ -24,6 +24,7 @@ MEDIUM = {
     "encoder": ({"batch": 2, "seq": 64, "dim": 128, "heads": 4}, {}),
     "conv_transformer": ({"batch": 2, "channels": 8, "size": 16, "dim": 64, "heads": 4}, {}),
     "int4_mlp": ({"tokens": 16, "dim": 1024, "hidden": 2816, "group": 128}, {}),
+    "gqa_decoder": ({"batch": 1, "seq": 256, "dim": 512, "heads": 8, "kv_heads": 2}, {}),
     "dlrm": (
         {"batch": 64, "dense": 64, "dim": 32, "tables": 3, "rows": 256, "bag": 4},
         {  # its MLPs 128 wide (the shipped file has 32)

@@ -6,7 +6,7 @@ PRESETS holds its small default and a production-scale preset."""
 from pathlib import Path
 
 MODELS_DIR = Path(__file__).parent
-SHIPPED = ("dlrm", "encoder", "conv_transformer", "int4_mlp")
+SHIPPED = ("dlrm", "encoder", "conv_transformer", "int4_mlp", "gqa_decoder")
 
 
 def model_path(name: str) -> Path:

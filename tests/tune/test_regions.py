@@ -243,3 +243,47 @@ def test_a_weighted_bag_is_seeded_with_its_weights(tmp_path: Path) -> None:
     cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
     res = evaluate(g["problem"], seed, config=cfg)
     assert res.status.value == "ok", res.message
+
+
+GQA = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(16, 16)
+        self.kv = nn.Linear(16, 8)
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, 4, 4).transpose(1, 2)
+        k, v = self.kv(x).view(b, s, 2, 1, 4).permute(2, 0, 3, 1, 4).unbind(0)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return a.transpose(1, 2).reshape(b, s, 16)
+
+
+def get_inputs():
+    return [torch.randn(2, 12, 16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_grouped_query_attention_reads_the_shared_kv_heads(tmp_path: Path) -> None:
+    src = tmp_path / "gqa.py"
+    src.write_text(GQA)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    p = plan_variant(mf, problem, 0, tmp_path / "groups")
+    (region,) = [g for g in p["groups"] if g["kernel"] == "scaled_dot_product_attention"]
+    seed = Path(region["seed_path"]).read_text()
+    assert "GROUP=group" in seed and "CAUSAL=True" in seed  # K/V read once per 4 query heads, not copied
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    res = evaluate(region["problem"], seed, config=cfg)
+    assert res.status.value == "ok", res.message
+    whole = evaluate(problem, p["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
