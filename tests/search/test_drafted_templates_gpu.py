@@ -1,4 +1,4 @@
-"""The quantized-linear (8-bit and packed 4-bit), grouped-query attention, RoPE and GroupNorm drafts as GPU code: each checked against its reference in
+"""The quantized and residual linear, grouped-query attention, column softmax, RoPE and GroupNorm drafts as GPU code: each checked against its reference in
 Triton's interpreter (a fresh process, see gpu_interp.py), at the small shapes of their mtia tests."""
 
 from __future__ import annotations
@@ -16,14 +16,25 @@ from tests.search import test_drafting_rope as rope
 from tests.search.interp_check import assert_matches_in_interpreter
 from tests.triton_interpreter import runs_gpu_templates
 
+FIXTURES = Path(__file__).parent / "fixtures_drafting"
+
 
 class _GroupedQueryAttention:
     _problem = staticmethod(attention.gqa_problem)
 
 
+class _Fixture:
+    @staticmethod
+    def _problem(tmp_path: Path, name: str) -> Path:
+        return FIXTURES / f"{name}.py"
+
+
 CASES = [
     (_GroupedQueryAttention, "decode", "kegen_attention_kernel"),
     (_GroupedQueryAttention, "prefill", "kegen_attention_kernel"),
+    (_Fixture, "linear_stack_scales", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
+    (_Fixture, "log_softmax_channels", "softmax_cols_kernel"),
+    (_Fixture, "softmax_long_dim0", "softmax_cols_kernel"),
     (quant, "linear_bias_gelu", "dequant_linear_kernel"),
     (quant, "scale_in_epilogue_residual", "dequant_linear_kernel"),
     (quant, "group_wise_scales", "GROUP"),

@@ -46,6 +46,8 @@ DRAFTED = {
     "embedding_param": ("gather", "self.table = nn.Parameter(torch.randn((50, 72)))"),
     "transpose": ("elementwise", "transpose_kernel"),
     "log_softmax": ("softmax", "tl.log"),
+    "log_softmax_channels": ("softmax", "LOG=True"),
+    "softmax_long_dim0": ("softmax", "softmax_cols_kernel"),
     "linear_residual_bf16": ("matmul", "residual.reshape(-1, residual.shape[-1]).contiguous()"),
     "linear_stack_scales": ("matmul", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
     "linear_clamps": ("matmul", "tl.minimum(tl.maximum(t1, -0.5), 2.0)"),

@@ -1,4 +1,5 @@
 """GQA decode attention: 1 query token, 2048 cached keys, 16 query heads sharing 4 KV heads, fp16."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -13,9 +14,11 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(4, 16, 1, 128, dtype=torch.float16),
-            torch.randn(4, 4, 2048, 128, dtype=torch.float16),
-            torch.randn(4, 4, 2048, 128, dtype=torch.float16)]
+    return [
+        torch.randn(4, 16, 1, 128, dtype=torch.float16),
+        torch.randn(4, 4, 2048, 128, dtype=torch.float16),
+        torch.randn(4, 4, 2048, 128, dtype=torch.float16),
+    ]
 
 
 def get_init_inputs():

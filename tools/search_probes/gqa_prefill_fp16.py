@@ -1,4 +1,5 @@
 """GQA causal prefill attention: 8 query heads over 2 KV heads, 512 tokens, head dim 64, fp16."""
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -12,9 +13,11 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(1, 8, 512, 64, dtype=torch.float16),
-            torch.randn(1, 2, 512, 64, dtype=torch.float16),
-            torch.randn(1, 2, 512, 64, dtype=torch.float16)]
+    return [
+        torch.randn(1, 8, 512, 64, dtype=torch.float16),
+        torch.randn(1, 2, 512, 64, dtype=torch.float16),
+        torch.randn(1, 2, 512, 64, dtype=torch.float16),
+    ]
 
 
 def get_init_inputs():

@@ -1,4 +1,5 @@
 """x @ W^T + b + residual in bf16 (a transformer's output projection): 1000 x 1536 -> 1536."""
+
 import torch
 import torch.nn as nn
 

@@ -98,6 +98,7 @@ from kegen.search.operators.drafting.rows import (
     draft_log_softmax,
     draft_reduce,
     draft_softmax,
+    draft_softmax_dim,
 )
 from kegen.search.operators.drafting.upsample import SUMMARY as UPSAMPLE_SUMMARY
 from kegen.search.operators.drafting.upsample import draft_upsample
@@ -149,6 +150,7 @@ RULES: tuple[Rule, ...] = (
     Rule("group_norm", "normalization", draft_group_norm),
     Rule("softmax", "softmax", draft_softmax),
     Rule("log_softmax", "softmax", draft_log_softmax),
+    Rule("softmax_dim", "softmax", draft_softmax_dim),
     Rule("reduction", "reduction", draft_reduce),
     Rule("column_reduction", "reduction", draft_col_reduce),
     Rule("fused_reduction", "reduction", draft_fused_reduce),

@@ -1,5 +1,5 @@
 """Drafting row-wise ops over the last dimension (softmax, log-softmax, sum/mean/max, argmax,
-cumsum) and column reductions over dim 0 of a 2-D input."""
+cumsum), softmax over another dimension, and column reductions over dim 0 of a 2-D input."""
 
 from __future__ import annotations
 
@@ -53,6 +53,33 @@ def draft_softmax(t: Traced) -> str | None:
     shape = shape_of(t.ph[0])
     block = pow2_block(int(shape[-1]) if shape else 4096, 64, 4096)
     return templates_rows.softmax_rows(t.args, t.args[0], block)
+
+
+def draft_softmax_dim(t: Traced) -> str | None:
+    """softmax / log_softmax over a dimension that is not the last (channels of NCHW logits, the
+    sequence of [batch, seq, heads] scores): the columns template, no transposed copies."""
+    if (
+        len(t.ops) != 1
+        or len(t.ph) != 1
+        or t.out is not t.ops[0]
+        or t.ops[0].target not in SOFTMAX | LOG_SOFTMAX
+    ):
+        return None
+    n, shape, rank = t.ops[0], shape_of(t.ph[0]), rank_of(t.ph[0])
+    kwargs = {k: v for k, v in n.kwargs.items() if k != "_stacklevel" and (k, v) != ("dtype", None)}
+    dim = dim_arg(n, 1)
+    if n.args[:1] != (t.ph[0],) or set(kwargs) - {"dim"} or not shape or not rank or not isinstance(dim, int):
+        return None
+    dim %= rank
+    dtype = dtype_of(t.ph[0])
+    if dim == rank - 1 or dtype is None or not dtype.is_floating_point or dtype_src(t.out) is None:
+        return None
+    n_red, inner = shape[dim], math.prod(shape[dim + 1 :])
+    block_r = pow2_block(n_red, 16, 1024)
+    block_i = pow2_block(min(inner, max(1, 16384 // block_r)), 1, 256)
+    return templates_rows.softmax_columns(
+        t.args, t.args[0], dim, n.target in LOG_SOFTMAX, str(dtype_src(t.out)), block_r, block_i
+    )
 
 
 def draft_log_softmax(t: Traced) -> str | None:

@@ -442,3 +442,52 @@ def softmax_rows(args: Sequence[str], x: str, block: int, rows: int = 16) -> str
     return _module(_SOFTMAX_ROWS_KERNEL, args, body, block).replace(
         f"BLOCK_SIZE = {block}\n", f"BLOCK_SIZE = {block}\nSM_ROWS = {rows}\n", 1
     )
+
+
+_SOFTMAX_COLS_KERNEL = """
+@triton.jit
+def softmax_cols_kernel(x_ptr, y_ptr, n_red, inner, LOG: tl.constexpr, BLOCK_R: tl.constexpr,
+                        BLOCK_I: tl.constexpr):
+    base = tl.program_id(0) * n_red * inner  # one outer index: an [n_red, inner] slab, reduced over rows
+    cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    cmask = cols < inner
+    m = tl.full([BLOCK_I], -1e30, tl.float32)
+    s = tl.zeros([BLOCK_I], tl.float32)
+    for r0 in range(0, n_red, BLOCK_R):  # online over the reduced dim (one step where it fits BLOCK_R)
+        r = r0 + tl.arange(0, BLOCK_R)
+        ok = (r < n_red)[:, None] & cmask[None, :]
+        x = tl.load(x_ptr + base + r[:, None] * inner + cols[None, :], mask=ok, other=-1e30).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, axis=0))
+        s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[None, :]), axis=0)
+        m = m_new
+    for r0 in range(0, n_red, BLOCK_R):
+        r = r0 + tl.arange(0, BLOCK_R)
+        ok = (r < n_red)[:, None] & cmask[None, :]
+        x = tl.load(x_ptr + base + r[:, None] * inner + cols[None, :], mask=ok, other=0.0).to(tl.float32)
+        if LOG:
+            y = x - m[None, :] - tl.log(s)[None, :]
+        else:
+            y = tl.exp(x - m[None, :]) / s[None, :]
+        tl.store(y_ptr + base + r[:, None] * inner + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=ok)
+"""
+
+
+def softmax_columns(
+    args: Sequence[str], x: str, dim: int, log: bool, dtype: str, block_r: int, block_i: int
+) -> str:
+    """(log_)softmax over dim `dim` that is not the last: the input seen as [outer, n_red, inner] slabs,
+    one program per outer index and BLOCK_I inner columns reducing over the rows (each row's columns
+    contiguous: no transposed copy); an online max/sum pass over BLOCK_R rows at a time, then the
+    output pass (the tile stays in the local store where the reduced dim fits one block)."""
+    body = (
+        f"        x = {x}.contiguous()\n"
+        f"        n_red, inner = x.shape[{dim}], x[(0,) * {dim + 1}].numel()\n"
+        "        y = torch.empty(x.shape, dtype=" + dtype + ", device=x.device)\n"
+        "        grid = (x.numel() // (n_red * inner), triton.cdiv(inner, SMC_BLOCK_I))\n"
+        f"        softmax_cols_kernel[grid](x, y, n_red, inner, LOG={log}, BLOCK_R=BLOCK_SIZE,\n"
+        "            BLOCK_I=SMC_BLOCK_I)\n"
+        "        return y"
+    )
+    return _module(_SOFTMAX_COLS_KERNEL, args, body, block_r).replace(
+        f"BLOCK_SIZE = {block_r}\n", f"BLOCK_SIZE = {block_r}\nSMC_BLOCK_I = {block_i}\n", 1
+    )
