@@ -1,4 +1,5 @@
-"""The quantized and residual linear, grouped-query attention, column softmax, RoPE and GroupNorm drafts as GPU code: each checked against its reference in
+"""The quantized and residual linear, grouped-query attention, column softmax, transposed convolution,
+RoPE and GroupNorm drafts as GPU code: each checked against its reference in
 Triton's interpreter (a fresh process, see gpu_interp.py), at the small shapes of their mtia tests."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import pytest
 
 from kegen.search.operators.drafting import analyze
 from tests.search import test_drafting_attention as attention
+from tests.search import test_drafting_conv_transpose as conv_transpose
 from tests.search import test_drafting_group_norm as group_norm
 from tests.search import test_drafting_packed as packed
 from tests.search import test_drafting_quant as quant
@@ -32,6 +34,8 @@ class _Fixture:
 CASES = [
     (_GroupedQueryAttention, "decode", "kegen_attention_kernel"),
     (_GroupedQueryAttention, "prefill", "kegen_attention_kernel"),
+    (conv_transpose, "gan_4x4_s2_p1", "kegen_conv_transpose_kernel"),
+    (conv_transpose, "one_d", "kegen_conv_transpose_kernel"),
     (_Fixture, "linear_stack_scales", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
     (_Fixture, "log_softmax_channels", "softmax_cols_kernel"),
     (_Fixture, "softmax_long_dim0", "softmax_cols_kernel"),

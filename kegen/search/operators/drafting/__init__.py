@@ -63,7 +63,7 @@ from torch.fx import Node
 from kegen.search.operators.drafting.aten import NotLiftable, wrap
 from kegen.search.operators.drafting.attention import SUMMARY as ATTENTION_SUMMARY
 from kegen.search.operators.drafting.attention import draft_attention
-from kegen.search.operators.drafting.conv import draft_conv, draft_depthwise
+from kegen.search.operators.drafting.conv import draft_conv, draft_conv_transpose, draft_depthwise
 from kegen.search.operators.drafting.elementwise import draft_broadcast, draft_elementwise
 from kegen.search.operators.drafting.gather import draft_embedding_bag, draft_gather
 from kegen.search.operators.drafting.graph import (
@@ -166,6 +166,7 @@ RULES: tuple[Rule, ...] = (
     Rule("embedding_bag", "embedding", draft_embedding_bag),
     Rule("depthwise_conv", "convolution", draft_depthwise),
     Rule("conv", "convolution", draft_conv),
+    Rule("conv_transpose", "convolution", draft_conv_transpose),
     Rule("elementwise", "elementwise", draft_elementwise),
     Rule("broadcast", "elementwise", draft_broadcast),
 )

@@ -4,7 +4,8 @@ input of the output's shape added (a residual) and an activation (ReLU, ReLU6, S
 sigmoid), with fp32 upcasts and the cast back to the input's dtype anywhere. A depthwise 2-D chain
 (groups equal to its input and output channels) is drafted as the stencil template
 (`templates/conv/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
-implicit-GEMM seed the convolution moves rewrite (`templates/conv/seed.py`)."""
+implicit-GEMM seed the convolution moves rewrite (`templates/conv/seed.py`). A transposed convolution
+module is drafted per output phase (`templates/conv/transpose.py`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_o
 from kegen.search.operators.drafting.weights import reference_init, twins
 from kegen.search.operators.templates.conv import depthwise as templates_depthwise
 from kegen.search.operators.templates.conv import seed as templates_conv_seed
+from kegen.search.operators.templates.conv import transpose as templates_transpose
 
 Conv = nn.Conv1d | nn.Conv2d
 BatchNorm = nn.BatchNorm1d | nn.BatchNorm2d
@@ -381,7 +383,6 @@ def _bound_bn(t: Traced, chain: _Chain) -> str:
     return f", ({names}, {eps!r}, {stats[2] is not None})"
 
 
-
 def draft_conv(t: Traced) -> str | None:
     """A convolution chain (see the module docstring) over one input, computed in the input's dtype."""
     chain = _match_chain(t)
@@ -394,3 +395,22 @@ def draft_conv(t: Traced) -> str | None:
     residual = t.arg(chain.residual) if chain.residual is not None else None
     attr = _attr(t, chain, name)
     return templates_conv_seed.conv_seed(t.args, t.arg(chain.x), attr, init, bn, chain.act, prelude, residual)
+
+
+def draft_conv_transpose(t: Traced) -> str | None:
+    """One nn.ConvTranspose1d / nn.ConvTranspose2d module (groups 1, zero padding) applied to an input
+    and returned: the per-phase template (`templates/conv/transpose.py`), the module read from the
+    reference built in ModelNew (its seeded weights)."""
+    if len(t.ops) != 1 or t.out is not t.ops[0] or len(t.ph) != 1:
+        return None
+    n = t.ops[0]
+    mod = t.module(n)
+    if not isinstance(mod, nn.ConvTranspose1d | nn.ConvTranspose2d) or n.args != (t.ph[0],) or n.kwargs:
+        return None
+    if mod.groups != 1 or mod.padding_mode != "zeros" or isinstance(mod.padding, str):
+        t.notes.append("a transposed convolution with groups, non-zero padding modes or string padding")
+        return None
+    if not (dtype_of(t.ph[0]) == dtype_of(t.out) == mod.weight.dtype) or rank_of(t.ph[0]) != mod.weight.dim():
+        return None
+    init, prelude = reference_init(t.problem.__file__, "the transposed convolution's parameters")
+    return templates_transpose.conv_transpose(t.args, t.arg(t.ph[0]), f"reference.{n.target}", init, prelude)

@@ -47,7 +47,7 @@ KNOWN_TARGETS = (
 KNOWN_TARGETS |= {F.embedding_bag, F.conv1d, F.conv2d, torch.conv1d, torch.conv2d, F.relu, torch.relu, F.silu}
 KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedding, nn.EmbeddingBag)
 KNOWN_MODULES += (nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.ReLU, nn.SiLU, nn.ReLU6, nn.GELU)
-KNOWN_MODULES += (nn.Hardswish, nn.Sigmoid)
+KNOWN_MODULES += (nn.Hardswish, nn.Sigmoid, nn.ConvTranspose1d, nn.ConvTranspose2d)
 KNOWN_TARGETS |= {F.relu6, F.hardtanh, F.hardswish, torch.sigmoid, F.sigmoid}
 KNOWN_TARGETS |= {
     torch.clamp,
