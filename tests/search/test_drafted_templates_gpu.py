@@ -36,6 +36,7 @@ CASES = [
     (_GroupedQueryAttention, "prefill", "kegen_attention_kernel"),
     (conv_transpose, "gan_4x4_s2_p1", "kegen_conv_transpose_kernel"),
     (conv_transpose, "one_d", "kegen_conv_transpose_kernel"),
+    (conv_transpose, "one_d_k2_s2", "kegen_conv_transpose_tiles_kernel"),
     (_Fixture, "linear_stack_scales", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
     (_Fixture, "log_softmax_channels", "softmax_cols_kernel"),
     (_Fixture, "softmax_long_dim0", "softmax_cols_kernel"),

@@ -49,6 +49,10 @@ CASES = {
     ),
     # stride above the kernel: some phases take no tap (the bias alone)
     "stride_over_kernel": ("nn.ConvTranspose2d(6, 5, 2, stride=3)", "torch.randn(1, 6, 4, 3)"),
+    # one tap per output pixel in 1-D (stride == kernel): the stacked-taps kernel
+    "one_d_k2_s2": ("nn.ConvTranspose1d(20, 36, 2, stride=2)", "torch.randn(2, 20, 13)"),
+    # 2x2 stride 2 with more output channels than one stacked tile takes
+    "unet_many_channels": ("nn.ConvTranspose2d(8, 80, 2, stride=2)", "torch.randn(1, 8, 3, 70)"),
     "one_d": (
         "nn.ConvTranspose1d(16, 24, 5, stride=3, padding=2, output_padding=1)",
         "torch.randn(3, 16, 11)",
@@ -69,6 +73,7 @@ def test_transposed_convolution_is_drafted_per_phase_and_is_correct(tmp_path: Pa
     a = analyze(problem)
     assert a.op_class == "convolution" and a.source is not None, a.summary
     assert "kegen_conv_transpose_kernel" in a.source and "RH=rh, RW=rw" in a.source
+    assert "kegen_conv_transpose_tiles_kernel[grid]" in a.source
     r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=4, trials=2))
     assert r.ok, f"{name}: {r.status} {r.message}"
 
