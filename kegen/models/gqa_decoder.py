@@ -21,6 +21,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class Model(nn.Module):
+    inv_freq: torch.Tensor
+
     def __init__(
         self, dim: int = CFG["dim"], heads: int = CFG["heads"], kv_heads: int = CFG["kv_heads"]
     ) -> None:

@@ -51,7 +51,7 @@ DRAFTED = {
     "linear_residual_bf16": ("matmul", "residual.reshape(-1, residual.shape[-1]).contiguous()"),
     "linear_stack_scales": ("matmul", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
     "linear_clamps": ("matmul", "tl.minimum(tl.maximum(t1, -0.5), 2.0)"),
-    "linear_inplace_clamp": ("matmul", "tl.minimum(t0, 3.0)"),
+    "linear_inplace_clamp": ("matmul", "tl.minimum(tl.maximum(acc, -0.5), 0.75)"),
 }
 
 

@@ -70,14 +70,17 @@ def _clamp_format(n: Node) -> str | None:
     ]
     if n.target is F.relu6:
         bounds = [0.0, 6.0]
-    if any(b is not None and (isinstance(b, bool) or not isinstance(b, int | float)) for b in bounds):
-        return None
-    lo, hi = (bounds + [None, None])[:2] if names != ("max",) else (None, bounds[0])
+    values: list[float | None] = []
+    for b in bounds:
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int | float)):
+            return None
+        values.append(None if b is None else float(b))
+    lo, hi = (values + [None, None])[:2] if names != ("max",) else (None, values[0])
     expr = "{0}"
     if lo is not None:
-        expr = f"tl.maximum({expr}, {float(lo)!r})"
+        expr = f"tl.maximum({expr}, {lo!r})"
     if hi is not None:
-        expr = f"tl.minimum({expr}, {float(hi)!r})"
+        expr = f"tl.minimum({expr}, {hi!r})"
     return expr
 
 

@@ -210,8 +210,8 @@ GEOMETRY = """        b, bn, eps, affine, act = self._epilogue(conv)
         ow = (w_ + 2 * pw - dw * (kw - 1) - 1) // sw + 1
 """
 
-_MODEL_TAIL = (
-    '''
+# ModelNew's method packing a convolution weight for the kernels, cached on the weight's storage and version
+PACKED_WEIGHT_METHOD = '''
     def _packed_weight(self, w):
         """(C_out, C_in, *taps) -> (taps, C_in, C_out), packed once per weight storage and version."""
         key = (w.data_ptr(), w._version, tuple(w.shape), w.device)
@@ -220,6 +220,9 @@ _MODEL_TAIL = (
             self._kegen_pack_key = key
         return self._kegen_pack
 '''
+
+_MODEL_TAIL = (
+    PACKED_WEIGHT_METHOD
     + EPILOGUE_METHOD
     + """
     def forward(self, {params}):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kegen.search.operators.templates import HEADER
+from kegen.search.operators.templates.gpu_conv import PACKED_WEIGHT_METHOD
 
 BLOCK_CO, BLOCK_CI, BLOCK_P = 64, 32, 64
 
@@ -96,15 +97,10 @@ def kegen_conv_transpose_tiles_kernel(x_ptr, w_ptr, b_ptr, y_ptr, C_IN, C_OUT, H
              mask=(co[:, None] < C_OUT) & jmask[None, :])
 """
 
-_PACK = '''
-    def _packed_weight(self, w):
-        """(C_in, C_out, *taps) -> (taps, C_out, C_in), packed once per weight storage and version."""
-        key = (w.data_ptr(), w._version, tuple(w.shape), w.device)
-        if getattr(self, "_kegen_pack_key", None) != key:
-            self._kegen_pack = w.detach().permute(*range(2, w.dim()), 1, 0).contiguous()
-            self._kegen_pack_key = key
-        return self._kegen_pack
-'''
+# a transposed convolution's weight is (C_in, C_out, *taps): the same permutation gives (taps, C_out, C_in)
+_PACK = PACKED_WEIGHT_METHOD.replace(
+    "(C_out, C_in, *taps) -> (taps, C_in, C_out)", "(C_in, C_out, *taps) -> (taps, C_out, C_in)"
+)
 
 _FORWARD = """
     def forward(self, {args}):
