@@ -8,7 +8,6 @@ import string
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch.fx import Node
 
 from kegen.search.operators import templates
@@ -27,11 +26,13 @@ from kegen.search.operators.drafting.weights import twins
 from kegen.search.operators.templates import layout as templates_layout
 from kegen.search.operators.templates import pow2_floor
 from kegen.search.operators.templates.exprs import (
+    CLAMPS,
     ELEMENTWISE_FORMATS,
     GELU_ERF,
     GELU_TANH,
     MODULE_FORMATS,
     POW_FORMATS,
+    clamp_expr,
 )
 
 
@@ -43,45 +44,24 @@ def _operand(arg: Any, env: dict[Node, str]) -> str | None:
     return None
 
 
-# clamps: target -> (its bound parameters' names in order, their defaults)
-_CLAMPS: dict[Any, tuple[tuple[str, ...], tuple[float | None, ...]]] = {
-    **dict.fromkeys(
-        (torch.clamp, "clamp", "clamp_", torch.clip, "clip", "clip_"), (("min", "max"), (None, None))
-    ),
-    **dict.fromkeys((torch.clamp_min, "clamp_min", "clamp_min_"), (("min",), (None,))),
-    **dict.fromkeys((torch.clamp_max, "clamp_max", "clamp_max_"), (("max",), (None,))),
-    F.hardtanh: (("min_val", "max_val"), (-1.0, 1.0)),
-    F.relu6: ((), ()),
-}
-
-
 def _clamp_format(n: Node) -> str | None:
-    """`tl.maximum` / `tl.minimum` of a clamp with constant bounds (torch.clamp / clip / clamp_min /
-    clamp_max, F.hardtanh, F.relu6), or None (tensor bounds, unknown keywords)."""
-    names, defaults = _CLAMPS[n.target]
+    """The clamp of `n` (a CLAMPS target) with constant bounds, or None (tensor bounds, unknown keywords,
+    in place on a value read elsewhere)."""
+    names, defaults = CLAMPS[n.target]
     if isinstance(n.target, str) and n.target.endswith("_") and len(getattr(n.args[0], "users", ())) > 1:
         return None  # in place on a value read elsewhere: the other reads see the clamped values
+    params = [k for k in names if k is not None]
     kwargs = {k: v for k, v in n.kwargs.items() if k != "inplace"}
-    if len(n.args) - 1 > len(names) or set(kwargs) - set(names):
+    if len(n.args) - 1 > len(params) or set(kwargs) - set(params):
         return None
-    bounds = [
-        n.args[1 + i] if 1 + i < len(n.args) else kwargs.get(k, d)
-        for i, (k, d) in enumerate(zip(names, defaults, strict=True))
-    ]
-    if n.target is F.relu6:
-        bounds = [0.0, 6.0]
-    values: list[float | None] = []
-    for b in bounds:
+    given = dict(zip(params, n.args[1:], strict=False)) | kwargs
+    bounds: list[float | None] = []
+    for name, default in zip(names, defaults, strict=True):
+        b = given.get(name, default) if name is not None else default
         if b is not None and (isinstance(b, bool) or not isinstance(b, int | float)):
             return None
-        values.append(None if b is None else float(b))
-    lo, hi = (values + [None, None])[:2] if names != ("max",) else (None, values[0])
-    expr = "{0}"
-    if lo is not None:
-        expr = f"tl.maximum({expr}, {lo!r})"
-    if hi is not None:
-        expr = f"tl.minimum({expr}, {hi!r})"
-    return expr
+        bounds.append(b)
+    return clamp_expr(*bounds)
 
 
 def _format(t: Traced, n: Node) -> str | None:
@@ -90,7 +70,7 @@ def _format(t: Traced, n: Node) -> str | None:
         m = t.module(n)
         fmt = MODULE_FORMATS.get(type(m))
         return fmt(m) if fmt is not None and not n.kwargs else None
-    if n.target in _CLAMPS:
+    if n.target in CLAMPS:
         return _clamp_format(n)
     if any(k not in IGNORED_KWARGS or v != IGNORED_KWARGS[k] for k, v in n.kwargs.items()):
         if n.target in GELU and set(n.kwargs) <= {"approximate"}:

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch.fx import GraphModule, Node
 
 from kegen.modules import load_module_from_file, unique_module_name
-from kegen.search.operators.templates.exprs import ELEMENTWISE_FORMATS, MODULE_FORMATS
+from kegen.search.operators.templates.exprs import CLAMPS, ELEMENTWISE_FORMATS, MODULE_FORMATS
 
 
 class DraftError(ValueError):
@@ -49,16 +49,7 @@ KNOWN_MODULES = (*MODULE_FORMATS, nn.Linear, nn.LayerNorm, nn.RMSNorm, nn.Embedd
 KNOWN_MODULES += (nn.Conv1d, nn.Conv2d, nn.BatchNorm1d, nn.BatchNorm2d, nn.ReLU, nn.SiLU, nn.ReLU6, nn.GELU)
 KNOWN_MODULES += (nn.Hardswish, nn.Sigmoid, nn.ConvTranspose1d, nn.ConvTranspose2d)
 KNOWN_TARGETS |= {F.relu6, F.hardtanh, F.hardswish, torch.sigmoid, F.sigmoid}
-KNOWN_TARGETS |= {
-    torch.clamp,
-    "clamp",
-    torch.clip,
-    "clip",
-    torch.clamp_min,
-    "clamp_min",
-    torch.clamp_max,
-    "clamp_max",
-}
+KNOWN_TARGETS |= set(CLAMPS)
 # local names of the templates' forward bodies that an input must not shadow
 RESERVED = {"x", "x2", "x3", "w", "y", "h", "a", "b", "a3", "b3", "c", "out", "shape", "grid", "self"}
 RESERVED |= {

@@ -49,6 +49,29 @@ POW_FORMATS: dict[float, str] = {
     -1: "(1.0 / {0})",
     -0.5: "(1.0 / tl.sqrt({0}))",
 }
+# clamps with constant bounds: fx target -> (the parameter names of the lower and upper bound, None where
+# the bound is fixed or absent; the bounds' defaults)
+CLAMPS: dict[Any, tuple[tuple[str | None, str | None], tuple[float | None, float | None]]] = {
+    **dict.fromkeys(
+        (torch.clamp, "clamp", "clamp_", torch.clip, "clip", "clip_"), (("min", "max"), (None, None))
+    ),
+    **dict.fromkeys((torch.clamp_min, "clamp_min", "clamp_min_"), (("min", None), (None, None))),
+    **dict.fromkeys((torch.clamp_max, "clamp_max", "clamp_max_"), ((None, "max"), (None, None))),
+    F.hardtanh: (("min_val", "max_val"), (-1.0, 1.0)),
+    F.relu6: ((None, None), (0.0, 6.0)),
+}
+
+
+def clamp_expr(lo: float | None, hi: float | None) -> str:
+    """The expression of a clamp to [lo, hi] (a bound of None: none on that side)."""
+    expr = "{0}"
+    if lo is not None:
+        expr = f"tl.maximum({expr}, {float(lo)!r})"
+    if hi is not None:
+        expr = f"tl.minimum({expr}, {float(hi)!r})"
+    return expr
+
+
 # activation modules (nn.Sequential stacks) -> their expression, from the module's settings
 MODULE_FORMATS: dict[type, Callable[[Any], str]] = {
     nn.ReLU: lambda m: RELU,
@@ -57,8 +80,8 @@ MODULE_FORMATS: dict[type, Callable[[Any], str]] = {
     nn.SiLU: lambda m: SILU,
     nn.GELU: lambda m: GELU_TANH if m.approximate == "tanh" else GELU_ERF,
     nn.LeakyReLU: lambda m: f"tl.where({{0}} > 0.0, {{0}}, {{0}} * {float(m.negative_slope)!r})",
-    nn.Hardtanh: lambda m: f"tl.minimum(tl.maximum({{0}}, {float(m.min_val)!r}), {float(m.max_val)!r})",
-    nn.ReLU6: lambda m: "tl.minimum(tl.maximum({0}, 0.0), 6.0)",
+    nn.Hardtanh: lambda m: clamp_expr(m.min_val, m.max_val),
+    nn.ReLU6: lambda m: clamp_expr(0.0, 6.0),
     nn.Identity: lambda m: "{0}",
     nn.Dropout: lambda m: "{0}",  # the evaluator runs the model in eval mode
 }

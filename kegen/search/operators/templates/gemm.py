@@ -6,7 +6,7 @@ as drafting builds them from the reference's elementwise ops. Tile sizes are mod
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kegen.search.operators.templates import HEADER
@@ -99,11 +99,13 @@ _EXTRA_ARGS = {
 EPILOGUE_KINDS = frozenset(_EXTRA_LOADS)
 
 
-def epilogue_loads(extras: Sequence[tuple[str, str]]) -> str:
+def epilogue_loads(extras: Sequence[tuple[str, str]], loads: Mapping[str, str] | None = None) -> str:
     """Kernel lines loading the epilogue's tensors e0, e1, ... (kind `row` | `col` | `full` | `scalar`,
-    as `drafting.elementwise.broadcast_kind` names them) at the output tile in fp32."""
+    as `drafting.elementwise.broadcast_kind` names them) at the output tile in fp32; `loads` each kind's
+    load where the output is not one M x N matrix (the batched matmul's)."""
+    table = _EXTRA_LOADS if loads is None else loads
     return "".join(
-        f"    e{i} = " + _EXTRA_LOADS[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
+        f"    e{i} = " + table[k].format(i=i) + ".to(tl.float32)\n" for i, (_, k) in enumerate(extras)
     )
 
 
@@ -241,10 +243,7 @@ def bmm(
     `fold`: B is 2-D and A's leading dims fold into M ((..., M, K) @ (K, N)). `extras` are more
     inputs the epilogue reads as e0, e1, ...: (forward-time expression, kind), kind `row` (a vector
     along N, e.g. a bias), `full` (C's shape, e.g. a residual) or `scalar`."""
-    loads = "".join(
-        f"    e{i} = " + _BMM_EXTRA_LOADS[kind].format(i=i) + ".to(tl.float32)\n"
-        for i, (_, kind) in enumerate(extras)
-    )
+    loads = epilogue_loads(extras, _BMM_EXTRA_LOADS)
     kernel = _BMM_KERNEL.format(
         prologue=MATMUL_PROLOGUE,
         extra_ptrs="".join(f" e{i}_ptr," for i in range(len(extras))),
