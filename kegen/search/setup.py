@@ -106,6 +106,7 @@ def start_run(c: SearchConfig, store: GraphStore, problem_path: Path, source: st
 
 def _seed(c: SearchConfig, problem_path: Path) -> tuple[str, str, str | None, str, list[Any]]:
     """(seed code, description, op class, op summary, other drafts) from --seed or the drafter."""
+    from kegen.search.operators.dot_precision import for_target
     from kegen.search.operators.drafting import Draft, analyze, draft_seeds
 
     if c.seed is not None:
@@ -120,7 +121,7 @@ def _seed(c: SearchConfig, problem_path: Path) -> tuple[str, str, str | None, st
         others = []
         if c.template_drafts and a is not None and a.source is not None:
             what = f"drafted from a template ({a.summary})"
-            others.append(Draft(a.source, f"template:{a.op_class}", what))
+            others.append(Draft(for_target(a.source, c.eval.target), f"template:{a.op_class}", what))
         return seed.read_text(), f"seed {seed.name}", op_class, summary, others
     # the default draft (TorchInductor's) is the root; other drafts become its children
     drafts, a = draft_seeds(problem_path, target=c.eval.target)

@@ -60,6 +60,7 @@ from typing import Any
 
 from torch.fx import Node
 
+from kegen.search.operators.dot_precision import for_target
 from kegen.search.operators.drafting.aten import NotLiftable, wrap
 from kegen.search.operators.drafting.attention import SUMMARY as ATTENTION_SUMMARY
 from kegen.search.operators.drafting.attention import draft_attention
@@ -314,7 +315,8 @@ def draft_seeds(
             drafts.append(native)
     a = analyze(problem_path) if templates else Analysis(None)
     if templates and a.source is not None:
-        drafts.append(Draft(a.source, f"template:{a.op_class}", f"drafted from a template ({a.summary})"))
+        source = for_target(a.source, target)
+        drafts.append(Draft(source, f"template:{a.op_class}", f"drafted from a template ({a.summary})"))
     elif templates:
         refusals.append(f"templates: no Triton template for {', '.join(a.unsupported)}")
     if not drafts:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
+from kegen.search.operators.dot_precision import keep_exact_dots
 from kegen.search.operators.mutations.base import Mutation, MutationError, jit_functions
 from kegen.search.operators.mutations.knobs import kernels_with_load_loops
 from kegen.search.operators.mutations.launches import launches
@@ -96,8 +97,17 @@ def _move(
     prior: float,
     remedies: Sequence[str],
 ) -> Mutation:
+    def exact_where_asked(source: str) -> str:  # a rewrite keeps the source's exact float32 dots
+        return keep_exact_dots(source, apply(source))
+
     return Mutation(
-        name, family, description, apply, helps=("compute", "latency"), prior=prior, remedies=tuple(remedies)
+        name,
+        family,
+        description,
+        exact_where_asked,
+        helps=("compute", "latency"),
+        prior=prior,
+        remedies=tuple(remedies),
     )
 
 

@@ -160,15 +160,17 @@ _CUMSUM_KERNEL = """
 def cumsum_kernel(x_ptr, y_ptr, row_stride, n_rows, n_cols, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
     offs = tl.arange(0, BLOCK)
-    carry = tl.zeros([ROWS], dtype=tl.float32)  # each row's sum of the chunks before
+    # each row's sum of the chunks before, kept [ROWS, 1]: a [ROWS] carry fed by `carry += tl.sum(x, axis=1)`
+    # failed Triton's NVIDIA pipeline (TritonGPUOptimizeThreadLocality, Triton 3.6-3.7)
+    carry = tl.zeros([ROWS, 1], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
         mask = (rows < n_rows)[:, None] & (start + offs < n_cols)[None, :]
         at = rows[:, None] * row_stride + (start + offs)[None, :]
         x = tl.load(x_ptr + at, mask=mask, other=0.0).to(tl.float32)
-        scan = tl.cumsum(x, axis=1) + carry[:, None]
+        scan = tl.cumsum(x, axis=1) + carry
         out_at = rows[:, None] * n_cols + (start + offs)[None, :]
         tl.store(y_ptr + out_at, scan.to(y_ptr.dtype.element_ty), mask=mask)
-        carry += tl.sum(x, axis=1)
+        carry += tl.sum(x, axis=1, keep_dims=True)
 """
 
 
