@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Collection
 from typing import Any
 
+import torch
 import torch.nn as nn
 from torch.fx import Node
 
@@ -74,15 +76,22 @@ def _linear_layer(t: Traced, n: Node, x: Any, casts: set[Node], twin: bool) -> t
             return reference_tensor(t.model, f"{n.target}.weight"), bias
         attr = "self." + str(n.target).replace(".", "_")
         return f"{attr}.weight.detach()", f"{attr}.bias.detach()" if mod.bias is not None else None
-    if mod is not None or n.target not in LINEAR or not n.args:
+    if mod is not None or not n.args:
         return None
     used: set[Node] = set()
     if strip_casts(n.args[0], used) is not x:
         return None
-    w, b = (*n.args[1:], None, None)[:2]
-    b = n.kwargs.get("bias", b)
+    if n.target in LINEAR:
+        w, b = (*n.args[1:], None, None)[:2]
+        b = n.kwargs.get("bias", b)
+        weight, transposed = w, False
+    elif _is_weight_matmul(n):  # x @ W.t() (a linear spelled as a product), or x @ W with W [K, N]
+        weight, b = _matmul_weight(n.args[1], used)
+        transposed = weight is not None and not _is_transpose(strip_casts(n.args[1], set()))
+    else:
+        return None
     exprs: list[str | None] = []
-    for v, rank in ((w, 2), (b, 1)):
+    for v, rank in ((weight, 2), (b, 1)):
         v = strip_casts(v, used) if v is not None else None
         if v is None:
             exprs.append(None)
@@ -95,7 +104,41 @@ def _linear_layer(t: Traced, n: Node, x: Any, casts: set[Node], twin: bool) -> t
     if exprs[0] is None:
         return None
     casts |= used
-    return exprs[0], exprs[1]
+    return (f"{exprs[0]}.t()" if transposed else exprs[0]), exprs[1]
+
+
+def _is_transpose(n: Any) -> bool:
+    """`W.t()`, `W.T`, `W.transpose(0, 1)` / `(-2, -1)` / ... of a 2-D `W`, `W.permute(1, 0)`."""
+    if not isinstance(n, Node) or rank_of(n) != 2 or not n.args:
+        return False
+    if n.target in ("t", torch.t) or (n.target is getattr and n.args[1:] in (("T",), ("mT",))):
+        return True
+    if n.target in ("transpose", torch.transpose, "swapaxes", "swapdims"):
+        return len(n.args) == 3 and {int(a) % 2 for a in n.args[1:]} == {0, 1}
+    if n.target in ("permute", torch.permute):
+        dims = n.args[1] if len(n.args) == 2 and isinstance(n.args[1], (list, tuple)) else n.args[1:]
+        return [int(d) % 2 for d in dims] == [1, 0]
+    return False
+
+
+def _matmul_weight(w: Any, used: set[Node]) -> tuple[Any, None]:
+    """The weight leaf of a product's second operand (below casts and one transpose, which join `used`);
+    the leaf itself, or None."""
+    v = strip_casts(w, used)
+    if _is_transpose(v):
+        used.add(v)
+        v = strip_casts(v.args[0], used)
+    return (
+        v if isinstance(v, Node) and v.op in ("get_attr", "placeholder") and rank_of(v) == 2 else None
+    ), None
+
+
+def _is_weight_matmul(n: Node) -> bool:
+    """A matmul / mm / `@` whose second operand is a 2-D model tensor or input (through casts and one
+    transpose): a linear layer in all but name."""
+    if n.target not in MATMUL or len(n.args) != 2 or n.kwargs or n.target in (torch.bmm, "bmm"):
+        return False
+    return _matmul_weight(n.args[1], set())[0] is not None
 
 
 def epilogue_tensors(
@@ -152,6 +195,147 @@ def _stages(
     return stages
 
 
+def _graph_stages(
+    t: Traced, x: Node, linears: list[Node], casts: set[Node], twin: bool
+) -> list[templates_gemm.LinearStage] | None:
+    """Linear layers that form a graph rather than a stack (a gated MLP: `silu(x @ W1.t()) * (x @ W3.t())`
+    then `@ W2.t()`; two projections of one input summed): each elementwise op belongs to the latest
+    layer it depends on and runs in that layer's epilogue, reading other layers' outputs as epilogue
+    tensors; a layer's input is the block's input or an earlier layer's output."""
+    layers = {}
+    for lin in linears:
+        if not lin.args:
+            return None
+        inp = strip_casts(lin.args[0], casts)
+        layer = _linear_layer(t, lin, inp, casts, twin)
+        if layer is None:
+            return None
+        parts = _column_parts(lin)
+        if parts is None:
+            layers[lin] = (inp, layer)
+            continue
+        weight, bias = layer  # each part a layer of its own: the weight's (and bias's) rows c0:c1
+        for part, c0, c1 in parts:
+            layers[part] = (inp, (f"{weight}[{c0}:{c1}]", f"{bias}[{c0}:{c1}]" if bias else None))
+        casts |= {lin, *(u for u in lin.users if u not in layers)}  # the product and its chunk
+    order = {n: i for i, n in enumerate(t.ops)}
+    linears = sorted(layers, key=order.__getitem__)
+    owner: dict[Node, Node] = {}
+    for n in t.ops:
+        if n in layers or (n in casts and n is not t.out):
+            owner[n] = n if n in layers else owner.get(strip_casts(n, set()), n)
+            continue
+        deps = [owner[a] for a in n.all_input_nodes if a in owner and owner[a] in layers]
+        if not deps:
+            return None  # work before the first layer: not a linear graph
+        owner[n] = max(deps, key=order.__getitem__)
+    names: dict[Node, str] = {x: "h"}
+    stages = []
+    for i, lin in enumerate(linears):
+        inp, (weight, bias) = layers[lin]
+        epilogue = [
+            n for n in t.ops if owner.get(n) is lin and n is not lin and (n not in casts or n is t.out)
+        ]
+        result = epilogue[-1] if epilogue else lin
+        if inp not in names or any(
+            owner.get(u) is not lin and u not in casts
+            for n in (lin, *epilogue)
+            if n is not result
+            for u in n.users
+        ):
+            return None  # an input not computed yet, or a value other layers read besides the output
+        env: dict[Node, str] = {lin: "acc"}
+        extras: list[tuple[str, str]] = []
+        if not epilogue_tensors(t, epilogue, shape_of(lin), env, extras):
+            return None
+        for n in epilogue:  # other layers' outputs the epilogue reads (through casts)
+            for a in n.all_input_nodes:
+                src = strip_casts(a, set())
+                if src in names and owner.get(src) is not lin and a not in env:
+                    if shape_of(src) != shape_of(lin):
+                        return None
+                    env[a] = env[src] = f"e{len(extras)}"
+                    extras.append((names[src], "full"))
+        got = chain(t, epilogue, env)
+        if got is None:
+            return None
+        names[result] = f"y{i}"
+        stages.append(
+            templates_gemm.LinearStage(
+                weight, bias, tuple(got[0]), got[1] or "acc", tuple(extras), names[inp], names[result]
+            )
+        )
+    if result is not t.out or any(n not in owner for n in t.ops):
+        return None
+    return stages
+
+
+def _column_parts(lin: Node) -> list[tuple[Node, int, int]] | None:
+    """(node, first column, end column) of each part where a layer's output is only read split along
+    its last dim (`chunk`, `split`, `h[..., a:b]`), covering each column once; None otherwise."""
+    shape = shape_of(lin)
+    users = list(lin.users)
+    if shape is None or not users:
+        return None
+    n_cols, last = shape[-1], len(shape) - 1
+    parts: list[tuple[Node, int, int]] = []
+    if len(users) == 1 and users[0].target in ("chunk", torch.chunk, "split", torch.split):
+        split = users[0]
+        dim = split.kwargs.get("dim", split.args[2] if len(split.args) > 2 else 0)
+        arg = split.args[1] if len(split.args) > 1 else None
+        if (
+            not isinstance(dim, int)
+            or dim % len(shape) != last
+            or any(u.target is not operator.getitem for u in split.users)
+        ):
+            return None
+        if split.target in ("chunk", torch.chunk):
+            sizes = [n_cols // arg] * arg if isinstance(arg, int) and arg > 0 and n_cols % arg == 0 else []
+        else:
+            sizes = (
+                [arg] * (n_cols // arg)
+                if isinstance(arg, int) and arg > 0 and n_cols % arg == 0
+                else list(arg or [])
+            )
+        starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+        if not sizes or starts[-1] != n_cols:
+            return None
+        for u in split.users:
+            i = u.args[1]
+            if not isinstance(i, int) or not -len(sizes) <= i < len(sizes):
+                return None
+            parts.append((u, starts[i % len(sizes)], starts[i % len(sizes) + 1]))
+    else:
+        for u in users:
+            cols = _last_dim_slice(u, len(shape), n_cols) if u.target is operator.getitem else None
+            if cols is None:
+                return None
+            parts.append((u, *cols))
+    covered = sorted((c0, c1) for _, c0, c1 in parts)
+    if any(b[0] < a[1] for a, b in zip(covered, covered[1:], strict=False)) or any(
+        c0 >= c1 for c0, c1 in covered
+    ):
+        return None  # overlapping or empty parts (a column read twice would be computed twice)
+    return parts
+
+
+def _last_dim_slice(n: Node, rank: int, n_cols: int) -> tuple[int, int] | None:
+    """The columns of `h[..., a:b]` (or `h[:, a:b]` on a matrix), step 1; None for any other index."""
+    index = n.args[1]
+    if isinstance(index, tuple) and len(index) == 2 and index[0] is Ellipsis:
+        sl = index[1]
+    elif isinstance(index, tuple) and len(index) == rank and all(i == slice(None) for i in index[:-1]):
+        sl = index[-1]
+    else:
+        return None
+    if not isinstance(sl, slice) or sl.step not in (None, 1):
+        return None
+    if not all(v is None or isinstance(v, int) for v in (sl.start, sl.stop)):
+        return None
+    c0, c1, _ = sl.indices(n_cols)
+    return c0, c1
+
+
 def draft_linear(t: Traced) -> str | None:
     """A stack of linear layers (nn.Linear / F.linear), each with an elementwise epilogue that may read
     other inputs or model tensors (a residual, scales); fp32 upcasts of the input, weights and biases
@@ -159,13 +343,21 @@ def draft_linear(t: Traced) -> str | None:
     if t.out is None or not t.ops:
         return None
     casts: set[Node] = set()
-    linears = [n for n in t.ops if isinstance(t.module(n), nn.Linear) or n.target in LINEAR]
+    linears = [
+        n for n in t.ops if isinstance(t.module(n), nn.Linear) or n.target in LINEAR or _is_weight_matmul(n)
+    ]
     if not linears or not linears[0].args:
         return None
     x = strip_casts(linears[0].args[0], casts)
     if x not in t.ph or dtype_of(t.out) != dtype_of(x):
         return None
+    for lin in linears:  # every layer's weight and bias preparation (upcasts, transposes) up front
+        if _linear_layer(t, lin, strip_casts(lin.args[0], casts), casts, True) is None:
+            return None
+    build = _stages
     stages = _stages(t, x, linears, set(casts), twin=True)
+    if stages is None:
+        build, stages = _graph_stages, _graph_stages(t, x, linears, set(casts), twin=True)
     if stages is None:
         return None
     exprs = [e for s in stages for e in (s.weight, s.bias or "", *(e for e, _ in s.extras))]
@@ -173,7 +365,7 @@ def draft_linear(t: Traced) -> str | None:
     if not any("self.reference." in e for e in exprs):
         init, prelude = twins(t), ""
     if init is None:  # weights ModelNew cannot rebuild (e.g. made in bf16): the reference's, as built
-        stages = _stages(t, x, linears, set(casts), twin=False)
+        stages = build(t, x, linears, set(casts), twin=False)
         if stages is None:
             return None
         init, prelude = reference_init(t.problem.__file__, "the linear layers' parameters")

@@ -71,6 +71,8 @@ class LinearStage:
     epilogue: tuple[str, ...] = ()
     result: str = "acc"
     extras: tuple[tuple[str, str], ...] = ()  # tensors the epilogue reads as e0, ...: (expression, kind)
+    source: str = "h"  # the forward's variable holding the layer's input (`h`: the previous layer's output)
+    target: str = "h"  # ... and the one its output goes to
 
 
 def consts(block_m: int, block_n: int, block_k: int) -> str:
@@ -140,7 +142,8 @@ def linear_chain(
     block_k: int = 16,
     prelude: str = "",
 ) -> str:
-    """A stack of linear layers, each one launch of a kernel with its bias and epilogue fused.
+    """A stack (or a graph: `LinearStage.source`/`target`) of linear layers, each one launch of a kernel
+    with its bias and epilogue fused.
 
     `args` are ModelNew.forward's parameters, `x` the expression of the first layer's input and
     `init` the lines of `__init__` that rebuild the reference's modules (same seeded weights), or that
@@ -164,16 +167,17 @@ def linear_chain(
         if kinds:  # a launcher of its own, passing the epilogue's tensors (no *args: moves read launches)
             helpers += _with_extras(name, len(kinds))
     body = [f"h = {x}"] + [
-        f"h = _linear({kernels[_kernel_key(s)]}, h, {s.weight}, {s.bias or 'None'})"
+        f"{s.target} = _linear({kernels[_kernel_key(s)]}, {s.source}, {s.weight}, {s.bias or 'None'})"
         if not s.extras
-        else f"h = _{kernels[_kernel_key(s)]}(h, {s.weight}, {s.bias or 'None'},"
+        else f"{s.target} = _{kernels[_kernel_key(s)]}({s.source}, {s.weight}, {s.bias or 'None'},"
         f"{epilogue_args(s.extras).rstrip(',')})"
         for s in stages
     ]
     init_body = indent(["super().__init__()", *init], 8)
     model = (
         "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
-        f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{indent(body, 8)}\n        return h\n"
+        f"{init_body}\n\n    def forward(self, {', '.join(args)}):\n{indent(body, 8)}\n"
+        f"        return {stages[-1].target}\n"
     )
     prelude = f"\n\n{prelude.strip()}\n" if prelude else ""
     return HEADER + consts(block_m, block_n, block_k) + src + helpers + prelude + model
