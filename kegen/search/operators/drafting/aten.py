@@ -102,6 +102,7 @@ class Lifted:
     input_views: dict[int, tuple[int, ...]] = field(default_factory=dict)  # input index -> reshape
     output_view: tuple[int, ...] | None = None  # the result's reshape to the reference's shape
     output_views: output_views.OutputViews | None = None  # a tuple of outputs: their views of the result
+    single_output: bool = False  # output_views of a reference returning one tensor (a module's forward)
 
 
 def has_aten(gm: GraphModule) -> bool:
@@ -185,7 +186,8 @@ def wrap(source: str, args: list[str], views: Lifted) -> str:
         result += f".reshape({', '.join(map(str, views.output_view))})"
     body = f"return {result}"
     if views.output_views is not None:  # each output a view of what the kernels return: run them once
-        body = f"result = {result}\n        return {output_views.expression('result', views.output_views)}"
+        views_of = output_views.expression("result", views.output_views, views.single_output)
+        body = f"result = {result}\n        return {views_of}"
     wrapper = f"""class ModelNew({base}):
     \"\"\"The drafted kernels on the inputs and output as the kernel group's graph views them.\"\"\"
 

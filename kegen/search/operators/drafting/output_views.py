@@ -54,13 +54,36 @@ def _dim(v: Any, rank: int) -> int | None:
     return v % rank if isinstance(v, int) and rank and -rank <= v < rank else None
 
 
-def _step(n: Any) -> tuple[View, Node] | None:
-    """The view node `n` applies and the node it views (None when `n` is not a view here)."""
+def _method_step(n: Node) -> tuple[View, Node] | None:
+    """A view spelled as a tensor method of a module's forward (`x.view(b, t, h, d)`, `.transpose(1, 2)`,
+    `.permute(0, 2, 1, 3)`, `.unsqueeze(1)`, `.t()`; sizes already folded to ints by `fold_metadata`)."""
+    args: Any = n.args
+    rest = args[1:]
+    if n.target in ("view", "reshape"):
+        shape = _ints(rest[0]) if len(rest) == 1 and isinstance(rest[0], list | tuple) else _ints(rest)
+        return (View("reshape", shape), args[0]) if shape else None
+    if n.target == "transpose" and len(rest) == 2 and all(isinstance(a, int) for a in rest):
+        return View("transpose", (rest[0], rest[1])), args[0]
+    if n.target == "permute":
+        dims = _ints(rest[0]) if len(rest) == 1 and isinstance(rest[0], list | tuple) else _ints(rest)
+        return (View("permute", dims), args[0]) if dims else None
+    if n.target == "t" and not rest:
+        return View("t"), args[0]
+    if n.target == "unsqueeze" and len(rest) == 1 and isinstance(rest[0], int):
+        return View("unsqueeze", (rest[0],)), args[0]
+    return None
+
+
+def _step(n: Any, methods: bool = False) -> tuple[View, Node] | None:
+    """The view node `n` applies and the node it views (None when `n` is not a view here); `methods`:
+    also the tensor-method spellings of a module's forward."""
     if not isinstance(n, Node) or n.kwargs or not n.args or not isinstance(n.args[0], Node):
         return None
     args: Any = n.args
     if n.op == "call_method" and n.target == "reshape" and len(args) == 2 and (s := _ints(args[1])):
         return View("reshape", s), args[0]
+    if n.op == "call_method" and methods:
+        return _method_step(n)
     if n.op != "call_function":
         return None
     if n.target is torch.permute and len(args) == 2 and (dims := _ints(args[1])) is not None:
@@ -74,22 +97,27 @@ def _step(n: Any) -> tuple[View, Node] | None:
     if n.target is torch.select and len(args) == 3 and all(isinstance(a, int) for a in args[1:]):
         return View("select", (args[1], args[2])), args[0]
     if n.target is operator.getitem and isinstance(args[1], int) and isinstance(args[0], Node):
-        return _item(args[0], args[1])
+        return _item(args[0], args[1], methods)
     return None
 
 
-def _item(parts: Node, i: int) -> tuple[View, Node] | None:
+def _item(parts: Node, i: int, methods: bool = False) -> tuple[View, Node] | None:
     """Element `i` of an unbind (a select) or a split into equal sizes (a narrow)."""
-    if parts.op != "call_function" or parts.kwargs or not isinstance(parts.args[0], Node):
+    method = methods and parts.op == "call_method"
+    if (parts.op != "call_function" and not method) or parts.kwargs or not isinstance(parts.args[0], Node):
         return None
     x, rest = parts.args[0], parts.args[1:]
     shape = _shape(x)
     if shape is None:
         return None
-    if parts.target is torch.unbind and len(rest) <= 1:
+    if method and parts.target in ("unbind", "split"):  # the method forms, as the functions below read
+        target: Any = {"unbind": torch.unbind, "split": torch.split}[str(parts.target)]
+    else:
+        target = parts.target
+    if target is torch.unbind and len(rest) <= 1:
         dim = _dim(rest[0] if rest else 0, len(shape))
         return (View("select", (dim, i)), x) if dim is not None and 0 <= i < shape[dim] else None
-    if parts.target is torch.split and 1 <= len(rest) <= 2 and isinstance(rest[0], int) and rest[0] > 0:
+    if target is torch.split and 1 <= len(rest) <= 2 and isinstance(rest[0], int) and rest[0] > 0:
         dim = _dim(rest[1] if len(rest) > 1 else 0, len(shape))
         if dim is None or not 0 <= i * rest[0] < shape[dim]:
             return None
@@ -97,19 +125,22 @@ def _item(parts: Node, i: int) -> tuple[View, Node] | None:
     return None
 
 
-def strip(gm: GraphModule) -> OutputViews | None:
+def strip(gm: GraphModule, methods: bool = False) -> OutputViews | None:
     """Cut the trailing views off a tuple of outputs: the graph returns the distinct tensors they
     view (one tensor, or a tuple); None (the graph unchanged) when the output is not a tuple, nothing
-    is a view, or an output views an input."""
+    is a view, or an output views an input. `methods`: a module's forward as traced (the views'
+    tensor-method spellings too, and one tensor returned: `apply`/`expression` with `single`)."""
     out = next(n for n in gm.graph.nodes if n.op == "output")
     res = out.args[0]
+    if methods and isinstance(res, Node):
+        res = (res,)
     if not isinstance(res, list | tuple) or not res or not all(isinstance(r, Node) for r in res):
         return None
     roots: list[Node] = []
     chains: list[tuple[View, ...]] = []
     for r in res:
         chain: list[View] = []
-        while (step := _step(r)) is not None:
+        while (step := _step(r, methods)) is not None:
             chain.append(step[0])
             r = step[1]
         if r.op == "placeholder":
@@ -124,8 +155,9 @@ def strip(gm: GraphModule) -> OutputViews | None:
     return tuple((distinct.index(r), c) for r, c in zip(roots, chains, strict=True))
 
 
-def apply(result: Any, views: OutputViews) -> tuple[Any, ...]:
-    """The reference's outputs from what the stripped graph (or the candidate) returns."""
+def apply(result: Any, views: OutputViews, single: bool = False) -> Any:
+    """The reference's outputs from what the stripped graph (or the candidate) returns; `single`: the
+    reference returns one tensor, not a tuple."""
     parts = result if isinstance(result, tuple | list) else (result,)
     outs = []
     for index, chain in views:
@@ -133,14 +165,16 @@ def apply(result: Any, views: OutputViews) -> tuple[Any, ...]:
         for v in chain:
             x = v.apply(x)
         outs.append(x)
-    return tuple(outs)
+    return outs[0] if single else tuple(outs)
 
 
-def expression(result: str, views: OutputViews) -> str:
+def expression(result: str, views: OutputViews, single: bool = False) -> str:
     """Python source of `apply` over the name `result` (one tensor returned, or a tuple)."""
     several = len({index for index, _ in views}) > 1
     parts = [
         (f"{result}[{index}]" if several else result) + "".join(v.source() for v in chain)
         for index, chain in views
     ]
+    if single:
+        return parts[0]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
