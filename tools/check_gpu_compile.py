@@ -58,7 +58,7 @@ def check(problem: Path, work: Path) -> dict[str, Any]:
     if a.source is None:
         return {**row, "status": "no_draft"}
     cand = work / f"{_name(problem)}_{abs(hash(str(problem)))}.py"
-    cand.write_text(for_target(a.source, "nvidia"))
+    cand.write_text(for_target(a.source, "nvidia", problem))
     try:
         results = compile_candidate(problem, cand)
     except Exception as exc:

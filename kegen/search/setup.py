@@ -121,7 +121,9 @@ def _seed(c: SearchConfig, problem_path: Path) -> tuple[str, str, str | None, st
         others = []
         if c.template_drafts and a is not None and a.source is not None:
             what = f"drafted from a template ({a.summary})"
-            others.append(Draft(for_target(a.source, c.eval.target), f"template:{a.op_class}", what))
+            others.append(
+                Draft(for_target(a.source, c.eval.target, problem_path), f"template:{a.op_class}", what)
+            )
         return seed.read_text(), f"seed {seed.name}", op_class, summary, others
     # the default draft (TorchInductor's) is the root; other drafts become its children
     drafts, a = draft_seeds(problem_path, target=c.eval.target)

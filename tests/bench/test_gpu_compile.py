@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from kegen.bench.gpu_compile import compile_candidate
-from kegen.search.operators.dot_precision import exact_dots, for_target, keep_exact_dots, states_exact_dots
+from kegen.search.operators.dot_precision import (
+    computes_in_float32,
+    exact_dots,
+    for_target,
+    keep_exact_dots,
+    states_exact_dots,
+)
 from kegen.search.operators.drafting import analyze, draft_seeds
 from kegen.search.operators.mutations.gpu_moves import gpu_mutations
 
@@ -75,7 +81,16 @@ def test_nvidia_drafts_state_exact_float32_dots_and_other_targets_stay_as_writte
     mtia = draft_seeds(FIX / "attention_fp32.py", inductor=False, target="mtia")[0][0].source
     assert mtia == source
     assert nvidia.count("tl.dot(") == nvidia.count(IEEE) == source.count("tl.dot(")
-    assert for_target(source, "amd") == source  # AMD's and mtia's Triton default is "ieee" already
+    assert for_target(source, "amd", FIX / "attention_fp32.py") == source  # AMD's default is "ieee"
+
+
+def test_half_precision_problems_keep_tritons_default_on_nvidia() -> None:
+    # fp16/bf16 operands: Triton 3.6 runs an "ieee" dot on FMA units (a GEGLU draft 836 us vs 30.6 us)
+    half = FIX.parents[1] / "search" / "fixtures_drafting" / "swiglu_sliced.py"
+    assert not computes_in_float32(half) and computes_in_float32(FIX / "matmul_fp32.py")
+    nvidia = draft_seeds(half, inductor=False, target="nvidia")[0][0].source
+    assert "tl.dot(" in nvidia and IEEE not in nvidia
+    assert not computes_in_float32(FIX / "no_such_problem.py")
 
 
 def test_exact_dots_edits_calls_in_any_spelling() -> None:

@@ -1,18 +1,23 @@
-"""Exact float32 dots in the kernels kegen writes, on every target.
+"""Exact float32 dots in the kernels kegen drafts for NVIDIA GPUs.
 
 `tl.dot` of float32 operands defaults to TF32 on NVIDIA GPUs (10-bit mantissas: about 1e-3 relative
 error), while PyTorch's float32 matmul, convolution and attention on the same GPU are exact float32, and
 so is the evaluator's float32 tolerance (atol 1e-4 + rtol 1e-4). A drafted attention over float32 heads
 passed on the simulator (mtia's and AMD's default is "ieee") and failed on an H100 (2026-12-07: 112,450
-of 262,144 outputs out of tolerance). Every dot a draft or a GPU rewrite writes therefore states
-`input_precision="ieee"`: exact on float32 operands, and no change at all on fp16/bf16/int8 ones (the
-same tensor-core instructions; checked on sm_90 PTX). mtia's and AMD's Triton default is "ieee"
-already, so drafts for them are left as written (the mtia moves match dots by their positional form).
+of 262,144 outputs out of tolerance). A draft of a float32 problem for nvidia therefore states
+`input_precision="ieee"` on every dot, and the GPU rewrites keep it.
+
+Only there: on fp16/bf16 operands Triton 3.7 keeps its tensor-core instructions under "ieee" (sm_90 PTX
+checked), but Triton 3.6 falls back to FMA (a GEGLU draft on an H100: 836 us with it, 30.6 us without),
+so a problem whose tensors are fp16/bf16 (or mixed) keeps Triton's default. mtia's and AMD's Triton
+default to "ieee" already; their drafts are left as written (the mtia moves match dots by their
+positional form).
 """
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 PRECISION = "ieee"
 TF32_DEFAULT_TARGETS = ("nvidia",)  # targets whose Triton backend defaults float32 dots to TF32
@@ -82,7 +87,35 @@ def keep_exact_dots(before: str, after: str) -> str:
     return exact_dots(after) if states_exact_dots(before) else after
 
 
-def for_target(source: str, target: str) -> str:
+def for_target(source: str, target: str, problem: Path | None = None) -> str:
     """A drafted candidate as it should run on `target`: exact float32 dots where its Triton would
-    otherwise use TF32."""
-    return exact_dots(source) if target in TF32_DEFAULT_TARGETS else source
+    otherwise use TF32 and the problem computes in float32 (`computes_in_float32`)."""
+    if target not in TF32_DEFAULT_TARGETS or problem is None or not computes_in_float32(problem):
+        return source
+    return exact_dots(source)
+
+
+def computes_in_float32(problem: Path) -> bool:
+    """Whether every floating-point input, parameter and buffer of the problem's model is float32 (and
+    there is one): its dots then take float32 operands. A problem that can't be built here counts as
+    not (its drafts stay as written)."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from kegen.search.operators.drafting.graph import load_problem_module
+
+    try:
+        mod = load_problem_module(problem)
+        torch.manual_seed(0)
+        model = mod.Model(*mod.get_init_inputs())
+        try:
+            with FakeTensorMode(allow_non_fake_inputs=True):
+                inputs = list(mod.get_inputs())
+        except Exception:  # sizes read from its own values: built for real
+            inputs = list(mod.get_inputs())
+    except Exception:
+        return False
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    tensors += list(model.parameters()) + list(model.buffers())
+    floats = {x.dtype for x in tensors if x.is_floating_point()}
+    return floats == {torch.float32}

@@ -346,7 +346,7 @@ def draft_seeds(
             drafts.append(native)
     a = analyze(problem_path) if templates else Analysis(None)
     if templates and a.source is not None:
-        source = for_target(a.source, target)
+        source = for_target(a.source, target, problem_path)
         drafts.append(Draft(source, f"template:{a.op_class}", f"drafted from a template ({a.summary})"))
     elif templates:
         refusals.append(f"templates: no Triton template for {', '.join(a.unsupported)}")
