@@ -208,6 +208,12 @@ def test_modules_and_parameters_are_rebuilt_in_construction_order(tmp_path: Path
         ("x.clamp_(min=0.0) + x", "x", "torch.randn(4, 8)", ""),
         # an epilogue tensor that broadcasts along a middle dim of the linear's output
         ("self.fc(x) + y", "x, y", "torch.randn(2, 4, 8), torch.randn(2, 1, 8)", "self.fc = nn.Linear(8, 8)"),
+        # a layer's output sliced into overlapping parts, or chunked along its rows (not its columns)
+        ("(h := self.fc(x))[..., :6] * h[..., 2:]", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)"),
+        ("(p := self.fc(x).chunk(2, dim=0))[0] * p[1]", "x", "torch.randn(4, 8)", "self.fc = nn.Linear(8, 8)"),
+        # a head split the reference copies (.contiguous() is a copy it pays, not a view to skip)
+        ("self.fc(x).view(2, 4, 2, 4).transpose(1, 2).contiguous()", "x", "torch.randn(2, 4, 8)",
+         "self.fc = nn.Linear(8, 8)"),
     ],
 )
 def test_lookalikes_are_refused(tmp_path: Path, expr: str, args: str, inputs: str, init: str) -> None:
