@@ -121,3 +121,11 @@ def test_gpu_rewrites_keep_a_drafts_exact_dots(problem: str) -> None:
     for move in moves[:3]:
         src = move.apply(nvidia)
         assert src != nvidia and src.count("tl.dot(") == src.count(IEEE) > 0, move.name
+
+
+def test_half_precision_rewrites_state_no_precision() -> None:
+    # an fp16 convolution's GPU rewrites keep Triton's default (fp16 "ieee" dots are FMA on Triton 3.6)
+    nvidia = draft_seeds(FIX / "conv_fp16.py", inductor=False, target="nvidia")[0][0].source
+    moves = gpu_mutations(nvidia)
+    assert moves and IEEE not in nvidia
+    assert all(IEEE not in move.apply(nvidia) for move in moves[:2])

@@ -21,6 +21,7 @@ from torch.fx import Node
 from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_of, shape_of, strip_casts
 from kegen.search.operators.drafting.weights import reference_init, twins
 from kegen.search.operators.templates.conv import depthwise as templates_depthwise
+from kegen.search.operators.templates.conv import grouped as templates_conv_grouped
 from kegen.search.operators.templates.conv import seed as templates_conv_seed
 from kegen.search.operators.templates.conv import transpose as templates_transpose
 
@@ -387,14 +388,17 @@ def draft_conv(t: Traced) -> str | None:
     """A convolution chain (see the module docstring) over one input, computed in the input's dtype."""
     chain = _match_chain(t)
     checked = None if chain is None else _checked(t, chain)
-    if chain is None or checked is None or chain.geometry.groups != 1:
+    if chain is None or checked is None:
         return None
     weight, _ = checked
     name = _name(chain)
     init, bn, prelude = _weights(t, chain, weight, name)
     residual = t.arg(chain.residual) if chain.residual is not None else None
     attr = _attr(t, chain, name)
-    return templates_conv_seed.conv_seed(t.args, t.arg(chain.x), attr, init, bn, chain.act, prelude, residual)
+    # groups > 1 (a depthwise one is drafted before, by draft_depthwise): one group per program
+    grouped = chain.geometry.groups != 1
+    build = templates_conv_grouped.conv_grouped if grouped else templates_conv_seed.conv_seed
+    return build(t.args, t.arg(chain.x), attr, init, bn, chain.act, prelude, residual)
 
 
 def draft_conv_transpose(t: Traced) -> str | None:

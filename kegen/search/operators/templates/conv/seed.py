@@ -54,7 +54,7 @@ def kegen_conv_seed_kernel(x_ptr, w_ptr, b_ptr, m_ptr, v_ptr, g_ptr, be_ptr, r_p
                 inside = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W) & (pix < OH * OW)
                 x = tl.load(x_ptr + n * C_IN * H * W + ci[:, None] * (H * W) + (ih * W + iw)[None, :],
                             mask=(ci[:, None] < C_IN) & inside[None, :], other=0.0)
-                acc += tl.dot(w, x, input_precision="ieee")
+                acc += tl.dot(w, x)
     if HAS_BIAS:
         acc += tl.load(b_ptr + co, mask=co < C_OUT, other=0.0).to(tl.float32)[:, None]
     # BATCHNORM_ACTIVATION
@@ -92,21 +92,23 @@ def conv_seed(
     act: str = "none",
     prelude: str = "",
     residual: str | None = None,
+    kernel: str = KERNEL,
+    forward: str = _FORWARD,
 ) -> str:
     """A whole candidate: the convolution module `self.<attr>` (built by `init`) applied to `x`, then
     the eval-mode BatchNorm `self.<bn>` (a dotted path; none where empty) and activation `act`;
     `prelude` (module-level definitions `init` uses, such as the reference's class) goes before
-    ModelNew."""
+    ModelNew. `kernel` / `forward`: a variant's texts (`conv/grouped.py`)."""
     init_src = "".join(f"        {line}\n" for line in with_epilogue(init, bn, act, residual))
     return (
         HEADER
-        + KERNEL
+        + kernel
         + (f"\n\n{prelude.strip()}\n" if prelude else "")
         + "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
         + "        super().__init__()\n"
         + init_src
         + EPILOGUE_METHOD
-        + _FORWARD.replace("{args}", ", ".join(args))
+        + forward.replace("{args}", ", ".join(args))
         .replace("{attr}", attr)
         .replace("{x}", x)
         .replace("{res}", f"{residual}.contiguous()" if residual else "None")

@@ -1,0 +1,131 @@
+"""Triton template for a grouped convolution (nn.Conv1d / nn.Conv2d with 1 < groups < channels: ResNeXt,
+RegNet and grouped-bottleneck blocks), with the seed template's BatchNorm, activation and residual.
+
+The seed kernel (`conv/seed.py`) with each program inside GPP whole groups: its output channels are
+those groups' (`CO_BLOCKS` blocks along grid axis 1 where one group is wider than a block), its input
+channels run over the same groups' only, and the weight, (C_out, C_in / groups, taps), is read as a
+block-diagonal tile (zero where a channel pair is in different groups), packed once per weight version
+so each program's tile is one contiguous read. Groups narrower than the
+dot's smallest side (16) are packed GPP to a program: ResNeXt's 8-channel groups make 64 x 64 dots,
+one in eight of their products useful, instead of 16 x 16 dots three quarters masked. Derived from
+the seed kernel's text, so the two stay one algorithm; the seed's moves (conv_rows, conv_stationary,
+gpu_conv) do not read this kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kegen.search.operators.templates.conv import seed
+
+
+def _derive(text: str, edits: Sequence[tuple[str, str]]) -> str:
+    for old, new in edits:
+        if text.count(old) != 1:
+            raise AssertionError(f"the seed convolution template changed: {old!r} is not there once")
+        text = text.replace(old, new)
+    return text
+
+
+KERNEL = _derive(
+    seed.KERNEL,
+    (
+        ("def kegen_conv_seed_kernel(", "def kegen_conv_grouped_kernel("),
+        ("OH, OW, EPS,\n", "OH, OW, EPS, GROUPS, CI_G, CO_G, CO_BLOCKS,\n"),
+        ("BLOCK_CO: tl.constexpr,", "GPP: tl.constexpr, BLOCK_CO: tl.constexpr,"),
+        (
+            "    co = tl.program_id(1) * BLOCK_CO + tl.arange(0, BLOCK_CO)\n",
+            "    pack = tl.program_id(1) // CO_BLOCKS  # its GPP groups: one block of the packed weight\n"
+            "    g0 = pack * GPP\n"
+            "    co_l = (tl.program_id(1) % CO_BLOCKS) * BLOCK_CO + tl.arange(0, BLOCK_CO)\n"
+            "    co = g0 * CO_G + co_l\n"
+            "    grp_co = g0 + co_l // CO_G\n"
+            "    valid_co = (co_l < GPP * CO_G) & (grp_co < GROUPS)\n",
+        ),
+        (
+            "    for ci0 in range(0, C_IN, BLOCK_CI):\n        ci = ci0 + ci_offs\n",
+            "    for ci0 in range(0, GPP * CI_G, BLOCK_CI):\n"
+            "        ci_l = ci0 + ci_offs\n"
+            "        ci = g0 * CI_G + ci_l\n"
+            "        grp_ci = g0 + ci_l // CI_G\n"
+            "        valid_ci = (ci_l < GPP * CI_G) & (grp_ci < GROUPS)\n",
+        ),
+        (
+            "w_ptr + co[:, None] * (C_IN * KH * KW) + ci[None, :] * (KH * KW) + kh * KW + kw,",
+            "w_ptr + ((pack * (KH * KW) + kh * KW + kw) * (GPP * CO_G) + co_l[:, None]) * (GPP * CI_G)\n"
+            "                            + ci_l[None, :],",
+        ),
+        (
+            "mask=(co[:, None] < C_OUT) & (ci[None, :] < C_IN), other=0.0)",
+            "mask=valid_co[:, None] & valid_ci[None, :], other=0.0)",
+        ),
+        (
+            "mask=(ci[:, None] < C_IN) & inside[None, :], other=0.0)",
+            "mask=valid_ci[:, None] & inside[None, :], other=0.0)",
+        ),
+    ),
+)
+KERNEL = KERNEL.replace("mask=co < C_OUT,", "mask=valid_co,").replace(
+    "(co[:, None] < C_OUT)", "valid_co[:, None]"
+)
+
+# ModelNew's method packing the weight for the kernel, once per weight storage and version
+GROUPED_WEIGHT_METHOD = '''
+    def _grouped_weight(self, w, groups, gpp):
+        """(C_out, C_in / groups, *taps) -> (packs, taps, gpp * co_g, gpp * ci_g): each pack's gpp groups
+        block-diagonal (zeros across groups), so a program's weight tile is one contiguous read."""
+        key = (w.data_ptr(), w._version, tuple(w.shape), w.device, groups, gpp)
+        if getattr(self, "_kegen_group_key", None) != key:
+            co_g, ci_g, taps = w.shape[0] // groups, w.shape[1], w[0, 0].numel()
+            packs = -(-groups // gpp)
+            wg = w.detach().reshape(groups, co_g, ci_g, taps).permute(0, 3, 1, 2)
+            wg = torch.cat([wg, wg.new_zeros(packs * gpp - groups, taps, co_g, ci_g)]).reshape(
+                packs, gpp, taps, co_g, ci_g)
+            out = wg.new_zeros(packs, taps, gpp * co_g, gpp * ci_g)
+            for j in range(gpp):
+                out[:, :, j * co_g:(j + 1) * co_g, j * ci_g:(j + 1) * ci_g] = wg[:, j]
+            self._kegen_group_weight, self._kegen_group_key = out, key
+        return self._kegen_group_weight
+'''
+
+_FORWARD = GROUPED_WEIGHT_METHOD + _derive(
+    seed._FORWARD,
+    (
+        ("        w = conv.weight.detach().contiguous()\n", "        w = conv.weight.detach()\n"),
+        (
+            "        grid = (batch, triton.cdiv(c_out, 32), triton.cdiv(oh * ow, 64))\n",
+            "        groups = conv.groups\n"
+            "        ci_g, co_g = c_in // groups, c_out // groups\n"
+            "        # narrow groups: GPP a program, the weight tile block-diagonal (zero across groups)\n"
+            "        gpp = max(1, min(groups, 64 // co_g, 64 // ci_g)) if min(co_g, ci_g) < 16 else 1\n"
+            "        block_co = max(16, min(64, triton.next_power_of_2(gpp * co_g)))\n"
+            "        block_ci = max(16, min(64 if gpp > 1 else 32, triton.next_power_of_2(gpp * ci_g)))\n"
+            "        co_blocks = triton.cdiv(gpp * co_g, block_co)\n"
+            "        grid = (batch, triton.cdiv(groups, gpp) * co_blocks, triton.cdiv(oh * ow, 64))\n",
+        ),
+        (
+            "kegen_conv_seed_kernel[grid](x, w,",
+            "kegen_conv_grouped_kernel[grid](x, self._grouped_weight(w, groups, gpp),",
+        ),
+        ("h, w_, oh, ow, eps, KH=kh,", "h, w_, oh, ow, eps, groups, ci_g, co_g, co_blocks, KH=kh,"),
+        (
+            "BLOCK_CO=32, BLOCK_CI=32, BLOCK_P=64)",
+            "GPP=gpp, BLOCK_CO=block_co, BLOCK_CI=block_ci, BLOCK_P=64)",
+        ),
+    ),
+)
+
+
+def conv_grouped(
+    args: Sequence[str],
+    x: str,
+    attr: str,
+    init: Sequence[str],
+    bn: str = "",
+    act: str = "none",
+    prelude: str = "",
+    residual: str | None = None,
+) -> str:
+    """A whole candidate: the grouped convolution module `self.<attr>` (built by `init`) applied to `x`,
+    then the eval-mode BatchNorm `self.<bn>`, the residual and activation `act` (as `seed.conv_seed`)."""
+    return seed.conv_seed(args, x, attr, init, bn, act, prelude, residual, kernel=KERNEL, forward=_FORWARD)
