@@ -253,3 +253,22 @@ def test_the_refusal_names_the_missing_ops_and_the_graph(tmp_path: Path) -> None
         draft_candidate(p)
     msg = str(err.value)
     assert "no Triton template for flip" in msg and "cumsum" in msg and "--operator llm" in msg
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "x @ self.w.t()",
+        "x @ self.w.T",
+        "x @ self.w.transpose(0, 1)",
+        "torch.mm(x, self.w.transpose(-1, -2))",
+        "torch.matmul(x, self.w.permute(1, 0))",
+        "torch.relu(x @ self.v)",  # a [K, N] weight kept as stored: read as v.t() through its strides
+    ],
+)
+def test_products_with_a_weight_are_linear_layers(tmp_path: Path, expr: str) -> None:
+    init = "self.w = nn.Parameter(torch.randn(6, 8) * 0.3)\nself.v = nn.Parameter(torch.randn(8, 6) * 0.3)"
+    path = _problem(tmp_path, expr, "torch.randn(5, 8)", "x", init)
+    source, analysis = draft_candidate(path)
+    assert analysis.op_class == "matmul" and "linear_kernel_0" in source, analysis.summary
+    assert evaluate(path, source, config=QUICK).status.value == "ok"

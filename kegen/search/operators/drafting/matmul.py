@@ -114,11 +114,17 @@ def _is_transpose(n: Any) -> bool:
     if n.target in ("t", torch.t) or (n.target is getattr and n.args[1:] in (("T",), ("mT",))):
         return True
     if n.target in ("transpose", torch.transpose, "swapaxes", "swapdims"):
-        return len(n.args) == 3 and {int(a) % 2 for a in n.args[1:]} == {0, 1}
+        dims: Any = n.args[1:]
+    elif n.target in ("permute", torch.permute):
+        dims = n.args[1] if len(n.args) == 2 and isinstance(n.args[1], list | tuple) else n.args[1:]
+    else:
+        return False
+    if len(dims) != 2 or not all(isinstance(d, int) for d in dims):
+        return False
+    first, second = dims[0] % 2, dims[1] % 2  # of a 2-D tensor: -2 is 0, -1 is 1
     if n.target in ("permute", torch.permute):
-        dims = n.args[1] if len(n.args) == 2 and isinstance(n.args[1], (list, tuple)) else n.args[1:]
-        return [int(d) % 2 for d in dims] == [1, 0]
-    return False
+        return (first, second) == (1, 0)
+    return {first, second} == {0, 1}
 
 
 def _matmul_weight(w: Any, used: set[Node]) -> tuple[Any, None]:
@@ -292,11 +298,12 @@ def _column_parts(lin: Node) -> list[tuple[Node, int, int]] | None:
         if split.target in ("chunk", torch.chunk):
             sizes = [n_cols // arg] * arg if isinstance(arg, int) and arg > 0 and n_cols % arg == 0 else []
         else:
-            sizes = (
-                [arg] * (n_cols // arg)
-                if isinstance(arg, int) and arg > 0 and n_cols % arg == 0
-                else list(arg or [])
-            )
+            if isinstance(arg, int):
+                sizes = [arg] * (n_cols // arg) if arg > 0 and n_cols % arg == 0 else []
+            elif isinstance(arg, list | tuple) and all(isinstance(a, int) for a in arg):
+                sizes = [int(a) for a in arg]
+            else:
+                return None
         starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
         if not sizes or starts[-1] != n_cols:
             return None
