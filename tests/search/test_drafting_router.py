@@ -58,12 +58,44 @@ CASES = {
         "torch.float32",
     ),
     # fp16 probabilities of the top-1 expert (Switch Transformer)
-    "switch_top1_fp16": ("        return logits.softmax(-1).topk(1, dim=-1).values", "128, 32", "torch.float16"),
+    "switch_top1_fp16": (
+        "        return logits.softmax(-1).topk(1, dim=-1).values",
+        "128, 32",
+        "torch.float16",
+    ),
+}
+
+# rows wider than one pass (a vocabulary's logits): the chunked kernel, 1024 columns at a time
+CHUNKED = {
+    # sampling's filter: the top 20 probabilities of 3000 tokens and their ids (a partial last chunk)
+    "vocab_softmax_top20": (
+        "        return torch.topk(torch.softmax(logits, dim=-1), 20, dim=-1)",
+        "5, 3000",
+        "torch.float32",
+    ),
+    # top-8 logits of 2100, softmax over those (RENORM), with their ids
+    "vocab_top8_then_softmax": (
+        "        w, idx = logits.topk(8, dim=-1)\n        return F.softmax(w, dim=-1), idx",
+        "3, 2, 2100",
+        "torch.float32",
+    ),
+    # the top 16 probabilities alone (one output: the interpreter check's form)
+    "vocab_probs_top16": (
+        "        return torch.topk(torch.softmax(logits, -1), 16, dim=-1).values",
+        "3, 2100",
+        "torch.float32",
+    ),
+    # fp16 probabilities alone, 40 of 1500
+    "vocab_top40_fp16": (
+        "        return logits.softmax(-1).topk(40, dim=-1).values",
+        "4, 1500",
+        "torch.float16",
+    ),
 }
 
 
 def _problem(tmp_path: Path, name: str, init: str = "") -> Path:
-    body, shape, dtype = CASES[name]
+    body, shape, dtype = CASES[name] if name in CASES else CHUNKED[name]
     path = tmp_path / f"{name}.py"
     path.write_text(PROBLEM.format(body=body, shape=shape, dtype=dtype, init=init))
     return path
@@ -73,6 +105,20 @@ def _problem(tmp_path: Path, name: str, init: str = "") -> Path:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_top_k_routers_are_drafted_and_correct(tmp_path, name: str) -> None:
     assert_draft_correct_on_mtia(_problem(tmp_path, name), "reduction", "topk_router_kernel")
+
+
+@needs_mtia
+@pytest.mark.parametrize("name", sorted(CHUNKED))
+def test_vocabulary_wide_top_k_is_drafted_in_chunks_and_correct(tmp_path, name: str) -> None:
+    assert_draft_correct_on_mtia(_problem(tmp_path, name), "reduction", "topk_chunked_kernel[")
+
+
+@runs_gpu_templates
+def test_the_chunked_top_k_is_exact_in_tritons_interpreter(tmp_path) -> None:
+    problem = _problem(tmp_path, "vocab_probs_top16")
+    a = analyze(problem)
+    assert a.source is not None and "topk_chunked_kernel[" in a.source
+    assert_matches_in_interpreter(problem, a.source, tmp_path, "1e-7")
 
 
 def test_the_mode_is_read_from_the_output(tmp_path) -> None:

@@ -4,7 +4,8 @@ optionally renormalised to sum to one (`softmax -> topk -> / sum`, or Mixtral's 
 the k logits, the same numbers), returned alone, with their positions, or positions alone.
 
 The reference runs once at its own inputs (a forward whose source names topk, a model without
-parameters, one floating input of at most MAX_ELEMENTS, 2 to MAX_EXPERTS columns, k <= MAX_K) and
+parameters, one floating input of at most MAX_ELEMENTS, 2 to MAX_COLUMNS columns, k <= MAX_K; rows
+wider than MAX_EXPERTS, a vocabulary's logits, are read in chunks, k <= MAX_K_CHUNKED) and
 each reading is compared with its output: values to fp32 rounding, positions exactly. Positions are
 drafted for float32 inputs only: among equal values torch's order is its implementation's (not the
 first position), and fp16/bf16 logits tie often enough that an exact comparison of positions would
@@ -23,8 +24,10 @@ from kegen.search.operators.templates import pow2_block
 from kegen.search.operators.templates import router as templates_router
 
 MAX_ELEMENTS = 1 << 24
-MAX_EXPERTS = 1024
-MAX_K = 16
+MAX_EXPERTS = 1024  # the widest row one pass holds in registers; wider (a vocabulary) read in chunks
+MAX_COLUMNS = 1 << 20
+MAX_K = 16  # one pass unrolls its k rounds
+MAX_K_CHUNKED = 64  # the chunked kernel loops over them (sampling's top 40-50 of a vocabulary)
 SUMMARY = "top-k routing (softmax, top-k and renormalisation, confirmed numerically)"
 
 
@@ -34,8 +37,9 @@ def draft_router(problem_path: Path) -> str | None:
     if run is None or any(True for _ in run.model.parameters()) or any(True for _ in run.model.buffers()):
         return None
     (x,), ref = run.inputs, run.output
-    if not x.is_floating_point() or x.dim() < 1 or not 2 <= x.shape[-1] <= MAX_EXPERTS:
+    if not x.is_floating_point() or x.dim() < 1 or not 2 <= x.shape[-1] <= MAX_COLUMNS:
         return None
+    chunked = x.shape[-1] > MAX_EXPERTS
     outputs = _roles(ref, x)
     if outputs is None:
         return None
@@ -43,14 +47,14 @@ def draft_router(problem_path: Path) -> str | None:
     if indices is not None and x.dtype != torch.float32:
         return None
     k = (values if values is not None else indices).shape[-1]
-    if not 1 <= k <= min(MAX_K, x.shape[-1] - 1):
+    if not 1 <= k <= min(MAX_K_CHUNKED if chunked else MAX_K, x.shape[-1] - 1):
         return None
     mode = _mode(x, k, values, indices)
     if mode is None or (indices is not None and not _orders_as_fp32(run.model, x, k, names, mode)):
         return None
-    e_block = pow2_block(x.shape[-1])
+    e_block = templates_router.CHUNK if chunked else pow2_block(x.shape[-1])
     rows = pow2_block(x.numel() // x.shape[-1] // 64, 1, max(1, 8192 // e_block))  # ~64 programs
-    return templates_router.topk_router(run.names[0], k, mode[0], mode[1], names, rows)
+    return templates_router.topk_router(run.names[0], k, mode[0], mode[1], names, rows, chunked)
 
 
 def _roles(ref: Any, x: torch.Tensor) -> tuple[list[str], Any, Any] | None:

@@ -56,10 +56,85 @@ def topk_router_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX:
 """
 
 
-def topk_router(arg: str, k: int, softmax: bool, renorm: bool, outputs: Sequence[str], rows: int) -> str:
+# rows wider than one pass holds (a vocabulary's logits): chunks of BLOCK_E columns; a chunk's values above
+# the running K-th best replace the list's worst one at a time (the list unordered, as many rounds as the
+# chunk has such values), the list sorted once at the end (ties by position, as torch.topk on distinct
+# values); the softmax's denominator kept online over the chunks. 8 x 32000, k 50, fp32 on mtia-2i:
+# 158.3 us (K rounds over every chunk instead: 987.6 us)
+CHUNK = 1024
+_CHUNKED_KERNEL = """
+@triton.jit
+def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX: tl.constexpr,
+                        RENORM: tl.constexpr, ROWS: tl.constexpr, BLOCK_E: tl.constexpr,
+                        BLOCK_K: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK_E)
+    kcols = tl.arange(0, BLOCK_K)
+    row_ok = rows < n_rows
+    taken = kcols[None, :] < K
+    # the best K so far, unordered (slots past K hold +inf: never the one replaced)
+    best = tl.where(taken, float("-inf"), float("inf")) + tl.zeros([ROWS, BLOCK_K], tl.float32)
+    pos = tl.zeros([ROWS, BLOCK_K], tl.int32)
+    m = tl.full([ROWS], float("-inf"), tl.float32)  # the row's running max and sum of exponentials
+    s = tl.zeros([ROWS], tl.float32)
+    for start in range(0, E, BLOCK_E):
+        ok = row_ok[:, None] & (start + cols < E)[None, :]
+        x = tl.load(x_ptr + rows[:, None] * E + (start + cols)[None, :], mask=ok,
+                    other=float("-inf")).to(tl.float32)
+        if SOFTMAX and not RENORM:
+            m_new = tl.maximum(m, tl.max(x, axis=1))
+            s = s * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new[:, None]), axis=1)
+            m = m_new
+        # only values above the K-th best can enter (an equal one ranks after it: earlier position)
+        x = tl.where(x > tl.min(best, axis=1)[:, None], x, float("-inf"))
+        n_new = tl.max(tl.sum((x > float("-inf")).to(tl.int32), axis=1))
+        for _ in range(0, tl.minimum(n_new, K)):  # each round: the chunk's best replaces the list's worst
+            top = tl.max(x, axis=1)
+            at = tl.min(tl.where(x == top[:, None], cols[None, :], BLOCK_E), axis=1)
+            low = tl.min(best, axis=1)
+            # among equal worst values the latest position ranks last: it goes
+            key = tl.where(best == low[:, None], pos * BLOCK_K + kcols[None, :], -1)
+            slot = tl.max(key, axis=1) % BLOCK_K
+            enter = (top > low)[:, None] & (kcols[None, :] == slot[:, None])
+            best = tl.where(enter, top[:, None], best)
+            pos = tl.where(enter, (start + at)[:, None], pos)
+            x = tl.where(cols[None, :] == at[:, None], float("-inf"), x)
+    # the K in descending order, ties by position
+    vals = tl.zeros([ROWS, BLOCK_K], tl.float32)
+    idxs = tl.zeros([ROWS, BLOCK_K], tl.int32)
+    best = tl.where(taken, best, float("-inf"))
+    for j in range(K):
+        top = tl.max(best, axis=1)
+        first = tl.min(tl.where(best == top[:, None], pos, E), axis=1)
+        vals = tl.where(kcols[None, :] == j, top[:, None], vals)
+        idxs = tl.where(kcols[None, :] == j, first[:, None], idxs)
+        best = tl.where((best == top[:, None]) & (pos == first[:, None]), float("-inf"), best)
+    top = tl.max(vals, axis=1)
+    if SOFTMAX:
+        if RENORM:
+            vals = tl.where(taken, tl.exp(vals - top[:, None]), 0.0)
+            vals = vals / tl.sum(vals, axis=1)[:, None]
+        else:
+            vals = tl.exp(vals - m[:, None]) / s[:, None]
+    elif RENORM:
+        vals = vals / tl.sum(tl.where(taken, vals, 0.0), axis=1)[:, None]
+    out_ok = row_ok[:, None] & (kcols < K)[None, :]
+    out_at = rows[:, None] * K + kcols[None, :]
+    tl.store(v_ptr + out_at, vals.to(v_ptr.dtype.element_ty), mask=out_ok)
+    tl.store(i_ptr + out_at, idxs.to(tl.int64), mask=out_ok)
+"""
+
+
+def topk_router(
+    arg: str, k: int, softmax: bool, renorm: bool, outputs: Sequence[str], rows: int, chunked: bool = False
+) -> str:
     """The candidate module for input `arg` (..., E): `outputs` names what forward returns, in order
-    ("values", "indices"; one name: that tensor alone)."""
+    ("values", "indices"; one name: that tensor alone); `chunked`: rows read CHUNK columns at a time
+    (wider rows than one pass holds)."""
     result = ", ".join(f"{o}.view(*x.shape[:-1], {k})" for o in outputs)
+    name, block_e = "topk_router_kernel", "triton.next_power_of_2(e)"
+    if chunked:
+        name, block_e = "topk_chunked_kernel", str(CHUNK)
     body = (
         f"        x = {arg}.contiguous()\n"
         "        e = x.shape[-1]\n"
@@ -67,9 +142,10 @@ def topk_router(arg: str, k: int, softmax: bool, renorm: bool, outputs: Sequence
         "        n_rows = x2.shape[0]\n"
         f"        values = torch.empty((n_rows, {k}), dtype=x.dtype, device=x.device)\n"
         f"        indices = torch.empty((n_rows, {k}), dtype=torch.int64, device=x.device)\n"
-        "        topk_router_kernel[(triton.cdiv(n_rows, ROWS),)](\n"
+        f"        {name}[(triton.cdiv(n_rows, ROWS),)](\n"
         f"            x2, values, indices, n_rows, e, K={k}, SOFTMAX={softmax}, RENORM={renorm}, ROWS=ROWS,\n"
-        f"            BLOCK_E=triton.next_power_of_2(e), BLOCK_K={pow2_block(k, 2)})\n"
+        f"            BLOCK_E={block_e}, BLOCK_K={pow2_block(k, 2)})\n"
         f"        return {result}"
     )
-    return HEADER + f"\nROWS = {rows}\n" + _KERNEL + model_class([arg], body)
+    kernel = _CHUNKED_KERNEL if chunked else _KERNEL
+    return HEADER + f"\nROWS = {rows}\n" + kernel + model_class([arg], body)
