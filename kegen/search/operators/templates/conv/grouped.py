@@ -15,6 +15,7 @@ gpu_conv) do not read this kernel.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from kegen.search.operators.templates.conv import seed
 
@@ -116,16 +117,5 @@ _FORWARD = GROUPED_WEIGHT_METHOD + _derive(
 )
 
 
-def conv_grouped(
-    args: Sequence[str],
-    x: str,
-    attr: str,
-    init: Sequence[str],
-    bn: str = "",
-    act: str = "none",
-    prelude: str = "",
-    residual: str | None = None,
-) -> str:
-    """A whole candidate: the grouped convolution module `self.<attr>` (built by `init`) applied to `x`,
-    then the eval-mode BatchNorm `self.<bn>`, the residual and activation `act` (as `seed.conv_seed`)."""
-    return seed.conv_seed(args, x, attr, init, bn, act, prelude, residual, kernel=KERNEL, forward=_FORWARD)
+# the whole candidate: `seed.conv_seed`'s, with this kernel and forward
+conv_grouped = partial(seed.conv_seed, kernel=KERNEL, forward=_FORWARD)
