@@ -59,15 +59,20 @@ def topk_router_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX:
 # rows wider than one pass holds (a vocabulary's logits): chunks of BLOCK_E columns; a chunk's values above
 # the running K-th best replace the list's worst one at a time (the list unordered, as many rounds as the
 # chunk has such values), the list sorted once at the end (ties by position, as torch.topk on distinct
-# values); the softmax's denominator kept online over the chunks. 8 x 32000, k 50, fp32 on mtia-2i:
-# 158.3 us (K rounds over every chunk instead: 987.6 us)
+# values); the softmax's denominator kept online over the chunks. With few rows a row's columns are
+# split over programs (PARTIAL: each split's sorted K and softmax statistics) and topk_merge_kernel
+# takes the K of their candidates. 8 x 32000, k 50, fp32 on mtia-2i: 99.4 us (one program a row:
+# 158.3 us; K rounds over every chunk: 987.6 us)
 CHUNK = 1024
 _CHUNKED_KERNEL = """
 @triton.jit
-def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX: tl.constexpr,
-                        RENORM: tl.constexpr, ROWS: tl.constexpr, BLOCK_E: tl.constexpr,
-                        BLOCK_K: tl.constexpr):
+def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, ms_ptr, n_rows, E, SPAN, OUT_STRIDE, K: tl.constexpr,
+                        SOFTMAX: tl.constexpr, RENORM: tl.constexpr, PARTIAL: tl.constexpr,
+                        ROWS: tl.constexpr, BLOCK_E: tl.constexpr, BLOCK_K: tl.constexpr):
     rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    split = tl.program_id(1)  # columns [lo, hi) of the row: all of it, or one split's (PARTIAL)
+    lo = split * SPAN
+    hi = tl.minimum(E, lo + SPAN)
     cols = tl.arange(0, BLOCK_E)
     kcols = tl.arange(0, BLOCK_K)
     row_ok = rows < n_rows
@@ -77,8 +82,8 @@ def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX
     pos = tl.zeros([ROWS, BLOCK_K], tl.int32)
     m = tl.full([ROWS], float("-inf"), tl.float32)  # the row's running max and sum of exponentials
     s = tl.zeros([ROWS], tl.float32)
-    for start in range(0, E, BLOCK_E):
-        ok = row_ok[:, None] & (start + cols < E)[None, :]
+    for start in range(lo, hi, BLOCK_E):
+        ok = row_ok[:, None] & (start + cols < hi)[None, :]
         x = tl.load(x_ptr + rows[:, None] * E + (start + cols)[None, :], mask=ok,
                     other=float("-inf")).to(tl.float32)
         if SOFTMAX and not RENORM:
@@ -109,16 +114,68 @@ def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX
         vals = tl.where(kcols[None, :] == j, top[:, None], vals)
         idxs = tl.where(kcols[None, :] == j, first[:, None], idxs)
         best = tl.where((best == top[:, None]) & (pos == first[:, None]), float("-inf"), best)
-    top = tl.max(vals, axis=1)
+    out_ok = row_ok[:, None] & (kcols < K)[None, :]
+    out_at = rows[:, None] * OUT_STRIDE + split * K + kcols[None, :]
+    if PARTIAL:  # one split's sorted K (raw values) and its softmax statistics, for topk_merge_kernel
+        if SOFTMAX and not RENORM:
+            tl.store(ms_ptr + rows * (2 * tl.num_programs(1)) + 2 * split, m, mask=row_ok)
+            tl.store(ms_ptr + rows * (2 * tl.num_programs(1)) + 2 * split + 1, s, mask=row_ok)
+    else:
+        vals = _topk_finish(vals, taken, m, s, SOFTMAX, RENORM)
+    tl.store(v_ptr + out_at, vals.to(v_ptr.dtype.element_ty), mask=out_ok)
+    tl.store(i_ptr + out_at, idxs.to(i_ptr.dtype.element_ty), mask=out_ok)
+
+
+@triton.jit
+def _topk_finish(vals, taken, m, s, SOFTMAX: tl.constexpr, RENORM: tl.constexpr):
+    # the K values as the reference returns them: probabilities (over the row, or renormalised over
+    # the K), raw values renormalised, or raw
     if SOFTMAX:
         if RENORM:
-            vals = tl.where(taken, tl.exp(vals - top[:, None]), 0.0)
+            vals = tl.where(taken, tl.exp(vals - tl.max(vals, axis=1)[:, None]), 0.0)
             vals = vals / tl.sum(vals, axis=1)[:, None]
         else:
             vals = tl.exp(vals - m[:, None]) / s[:, None]
     elif RENORM:
         vals = vals / tl.sum(tl.where(taken, vals, 0.0), axis=1)[:, None]
-    out_ok = row_ok[:, None] & (kcols < K)[None, :]
+    return vals
+
+
+@triton.jit
+def topk_merge_kernel(cv_ptr, ci_ptr, ms_ptr, v_ptr, i_ptr, n_rows, C, SPLITS, K: tl.constexpr,
+                      SOFTMAX: tl.constexpr, RENORM: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
+                      BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr):
+    # the row's top K among its splits' (C = SPLITS x K candidates, in column order: among equal values
+    # the earlier candidate has the earlier position), the softmax's statistics combined
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    ccols = tl.arange(0, BLOCK_C)
+    kcols = tl.arange(0, BLOCK_K)
+    row_ok = rows < n_rows
+    taken = kcols[None, :] < K
+    ok = row_ok[:, None] & (ccols < C)[None, :]
+    cand = tl.load(cv_ptr + rows[:, None] * C + ccols[None, :], mask=ok, other=float("-inf")).to(tl.float32)
+    cpos = tl.load(ci_ptr + rows[:, None] * C + ccols[None, :], mask=ok, other=0)
+    vals = tl.zeros([ROWS, BLOCK_K], tl.float32)
+    idxs = tl.zeros([ROWS, BLOCK_K], tl.int32)
+    for j in range(K):
+        top = tl.max(cand, axis=1)
+        at = tl.min(tl.where(cand == top[:, None], ccols[None, :], BLOCK_C), axis=1)
+        vals = tl.where(kcols[None, :] == j, top[:, None], vals)
+        first = tl.sum(tl.where(ccols[None, :] == at[:, None], cpos, 0), axis=1)
+        idxs = tl.where(kcols[None, :] == j, first[:, None], idxs)
+        cand = tl.where(ccols[None, :] == at[:, None], float("-inf"), cand)
+    m = tl.zeros([ROWS], tl.float32)
+    s = tl.zeros([ROWS], tl.float32)
+    if SOFTMAX and not RENORM:
+        scols = tl.arange(0, BLOCK_S)
+        s_ok = row_ok[:, None] & (scols < SPLITS)[None, :]
+        at = rows[:, None] * (2 * SPLITS) + 2 * scols[None, :]
+        ms = tl.load(ms_ptr + at, mask=s_ok, other=float("-inf"))
+        ss = tl.load(ms_ptr + at + 1, mask=s_ok, other=0.0)
+        m = tl.max(ms, axis=1)
+        s = tl.sum(tl.where(s_ok, ss * tl.exp(ms - m[:, None]), 0.0), axis=1)
+    vals = _topk_finish(vals, taken, m, s, SOFTMAX, RENORM)
+    out_ok = row_ok[:, None] & taken
     out_at = rows[:, None] * K + kcols[None, :]
     tl.store(v_ptr + out_at, vals.to(v_ptr.dtype.element_ty), mask=out_ok)
     tl.store(i_ptr + out_at, idxs.to(tl.int64), mask=out_ok)
@@ -132,20 +189,45 @@ def topk_router(
     ("values", "indices"; one name: that tensor alone); `chunked`: rows read CHUNK columns at a time
     (wider rows than one pass holds)."""
     result = ", ".join(f"{o}.view(*x.shape[:-1], {k})" for o in outputs)
-    name, block_e = "topk_router_kernel", "triton.next_power_of_2(e)"
-    if chunked:
-        name, block_e = "topk_chunked_kernel", str(CHUNK)
-    body = (
+    head = (
         f"        x = {arg}.contiguous()\n"
         "        e = x.shape[-1]\n"
         "        x2 = x.view(-1, e)\n"
         "        n_rows = x2.shape[0]\n"
         f"        values = torch.empty((n_rows, {k}), dtype=x.dtype, device=x.device)\n"
         f"        indices = torch.empty((n_rows, {k}), dtype=torch.int64, device=x.device)\n"
-        f"        {name}[(triton.cdiv(n_rows, ROWS),)](\n"
-        f"            x2, values, indices, n_rows, e, K={k}, SOFTMAX={softmax}, RENORM={renorm}, ROWS=ROWS,\n"
-        f"            BLOCK_E={block_e}, BLOCK_K={pow2_block(k, 2)})\n"
-        f"        return {result}"
     )
-    kernel = _CHUNKED_KERNEL if chunked else _KERNEL
-    return HEADER + f"\nROWS = {rows}\n" + kernel + model_class([arg], body)
+    modes = f"K={k}, SOFTMAX={softmax}, RENORM={renorm}"
+    if not chunked:
+        body = head + (
+            "        topk_router_kernel[(triton.cdiv(n_rows, ROWS),)](\n"
+            f"            x2, values, indices, n_rows, e, {modes}, ROWS=ROWS,\n"
+            f"            BLOCK_E=triton.next_power_of_2(e), BLOCK_K={pow2_block(k, 2)})\n"
+            f"        return {result}"
+        )
+        return HEADER + f"\nROWS = {rows}\n" + _KERNEL + model_class([arg], body)
+    body = head + _CHUNKED_FORWARD.format(modes=modes, k=k, block_k=pow2_block(k, 2))
+    body += f"        return {result}"
+    return HEADER + f"\nROWS = {rows}\nCHUNK = {CHUNK}\n" + _CHUNKED_KERNEL + model_class([arg], body)
+
+
+# few rows: each row's columns split over programs (about 64 in all), their top K merged by a second kernel
+_CHUNKED_FORWARD = """\
+        splits = max(1, min(triton.cdiv(e, CHUNK), 64 // triton.cdiv(n_rows, ROWS), 1024 // {k}))
+        span = triton.cdiv(triton.cdiv(e, splits), CHUNK) * CHUNK
+        splits = triton.cdiv(e, span)
+        grid = (triton.cdiv(n_rows, ROWS), splits)
+        if splits == 1:
+            topk_chunked_kernel[grid](x2, values, indices, values, n_rows, e, e, {k}, {modes},
+                                      PARTIAL=False, ROWS=ROWS, BLOCK_E=CHUNK, BLOCK_K={block_k})
+        else:
+            cv = torch.empty((n_rows, splits * {k}), dtype=torch.float32, device=x.device)
+            ci = torch.empty((n_rows, splits * {k}), dtype=torch.int32, device=x.device)
+            ms = torch.empty((n_rows, splits, 2), dtype=torch.float32, device=x.device)
+            topk_chunked_kernel[grid](x2, cv, ci, ms, n_rows, e, span, splits * {k}, {modes},
+                                      PARTIAL=True, ROWS=ROWS, BLOCK_E=CHUNK, BLOCK_K={block_k})
+            topk_merge_kernel[(triton.cdiv(n_rows, ROWS),)](
+                cv, ci, ms, values, indices, n_rows, splits * {k}, splits, {modes}, ROWS=ROWS,
+                BLOCK_C=triton.next_power_of_2(splits * {k}), BLOCK_S=triton.next_power_of_2(splits),
+                BLOCK_K={block_k})
+"""
