@@ -1,5 +1,6 @@
-"""The quantized and residual linear, grouped-query attention, column softmax, transposed convolution,
-RoPE and GroupNorm drafts as GPU code: each checked against its reference in
+"""The quantized and residual linear, linear graphs and column splits, a head split returned as views,
+grouped-query attention, column softmax, transposed and grouped convolutions, RoPE and GroupNorm drafts
+as GPU code: each checked against its reference in
 Triton's interpreter (a fresh process, see gpu_interp.py), at the small shapes of their mtia tests."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pytest
 
 from kegen.search.operators.drafting import analyze
 from tests.search import test_drafting_attention as attention
+from tests.search import test_drafting_conv_grouped as conv_grouped
 from tests.search import test_drafting_conv_transpose as conv_transpose
 from tests.search import test_drafting_group_norm as group_norm
 from tests.search import test_drafting_packed as packed
@@ -25,6 +27,10 @@ class _GroupedQueryAttention:
     _problem = staticmethod(attention.gqa_problem)
 
 
+class _GroupedConvolution:
+    _problem = staticmethod(conv_grouped.grouped_problem)
+
+
 class _Fixture:
     @staticmethod
     def _problem(tmp_path: Path, name: str) -> Path:
@@ -38,6 +44,11 @@ CASES = [
     (conv_transpose, "one_d", "kegen_conv_transpose_kernel"),
     (conv_transpose, "one_d_k2_s2", "kegen_conv_transpose_tiles_kernel"),
     (_Fixture, "linear_stack_scales", "def _linear_kernel_1(x, weight, bias, e0, e1, e2):"),
+    (_Fixture, "geglu_chunk", "self.proj.weight.detach()[40:80]"),
+    (_Fixture, "swiglu_sliced", "y1 = _linear_kernel_1(h,"),
+    (_Fixture, "linear_heads_split", "return result.reshape(2, 24, 4, 16).transpose(1, 2)"),
+    (_GroupedConvolution, "resnext_bn_relu", "kegen_conv_grouped_kernel"),
+    (_GroupedConvolution, "partial_pack", "kegen_conv_grouped_kernel"),
     (_Fixture, "log_softmax_channels", "softmax_cols_kernel"),
     (_Fixture, "softmax_long_dim0", "softmax_cols_kernel"),
     (quant, "linear_bias_gelu", "dequant_linear_kernel"),
