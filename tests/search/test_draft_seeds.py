@@ -157,8 +157,13 @@ def test_a_gpu_machine_drafts_torch_compiles_code_for_its_gpu(tmp_path, monkeypa
     problem = _upcast_gemm(tmp_path)
     drafts, _ = draft_seeds(problem, target="nvidia")
     assert drafts[0].origin == "inductor:gpu" and drafts[0].source == "# compile's code for nvidia\n"
-    with pytest.raises(DraftError, match="unavailable here"):  # an mtia search has no GPU draft to fall to
-        draft_seeds(problem, target="mtia")
+    drafts, _ = draft_seeds(problem, target="mtia")  # an mtia search falls to kegen's template (D79)
+    assert [d.origin for d in drafts] == ["template:matmul"]
+    from tests.inductor.inductor_helpers import write_problem
+
+    flip = write_problem(tmp_path, "flip", "", "return torch.flip(x, [0])", "[torch.randn(4, 8)]")
+    with pytest.raises(DraftError, match="unavailable here"):  # no template, no GPU draft to fall to
+        draft_seeds(flip, target="mtia")
 
 
 def test_inputs_sized_by_their_own_values_are_not_drafted_by_inductor(tmp_path) -> None:
