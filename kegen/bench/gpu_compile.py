@@ -4,11 +4,12 @@ the ptxas Triton ships), without running anything.
 
 Triton's interpreter (TRITON_INTERPRET=1) runs a GPU candidate's numerics on the CPU but never compiles
 it: a drafted cumsum that was exact there failed to compile on an H100 (a pass of the NVIDIA pipeline
-rejected its loop, 2026-12-07). Here the forward runs with every interpreted launch replaced by a compile
-of the same kernel with the launch's argument types, constexprs and options for `GPUTarget("cuda", 90,
-32)`; the outputs are not computed. Run in a process started with TRITON_INTERPRET=1 (the interpreter
-must be on before Triton is first imported): `python -m kegen.bench.gpu_compile PROBLEM CANDIDATE` prints
-one JSON line per kernel compiled and exits non-zero when one fails.
+rejected its loop, 2026-12-07). Here a child process started with TRITON_INTERPRET=1 (it must be on
+before Triton is first imported) runs the forward with every launch replaced by a record of the kernel,
+its argument types, constexprs and options (nothing is computed); this process then compiles each
+distinct launch for `GPUTarget("cuda", 90, 32)`. `python -m kegen.bench.gpu_compile PROBLEM CANDIDATE`
+prints one JSON line per kernel and exits non-zero when one fails to compile. `kegen lower --target
+nvidia` compiles one kernel for a signature written by hand; this finds the signatures itself.
 """
 
 from __future__ import annotations
