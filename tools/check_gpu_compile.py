@@ -46,19 +46,18 @@ def _name(path: Path) -> str:
 
 def check(problem: Path, work: Path) -> dict[str, Any]:
     from kegen.bench.gpu_compile import compile_candidate
-    from kegen.search.operators.dot_precision import for_target
-    from kegen.search.operators.drafting import analyze
+    from kegen.search.operators.drafting import DraftError, draft_seeds
 
     t0 = time.time()
     row: dict[str, Any] = {"problem": str(problem.relative_to(ROOT)), "name": _name(problem)}
-    try:
-        a = analyze(problem)
+    try:  # the template draft a search on an NVIDIA GPU starts from
+        (draft,), a = draft_seeds(problem, inductor=False, target="nvidia")
+    except DraftError:
+        return {**row, "status": "no_draft"}
     except Exception as exc:
         return {**row, "status": "draft_error", "error": f"{type(exc).__name__}: {exc}"}
-    if a.source is None:
-        return {**row, "status": "no_draft"}
     cand = work / f"{_name(problem)}_{abs(hash(str(problem)))}.py"
-    cand.write_text(for_target(a.source, "nvidia", problem))
+    cand.write_text(draft.source)
     try:
         results = compile_candidate(problem, cand)
     except Exception as exc:

@@ -76,6 +76,7 @@ from kegen.search.operators.drafting.graph import (
     load_problem_module,
     op_name,
     trace,
+    traced_graph,
 )
 from kegen.search.operators.drafting.group_norm import draft_group_norm
 from kegen.search.operators.drafting.layout import draft_layout_copy, draft_transpose
@@ -201,31 +202,34 @@ def analyze(problem_path: Path) -> Analysis:
             None, unsupported=[f"reference cannot be traced with torch.fx ({type(exc).__name__}: {exc})"]
         )
     names = [op_name(n.target) if n.op != "call_module" else type(t.module(n)).__name__ for n in t.ops]
+    found = _match_rules(t, names, t.lifted)
+    viewed = _without_output_views(t) if found is None and t.lifted is None else None
+    if viewed is not None:  # an op whose result the reference returns through views (heads split)
+        core, views = viewed
+        found = _match_rules(core, names, views)
+    if found is not None:
+        return found
+    bad = [nm for n, nm in zip(t.ops, names, strict=True) if not _known(t, n)]
+    return Analysis(None, names, sorted(set(bad)) or t.notes or ["this combination of ops"])
+
+
+def _match_rules(t: Traced, names: list[str], views: Lifted | None) -> Analysis | None:
+    """The first rule's draft of `t`, with `views` (the ones moved out of the graph) applied in its
+    forward; why a pattern that nearly matched refused goes to `t.notes`."""
     for rule in RULES:
         try:
             source = rule.match(t)
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             t.notes.append(f"pattern {rule.name} failed on this graph ({type(exc).__name__}: {exc})")
             continue
-        if source is not None and t.lifted is not None:
+        if source is not None and views is not None:
             try:
-                source = wrap(source, t.args, t.lifted)
+                source = wrap(source, t.args, views)
             except NotLiftable:
                 continue
         if source is not None:
             return Analysis(rule.op_class, names, [], source)
-    viewed = _without_output_views(t) if t.lifted is None else None
-    if viewed is not None:  # an op whose result the reference returns through views (heads split)
-        core, views = viewed
-        for rule in RULES:
-            try:
-                source = rule.match(core)
-                if source is not None:
-                    return Analysis(rule.op_class, names, [], wrap(source, core.args, views))
-            except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError, NotLiftable):
-                continue
-    bad = [nm for n, nm in zip(t.ops, names, strict=True) if not _known(t, n)]
-    return Analysis(None, names, sorted(set(bad)) or t.notes or ["this combination of ops"])
+    return None
 
 
 def _without_output_views(t: Traced) -> tuple[Traced, Lifted] | None:
@@ -238,13 +242,7 @@ def _without_output_views(t: Traced) -> tuple[Traced, Lifted] | None:
     if views is None or not any(chain for _, chain in views):
         return None
     gm.recompile()
-    nodes = list(gm.graph.nodes)
-    ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
-    out_args = next(n for n in nodes if n.op == "output").args[0]
-    out = out_args if isinstance(out_args, Node) else None
-    outs = list(out_args) if isinstance(out_args, tuple | list) else []
-    ph = [n for n in nodes if n.op == "placeholder"]
-    core = Traced(t.problem, t.model, gm, ops, ph, out, t.inputs, outs=outs)
+    core = traced_graph(t.problem, t.model, gm, t.inputs)
     return core, Lifted(output_views=views, single_output=t.out is not None)
 
 

@@ -395,7 +395,7 @@ def draft_conv(t: Traced) -> str | None:
     init, bn, prelude = _weights(t, chain, weight, name)
     residual = t.arg(chain.residual) if chain.residual is not None else None
     attr = _attr(t, chain, name)
-    # groups > 1 (a depthwise one is drafted before, by draft_depthwise): one group per program
+    # groups > 1 (a depthwise one is drafted before, by draft_depthwise): packs of whole groups a program
     grouped = chain.geometry.groups != 1
     build = templates_conv_grouped.conv_grouped if grouped else templates_conv_seed.conv_seed
     return build(t.args, t.arg(chain.x), attr, init, bn, chain.act, prelude, residual)

@@ -126,6 +126,13 @@ def trace(problem_path: Path) -> Traced:
     gm, inputs, lifted = _lifted(mod, gm, inputs, fake)
     if fold_metadata(gm):
         ShapeProp(gm, fake_mode=fake).propagate(*inputs)
+    return traced_graph(mod, model, gm, inputs, lifted)
+
+
+def traced_graph(
+    mod: Any, model: nn.Module, gm: GraphModule, inputs: list[Any], lifted: Any = None
+) -> Traced:
+    """The `Traced` view of graph `gm` of the problem's model: its compute nodes, inputs and output(s)."""
     nodes = list(gm.graph.nodes)
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
     out_args = [n for n in nodes if n.op == "output"][0].args[0]

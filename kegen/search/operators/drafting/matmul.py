@@ -86,8 +86,8 @@ def _linear_layer(t: Traced, n: Node, x: Any, casts: set[Node], twin: bool) -> t
         b = n.kwargs.get("bias", b)
         weight, transposed = w, False
     elif _is_weight_matmul(n):  # x @ W.t() (a linear spelled as a product), or x @ W with W [K, N]
-        weight, b = _matmul_weight(n.args[1], used)
-        transposed = weight is not None and not _is_transpose(strip_casts(n.args[1], set()))
+        weight, transposed = _matmul_weight(n.args[1], used)
+        b = None
     else:
         return None
     exprs: list[str | None] = []
@@ -127,16 +127,16 @@ def _is_transpose(n: Any) -> bool:
     return {first, second} == {0, 1}
 
 
-def _matmul_weight(w: Any, used: set[Node]) -> tuple[Any, None]:
-    """The weight leaf of a product's second operand (below casts and one transpose, which join `used`);
-    the leaf itself, or None."""
+def _matmul_weight(w: Any, used: set[Node]) -> tuple[Node | None, bool]:
+    """(the weight leaf of a product's second operand, below casts and one transpose, which join `used`,
+    or None; whether the product reads it as stored, [K, N], so the layer's weight is its `.t()`)."""
     v = strip_casts(w, used)
-    if _is_transpose(v):
+    as_stored = not _is_transpose(v)
+    if not as_stored:
         used.add(v)
         v = strip_casts(v.args[0], used)
-    return (
-        v if isinstance(v, Node) and v.op in ("get_attr", "placeholder") and rank_of(v) == 2 else None
-    ), None
+    leaf = v if isinstance(v, Node) and v.op in ("get_attr", "placeholder") and rank_of(v) == 2 else None
+    return leaf, as_stored
 
 
 def _is_weight_matmul(n: Node) -> bool:

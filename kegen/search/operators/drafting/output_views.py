@@ -59,14 +59,11 @@ def _method_step(n: Node) -> tuple[View, Node] | None:
     `.permute(0, 2, 1, 3)`, `.unsqueeze(1)`, `.t()`; sizes already folded to ints by `fold_metadata`)."""
     args: Any = n.args
     rest = args[1:]
-    if n.target in ("view", "reshape"):
-        shape = _ints(rest[0]) if len(rest) == 1 and isinstance(rest[0], list | tuple) else _ints(rest)
-        return (View("reshape", shape), args[0]) if shape else None
+    sizes = _ints(rest[0]) if len(rest) == 1 and isinstance(rest[0], list | tuple) else _ints(rest)
+    if n.target in ("view", "reshape", "permute") and sizes:  # sizes or dims, as one tuple or spread
+        return View("permute" if n.target == "permute" else "reshape", sizes), args[0]
     if n.target == "transpose" and len(rest) == 2 and all(isinstance(a, int) for a in rest):
         return View("transpose", (rest[0], rest[1])), args[0]
-    if n.target == "permute":
-        dims = _ints(rest[0]) if len(rest) == 1 and isinstance(rest[0], list | tuple) else _ints(rest)
-        return (View("permute", dims), args[0]) if dims else None
     if n.target == "t" and not rest:
         return View("t"), args[0]
     if n.target == "unsqueeze" and len(rest) == 1 and isinstance(rest[0], int):
@@ -129,7 +126,7 @@ def strip(gm: GraphModule, methods: bool = False) -> OutputViews | None:
     """Cut the trailing views off a tuple of outputs: the graph returns the distinct tensors they
     view (one tensor, or a tuple); None (the graph unchanged) when the output is not a tuple, nothing
     is a view, or an output views an input. `methods`: a module's forward as traced (the views'
-    tensor-method spellings too, and one tensor returned: `apply`/`expression` with `single`)."""
+    tensor-method spellings too, and one tensor returned: `expression` with `single`)."""
     out = next(n for n in gm.graph.nodes if n.op == "output")
     res = out.args[0]
     if methods and isinstance(res, Node):
@@ -155,9 +152,8 @@ def strip(gm: GraphModule, methods: bool = False) -> OutputViews | None:
     return tuple((distinct.index(r), c) for r, c in zip(roots, chains, strict=True))
 
 
-def apply(result: Any, views: OutputViews, single: bool = False) -> Any:
-    """The reference's outputs from what the stripped graph (or the candidate) returns; `single`: the
-    reference returns one tensor, not a tuple."""
+def apply(result: Any, views: OutputViews) -> tuple[Any, ...]:
+    """The reference's outputs from what the stripped graph (or the candidate) returns."""
     parts = result if isinstance(result, tuple | list) else (result,)
     outs = []
     for index, chain in views:
@@ -165,7 +161,7 @@ def apply(result: Any, views: OutputViews, single: bool = False) -> Any:
         for v in chain:
             x = v.apply(x)
         outs.append(x)
-    return outs[0] if single else tuple(outs)
+    return tuple(outs)
 
 
 def expression(result: str, views: OutputViews, single: bool = False) -> str:

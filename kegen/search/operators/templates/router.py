@@ -28,31 +28,44 @@ def topk_router_kernel(x_ptr, v_ptr, i_ptr, n_rows, E, K: tl.constexpr, SOFTMAX:
     row_ok = rows < n_rows
     ok = row_ok[:, None] & (cols < E)[None, :]
     x = tl.load(x_ptr + rows[:, None] * E + cols[None, :], mask=ok, other=float("-inf")).to(tl.float32)
+    top = tl.max(x, axis=1)
+    denom = tl.zeros([ROWS], tl.float32)
     if SOFTMAX and not RENORM:  # the probabilities' denominator (the softmax is monotonic: rank the logits)
-        denom = tl.sum(tl.exp(x - tl.max(x, axis=1)[:, None]), axis=1)
+        denom = tl.sum(tl.exp(x - top[:, None]), axis=1)
     kcols = tl.arange(0, BLOCK_K)
     taken = kcols[None, :] < K
     vals = tl.zeros([ROWS, BLOCK_K], tl.float32)
     idxs = tl.zeros([ROWS, BLOCK_K], tl.int32)
-    top = tl.max(x, axis=1)
     for j in tl.static_range(K):
         best = tl.max(x, axis=1)
         at = tl.min(tl.where(x == best[:, None], cols[None, :], BLOCK_E), axis=1)
         vals = tl.where(kcols[None, :] == j, best[:, None], vals)
         idxs = tl.where(kcols[None, :] == j, at[:, None], idxs)
         x = tl.where(cols[None, :] == at[:, None], float("-inf"), x)
-    if SOFTMAX:  # only the k values leave the logits: exp(v - max) over the row's or the k values' sum
-        vals = tl.where(taken, tl.exp(vals - top[:, None]), 0.0)
-        if RENORM:
-            vals = vals / tl.sum(vals, axis=1)[:, None]
-        else:
-            vals = vals / denom[:, None]
-    elif RENORM:
-        vals = vals / tl.sum(tl.where(taken, vals, 0.0), axis=1)[:, None]
+    vals = _topk_finish(vals, taken, top, denom, SOFTMAX, RENORM)  # only the k values leave the logits
     out_ok = row_ok[:, None] & (kcols < K)[None, :]
     out_at = rows[:, None] * K + kcols[None, :]
     tl.store(v_ptr + out_at, vals.to(v_ptr.dtype.element_ty), mask=out_ok)
     tl.store(i_ptr + out_at, idxs.to(tl.int64), mask=out_ok)
+"""
+
+
+# the k values as the reference returns them (the one-pass, chunked and merge kernels end with it)
+_FINISH = """
+
+@triton.jit
+def _topk_finish(vals, taken, m, s, SOFTMAX: tl.constexpr, RENORM: tl.constexpr):
+    # the K values as the reference returns them: probabilities (over the row, or renormalised over
+    # the K), raw values renormalised, or raw
+    if SOFTMAX:
+        if RENORM:
+            vals = tl.where(taken, tl.exp(vals - tl.max(vals, axis=1)[:, None]), 0.0)
+            vals = vals / tl.sum(vals, axis=1)[:, None]
+        else:
+            vals = tl.exp(vals - m[:, None]) / s[:, None]
+    elif RENORM:
+        vals = vals / tl.sum(tl.where(taken, vals, 0.0), axis=1)[:, None]
+    return vals
 """
 
 
@@ -127,21 +140,6 @@ def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, ms_ptr, n_rows, E, SPAN, OUT_STRIDE
 
 
 @triton.jit
-def _topk_finish(vals, taken, m, s, SOFTMAX: tl.constexpr, RENORM: tl.constexpr):
-    # the K values as the reference returns them: probabilities (over the row, or renormalised over
-    # the K), raw values renormalised, or raw
-    if SOFTMAX:
-        if RENORM:
-            vals = tl.where(taken, tl.exp(vals - tl.max(vals, axis=1)[:, None]), 0.0)
-            vals = vals / tl.sum(vals, axis=1)[:, None]
-        else:
-            vals = tl.exp(vals - m[:, None]) / s[:, None]
-    elif RENORM:
-        vals = vals / tl.sum(tl.where(taken, vals, 0.0), axis=1)[:, None]
-    return vals
-
-
-@triton.jit
 def topk_merge_kernel(cv_ptr, ci_ptr, ms_ptr, v_ptr, i_ptr, n_rows, C, SPLITS, K: tl.constexpr,
                       SOFTMAX: tl.constexpr, RENORM: tl.constexpr, ROWS: tl.constexpr, BLOCK_C: tl.constexpr,
                       BLOCK_S: tl.constexpr, BLOCK_K: tl.constexpr):
@@ -205,10 +203,11 @@ def topk_router(
             f"            BLOCK_E=triton.next_power_of_2(e), BLOCK_K={pow2_block(k, 2)})\n"
             f"        return {result}"
         )
-        return HEADER + f"\nROWS = {rows}\n" + _KERNEL + model_class([arg], body)
+        return HEADER + f"\nROWS = {rows}\n" + _KERNEL + _FINISH + model_class([arg], body)
     body = head + _CHUNKED_FORWARD.format(modes=modes, k=k, block_k=pow2_block(k, 2))
     body += f"        return {result}"
-    return HEADER + f"\nROWS = {rows}\nCHUNK = {CHUNK}\n" + _CHUNKED_KERNEL + model_class([arg], body)
+    kernels = _CHUNKED_KERNEL + _FINISH
+    return HEADER + f"\nROWS = {rows}\nCHUNK = {CHUNK}\n" + kernels + model_class([arg], body)
 
 
 # few rows: each row's columns split over programs (about 64 in all), their top K merged by a second kernel
