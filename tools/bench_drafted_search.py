@@ -96,7 +96,8 @@ def _origin(description: str, is_root: bool) -> str:
     if "operands' dtype" in description:
         return "inductor (native dtype)"
     if "template" in description:
-        return "template"
+        variant = description.rsplit("; ", 1)[-1].rstrip(")") if "; " in description else ""
+        return f"template ({variant})" if variant else "template"
     return description[:40]
 
 

@@ -44,34 +44,45 @@ def _name(path: Path) -> str:
     return path.parent.name if path.name == "problem.py" else path.stem
 
 
-def check(problem: Path, work: Path) -> dict[str, Any]:
-    from kegen.bench.gpu_compile import compile_candidate
+def check(problem: Path, work: Path) -> list[dict[str, Any]]:
+    """One row per template draft of `problem` (the draft, then its variants) compiled for sm_90."""
     from kegen.search.operators.drafting import DraftError, draft_seeds
 
-    t0 = time.time()
     row: dict[str, Any] = {"problem": str(problem.relative_to(ROOT)), "name": _name(problem)}
-    try:  # the template draft a search on an NVIDIA GPU starts from
-        (draft,), a = draft_seeds(problem, inductor=False, target="nvidia")
+    try:  # the template drafts a search on an NVIDIA GPU starts from
+        drafts, a = draft_seeds(problem, inductor=False, target="nvidia")
     except DraftError:
-        return {**row, "status": "no_draft"}
+        return [{**row, "status": "no_draft"}]
     except Exception as exc:
-        return {**row, "status": "draft_error", "error": f"{type(exc).__name__}: {exc}"}
-    cand = work / f"{_name(problem)}_{abs(hash(str(problem)))}.py"
-    cand.write_text(draft.source)
+        return [{**row, "status": "draft_error", "error": f"{type(exc).__name__}: {exc}"}]
+    rows = []
+    for i, draft in enumerate(drafts):
+        name = _name(problem) + (f" (variant {i})" if i else "")
+        rows.append(
+            {
+                **_compiled(
+                    problem, draft.source, work / f"{_name(problem)}_{i}_{abs(hash(str(problem)))}.py"
+                ),
+                **row,
+                "name": name,
+                "op_class": a.op_class,
+            }
+        )
+    return rows
+
+
+def _compiled(problem: Path, source: str, cand: Path) -> dict[str, Any]:
+    from kegen.bench.gpu_compile import compile_candidate
+
+    t0 = time.time()
+    cand.write_text(source)
     try:
         results = compile_candidate(problem, cand)
     except Exception as exc:
-        return {
-            **row,
-            "status": "record_error",
-            "error": str(exc)[-800:],
-            "wall_s": round(time.time() - t0, 1),
-        }
+        return {"status": "record_error", "error": str(exc)[-800:], "wall_s": round(time.time() - t0, 1)}
     failed = [r for r in results if r.error]
     return {
-        **row,
         "status": "failed" if failed else ("ok" if results else "no_launch"),
-        "op_class": a.op_class,
         "kernels": [
             {"kernel": r.kernel, "constexprs": r.constexprs, "error": r.error[-600:]} for r in results
         ],
@@ -88,7 +99,7 @@ def main() -> int:
     problems = _problems(args.problems)
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
         rows = []
-        for row in pool.map(lambda p: check(p, Path(tmp)), problems):
+        for row in (r for found in pool.map(lambda p: check(p, Path(tmp)), problems) for r in found):
             rows.append(row)
             kernels = ", ".join(
                 k["kernel"] + ("" if not k["error"] else " FAILED") for k in row.get("kernels", [])

@@ -32,8 +32,10 @@ def draft(problems: list[str], out: Path, target: str) -> None:
         except Exception as exc:  # no template: reported, the others go on
             print(f"{name}: no draft ({str(exc)[:120]})")
             continue
-        (out / f"{name}.py").write_text(drafts[0].source)
-        pairs.append({"name": name, "problem": str(p), "candidate": str(out / f"{name}.py")})
+        for i, d in enumerate(drafts):  # the template draft, then its variants
+            label = name + (f"_v{i}" if i else "")
+            (out / f"{label}.py").write_text(d.source)
+            pairs.append({"name": label, "problem": str(p), "candidate": str(out / f"{label}.py")})
     (out / "pairs.json").write_text(json.dumps(pairs, indent=1))
     print(f"{len(pairs)} drafts in {out}")
 

@@ -106,8 +106,7 @@ def start_run(c: SearchConfig, store: GraphStore, problem_path: Path, source: st
 
 def _seed(c: SearchConfig, problem_path: Path) -> tuple[str, str, str | None, str, list[Any]]:
     """(seed code, description, op class, op summary, other drafts) from --seed or the drafter."""
-    from kegen.search.operators.dot_precision import for_target
-    from kegen.search.operators.drafting import Draft, analyze, draft_seeds
+    from kegen.search.operators.drafting import analyze, draft_seeds, template_drafts
 
     if c.seed is not None:
         seed = Path(c.seed)
@@ -119,11 +118,8 @@ def _seed(c: SearchConfig, problem_path: Path) -> tuple[str, str, str | None, st
         except Exception:  # analysis is advisory when a seed is given
             a, op_class, summary = None, None, ""
         others = []
-        if c.template_drafts and a is not None and a.source is not None:
-            what = f"drafted from a template ({a.summary})"
-            others.append(
-                Draft(for_target(a.source, c.eval.target, problem_path), f"template:{a.op_class}", what)
-            )
+        if c.template_drafts and a is not None:
+            others = template_drafts(a, problem_path, c.eval.target)
         return seed.read_text(), f"seed {seed.name}", op_class, summary, others
     # the default draft (TorchInductor's) is the root; other drafts become its children
     drafts, a = draft_seeds(problem_path, target=c.eval.target)

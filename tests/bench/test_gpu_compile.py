@@ -129,3 +129,30 @@ def test_half_precision_rewrites_state_no_precision() -> None:
     moves = gpu_mutations(nvidia)
     assert moves and IEEE not in nvidia
     assert all(IEEE not in move.apply(nvidia) for move in moves[:2])
+
+
+@pytest.mark.parametrize(
+    ("name", "exact"), [("embedding_bag_mean_fp32", True), ("embedding_bag_sum_fp16", False)]
+)
+def test_the_offline_operators_moves_state_exact_dots_on_float32_problems_for_nvidia(
+    name: str, exact: bool
+) -> None:
+    # the bag move writes its kernel from the template's text: on an fp32 problem its dot must be exact
+    # (TF32 put every fp32 bag candidate of an H100 search ~1e-3 off), on an fp16 one Triton's default
+    from types import SimpleNamespace
+
+    from kegen.search.operators.offline import OfflineOperator
+    from kegen.suites import find_suite
+
+    problem = next(p for p in find_suite("production").problems if p.name == name)
+    seed = problem.seed_path.read_text()
+
+    def bag_moves(target: str) -> list[str]:
+        info = SimpleNamespace(target=target, platform=target, path=problem.problem_path)
+        ctx = SimpleNamespace(parent_code=seed, problem=info, profile=None)
+        moves = OfflineOperator.candidates(OfflineOperator.__new__(OfflineOperator), ctx)
+        return [m.apply(seed) for m in moves if m.family == "embedding_bag"]
+
+    (nvidia,) = bag_moves("nvidia")
+    assert nvidia.count("tl.dot(") == 1 and (IEEE in nvidia) == exact
+    assert all(IEEE not in src for src in bag_moves("mtia"))  # mtia's Triton is exact by default

@@ -119,7 +119,7 @@ def test_the_offline_operator_offers_it_on_mtia_only() -> None:
     from types import SimpleNamespace
 
     def names(target: str) -> list[str]:
-        ctx = SimpleNamespace(parent_code=SEED, problem=SimpleNamespace(target=target, platform=target), profile=None)
+        ctx = SimpleNamespace(parent_code=SEED, problem=SimpleNamespace(target=target, platform=target, path=None), profile=None)
         return [m.name for m in OfflineOperator.candidates(OfflineOperator.__new__(OfflineOperator), ctx)]
 
     assert "attention_persist@attention_kernel" in names("mtia")

@@ -22,7 +22,7 @@ SEED = find_suite("production").select(["attention_fwd_fp16"]).problems[0].seed_
 def _ctx(code: str = SEED, target: str = "mtia") -> SimpleNamespace:
     return SimpleNamespace(
         parent_code=code,
-        problem=SimpleNamespace(target=target, platform=target),
+        problem=SimpleNamespace(target=target, platform=target, path=None),
         profile=None,
         phase="improve",
         siblings=[],

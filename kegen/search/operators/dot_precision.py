@@ -5,7 +5,8 @@ error), while PyTorch's float32 matmul, convolution and attention on the same GP
 so is the evaluator's float32 tolerance (atol 1e-4 + rtol 1e-4). A drafted attention over float32 heads
 passed on the simulator (mtia's and AMD's default is "ieee") and failed on an H100 (2026-12-07: 112,450
 of 262,144 outputs out of tolerance). A draft of a float32 problem for nvidia therefore states
-`input_precision="ieee"` on every dot, and the GPU rewrites keep it.
+`input_precision="ieee"` on every dot, and every move the offline operator offers there states it too
+(the GPU rewrites, and moves that write kernels from a template's text: D84).
 
 Only there: on fp16/bf16 operands Triton 3.7 keeps its tensor-core instructions under "ieee" (sm_90 PTX
 checked), but Triton 3.6 falls back to FMA (a GEGLU draft on an H100: 836 us with it, 30.6 us without),

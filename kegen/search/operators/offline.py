@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import logging
 import random
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from kegen.profiling import Diagnosis
@@ -30,6 +32,12 @@ from kegen.search.config import OperatorConfig
 from kegen.search.operators import lifted_wrapper
 from kegen.search.operators.base import Operator, Proposal
 from kegen.search.operators.context import OperatorContext
+from kegen.search.operators.dot_precision import (
+    TF32_DEFAULT_TARGETS,
+    computes_in_float32,
+    exact_dots,
+    states_exact_dots,
+)
 from kegen.search.operators.mutations import Mutation, MutationError, knob_mutations, recipe_mutations
 from kegen.search.operators.mutations.blocks import block_mutations, find_blocks, tile_mutations
 from kegen.search.operators.mutations.epilogue import fusion_mutations
@@ -136,7 +144,12 @@ class OfflineOperator(Operator):
             plans += moves(gpu_mutations)
         # launch block sizes go through `blocks`, which keeps the grid consistent (or refuses)
         knobs = [m for m in knobs if _block_site(m) not in sites]
-        return recipes + knobs + blocks + plans
+        found = recipes + knobs + blocks + plans
+        if ctx.problem.target in TF32_DEFAULT_TARGETS and (
+            states_exact_dots(code) or _computes_in_float32(ctx.problem.path)
+        ):
+            found = [dataclasses.replace(m, apply=_with_exact_dots(m.apply)) for m in found]
+        return found
 
     def score(self, m: Mutation, diag: Diagnosis) -> float:
         s = m.prior + (self.diagnosis_term(m, diag) if self.use_diagnosis else 0.0)
@@ -252,3 +265,19 @@ def _lineage(ctx: OperatorContext) -> set[str]:
     """The single moves that made the parent: its description and its ancestors', pairs split."""
     descriptions = [ctx.parent.description or ""] + [a.description for a in ctx.ancestors]
     return {part for d in descriptions for part in d.split("; ") if part}
+
+
+def _with_exact_dots(apply: Callable[[str], str]) -> Callable[[str], str]:
+    """`apply` whose result states exact float32 dots (D78): on a float32 problem, or below a parent
+    that states them, a move that writes a kernel from a template's text (the embedding bags', a GEMM
+    plan's) would otherwise get the GPU's TF32 default."""
+
+    def exact(source: str) -> str:
+        return exact_dots(apply(source))
+
+    return exact
+
+
+@functools.lru_cache(maxsize=64)
+def _computes_in_float32(problem: Path | None) -> bool:
+    return problem is not None and computes_in_float32(problem)

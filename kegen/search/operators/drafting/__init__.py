@@ -80,7 +80,7 @@ from kegen.search.operators.drafting.graph import (
 )
 from kegen.search.operators.drafting.group_norm import draft_group_norm
 from kegen.search.operators.drafting.layout import draft_layout_copy, draft_transpose
-from kegen.search.operators.drafting.matmul import draft_linear, draft_matmul
+from kegen.search.operators.drafting.matmul import draft_linear, draft_linear_variants, draft_matmul
 from kegen.search.operators.drafting.norms import (
     draft_layer_norm,
     draft_layer_norm_fn,
@@ -116,6 +116,7 @@ __all__ = [
     "draft_candidate",
     "draft_seeds",
     "load_problem_module",
+    "template_drafts",
 ]
 
 
@@ -127,6 +128,7 @@ class Analysis:
     ops: list[str] = field(default_factory=list)
     unsupported: list[str] = field(default_factory=list)
     source: str | None = None
+    variants: list[tuple[str, str]] = field(default_factory=list)  # other drafts: (what differs, source)
 
     @property
     def summary(self) -> str:
@@ -143,6 +145,7 @@ class Rule:
     name: str
     op_class: str
     match: Callable[[Traced], str | None]
+    variants: Callable[[Traced], list[tuple[str, str]]] | None = None  # other drafts where it matches
 
 
 RULES: tuple[Rule, ...] = (
@@ -164,7 +167,7 @@ RULES: tuple[Rule, ...] = (
     Rule("dequant_linear", "matmul", draft_dequant_linear),
     Rule("packed_linear", "matmul", draft_packed_linear),
     Rule("matmul", "matmul", draft_matmul),
-    Rule("linear", "matmul", draft_linear),
+    Rule("linear", "matmul", draft_linear, draft_linear_variants),
     Rule("gather", "gather", draft_gather),
     Rule("embedding_bag", "embedding", draft_embedding_bag),
     Rule("depthwise_conv", "convolution", draft_depthwise),
@@ -228,8 +231,20 @@ def _match_rules(t: Traced, names: list[str], views: Lifted | None) -> Analysis 
             except NotLiftable:
                 continue
         if source is not None:
-            return Analysis(rule.op_class, names, [], source)
+            return Analysis(rule.op_class, names, [], source, _variants(rule, t, views))
     return None
+
+
+def _variants(rule: Rule, t: Traced, views: Lifted | None) -> list[tuple[str, str]]:
+    """The rule's other drafts of `t`, with `views` applied; none where they fail (the main draft stands)."""
+    if rule.variants is None:
+        return []
+    try:
+        found = rule.variants(t)
+        return [(what, source if views is None else wrap(source, t.args, views)) for what, source in found]
+    except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError, NotLiftable) as exc:
+        t.notes.append(f"the variants of {rule.name} failed on this graph ({type(exc).__name__}: {exc})")
+        return []
 
 
 def _without_output_views(t: Traced) -> tuple[Traced, Lifted] | None:
@@ -317,6 +332,18 @@ def _kernels(info: Any) -> str:
     return ", ".join(info.kernels + info.extern) or "no kernels"
 
 
+def template_drafts(a: Analysis, problem_path: Path, target: str) -> list[Draft]:
+    """The template drafts of an analysis (its source, then its variants), for `target`."""
+    if a.source is None:
+        return []
+    what = f"drafted from a template ({a.summary})"
+    drafts = [Draft(for_target(a.source, target, problem_path), f"template:{a.op_class}", what)]
+    for variant, source in a.variants:
+        origin = f"template:{a.op_class}:variant"
+        drafts.append(Draft(for_target(source, target, problem_path), origin, f"{what[:-1]}; {variant})"))
+    return drafts
+
+
 def draft_seeds(
     problem_path: Path, inductor: bool = True, templates: bool = True, target: str = "mtia"
 ) -> tuple[list[Draft], Analysis]:
@@ -344,8 +371,7 @@ def draft_seeds(
             drafts.append(native)
     a = analyze(problem_path) if templates else Analysis(None)
     if templates and a.source is not None:
-        source = for_target(a.source, target, problem_path)
-        drafts.append(Draft(source, f"template:{a.op_class}", f"drafted from a template ({a.summary})"))
+        drafts += template_drafts(a, problem_path, target)
     elif templates:
         refusals.append(f"templates: no Triton template for {', '.join(a.unsupported)}")
     if not drafts:

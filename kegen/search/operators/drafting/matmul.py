@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -347,6 +348,42 @@ def draft_linear(t: Traced) -> str | None:
     """A stack of linear layers (nn.Linear / F.linear), each with an elementwise epilogue that may read
     other inputs or model tensors (a residual, scales); fp32 upcasts of the input, weights and biases
     and the final cast back allowed."""
+    plan = _linear_plan(t)
+    return None if plan is None else plan.source(plan.stages)
+
+
+GATED_VARIANT = "gate and up layers of one input in one kernel"
+
+
+def draft_linear_variants(t: Traced) -> list[tuple[str, str]]:
+    """Other drafts of `draft_linear`'s layers, (what differs, source) each: gated layers (SwiGLU,
+    GEGLU) with both products of one input in one kernel (`templates.gemm.fuse_gates`)."""
+    plan = _linear_plan(t)
+    fused = None if plan is None else templates_gemm.fuse_gates(plan.stages)
+    return [] if plan is None or fused is None else [(GATED_VARIANT, plan.source(fused))]
+
+
+@dataclass(frozen=True)
+class _LinearPlan:
+    """The layers of a linear stack or graph and what the candidate's module needs to run them."""
+
+    t: Traced
+    stages: list[templates_gemm.LinearStage]
+    x: Node
+    init: list[str]
+    prelude: str
+    tiles: tuple[int, int, int]
+
+    def source(self, stages: list[templates_gemm.LinearStage]) -> str:
+        """The candidate running `stages` (this plan's or a rewrite of them)."""
+        bm, bn, bk = self.tiles
+        return templates_gemm.linear_chain(
+            stages, self.t.args, self.t.arg(self.x), self.init, bm, bn, bk, prelude=self.prelude
+        )
+
+
+def _linear_plan(t: Traced) -> _LinearPlan | None:
+    """`draft_linear`'s layers of `t`, or None where the graph is not a stack or graph of them."""
     if t.out is None or not t.ops:
         return None
     casts: set[Node] = set()
@@ -377,5 +414,5 @@ def draft_linear(t: Traced) -> str | None:
             return None
         init, prelude = reference_init(t.problem.__file__, "the linear layers' parameters")
     x_shape, out_shape = shape_of(x) or (1,), shape_of(linears[0]) or (1,)
-    bm, bn, bk = gemm_first_tiles(math.prod(x_shape[:-1]), out_shape[-1], x_shape[-1])
-    return templates_gemm.linear_chain(stages, t.args, t.arg(x), init, bm, bn, bk, prelude=prelude)
+    tiles = gemm_first_tiles(math.prod(x_shape[:-1]), out_shape[-1], x_shape[-1])
+    return _LinearPlan(t, stages, x, init, prelude, tiles)

@@ -140,13 +140,15 @@ def {name}(w_ptr, idx_ptr, off_ptr, y_ptr, num_bags, n_idx, dim,{w} LAST: tl.con
 BALANCED_MARKER = "share_lo = pid * total // nprog"
 
 
-# "ieee": the pooled rows summed exactly in float32 on every target (a GPU's default tf32 dot put fp32
-# bags ~1e-3 off the reference: every candidate of an fp32 EmbeddingBag search on an H100 was incorrect)
-_POOL = "acc += tl.dot(member.to(vals.dtype), vals, input_precision=\"ieee\")"
+# the rows of a bag summed by a dot with its 0/1 membership: in the table's dtype, accumulated in float32.
+# A float32 table needs exact dots on NVIDIA (TF32 put bags ~1e-3 off the reference on an H100): its
+# drafts state them (`dot_precision.for_target`) and every move keeps them; an fp16/bf16 table keeps
+# Triton's default (Triton 3.6 runs an fp16 "ieee" dot on FMA units)
+_POOL = "acc += tl.dot(member.to(vals.dtype), vals)"
 # per-sample weights (mode "sum"): the membership mask carries each position's weight
 _WEIGHTED_POOL = (
     "wts = tl.load(psw_ptr + pos, mask=pmask, other=0.0)\n"
-    "{ind}acc += tl.dot(member.to(vals.dtype) * wts.to(vals.dtype)[None, :], vals, input_precision=\"ieee\")"
+    "{ind}acc += tl.dot(member.to(vals.dtype) * wts.to(vals.dtype)[None, :], vals)"
 )
 WEIGHTS_PARAM = "psw_ptr"
 

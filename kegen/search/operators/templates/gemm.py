@@ -6,8 +6,10 @@ as drafting builds them from the reference's elementwise ops. Tile sizes are mod
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from kegen.search.operators.templates import HEADER
 from kegen.search.operators.templates.layout import MODEL_HEAD
@@ -73,6 +75,19 @@ class LinearStage:
     extras: tuple[tuple[str, str], ...] = ()  # tensors the epilogue reads as e0, ...: (expression, kind)
     source: str = "h"  # the forward's variable holding the layer's input (`h`: the previous layer's output)
     target: str = "h"  # ... and the one its output goes to
+    gate: GateLayer | None = None  # a second layer of the same input computed in the same kernel
+
+
+@dataclass(frozen=True)
+class GateLayer:
+    """A layer fused into another of the same input (`fuse_gates`): its product accumulates in `gacc`
+    beside the host layer's `acc`, and its `epilogue` (lines over `gacc`) ends in `result`, which the
+    host's epilogue reads in place of the tensor the layer would have stored."""
+
+    weight: str
+    bias: str | None
+    epilogue: tuple[str, ...] = ()
+    result: str = "gacc"
 
 
 def consts(block_m: int, block_n: int, block_k: int) -> str:
@@ -128,8 +143,120 @@ def _with_extras(kernel: str, count: int) -> str:
     )
 
 
-def _kernel_key(s: LinearStage) -> tuple[tuple[str, ...], str, tuple[str, ...]]:
-    return s.epilogue, s.result, tuple(k for _, k in s.extras)
+_GATED_KERNEL = """
+@triton.jit
+def {name}(x_ptr, w_ptr, b_ptr, g_ptr, gb_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk, stride_wn,
+           stride_wk, stride_gn, stride_gk, stride_ym, HAS_BIAS: tl.constexpr, HAS_GATE_BIAS: tl.constexpr,
+           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+{prologue}
+    gacc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ks = k0 + rk
+        a = tl.load(x_ptr + rm[:, None] * stride_xm + ks[None, :] * stride_xk,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
+        w = tl.load(w_ptr + rn[None, :] * stride_wn + ks[:, None] * stride_wk,
+                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        g = tl.load(g_ptr + rn[None, :] * stride_gn + ks[:, None] * stride_gk,
+                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, w)
+        gacc += tl.dot(a, g)
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+    if HAS_GATE_BIAS:
+        gacc += tl.load(gb_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
+{gate_epilogue}
+{extra_loads}{epilogue}
+    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+
+_GATED_HELPER = """
+
+def _{name}(x, weight, bias, gate_weight, gate_bias{names}):
+    x2 = x.reshape(-1, x.shape[-1])
+    M, K = x2.shape
+    N = weight.shape[0]
+    y = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    grid = (triton.cdiv(M, BLOCK_SIZE_M) * triton.cdiv(N, BLOCK_SIZE_N),)
+    {name}[grid](x2, weight, weight if bias is None else bias, gate_weight,
+                 gate_weight if gate_bias is None else gate_bias, y,{call_names} M, N, K,
+                 x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1),
+                 gate_weight.stride(0), gate_weight.stride(1), y.stride(0),
+                 HAS_BIAS=bias is not None, HAS_GATE_BIAS=gate_bias is not None,
+                 BLOCK_M=BLOCK_SIZE_M, BLOCK_N=BLOCK_SIZE_N, BLOCK_K=BLOCK_SIZE_K)
+    return y.view(*x.shape[:-1], N)
+"""
+
+_NAME = {
+    "acc": re.compile(r"\bacc\b"),
+    "t": re.compile(r"\bt(\d+)\b"),
+    "e": re.compile(r"\be(\d+)\b"),
+}
+
+
+def fuse_gates(stages: Sequence[LinearStage]) -> list[LinearStage] | None:
+    """`stages` with each layer whose output only one later layer of the same input reads, as a whole
+    tile in its epilogue (a gated MLP's `act(x @ Wg.T) * (x @ Wu.T)`), computed in that layer's kernel
+    (`GateLayer`): one pass over the input, and the gate's output neither stored nor read back (it
+    stays in float32). None where no pair fuses."""
+    out = list(stages)
+    fused = False
+    for i, gate in enumerate(stages):
+        if gate.extras or gate.gate is not None or gate.target == stages[-1].target:
+            continue
+        readers = [
+            (j, s)
+            for j, s in enumerate(out)
+            if s is not None and (s.source == gate.target or any(e == gate.target for e, _ in s.extras))
+        ]
+        if len(readers) != 1:
+            continue
+        j, host = readers[0]
+        slots = [k for k, (e, kind) in enumerate(host.extras) if e == gate.target and kind == "full"]
+        if j <= i or host.source != gate.source or host.gate is not None or len(slots) != 1:
+            continue
+        if any(s is not None and s.target == gate.target for s in out[i + 1 :]):
+            continue  # the name is bound again later: the host may read another value
+        out[i] = None  # type: ignore[call-overload]
+        out[j] = _host_of(host, gate, slots[0])
+        fused = True
+    return [s for s in out if s is not None] if fused else None
+
+
+def _host_of(host: LinearStage, gate: LinearStage, slot: int) -> LinearStage:
+    """`host` computing `gate` beside it, its epilogue reading the gate's result for extra `slot`."""
+
+    def rename_gate(line: str) -> str:
+        return _NAME["t"].sub(r"g\1", _NAME["acc"].sub("gacc", line))
+
+    gate_result = rename_gate(gate.result)
+
+    def renumber(match: re.Match[str]) -> str:
+        k = int(match.group(1))
+        return gate_result if k == slot else f"e{k - (k > slot)}"
+
+    epilogue = tuple(_NAME["e"].sub(renumber, line) for line in host.epilogue)
+    extras = tuple(e for k, e in enumerate(host.extras) if k != slot)
+    layer = GateLayer(gate.weight, gate.bias, tuple(rename_gate(x) for x in gate.epilogue), gate_result)
+    return replace(
+        host, epilogue=epilogue, result=_NAME["e"].sub(renumber, host.result), extras=extras, gate=layer
+    )
+
+
+def _kernel_key(s: LinearStage) -> tuple[Any, ...]:
+    gate = (s.gate.epilogue, s.gate.result) if s.gate is not None else None
+    return s.epilogue, s.result, tuple(k for _, k in s.extras), gate
+
+
+def _launch(s: LinearStage, kernel: str) -> str:
+    """The forward's line running stage `s` through its kernel's launcher."""
+    extras = epilogue_args(s.extras).rstrip(",")
+    if s.gate is not None:
+        gate = f"{s.gate.weight}, {s.gate.bias or 'None'}" + ("," + extras if extras else "")
+        return f"{s.target} = _{kernel}({s.source}, {s.weight}, {s.bias or 'None'}, {gate})"
+    if not s.extras:
+        return f"{s.target} = _linear({kernel}, {s.source}, {s.weight}, {s.bias or 'None'})"
+    return f"{s.target} = _{kernel}({s.source}, {s.weight}, {s.bias or 'None'},{extras})"
 
 
 def linear_chain(
@@ -148,31 +275,32 @@ def linear_chain(
     `args` are ModelNew.forward's parameters, `x` the expression of the first layer's input and
     `init` the lines of `__init__` that rebuild the reference's modules (same seeded weights), or that
     build the reference itself (`prelude`: its source, placed before ModelNew)."""
-    kernels: dict[tuple[tuple[str, ...], str, tuple[str, ...]], str] = {}
+    kernels: dict[tuple[Any, ...], str] = {}
     for s in stages:
         kernels.setdefault(_kernel_key(s), f"linear_kernel_{len(kernels)}")
-    src = "".join(
-        _LINEAR_KERNEL.replace("y_ptr, M,", "y_ptr,{extra_ptrs} M,").format(
-            name=name,
-            prologue=MATMUL_PROLOGUE,
-            extra_ptrs="".join(f" e{i}_ptr," for i in range(len(kinds))),
-            extra_loads=epilogue_loads([("", k) for k in kinds]),
-            epilogue=indent(epi),
-            result=res,
-        )
-        for (epi, res, kinds), name in kernels.items()
-    )
-    helpers = _LINEAR_HELPER if any(not kinds for _, _, kinds in kernels) else ""
-    for (_, _, kinds), name in kernels.items():
-        if kinds:  # a launcher of its own, passing the epilogue's tensors (no *args: moves read launches)
-            helpers += _with_extras(name, len(kinds))
-    body = [f"h = {x}"] + [
-        f"{s.target} = _linear({kernels[_kernel_key(s)]}, {s.source}, {s.weight}, {s.bias or 'None'})"
-        if not s.extras
-        else f"{s.target} = _{kernels[_kernel_key(s)]}({s.source}, {s.weight}, {s.bias or 'None'},"
-        f"{epilogue_args(s.extras).rstrip(',')})"
-        for s in stages
-    ]
+    src = ""
+    helpers = ""
+    for (epi, res, kinds, gate), name in kernels.items():
+        fields = {
+            "name": name,
+            "prologue": MATMUL_PROLOGUE,
+            "extra_ptrs": "".join(f" e{i}_ptr," for i in range(len(kinds))),
+            "extra_loads": epilogue_loads([("", k) for k in kinds]),
+            "epilogue": indent(epi),
+            "result": res,
+        }
+        names = "".join(f", e{i}" for i in range(len(kinds)))
+        if gate is not None:
+            src += _GATED_KERNEL.format(**fields, gate_epilogue=indent(gate[0]))
+            call_names = "".join(f" e{i}," for i in range(len(kinds)))
+            helpers += _GATED_HELPER.format(name=name, names=names, call_names=call_names)
+        else:
+            src += _LINEAR_KERNEL.replace("y_ptr, M,", "y_ptr,{extra_ptrs} M,").format(**fields)
+            if kinds:  # a launcher of its own, passing the epilogue's tensors (no *args: moves read launches)
+                helpers += _with_extras(name, len(kinds))
+    if any(not kinds and gate is None for _, _, kinds, gate in kernels):
+        helpers = _LINEAR_HELPER + helpers
+    body = [f"h = {x}"] + [_launch(s, kernels[_kernel_key(s)]) for s in stages]
     init_body = indent(["super().__init__()", *init], 8)
     model = (
         "\n\nclass ModelNew(nn.Module):\n    def __init__(self, *args, **kwargs):\n"
