@@ -71,6 +71,7 @@ def fuse_groups(
     with tempfile.TemporaryDirectory(prefix="kegen-fuse-") as tmp:
         if constants:
             part = _fuse_unpacking(part, draft, model, variant, constants, Path(tmp), fused)
+        part = _fuse_gates(part, draft, model, variant, Path(tmp), fused)
         changed = True
         while changed:
             changed = False
@@ -145,6 +146,57 @@ def _fuse_unpacking(
             continue
         members = [p.kernel, g.kernel]
         change = PACKED_CHANGE.format(members=" + ".join(members))
+        fused[merged.nodes[0]] = Fused(inductor, source, members, path.name, change)
+        part, k = merged_part, 0
+    return part
+
+
+GATED_CHANGE = "both products of one input in one kernel, {members}'s activation in its epilogue (D83)"
+
+
+def _fuse_gates(
+    part: Partition, draft: Any, model: str, variant: int, tmp: Path, fused: dict[str, Fused]
+) -> Partition:
+    """Each pointwise group that alone reads the outputs of two GEMM groups (a gated MLP's gate and up
+    projections and its `act(gate) * up`) merged with both, where kegen's linear template drafts the
+    merged problem with the two products in one kernel (`templates.gemm.fuse_gates`): that draft is its
+    seed, Inductor's kernels its baseline."""
+    from kegen.search.operators.drafting import analyze
+    from kegen.search.operators.drafting.matmul import GATED_VARIANT
+
+    tried: set[str] = set()  # pointwise groups (by first node) already tried: a merge restarts the scan
+    k = 0
+    while k < len(part.groups):
+        c = part.groups[k]
+        k += 1
+        if not c.kernel.startswith("triton_poi") or c.nodes[0] in tried:
+            continue
+        tried.add(c.nodes[0])
+        gemms = [
+            i
+            for i, g in enumerate(part.groups)
+            if g.kernel in ("mm", "addmm") and _consumer(part, i) == k - 1
+        ]
+        if len(gemms) != 2:
+            continue
+        members = [part.groups[i].kernel for i in gemms] + [c.kernel]
+        nodes = {n for i in [*gemms, k - 1] for n in part.groups[i].nodes}
+        try:
+            merged_part = merge(part, [*gemms, k - 1], "mm_mm_gated")
+        except PartitionError:
+            continue
+        merged = next(m for m in merged_part.groups if set(m.nodes) == nodes)
+        path = tmp / f"{merged.name}.py"
+        try:
+            path.write_text(problem_source(merged_part, merged, model, variant))
+            source = dict((what, src) for what, src in analyze(path).variants).get(GATED_VARIANT)
+            if source is None:
+                continue
+            inductor = draft(path)
+        except Exception as exc:  # a merge is optional: anything else leaves the groups apart
+            log.debug("merging %s: %s", " + ".join(members), exc)
+            continue
+        change = GATED_CHANGE.format(members=" + ".join(members))
         fused[merged.nodes[0]] = Fused(inductor, source, members, path.name, change)
         part, k = merged_part, 0
     return part

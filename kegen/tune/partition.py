@@ -95,6 +95,35 @@ def is_view(n: Any, values: dict[str, Any]) -> bool:
     return all(t.untyped_storage().data_ptr() in ins for t in outs)
 
 
+def merge_duplicate_views(gm: Any, values: dict[str, Any]) -> int:
+    """Each view node that repeats an earlier one (the same op on the same value with the same
+    arguments: a normalised activation reshaped once per projection that reads it) replaced by that
+    one, so the groups that read it share one input; the number of nodes removed."""
+
+    def frozen(v: Any) -> Any:
+        return tuple(frozen(x) for x in v) if isinstance(v, list | tuple) else v
+
+    seen: dict[Any, Any] = {}
+    removed = 0
+    for n in list(gm.graph.nodes):
+        if not is_view(n, values) or n.target is operator.getitem:
+            continue
+        try:
+            key = (n.target, frozen(n.args), frozen(tuple(sorted(n.kwargs.items()))))
+            hash(key)
+        except TypeError:  # an argument that cannot be compared: left as it is
+            continue
+        if key in seen:
+            n.replace_all_uses_with(seen[key])
+            gm.graph.erase_node(n)
+            removed += 1
+        else:
+            seen[key] = n
+    if removed:
+        gm.recompile()
+    return removed
+
+
 def cut(gm: Any, kernel_nodes: list[tuple[str, list[str]]], values: dict[str, Any]) -> Partition:
     """Groups from Inductor's kernels (see the module docstring); PartitionError when a node cannot
     be placed or the groups cannot run in order."""

@@ -54,6 +54,7 @@ DRAFTED = {
     "geglu_chunk": ("matmul", "self.proj.weight.detach()[40:80], self.proj.bias.detach()[40:80]"),
     "swiglu_sliced": ("matmul", "y1 = _linear_kernel_1(h, self.gate_up.weight.detach()[48:96], None, y0"),
     "two_projections_summed": ("matmul", "y2 = _linear(linear_kernel_0, y1, self.c.weight.detach()"),
+    "two_inputs_projected": ("matmul", "y1 = _linear_kernel_1(y_in, self.b.weight.detach()"),
     "chunk_three_ways": ("matmul", "self.proj.weight.detach()[32:48]"),
     "linear_heads_split": ("matmul", "return result.reshape(2, 24, 4, 16).transpose(1, 2)"),
     "qkv_unbind": ("matmul", ".permute(2, 0, 3, 1, 4).select(0, 2))"),

@@ -102,7 +102,7 @@ def test_merged_drafts_name_their_problem(tmp_path: Path) -> None:
             assert f"output for {Path(g['problem']).name}" in Path(path).read_text()
 
 
-INT4_MLP = '''import torch
+INT4_MLP = """import torch
 import torch.nn as nn
 
 G = 32
@@ -140,7 +140,7 @@ def get_inputs():
 
 def get_init_inputs():
     return []
-'''
+"""
 
 
 def test_a_gemm_merges_with_the_kernel_that_unpacks_its_weight(tmp_path: Path) -> None:
@@ -174,9 +174,9 @@ def test_weights_computed_from_an_input_are_not_merged(tmp_path: Path) -> None:
     group (the unpacking merge is for parameters and buffers only)."""
     src = tmp_path / "scaled.py"
     src.write_text(
-        INT4_MLP.replace("{hidden}", "1024").replace("* self.scales.repeat_interleave(G, dim=0)", "* x.mean()").replace(
-            "self.down(torch.relu(self.up(x))) + x", "self.up(x)"
-        )
+        INT4_MLP.replace("{hidden}", "1024")
+        .replace("* self.scales.repeat_interleave(G, dim=0)", "* x.mean()")
+        .replace("self.down(torch.relu(self.up(x))) + x", "self.up(x)")
     )
     mf = load_model_file(src)
     (problem,) = write_variant_problems(mf, tmp_path / "problems")
@@ -194,3 +194,78 @@ def test_small_unpacked_weights_keep_the_epilogue_fusion(tmp_path: Path) -> None
     plan = plan_variant(mf, problem, 0, tmp_path / "groups")
     kernels = [g["kernel"] for g in plan["groups"]]
     assert "mm_packed" not in kernels and sum(k.startswith("mm_triton_poi") for k in kernels) == 2, kernels
+
+
+GATED = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.RMSNorm(32)
+        self.gate = nn.Linear(32, 48, bias=False)
+        self.up = nn.Linear(32, 48, bias=False)
+        self.down = nn.Linear(48, 32, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+def get_inputs():
+    return [torch.randn(2, 7, 32)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_gated_mlps_two_gemms_and_activation_are_one_group(tmp_path: Path) -> None:
+    """Llama's feed-forward: the gate and up projections of one normalised activation and the
+    `silu(gate) * up` Inductor computes after them become one group, seeded with both products in one
+    kernel (D83), correct on the simulator with one launch where Inductor's group has three."""
+    src = tmp_path / "gated.py"
+    src.write_text(GATED)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    (gated,) = [g for g in plan["groups"] if g["kernel"] == "mm_mm_gated"]
+    assert gated["members"][:2] == ["mm", "mm"] and gated["members"][2].startswith("triton_poi")
+    assert "both products of one input in one kernel" in gated["change"]
+    seed = Path(gated["seed_path"]).read_text()
+    assert "gacc += tl.dot(a, g)" in seed
+    cfg = EvalConfig(target="mtia", machine="mtia-2i", trials=1, atol=1e-4, rtol=5e-4)
+    res = evaluate(gated["problem"], seed, config=cfg)
+    assert res.status.value == "ok", res.message
+    base = evaluate(gated["problem"], Path(gated["inductor_path"]).read_text(), config=cfg)
+    assert (len(res.profile["launches"]), len(base.profile["launches"])) == (1, 3)
+    whole = evaluate(problem, plan["composed"], config=cfg)
+    assert whole.status.value == "ok", whole.message
+
+
+def test_repeated_views_of_one_value_become_one_node() -> None:
+    import torch
+    from torch.fx import symbolic_trace
+
+    from kegen.tune.partition import merge_duplicate_views, record_values
+
+    class TwoReads(torch.nn.Module):
+        def forward(self, x, w1, w2):
+            h = x * 2
+            a = torch.reshape(h, (6, 4)) @ w1  # the post-grad graph's form: call_function nodes
+            b = torch.reshape(h, (6, 4)) @ w2
+            c = torch.reshape(h, (4, 6)).sum()  # another shape: a different view, kept
+            return a + b + c
+
+    gm = symbolic_trace(TwoReads())
+    args = [torch.randn(2, 3, 4), torch.randn(4, 5), torch.randn(4, 5)]
+    values = record_values(gm, args)
+    expected = gm(*args)
+    assert merge_duplicate_views(gm, values) == 1
+    reshapes = [n for n in gm.graph.nodes if n.target is torch.reshape]
+    assert len(reshapes) == 2 and len(reshapes[0].users) == 2
+    torch.testing.assert_close(gm(*args), expected)
+    assert merge_duplicate_views(gm, values) == 0

@@ -225,6 +225,8 @@ def _graph_stages(
         for part, c0, c1 in parts:
             layers[part] = (inp, (f"{weight}[{c0}:{c1}]", f"{bias}[{c0}:{c1}]" if bias else None))
         casts |= {lin, *(u for u in lin.users if u not in layers)}  # the product and its chunk
+    if any(inp in t.ph and dtype_of(inp) != dtype_of(x) for inp, _ in layers.values()):
+        return None  # a layer's output is stored in its input's dtype: other inputs must share x's
     order = {n: i for i, n in enumerate(t.ops)}
     linears = sorted(layers, key=order.__getitem__)
     owner: dict[Node, Node] = {}
@@ -236,7 +238,7 @@ def _graph_stages(
         if not deps:
             return None  # work before the first layer: not a linear graph
         owner[n] = max(deps, key=order.__getitem__)
-    names: dict[Node, str] = {x: "h"}
+    names: dict[Node, str] = {p: t.arg(p) for p in t.ph} | {x: "h"}  # a layer may read any input
     stages = []
     for i, lin in enumerate(linears):
         inp, (weight, bias) = layers[lin]
