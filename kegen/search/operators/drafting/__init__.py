@@ -65,7 +65,7 @@ from kegen.search.operators.drafting import output_views
 from kegen.search.operators.drafting.aten import Lifted, NotLiftable, copy_graph, wrap
 from kegen.search.operators.drafting.attention import SUMMARY as ATTENTION_SUMMARY
 from kegen.search.operators.drafting.attention import draft_attention
-from kegen.search.operators.drafting.conv import draft_conv, draft_conv_transpose, draft_depthwise
+from kegen.search.operators.drafting.conv import draft_conv, draft_conv_transpose, draft_depthwise, draft_pool
 from kegen.search.operators.drafting.elementwise import draft_broadcast, draft_elementwise
 from kegen.search.operators.drafting.gather import draft_embedding_bag, draft_gather
 from kegen.search.operators.drafting.graph import (
@@ -173,6 +173,7 @@ RULES: tuple[Rule, ...] = (
     Rule("depthwise_conv", "convolution", draft_depthwise),
     Rule("conv", "convolution", draft_conv),
     Rule("conv_transpose", "convolution", draft_conv_transpose),
+    Rule("pool", "reduction", draft_pool),
     Rule("elementwise", "elementwise", draft_elementwise),
     Rule("broadcast", "elementwise", draft_broadcast),
 )

@@ -5,7 +5,8 @@ sigmoid), with fp32 upcasts and the cast back to the input's dtype anywhere. A d
 (groups equal to its input and output channels) is drafted as the stencil template
 (`templates/conv/depthwise.py`: the dot engine would waste itself on it); a chain with groups 1 as the
 implicit-GEMM seed the convolution moves rewrite (`templates/conv/seed.py`). A transposed convolution
-module is drafted per output phase (`templates/conv/transpose.py`)."""
+module is drafted per output phase (`templates/conv/transpose.py`). Max and average pooling (1-D, 2-D)
+on an input is drafted as the pooling template (`templates/conv/pool.py`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_o
 from kegen.search.operators.drafting.weights import reference_init, twins
 from kegen.search.operators.templates.conv import depthwise as templates_depthwise
 from kegen.search.operators.templates.conv import grouped as templates_conv_grouped
+from kegen.search.operators.templates.conv import pool as templates_pool
 from kegen.search.operators.templates.conv import seed as templates_conv_seed
 from kegen.search.operators.templates.conv import transpose as templates_transpose
 
@@ -418,3 +420,51 @@ def draft_conv_transpose(t: Traced) -> str | None:
         return None
     init, prelude = reference_init(t.problem.__file__, "the transposed convolution's parameters")
     return templates_transpose.conv_transpose(t.args, t.arg(t.ph[0]), f"reference.{n.target}", init, prelude)
+
+
+_POOL_MODULES = {
+    nn.MaxPool1d: (1, True),
+    nn.MaxPool2d: (2, True),
+    nn.AvgPool1d: (1, False),
+    nn.AvgPool2d: (2, False),
+}
+_MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+_AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+_POOL_FUNCTIONS = {
+    F.max_pool1d: (1, True),
+    F.max_pool2d: (2, True),
+    torch.max_pool1d: (1, True),
+    torch.max_pool2d: (2, True),
+    F.avg_pool1d: (1, False),
+    F.avg_pool2d: (2, False),
+}
+
+
+def draft_pool(t: Traced) -> str | None:
+    """A max or average pooling module or function (1-D over NCL, 2-D over NCHW) on an input, the whole
+    reference: kegen's pooling template (`templates/conv/pool.py`), where it covers the op's options."""
+    if len(t.ops) != 1 or t.ops[0] is not t.out:
+        return None
+    n = t.ops[0]
+    x = n.args[0] if n.args else None
+    if not isinstance(x, Node) or x not in t.ph:
+        return None
+    module = t.module(n) if n.op == "call_module" else None
+    if module is not None:
+        kind = _POOL_MODULES.get(type(module))
+        params = dict(vars(module)) if kind is not None else {}
+    else:
+        try:
+            kind = _POOL_FUNCTIONS.get(n.target)  # type: ignore[call-overload]
+        except TypeError:  # an unhashable target
+            kind = None
+        names = (_MAX_ARGS if kind[1] else _AVG_ARGS) if kind is not None else ()
+        params = dict(zip(names, n.args[1:], strict=False)) | dict(n.kwargs)
+        if kind is None or len(n.args) - 1 > len(names) or set(n.kwargs) - set(names):
+            return None
+    if kind is None or rank_of(x) != kind[0] + 2:
+        return None
+    keys = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+    keys += ("count_include_pad", "divisor_override")
+    spec = templates_pool.spec_of(kind[0], kind[1], **{k: params[k] for k in keys if k in params})
+    return None if spec is None else templates_pool.pool(spec, t.args, t.arg(x))
