@@ -430,7 +430,7 @@ _POOL_MODULES = {
 }
 _MAX_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
 _AVG_ARGS = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-_POOL_FUNCTIONS = {
+_POOL_FUNCTIONS: dict[Any, tuple[int, bool]] = {
     F.max_pool1d: (1, True),
     F.max_pool2d: (2, True),
     torch.max_pool1d: (1, True),
@@ -455,7 +455,7 @@ def draft_pool(t: Traced) -> str | None:
         params = dict(vars(module)) if kind is not None else {}
     else:
         try:
-            kind = _POOL_FUNCTIONS.get(n.target)  # type: ignore[call-overload]
+            kind = _POOL_FUNCTIONS.get(n.target)
         except TypeError:  # an unhashable target
             kind = None
         names = (_MAX_ARGS if kind[1] else _AVG_ARGS) if kind is not None else ()
@@ -464,7 +464,6 @@ def draft_pool(t: Traced) -> str | None:
             return None
     if kind is None or rank_of(x) != kind[0] + 2:
         return None
-    keys = ("kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
-    keys += ("count_include_pad", "divisor_override")
+    keys = (*_MAX_ARGS, "count_include_pad", "divisor_override")
     spec = templates_pool.spec_of(kind[0], kind[1], **{k: params[k] for k in keys if k in params})
     return None if spec is None else templates_pool.pool(spec, t.args, t.arg(x))
