@@ -284,6 +284,20 @@ def check_order(groups: list[Group], gm: Any, glue: list[str]) -> None:
         ready |= set(g.outputs)
 
 
+def _as_aten_max_pool(n: Any, original: Any) -> None:
+    """Inductor's low-memory 2-D max pool (a prim Inductor registers when it is imported) as
+    `aten.max_pool2d_with_indices` with the same window arguments, where only its values are read
+    (`getitem` 0: the same tensor; the offsets and the indices differ): the group's problem then runs,
+    and lifts, without Inductor."""
+    import torch
+
+    prim = getattr(getattr(torch.ops.prims, "_low_memory_max_pool_with_offsets", None), "default", None)
+    if prim is None or n.target is not prim or n.kwargs or len(n.args[1]) != 2:
+        return
+    if all(u.target is operator.getitem and u.args[1] == 0 for u in original.users):
+        n.target = torch.ops.aten.max_pool2d_with_indices.default
+
+
 def subgraph_code(part: Partition, g: Group) -> str:
     """The group's computation as a `forward(self, <inputs>)` (aten ops, FX's printed code)."""
     import torch
@@ -303,6 +317,7 @@ def subgraph_code(part: Partition, g: Group) -> str:
         env[name] = sub.call_function(torch.ops.aten.as_strided.default, (env[root], size, stride, offset))
     for name in g.nodes:
         env[name] = sub.node_copy(nodes[name], lambda a: env[a.name])
+        _as_aten_max_pool(env[name], nodes[name])
     outs = [env[o] for o in g.outputs]
     sub.output(outs[0] if len(outs) == 1 else tuple(outs))
     return torch.fx.GraphModule(torch.nn.Module(), sub).code

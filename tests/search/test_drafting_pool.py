@@ -24,6 +24,8 @@ CASES = {
     "max_2x2": ("self.pool(x)", X4, "", "self.pool = nn.MaxPool2d(2)"),
     "max_stride_3_function": ("F.max_pool2d(x, (3, 2), stride=(2, 3))", X4, "", ""),
     "max_5_s4_p2": ("F.max_pool2d(x, 5, 4, 2)", X4, "", ""),
+    "relu_then_max_fp16": ("F.max_pool2d(torch.relu(x), 3, 2, 1)", X4, ", dtype=torch.float16", ""),
+    "scaled_then_avg": ("F.avg_pool2d(torch.sigmoid(x) * 2.0, 2)", X4, "", ""),
     "avg_3_s1_p1_valid_taps": (
         "self.pool(x)",
         X4,
@@ -77,3 +79,45 @@ def test_options_the_template_does_not_cover_are_left_to_other_drafts(expr: str,
 def test_pooling_draft_is_exact_in_tritons_interpreter(tmp_path: Path) -> None:
     path = _case(tmp_path, "max_stride_3_function")
     assert_matches_in_interpreter(path, analyze(path).source or "", tmp_path)
+
+
+TUNED = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3, padding=1)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+
+    def forward(self, x):
+        return self.pool(torch.relu(self.conv(x)))
+
+
+def get_inputs():
+    return [torch.randn(2, 4, 12, 10)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_tuned_models_relu_and_max_pool_group_is_drafted_as_the_template(tmp_path: Path) -> None:
+    """Inductor fuses the ReLU into its max pool (a low-memory prim, written as
+    `aten.max_pool2d_with_indices` in the group's problem): the group lifts to relu + F.max_pool2d
+    and drafts as the pooling template with the ReLU on each loaded tile, correct on the simulator."""
+    from kegen.tune.capture import load_model_file, write_variant_problems
+    from kegen.tune.kernels import plan_variant
+
+    src = tmp_path / "conv_pool.py"
+    src.write_text(TUNED)
+    mf = load_model_file(src)
+    (problem,) = write_variant_problems(mf, tmp_path / "problems")
+    plan = plan_variant(mf, problem, 0, tmp_path / "groups")
+    (group,) = [g for g in plan["groups"] if "max_pool2d" in g["kernel"]]
+    a = analyze(Path(group["problem"]))
+    assert a.source is not None and MARKER in a.source and "tl.maximum(v, 0.0)" in a.source, a.summary
+    result = evaluate(group["problem"], a.source, config=QUICK)
+    assert result.status.value == "ok", result.message

@@ -32,7 +32,7 @@ from torch.fx import GraphModule, Node
 
 from kegen.search.operators import lifted_wrapper
 from kegen.search.operators.drafting import output_views
-from kegen.search.operators.drafting.aten_batch_norm import lift_batch_norm
+from kegen.search.operators.drafting.aten_composites import lift_batch_norm, lift_pooling
 
 aten = torch.ops.aten
 
@@ -116,6 +116,7 @@ def lift(gm: GraphModule, inputs: list[Any], fake: Any) -> tuple[list[Any], Lift
     part-rewritten: lift a copy (`copy_graph`)."""
     ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
     fakes = dict(zip(ph, inputs, strict=True))
+    lift_pooling(gm)
     _map_targets(gm, fakes)
     _propagate(gm, fake, inputs)
     _lift_gelu(gm)

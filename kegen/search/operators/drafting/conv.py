@@ -11,7 +11,7 @@ on an input is drafted as the pooling template (`templates/conv/pool.py`)."""
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import Node
 
+from kegen.search.operators.drafting.elementwise import chain
 from kegen.search.operators.drafting.graph import GELU, Traced, dtype_of, rank_of, shape_of, strip_casts
 from kegen.search.operators.drafting.weights import reference_init, twins
 from kegen.search.operators.templates.conv import depthwise as templates_depthwise
@@ -441,13 +442,17 @@ _POOL_FUNCTIONS: dict[Any, tuple[int, bool]] = {
 
 
 def draft_pool(t: Traced) -> str | None:
-    """A max or average pooling module or function (1-D over NCL, 2-D over NCHW) on an input, the whole
-    reference: kegen's pooling template (`templates/conv/pool.py`), where it covers the op's options."""
-    if len(t.ops) != 1 or t.ops[0] is not t.out:
+    """A max or average pooling module or function (1-D over NCL, 2-D over NCHW) of an input, or of
+    elementwise ops of one input (Inductor fuses a ReLU into the pool), as the whole reference: kegen's
+    pooling template (`templates/conv/pool.py`), where it covers the op's options."""
+    if not t.ops or t.ops[-1] is not t.out or len(t.ph) != 1:
         return None
-    n = t.ops[0]
-    x = n.args[0] if n.args else None
-    if not isinstance(x, Node) or x not in t.ph:
+    n, x = t.ops[-1], t.ph[0]
+    src = n.args[0] if n.args else None
+    prologue: tuple[list[str], str] | None = ([], "v")
+    if t.ops[:-1]:  # elementwise ops of the input before the pool, run on each loaded tile
+        prologue = chain(t, t.ops[:-1], {x: "v"}) if src is t.ops[-2] else None
+    if prologue is None or (src is not x and not t.ops[:-1]) or dtype_of(t.out) != dtype_of(x):
         return None
     module = t.module(n) if n.op == "call_module" else None
     if module is not None:
@@ -466,4 +471,7 @@ def draft_pool(t: Traced) -> str | None:
         return None
     keys = (*_MAX_ARGS, "count_include_pad", "divisor_override")
     spec = templates_pool.spec_of(kind[0], kind[1], **{k: params[k] for k in keys if k in params})
-    return None if spec is None else templates_pool.pool(spec, t.args, t.arg(x))
+    if spec is None:
+        return None
+    spec = replace(spec, prologue=tuple(prologue[0]), value=prologue[1] or "v")
+    return templates_pool.pool(spec, t.args, t.arg(x))

@@ -11,7 +11,8 @@ A program covers CB channels of one image and ROWS output rows; the launch sizes
 run time from the shape (about PROGRAMS programs, a span of at most SPAN elements), so one draft
 serves every shape a model calls it with. Max pooling accumulates in float32 (exact: a maximum of
 values of the input's dtype), average pooling sums in float32 and divides by the window (or by its
-taps inside the input where `count_include_pad=False`).
+taps inside the input where `count_include_pad=False`). Elementwise ops before the pool (Inductor fuses
+a ReLU into it) run on each loaded tile (`PoolSpec.prologue`), padding still ignored after them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class PoolSpec:
     padding: tuple[int, int]
     is_max: bool
     count_include_pad: bool = True
+    prologue: tuple[str, ...] = ()  # `tN = ...` lines over `v` (an input tile, float32): ops before the pool
+    value: str = "v"  # the prologue's result
 
 
 def spec_of(
@@ -73,6 +76,28 @@ def spec_of(
     return PoolSpec(dims, k, s, p, bool(is_max), bool(count_include_pad))
 
 
+_LOAD = """
+@triton.jit
+def kegen_pool_load(ptrs, mask, MAX: tl.constexpr):
+    \"\"\"One tile of the pool's input; where `mask` is off, what the reduction ignores (-inf for max, 0
+    for average).\"\"\"
+    if MAX:
+        return tl.load(ptrs, mask=mask, other=float("-inf"))
+    return tl.load(ptrs, mask=mask, other=0.0)
+"""
+# the elementwise ops before the pool on each tile, in float32; padding ignored after them
+_LOAD_PROLOGUE = """
+@triton.jit
+def kegen_pool_load(ptrs, mask, MAX: tl.constexpr):
+    \"\"\"One tile of the pool's input after the elementwise ops before the pool, in float32; where `mask`
+    is off, what the reduction ignores (-inf for max, 0 for average).\"\"\"
+    v = tl.load(ptrs, mask=mask, other=0.0).to(tl.float32)
+{prologue}
+    if MAX:
+        return tl.where(mask, {value}, float("-inf"))
+    return tl.where(mask, {value}, 0.0)
+"""
+
 _KERNEL = """
 @triton.jit
 def kegen_pool_kernel(x_ptr, y_ptr, C, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
@@ -101,10 +126,11 @@ def kegen_pool_kernel(x_ptr, y_ptr, C, H, W, OH, OW, KH: tl.constexpr, KW: tl.co
                 member = span % SW  # a column's place in its stride group: tap q * SW + member
                 for q in tl.static_range((KW + SW - 1) // SW):
                     col = span + (q * SW - PW)
-                    inside = (col >= 0) & (col < W)
+                    taps = (col >= 0) & (col < W)
+                    if not MAX or SW > 2:  # (max over a pair selects its taps by the split below)
+                        taps = taps & (q * SW + member < KW)
+                    v = kegen_pool_load(base + ih * W + col[None, :], rmask & taps[None, :], MAX)
                     if MAX:
-                        v = tl.load(base + ih * W + col[None, :], mask=rmask & inside[None, :],
-                                    other=float("-inf"))
                         if SW == 1:
                             acc = tl.maximum(acc, v.to(tl.float32))
                         elif SW == 2:  # a stride pair's two members split; the second only where a tap
@@ -114,21 +140,18 @@ def kegen_pool_kernel(x_ptr, y_ptr, C, H, W, OH, OW, KH: tl.constexpr, KW: tl.co
                             else:
                                 acc = tl.maximum(acc, v0.to(tl.float32))
                         else:
-                            v = tl.where((q * SW + member < KW)[None, :], v, float("-inf"))
                             acc = tl.maximum(acc, tl.max(tl.reshape(v, [CB, OWB, SW]), axis=2).to(tl.float32))
                     else:
-                        taps = inside & (q * SW + member < KW)
-                        v = tl.load(base + ih * W + col[None, :], mask=rmask & taps[None, :], other=0.0)
                         acc += tl.sum(tl.reshape(v.to(tl.float32), [CB, OWB, SW]), axis=2)
             else:  # a stride that is not a power of two: one strided load per tap
                 for kw in tl.static_range(KW):
                     col = ow * SW + (kw - PW)
                     tap = rmask & ((col >= 0) & (col < W))[None, :]
+                    v = kegen_pool_load(base + ih * W + col[None, :], tap, MAX)
                     if MAX:
-                        v = tl.load(base + ih * W + col[None, :], mask=tap, other=float("-inf"))
                         acc = tl.maximum(acc, v.to(tl.float32))
                     else:
-                        acc += tl.load(base + ih * W + col[None, :], mask=tap, other=0.0).to(tl.float32)
+                        acc += v.to(tl.float32)
         if not MAX:
             if COUNT_PAD:
                 acc = acc / (KH * KW)
@@ -197,4 +220,6 @@ def pool(spec: PoolSpec, args: list[str], x: str) -> str:
         args=", ".join(args),
         x=x,
     )
-    return HEADER + _KERNEL + forward
+    prologue = "".join(f"    {line}\n" for line in spec.prologue).rstrip("\n")
+    load = _LOAD_PROLOGUE.format(prologue=prologue, value=spec.value) if spec.prologue else _LOAD
+    return HEADER + load + _KERNEL + forward

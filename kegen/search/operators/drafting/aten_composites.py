@@ -1,4 +1,5 @@
-"""Lifting Inductor's eval-mode BatchNorm formula (a step of `drafting.aten.lift`).
+"""Lifting composite ops Inductor's post-grad graph spells in pieces (steps of `drafting.aten.lift`):
+the eval-mode BatchNorm formula, and pooling (`lift_pooling`).
 
 A `kegen tune` group of a convolution followed by an eval-mode BatchNorm reads the statistics and
 affine weights as inputs of shape [C] and computes, with the per-channel vectors viewed as
@@ -100,3 +101,23 @@ def lift_batch_norm(gm: GraphModule) -> None:
             bn = g.call_function(F.batch_norm, (x, mean, var, weight, bias, False, 0.0, eps))
         out.replace_all_uses_with(bn)
         g.eliminate_dead_code()
+
+
+def lift_pooling(gm: GraphModule) -> None:
+    """`aten.max_pool2d_with_indices` whose indices are not read (its values by `getitem` 0; `kegen
+    tune` writes Inductor's low-memory max pool so) -> `F.max_pool2d` with the same window arguments;
+    `aten.avg_pool2d` -> `F.avg_pool2d` (the same positional arguments)."""
+    aten = torch.ops.aten
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.kwargs:
+            continue
+        if n.target is aten.avg_pool2d.default:
+            n.target = F.avg_pool2d
+        elif n.target is aten.max_pool2d_with_indices.default:
+            users = list(n.users)
+            if not users or any(u.target is not operator.getitem or u.args[1] != 0 for u in users):
+                continue
+            for u in users:
+                u.replace_all_uses_with(n)
+                gm.graph.erase_node(u)
+            n.target = F.max_pool2d
