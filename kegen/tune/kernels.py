@@ -25,7 +25,7 @@ from kegen.tune.partition import (
     PartitionError,
     cut,
     graph_args,
-    merge_duplicate_views,
+    merge_duplicate_outputs,
     model_tensor_inputs,
     problem_source,
     record_values,
@@ -51,8 +51,8 @@ def plan_variant(mf: ModelFile, problem: Path, k: int, out_dir: Path) -> dict[st
     if cap.post_grad is None or not cap.kernel_nodes:
         raise PartitionError("Inductor kept no post-grad graph or kernel provenance")
     values = record_values(cap.post_grad, graph_args(cap, mf.build(0), mf.variants[k]))
-    merge_duplicate_views(cap.post_grad, values)  # one input where two projections read one activation
     part = carve_regions(cut(cap.post_grad, cap.kernel_nodes, values))
+    merge_duplicate_outputs(part)  # one input where two projections read one activation
     part, fused = fuse_groups(part, draft, mf.path.name, k, model_tensor_inputs(cap))
     lay = layout(part, cap)
     d = out_dir / f"variant{k}"

@@ -95,32 +95,44 @@ def is_view(n: Any, values: dict[str, Any]) -> bool:
     return all(t.untyped_storage().data_ptr() in ins for t in outs)
 
 
-def merge_duplicate_views(gm: Any, values: dict[str, Any]) -> int:
-    """Each view node that repeats an earlier one (the same op on the same value with the same
-    arguments: a normalised activation reshaped once per projection that reads it) replaced by that
-    one, so the groups that read it share one input; the number of nodes removed."""
+def merge_duplicate_outputs(part: Partition) -> int:
+    """Each output of a group that repeats another output of it as a view (the same op on the same
+    value with the same arguments: a normalised activation reshaped once per projection that reads
+    it) replaced by that one in the graph, so the groups that read them share one input (a gated MLP's
+    two projections then read one tensor); the number of outputs removed. Views inside a group, or
+    read by other groups through no group output, are left alone."""
 
     def frozen(v: Any) -> Any:
         return tuple(frozen(x) for x in v) if isinstance(v, list | tuple) else v
 
-    seen: dict[Any, Any] = {}
+    gm = part.graph
+    nodes = {n.name: n for n in gm.graph.nodes}
     removed = 0
-    for n in list(gm.graph.nodes):
-        if not is_view(n, values) or n.target is operator.getitem:
-            continue
-        try:
-            key = (n.target, frozen(n.args), frozen(tuple(sorted(n.kwargs.items()))))
-            hash(key)
-        except TypeError:  # an argument that cannot be compared: left as it is
-            continue
-        if key in seen:
+    for g in part.groups:
+        seen: dict[Any, Any] = {}
+        for name in list(g.outputs):
+            n = nodes[name]
+            if not is_view(n, part.values) or n.target is operator.getitem or n.users.keys() & {
+                u for u in gm.graph.nodes if u.op == "output"
+            }:
+                continue
+            try:
+                key = (n.target, frozen(n.args), frozen(tuple(sorted(n.kwargs.items()))))
+                hash(key)
+            except TypeError:  # an argument that cannot be compared: left as it is
+                continue
+            if key not in seen:
+                seen[key] = n
+                continue
             n.replace_all_uses_with(seen[key])
             gm.graph.erase_node(n)
+            g.nodes.remove(name)
             removed += 1
-        else:
-            seen[key] = n
     if removed:
         gm.recompile()
+        for g in part.groups:
+            wire(g, gm, part.views, part.values)
+        check_order(part.groups, gm, part.glue)
     return removed
 
 
