@@ -135,23 +135,9 @@ def time_calls(
         hosts.append(max(0.0, returned[-1] - h0))
         _synchronize()
         samples.append(start.elapsed_time(end) * 1e-3)
-    if host_bound(hosts, samples):
+    if samples and statistics.median(hosts) - statistics.median(samples) > HOST_BOUND_S:
         samples = [max(s, h) for s, h in zip(samples, hosts, strict=True)]  # host-bound: host time counts
     return samples, outs
-
-
-def host_bound(hosts: list[float], samples: list[float]) -> bool:
-    """Whether a forward is host-bound: its host time beyond its GPU time by more than HOST_BOUND_S,
-    the host time taken at its lower quartile. A forward that works on the host does so on every call;
-    a host slowed on some calls by other processes' threads (the evaluator's own CPU work) must not
-    turn a GPU-bound forward into a host-bound one: on an H100 three template drafts of 13-20 us of GPU
-    work per forward (torch profiler) were charged 630-710 us by the median while their host time on
-    an idle host was 170-250 us. Host work done on fewer calls still shows in those calls' samples
-    (beyond the spin, the GPU waits for it) and leaves the median GPU time as it is."""
-    if not samples or not hosts:
-        return False
-    low = sorted(hosts)[len(hosts) // 4]
-    return low - statistics.median(samples) > HOST_BOUND_S
 
 
 def _timed_pass(

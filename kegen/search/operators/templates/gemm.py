@@ -143,32 +143,40 @@ def _with_extras(kernel: str, count: int) -> str:
     )
 
 
-_GATED_KERNEL = """
-@triton.jit
-def {name}(x_ptr, w_ptr, b_ptr, g_ptr, gb_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk, stride_wn,
-           stride_wk, stride_gn, stride_gk, stride_ym, HAS_BIAS: tl.constexpr, HAS_GATE_BIAS: tl.constexpr,
-           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-{prologue}
-    gacc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        ks = k0 + rk
-        a = tl.load(x_ptr + rm[:, None] * stride_xm + ks[None, :] * stride_xk,
-                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0.0)
-        w = tl.load(w_ptr + rn[None, :] * stride_wn + ks[:, None] * stride_wk,
-                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
-        g = tl.load(g_ptr + rn[None, :] * stride_gn + ks[:, None] * stride_gk,
-                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(a, w)
-        gacc += tl.dot(a, g)
-    if HAS_BIAS:
-        acc += tl.load(b_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-    if HAS_GATE_BIAS:
-        gacc += tl.load(gb_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]
-{gate_epilogue}
-{extra_loads}{epilogue}
-    tl.store(y_ptr + rm[:, None] * stride_ym + rn[None, :], {result}.to(y_ptr.dtype.element_ty),
-             mask=(rm[:, None] < M) & (rn[None, :] < N))
-"""
+def _gated_kernel() -> str:
+    """The linear kernel's text with a second weight (`g_ptr`, its bias `gb_ptr`) accumulated into `gacc`
+    beside `acc` in the same K loop, and the gate's epilogue before the host's (asserted edits: one
+    kernel, two forms)."""
+    text = _LINEAR_KERNEL
+    edits = (
+        (
+            "def {name}(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk, "
+            "stride_ym,\n           HAS_BIAS: tl.constexpr,",
+            "def {name}(x_ptr, w_ptr, b_ptr, g_ptr, gb_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,\n"
+            "           stride_wn, stride_wk, stride_gn, stride_gk, stride_ym, HAS_BIAS: tl.constexpr,\n"
+            "           HAS_GATE_BIAS: tl.constexpr,",
+        ),
+        ("{prologue}\n", "{prologue}\n    gacc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)\n"),
+        (
+            "        acc += tl.dot(a, w)\n",
+            "        g = tl.load(g_ptr + rn[None, :] * stride_gn + ks[:, None] * stride_gk,\n"
+            "                    mask=(ks[:, None] < K) & (rn[None, :] < N), other=0.0)\n"
+            "        acc += tl.dot(a, w)\n        gacc += tl.dot(a, g)\n",
+        ),
+        (
+            "{extra_loads}",
+            "    if HAS_GATE_BIAS:\n"
+            "        gacc += tl.load(gb_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)[None, :]\n"
+            "{gate_epilogue}\n{extra_loads}",
+        ),
+    )
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    return text
+
+
+_GATED_KERNEL = _gated_kernel()
 
 _GATED_HELPER = """
 
