@@ -152,7 +152,8 @@ def _gated_kernel() -> str:
         (
             "def {name}(x_ptr, w_ptr, b_ptr, y_ptr, M, N, K, stride_xm, stride_xk, stride_wn, stride_wk, "
             "stride_ym,\n           HAS_BIAS: tl.constexpr,",
-            "def {name}(x_ptr, w_ptr, b_ptr, g_ptr, gb_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, stride_xk,\n"
+            "def {name}(x_ptr, w_ptr, b_ptr, g_ptr, gb_ptr, y_ptr,{extra_ptrs} M, N, K, stride_xm, "
+            "stride_xk,\n"
             "           stride_wn, stride_wk, stride_gn, stride_gk, stride_ym, HAS_BIAS: tl.constexpr,\n"
             "           HAS_GATE_BIAS: tl.constexpr,",
         ),
