@@ -107,14 +107,13 @@ def merge_duplicate_outputs(part: Partition) -> int:
 
     gm = part.graph
     nodes = {n.name: n for n in gm.graph.nodes}
+    returned = next(n for n in gm.graph.nodes if n.op == "output")
     removed = 0
     for g in part.groups:
         seen: dict[Any, Any] = {}
         for name in list(g.outputs):
             n = nodes[name]
-            if not is_view(n, part.values) or n.target is operator.getitem or n.users.keys() & {
-                u for u in gm.graph.nodes if u.op == "output"
-            }:
+            if not is_view(n, part.values) or n.target is operator.getitem or returned in n.users:
                 continue
             try:
                 key = (n.target, frozen(n.args), frozen(tuple(sorted(n.kwargs.items()))))

@@ -72,6 +72,7 @@ from kegen.search.operators.drafting.graph import (
     KNOWN_MODULES,
     KNOWN_TARGETS,
     DraftError,
+    Drafts,
     Traced,
     load_problem_module,
     op_name,
@@ -80,7 +81,7 @@ from kegen.search.operators.drafting.graph import (
 )
 from kegen.search.operators.drafting.group_norm import draft_group_norm
 from kegen.search.operators.drafting.layout import draft_layout_copy, draft_transpose
-from kegen.search.operators.drafting.matmul import draft_linear, draft_linear_variants, draft_matmul
+from kegen.search.operators.drafting.matmul import draft_linear, draft_matmul
 from kegen.search.operators.drafting.norms import (
     draft_layer_norm,
     draft_layer_norm_fn,
@@ -144,8 +145,7 @@ class Rule:
 
     name: str
     op_class: str
-    match: Callable[[Traced], str | None]
-    variants: Callable[[Traced], list[tuple[str, str]]] | None = None  # other drafts where it matches
+    match: Callable[[Traced], str | Drafts | None]  # Drafts: the source and other drafts of it
 
 
 RULES: tuple[Rule, ...] = (
@@ -167,7 +167,7 @@ RULES: tuple[Rule, ...] = (
     Rule("dequant_linear", "matmul", draft_dequant_linear),
     Rule("packed_linear", "matmul", draft_packed_linear),
     Rule("matmul", "matmul", draft_matmul),
-    Rule("linear", "matmul", draft_linear, draft_linear_variants),
+    Rule("linear", "matmul", draft_linear),
     Rule("gather", "gather", draft_gather),
     Rule("embedding_bag", "embedding", draft_embedding_bag),
     Rule("depthwise_conv", "convolution", draft_depthwise),
@@ -218,34 +218,37 @@ def analyze(problem_path: Path) -> Analysis:
 
 
 def _match_rules(t: Traced, names: list[str], views: Lifted | None) -> Analysis | None:
-    """The first rule's draft of `t`, with `views` (the ones moved out of the graph) applied in its
-    forward; why a pattern that nearly matched refused goes to `t.notes`."""
+    """The first rule's draft of `t` (and its variants), with `views` (the ones moved out of the graph)
+    applied in their forwards; why a pattern that nearly matched refused goes to `t.notes`."""
     for rule in RULES:
         try:
-            source = rule.match(t)
+            found = rule.match(t)
         except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
             t.notes.append(f"pattern {rule.name} failed on this graph ({type(exc).__name__}: {exc})")
             continue
-        if source is not None and views is not None:
+        if found is None:
+            continue
+        drafts = found if isinstance(found, Drafts) else Drafts(found)
+        source, variants = drafts.source, list(drafts.variants)
+        if views is not None:
             try:
                 source = wrap(source, t.args, views)
             except NotLiftable:
                 continue
-        if source is not None:
-            return Analysis(rule.op_class, names, [], source, _variants(rule, t, views))
+            variants = _wrapped(variants, t.args, views)
+        return Analysis(rule.op_class, names, [], source, variants)
     return None
 
 
-def _variants(rule: Rule, t: Traced, views: Lifted | None) -> list[tuple[str, str]]:
-    """The rule's other drafts of `t`, with `views` applied; none where they fail (the main draft stands)."""
-    if rule.variants is None:
-        return []
-    try:
-        found = rule.variants(t)
-        return [(what, source if views is None else wrap(source, t.args, views)) for what, source in found]
-    except (IndexError, KeyError, TypeError, ValueError, AttributeError, RuntimeError, NotLiftable) as exc:
-        t.notes.append(f"the variants of {rule.name} failed on this graph ({type(exc).__name__}: {exc})")
-        return []
+def _wrapped(variants: list[tuple[str, str]], args: list[str], views: Lifted) -> list[tuple[str, str]]:
+    """The variants with `views` applied in their forwards; a variant that cannot take them is dropped."""
+    out = []
+    for what, source in variants:
+        try:
+            out.append((what, wrap(source, args, views)))
+        except NotLiftable:
+            continue
+    return out
 
 
 def _without_output_views(t: Traced) -> tuple[Traced, Lifted] | None:
@@ -337,11 +340,12 @@ def template_drafts(a: Analysis, problem_path: Path, target: str) -> list[Draft]
     """The template drafts of an analysis (its source, then its variants), for `target`."""
     if a.source is None:
         return []
+    origin = f"template:{a.op_class}"
     what = f"drafted from a template ({a.summary})"
-    drafts = [Draft(for_target(a.source, target, problem_path), f"template:{a.op_class}", what)]
+    drafts = [Draft(for_target(a.source, target, problem_path), origin, what)]
     for variant, source in a.variants:
-        origin = f"template:{a.op_class}:variant"
-        drafts.append(Draft(for_target(source, target, problem_path), origin, f"{what[:-1]}; {variant})"))
+        what = f"drafted from a template ({a.summary}; {variant})"
+        drafts.append(Draft(for_target(source, target, problem_path), f"{origin}:variant", what))
     return drafts
 
 

@@ -448,11 +448,13 @@ def draft_pool(t: Traced) -> str | None:
     if not t.ops or t.ops[-1] is not t.out or len(t.ph) != 1:
         return None
     n, x = t.ops[-1], t.ph[0]
-    src = n.args[0] if n.args else None
-    prologue: tuple[list[str], str] | None = ([], "v")
-    if t.ops[:-1]:  # elementwise ops of the input before the pool, run on each loaded tile
-        prologue = chain(t, t.ops[:-1], {x: "v"}) if src is t.ops[-2] else None
-    if prologue is None or (src is not x and not t.ops[:-1]) or dtype_of(t.out) != dtype_of(x):
+    src, before = (n.args[0] if n.args else None), t.ops[:-1]
+    # elementwise ops of the input before the pool run on each loaded tile
+    if before:
+        prologue = chain(t, before, {x: "v"}) if src is before[-1] else None
+    else:
+        prologue = ([], "v") if src is x else None
+    if prologue is None or dtype_of(t.out) != dtype_of(x):
         return None
     module = t.module(n) if n.op == "call_module" else None
     if module is not None:
@@ -473,5 +475,5 @@ def draft_pool(t: Traced) -> str | None:
     spec = templates_pool.spec_of(kind[0], kind[1], **{k: params[k] for k in keys if k in params})
     if spec is None:
         return None
-    spec = replace(spec, prologue=tuple(prologue[0]), value=prologue[1] or "v")
+    spec = replace(spec, prologue=tuple(prologue[0]), value=prologue[1])
     return templates_pool.pool(spec, t.args, t.arg(x))

@@ -69,6 +69,15 @@ RESERVED |= {
 }
 
 
+@dataclass(frozen=True)
+class Drafts:
+    """What a rule drafted: its candidate and other drafts of the same graph, (what differs, source)
+    each, which a search evaluates beside it (a rule may return a bare source instead)."""
+
+    source: str
+    variants: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass
 class Traced:
     """The traced reference: its compute nodes, inputs (with the values traced on) and output."""

@@ -17,6 +17,7 @@ from kegen.search.operators.drafting.elementwise import broadcast_kind, chain
 from kegen.search.operators.drafting.graph import (
     LINEAR,
     MATMUL,
+    Drafts,
     Traced,
     dtype_of,
     dtype_src,
@@ -346,23 +347,20 @@ def _last_dim_slice(n: Node, rank: int, n_cols: int) -> tuple[int, int] | None:
     return c0, c1
 
 
-def draft_linear(t: Traced) -> str | None:
+def draft_linear(t: Traced) -> Drafts | None:
     """A stack of linear layers (nn.Linear / F.linear), each with an elementwise epilogue that may read
     other inputs or model tensors (a residual, scales); fp32 upcasts of the input, weights and biases
-    and the final cast back allowed."""
+    and the final cast back allowed. Its variant: gated layers (SwiGLU, GEGLU) with both products of one
+    input in one kernel (`templates.gemm.fuse_gates`), where any pair fuses."""
     plan = _linear_plan(t)
-    return None if plan is None else plan.source(plan.stages)
+    if plan is None:
+        return None
+    fused = templates_gemm.fuse_gates(plan.stages)
+    variants = () if fused is None else ((GATED_VARIANT, plan.source(fused)),)
+    return Drafts(plan.source(plan.stages), variants)
 
 
 GATED_VARIANT = "gate and up layers of one input in one kernel"
-
-
-def draft_linear_variants(t: Traced) -> list[tuple[str, str]]:
-    """Other drafts of `draft_linear`'s layers, (what differs, source) each: gated layers (SwiGLU,
-    GEGLU) with both products of one input in one kernel (`templates.gemm.fuse_gates`)."""
-    plan = _linear_plan(t)
-    fused = None if plan is None else templates_gemm.fuse_gates(plan.stages)
-    return [] if plan is None or fused is None else [(GATED_VARIANT, plan.source(fused))]
 
 
 @dataclass(frozen=True)

@@ -208,7 +208,7 @@ def fuse_gates(stages: Sequence[LinearStage]) -> list[LinearStage] | None:
     tile in its epilogue (a gated MLP's `act(x @ Wg.T) * (x @ Wu.T)`), computed in that layer's kernel
     (`GateLayer`): one pass over the input, and the gate's output neither stored nor read back (it
     stays in float32). None where no pair fuses."""
-    out = list(stages)
+    out: list[LinearStage | None] = list(stages)
     fused = False
     for i, gate in enumerate(stages):
         if gate.extras or gate.gate is not None or gate.target == stages[-1].target:
@@ -226,7 +226,7 @@ def fuse_gates(stages: Sequence[LinearStage]) -> list[LinearStage] | None:
             continue
         if any(s is not None and s.target == gate.target for s in out[i + 1 :]):
             continue  # the name is bound again later: the host may read another value
-        out[i] = None  # type: ignore[call-overload]
+        out[i] = None
         out[j] = _host_of(host, gate, slots[0])
         fused = True
     return [s for s in out if s is not None] if fused else None
