@@ -12,9 +12,10 @@ from typing import Any
 import torch
 
 from kegen.eval.errors import CandidateError
-from kegen.eval.inputs import default_device, flatten_outputs
+from kegen.eval.inputs import flatten_outputs
 from kegen.eval.loader import source_line_of
 from kegen.eval.models import build_model, call_reference  # noqa: F401  (re-exported for the worker)
+from kegen.eval.sandboxed.factory_device import factory_device, install_factory_device
 from kegen.eval.sandboxed.guards import (
     OpGuard,
     TamperGuard,
@@ -96,6 +97,8 @@ class Guards:
         _preimport()
         install_launch_hooks()
         install_host_access_hooks()
+        if gpu:
+            install_factory_device()
         self.path = candidate_path
         self.allow_ops = allow_ops
         self.active = active
@@ -147,7 +150,7 @@ class Guards:
         CandidateError."""
         self.in_candidate = True
         try:
-            with torch.no_grad(), default_device("cuda" if self.gpu else "cpu"):
+            with torch.no_grad(), factory_device("cuda" if self.gpu else "cpu"):
                 if watch_ops:
                     with self.ops():
                         out = model(*inputs)
