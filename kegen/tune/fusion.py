@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,6 @@ def fuse_groups(
     draft exists, and every GEMM with the group that unpacks its weight from `constants` (the graph
     inputs that are the model's parameters and buffers) where the packed template drafts the merge;
     {index of a merged group: its drafts}. `draft(problem_path) -> source` is Inductor's drafter."""
-    from kegen.search.operators.mutations.base import MutationError
-    from kegen.search.operators.mutations.epilogue import fuse_epilogue
-
     fused: dict[str, Fused] = {}  # keyed by the merged group's first node while indices move
     tried: set[tuple[str, str]] = set()
     with tempfile.TemporaryDirectory(prefix="kegen-fuse-") as tmp:
@@ -83,23 +81,13 @@ def fuse_groups(
                     continue
                 tried.add((g.nodes[0], part.groups[j].nodes[0]))
                 c = part.groups[j]
-                try:
-                    merged_part = merge(part, [k, j], f"{g.kernel}_{c.kernel}")
-                except PartitionError:
+                done = _merge_drafted(
+                    part, [k, j], f"{g.kernel}_{c.kernel}", model, variant, Path(tmp), _epilogue_drafts(draft)
+                )
+                if done is None:
                     continue
-                merged = next(m for m in merged_part.groups if m.nodes == sorted_nodes(part, g, c))
-                path = Path(tmp) / f"{merged.name}.py"
-                try:
-                    path.write_text(problem_source(merged_part, merged, model, variant))
-                    inductor = draft(path)
-                    source = fuse_epilogue(inductor)
-                except (MutationError, PartitionError, SyntaxError, ValueError):
-                    continue
-                except Exception as exc:  # a merge is optional: anything else leaves the two groups apart
-                    log.debug("fusing %s into %s: %s", c.kernel, g.kernel, exc)
-                    continue
-                part = merged_part
-                fused[merged.nodes[0]] = Fused(inductor, source, [g.kernel, c.kernel], path.name)
+                part, first, name, (inductor, source) = done
+                fused[first] = Fused(inductor, source, [g.kernel, c.kernel], name)
                 changed = True
                 break
     by_index = {g.index: fused[g.nodes[0]] for g in part.groups if g.nodes[0] in fused}
@@ -117,8 +105,6 @@ def _fuse_unpacking(
 ) -> Partition:
     """Each `mm` group merged with the pointwise group that alone computes its weight operand from
     `constants`, where kegen's packed template drafts the merged problem."""
-    from kegen.search.operators.drafting import analyze
-
     tried: set[str] = set()  # GEMM groups (by first node) already tried: a merge restarts the scan
     k = 0
     while k < len(part.groups):
@@ -129,25 +115,15 @@ def _fuse_unpacking(
             continue
         tried.add(g.nodes[0])
         p = part.groups[j]
-        try:
-            merged_part = merge(part, [j, k - 1], "mm_packed")
-        except PartitionError:
-            continue
-        merged = next(m for m in merged_part.groups if m.nodes == sorted_nodes(part, p, g))
-        path = tmp / f"{merged.name}.py"
-        try:
-            path.write_text(problem_source(merged_part, merged, model, variant))
-            source = analyze(path).source
-            if source is None or "packed_linear_kernel" not in source:
-                continue
-            inductor = draft(path)
-        except Exception as exc:  # a merge is optional: anything else leaves the two groups apart
-            log.debug("merging %s into %s: %s", p.kernel, g.kernel, exc)
+        done = _merge_drafted(part, [j, k - 1], "mm_packed", model, variant, tmp, _packed_drafts(draft))
+        if done is None:
             continue
         members = [p.kernel, g.kernel]
-        change = PACKED_CHANGE.format(members=" + ".join(members))
-        fused[merged.nodes[0]] = Fused(inductor, source, members, path.name, change)
-        part, k = merged_part, 0
+        part, first, name, (inductor, source) = done
+        fused[first] = Fused(
+            inductor, source, members, name, PACKED_CHANGE.format(members=" + ".join(members))
+        )
+        k = 0
     return part
 
 
@@ -161,9 +137,6 @@ def _fuse_gates(
     projections and its `act(gate) * up`) merged with both, where kegen's linear template drafts the
     merged problem with the two products in one kernel (`templates.gemm.fuse_gates`): that draft is its
     seed, Inductor's kernels its baseline."""
-    from kegen.search.operators.drafting import analyze
-    from kegen.search.operators.drafting.matmul import GATED_VARIANT
-
     tried: set[str] = set()  # pointwise groups (by first node) already tried: a merge restarts the scan
     k = 0
     while k < len(part.groups):
@@ -180,25 +153,14 @@ def _fuse_gates(
         if len(gemms) != 2:
             continue
         members = [part.groups[i].kernel for i in gemms] + [c.kernel]
-        nodes = {n for i in [*gemms, k - 1] for n in part.groups[i].nodes}
-        try:
-            merged_part = merge(part, [*gemms, k - 1], "mm_mm_gated")
-        except PartitionError:
+        done = _merge_drafted(part, [*gemms, k - 1], "mm_mm_gated", model, variant, tmp, _gated_drafts(draft))
+        if done is None:
             continue
-        merged = next(m for m in merged_part.groups if set(m.nodes) == nodes)
-        path = tmp / f"{merged.name}.py"
-        try:
-            path.write_text(problem_source(merged_part, merged, model, variant))
-            source = dict((what, src) for what, src in analyze(path).variants).get(GATED_VARIANT)
-            if source is None:
-                continue
-            inductor = draft(path)
-        except Exception as exc:  # a merge is optional: anything else leaves the groups apart
-            log.debug("merging %s: %s", " + ".join(members), exc)
-            continue
-        change = GATED_CHANGE.format(members=" + ".join(members))
-        fused[merged.nodes[0]] = Fused(inductor, source, members, path.name, change)
-        part, k = merged_part, 0
+        part, first, name, (inductor, source) = done
+        fused[first] = Fused(
+            inductor, source, members, name, GATED_CHANGE.format(members=" + ".join(members))
+        )
+        k = 0
     return part
 
 
@@ -246,6 +208,68 @@ def _unpacking_producer(part: Partition, g: Group, constants: frozenset[str]) ->
     return None
 
 
-def sorted_nodes(part: Partition, a: Group, b: Group) -> list[str]:
-    order = {n.name: i for i, n in enumerate(part.graph.graph.nodes)}
-    return sorted([*a.nodes, *b.nodes], key=lambda n: order[n])
+Drafts = tuple[str, str]  # a merged group's Inductor draft (its baseline) and fused draft (its seed)
+
+
+def _merge_drafted(
+    part: Partition,
+    indices: list[int],
+    name: str,
+    model: str,
+    variant: int,
+    tmp: Path,
+    drafts: Callable[[Path], Drafts | None],
+) -> tuple[Partition, str, str, Drafts] | None:
+    """`part` with groups `indices` merged into one group named `name`, the merged group's first node,
+    the file name of its problem and its drafts (`drafts(problem_path)`); None where the merge or a
+    draft fails (a merge is optional: the groups then stay apart)."""
+    nodes = {n for i in indices for n in part.groups[i].nodes}
+    try:
+        merged_part = merge(part, indices, name)
+    except PartitionError:
+        return None
+    merged = next(m for m in merged_part.groups if set(m.nodes) == nodes)
+    path = tmp / f"{merged.name}.py"
+    try:
+        path.write_text(problem_source(merged_part, merged, model, variant))
+        made = drafts(path)
+    except Exception as exc:
+        log.debug("merging %s: %s", " + ".join(part.groups[i].kernel for i in indices), exc)
+        return None
+    return None if made is None else (merged_part, merged.nodes[0], path.name, made)
+
+
+def _epilogue_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts]:
+    """Inductor's draft and its kernels fused into one (`mutations.epilogue.fuse_epilogue`)."""
+    from kegen.search.operators.mutations.epilogue import fuse_epilogue
+
+    def drafts(path: Path) -> Drafts:
+        inductor = draft(path)
+        return inductor, fuse_epilogue(inductor)
+
+    return drafts
+
+
+def _packed_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts | None]:
+    """Inductor's draft and kegen's packed-weight template draft, where the template drafts it."""
+    from kegen.search.operators.drafting import analyze
+
+    def drafts(path: Path) -> Drafts | None:
+        source = analyze(path).source
+        if source is None or "packed_linear_kernel" not in source:
+            return None
+        return draft(path), source
+
+    return drafts
+
+
+def _gated_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts | None]:
+    """Inductor's draft and the linear template's gated variant (both products in one kernel)."""
+    from kegen.search.operators.drafting import analyze
+    from kegen.search.operators.drafting.matmul import GATED_VARIANT
+
+    def drafts(path: Path) -> Drafts | None:
+        source = dict(analyze(path).variants).get(GATED_VARIANT)
+        return None if source is None else (draft(path), source)
+
+    return drafts
