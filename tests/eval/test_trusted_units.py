@@ -205,3 +205,30 @@ def test_code_under_tmp_is_bound_back_into_the_sandbox(tmp_path, monkeypatch) ->
     assert "/tmp" not in paths and all(p.startswith(("/tmp/", "/run/")) for p in paths)
     args = sandbox._bwrap_args("bwrap", None)
     assert args.index("/tmp") < max((i for i, a in enumerate(args) if a in paths), default=len(args))
+
+
+class _MakesHostTensors(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.zeros(x.shape[-1])  # written for host tensors: needs the default device
+
+
+class _NamesItsDevice(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2 + torch.zeros(x.shape[-1], device=x.device)
+
+
+class _ReturnsAHostTensor(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, torch.arange(3)
+
+
+def test_baselines_take_the_default_device_only_where_the_reference_needs_it() -> None:
+    """A torch function mode costs every torch call Python dispatch; the baselines are timed under
+    `with torch.device(...)` only where the reference fails or returns tensors elsewhere without it."""
+    from kegen.eval.trusted.baselines import needs_default_device
+
+    x = [torch.empty(4, 8, device="meta")]
+    assert needs_default_device(_MakesHostTensors(), x, "meta")
+    assert needs_default_device(_ReturnsAHostTensor(), x, "meta")
+    assert not needs_default_device(_NamesItsDevice(), x, "meta")
+    assert not needs_default_device(_MakesHostTensors(), [torch.ones(4, 8)], "cpu")

@@ -13,7 +13,7 @@ import torch
 
 from kegen.eval.config import EvalConfig
 from kegen.eval.errors import CandidateError
-from kegen.eval.inputs import InputFactory, clone_all, default_device
+from kegen.eval.inputs import InputFactory, clone_all, default_device, flatten_outputs
 from kegen.eval.models import call_reference
 from kegen.eval.profile import Profile, from_host_timing, from_mtia_launches
 from kegen.eval.trusted import memo, roofline
@@ -152,7 +152,9 @@ def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict
             _time_mtia_compile_baseline(ev, times, details)
         return {"times": times, "details": details}
     sets = draws(ev, factory, max(1, ev.cfg.timing_runs))
-    times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets)
+    device = ev.device_name if needs_default_device(ref, sets[0], ev.device_name) else "cpu"
+    details["baseline_default_device"] = device != "cpu"
+    times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets, device)
     if ev.gpu and ev.cfg.compile_baseline:
         from kegen.eval import timing_gpu
 
@@ -160,7 +162,7 @@ def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict
         try:
             if fn is None:
                 raise RuntimeError(why)
-            times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets)
+            times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets, device)
         except Exception as exc:
             details["compile_baseline_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return {"times": times, "details": details}
@@ -190,11 +192,28 @@ def _time_mtia_compile_baseline(ev: Evaluator, times: dict[str, Any], details: d
     details["compile_baseline_kernels"] = len(data.get("kernels") or [])
 
 
-def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]]) -> float:
-    """Trusted code (the reference, torch.compile of it) timed in the evaluator itself."""
+def needs_default_device(ref: Any, inputs: list[Any], device: str) -> bool:
+    """Whether the reference relies on a default device: called on `inputs` (already on `device`)
+    without `with torch.device(device)`, it fails or returns tensors elsewhere (it makes tensors
+    without naming a device, written for host tensors). Only such a reference is timed under that
+    context: a torch function mode sends every torch call through Python (2-4 us each), host time
+    the reference as written does not have (docs/DECISIONS.md D86)."""
+    if torch.device(device).type == "cpu":
+        return False
+    try:
+        with torch.no_grad():
+            outs = flatten_outputs(ref(*clone_all(inputs)))
+    except Exception:
+        return True
+    return any(t.device.type != torch.device(device).type for t in outs if isinstance(t, torch.Tensor))
+
+
+def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]], device: str = "cpu") -> float:
+    """Trusted code (the reference, torch.compile of it) timed in the evaluator itself, with
+    `device` the default device (cpu: none; see `needs_default_device`)."""
 
     def run(x: list[Any]) -> Any:
-        with torch.no_grad(), default_device(ev.device_name):
+        with torch.no_grad(), default_device(device):
             return call(x)
 
     if ev.gpu:
@@ -279,8 +298,9 @@ def problem_roofline(ev: Evaluator, ref: Any, factory: InputFactory) -> roofline
     return median
 
 
-def _measure_roofline(ev: Evaluator, ref: Any, factory: InputFactory,
-                      inputs: list[Any] | None = None) -> roofline.Roofline | None:
+def _measure_roofline(
+    ev: Evaluator, ref: Any, factory: InputFactory, inputs: list[Any] | None = None
+) -> roofline.Roofline | None:
     peak: roofline.MachinePeak | None
     details = ev.result["details"]
     try:
