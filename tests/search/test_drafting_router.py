@@ -65,7 +65,7 @@ CASES = {
     ),
 }
 
-# rows wider than one pass (a vocabulary's logits): the chunked kernel, 1024 columns at a time
+# rows wider than one pass (a vocabulary's logits): the chunked kernel, 1024 columns or more at a time
 CHUNKED = {
     # sampling's filter: the top 20 probabilities of 3000 tokens and their ids (a partial last chunk)
     "vocab_softmax_top20": (
@@ -83,6 +83,18 @@ CHUNKED = {
     "vocab_probs_top16": (
         "        return torch.topk(torch.softmax(logits, -1), 16, dim=-1).values",
         "3, 2100",
+        "torch.float32",
+    ),
+    # many rows, one split each: a row in one chunk wider than CHUNK (4096 for 2100 columns)
+    "vocab_rows_top10_one_chunk": (
+        "        return torch.topk(torch.softmax(logits, dim=-1), 10, dim=-1)",
+        "40, 2100",
+        "torch.float32",
+    ),
+    # two splits a row of one 2048-column chunk each, the second partial
+    "vocab_split_top16_wide_chunks": (
+        "        return torch.topk(logits, 16, dim=-1)",
+        "32, 2600",
         "torch.float32",
     ),
     # fp16 probabilities alone, 40 of 1500

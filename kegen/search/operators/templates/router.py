@@ -74,9 +74,10 @@ def _topk_finish(vals, taken, m, s, SOFTMAX: tl.constexpr, RENORM: tl.constexpr)
 # chunk has such values), the list sorted once at the end (ties by position, as torch.topk on distinct
 # values); the softmax's denominator kept online over the chunks. With few rows a row's columns are
 # split over programs (PARTIAL: each split's sorted K and softmax statistics) and topk_merge_kernel
-# takes the K of their candidates. 8 x 32000, k 50, fp32 on mtia-2i: 99.4 us (one program a row:
-# 158.3 us; K rounds over every chunk: 987.6 us)
+# takes the K of their candidates. 8 x 32000, k 50, fp32 on mtia-2i: 75.4 us with a split in one chunk
+# of 4096 (chunks of 1024: 99.4 us; one program a row: 158.3 us; K rounds over every chunk: 987.6 us)
 CHUNK = 1024
+CHUNK_ELEMENTS = 4096  # a split's columns in one chunk up to this many (x ROWS): fewer chunks, fewer rounds
 _CHUNKED_KERNEL = """
 @triton.jit
 def topk_chunked_kernel(x_ptr, v_ptr, i_ptr, ms_ptr, n_rows, E, SPAN, OUT_STRIDE, K: tl.constexpr,
@@ -184,8 +185,8 @@ def topk_router(
     arg: str, k: int, softmax: bool, renorm: bool, outputs: Sequence[str], rows: int, chunked: bool = False
 ) -> str:
     """The candidate module for input `arg` (..., E): `outputs` names what forward returns, in order
-    ("values", "indices"; one name: that tensor alone); `chunked`: rows read CHUNK columns at a time
-    (wider rows than one pass holds)."""
+    ("values", "indices"; one name: that tensor alone); `chunked`: rows read in chunks of CHUNK columns or
+    more (wider rows than one pass holds)."""
     result = ", ".join(f"{o}.view(*x.shape[:-1], {k})" for o in outputs)
     head = (
         f"        x = {arg}.contiguous()\n"
@@ -207,24 +208,27 @@ def topk_router(
     body = head + _CHUNKED_FORWARD.format(modes=modes, k=k, block_k=pow2_block(k, 2))
     body += f"        return {result}"
     kernels = _CHUNKED_KERNEL + _FINISH
-    return HEADER + f"\nROWS = {rows}\nCHUNK = {CHUNK}\n" + kernels + model_class([arg], body)
+    constants = f"\nROWS = {rows}\nCHUNK = {CHUNK}\nCHUNK_ELEMENTS = {CHUNK_ELEMENTS}\n"
+    return HEADER + constants + kernels + model_class([arg], body)
 
 
 # few rows: each row's columns split over programs (about 64 in all), their top K merged by a second kernel
 _CHUNKED_FORWARD = """\
         splits = max(1, min(triton.cdiv(e, CHUNK), 64 // triton.cdiv(n_rows, ROWS), 1024 // {k}))
-        span = triton.cdiv(triton.cdiv(e, splits), CHUNK) * CHUNK
+        # a split read in one chunk where ROWS of it fit CHUNK_ELEMENTS: a chunk may cost K rounds
+        chunk = max(CHUNK, min(CHUNK_ELEMENTS // ROWS, triton.next_power_of_2(triton.cdiv(e, splits))))
+        span = triton.cdiv(triton.cdiv(e, splits), chunk) * chunk
         splits = triton.cdiv(e, span)
         grid = (triton.cdiv(n_rows, ROWS), splits)
         if splits == 1:
             topk_chunked_kernel[grid](x2, values, indices, values, n_rows, e, e, {k}, {modes},
-                                      PARTIAL=False, ROWS=ROWS, BLOCK_E=CHUNK, BLOCK_K={block_k})
+                                      PARTIAL=False, ROWS=ROWS, BLOCK_E=chunk, BLOCK_K={block_k})
         else:
             cv = torch.empty((n_rows, splits * {k}), dtype=torch.float32, device=x.device)
             ci = torch.empty((n_rows, splits * {k}), dtype=torch.int32, device=x.device)
             ms = torch.empty((n_rows, splits, 2), dtype=torch.float32, device=x.device)
             topk_chunked_kernel[grid](x2, cv, ci, ms, n_rows, e, span, splits * {k}, {modes},
-                                      PARTIAL=True, ROWS=ROWS, BLOCK_E=CHUNK, BLOCK_K={block_k})
+                                      PARTIAL=True, ROWS=ROWS, BLOCK_E=chunk, BLOCK_K={block_k})
             topk_merge_kernel[(triton.cdiv(n_rows, ROWS),)](
                 cv, ci, ms, values, indices, n_rows, splits * {k}, splits, {modes}, ROWS=ROWS,
                 BLOCK_C=triton.next_power_of_2(splits * {k}), BLOCK_S=triton.next_power_of_2(splits),
