@@ -91,6 +91,13 @@ CHUNKED = {
         "40, 2100",
         "torch.float32",
     ),
+    # one split a row in two chunks of 4096 (the second partial): the second chunk's values replace
+    # the list's worst, then the K are sorted
+    "vocab_rows_top8_two_chunks": (
+        "        return torch.topk(logits, 8, dim=-1)",
+        "40, 6000",
+        "torch.float32",
+    ),
     # two splits a row of one 2048-column chunk each, the second partial
     "vocab_split_top16_wide_chunks": (
         "        return torch.topk(logits, 16, dim=-1)",
