@@ -32,7 +32,15 @@ CASES = {
         "return self.conv(x)",
         "torch.randn(1, 96, 7, 7)",
     ),
-    # 1-D, a channel multiplier inside each group (4 in, 12 out a group), fp16
+    # unit stride, rows of 20 columns: a program takes one row's columns (block reads; 12 lanes past the
+    # row masked), a dilated 3x3 with BatchNorm and a residual add
+    "row_tiles_residual": (
+        "self.conv = nn.Conv2d(16, 16, 3, padding=2, dilation=2, groups=4, bias=False)"
+        "\nself.bn = nn.BatchNorm2d(16).eval()",
+        "return torch.relu(self.bn(self.conv(x)) + x)",
+        "torch.randn(2, 16, 5, 20)",
+    ),
+    # 1-D, a channel multiplier inside each group (4 in, 12 out a group), fp16 (rows of 30 columns)
     "conv1d_fp16": (
         "self.conv = nn.Conv1d(16, 48, 5, padding=2, groups=4).half()",
         "return self.conv(x)",

@@ -7,7 +7,9 @@ channels run over the same groups' only, and the weight, (C_out, C_in / groups, 
 block-diagonal tile (zero where a channel pair is in different groups), packed once per weight version
 so each program's tile is one contiguous read. Groups narrower than the
 dot's smallest side (16) are packed GPP to a program: ResNeXt's 8-channel groups make 64 x 64 dots,
-one in eight of their products useful, instead of 16 x 16 dots three quarters masked. Derived from
+one in eight of their products useful, instead of 16 x 16 dots three quarters masked. With unit stride
+and rows of 16 columns or more a program takes one output row's columns (`ROW_TILES`), so each tap's
+input tile is one block read instead of a gather (D81, later paragraph). Derived from
 the seed kernel's text, so the two stay one algorithm; the seed's moves (conv_rows, conv_stationary,
 gpu_conv) do not read this kernel.
 """
@@ -32,8 +34,23 @@ KERNEL = _derive(
     seed.KERNEL,
     (
         ("def kegen_conv_seed_kernel(", "def kegen_conv_grouped_kernel("),
-        ("OH, OW, EPS,\n", "OH, OW, EPS, GROUPS, CI_G, CO_G, CO_BLOCKS,\n"),
-        ("BLOCK_CO: tl.constexpr,", "GPP: tl.constexpr, BLOCK_CO: tl.constexpr,"),
+        ("OH, OW, EPS,\n", "OH, OW, EPS, GROUPS, CI_G, CO_G, CO_BLOCKS, OW_BLOCKS,\n"),
+        (
+            "    pix = tl.program_id(2) * BLOCK_P + tl.arange(0, BLOCK_P)\n"
+            "    oh = pix // OW\n"
+            "    ow = pix % OW\n",
+            "    if ROW_TILES:  # one output row's columns: each tap's input tile is one block read\n"
+            "        oh = tl.program_id(2) // OW_BLOCKS\n"
+            "        ow = (tl.program_id(2) % OW_BLOCKS) * BLOCK_P + tl.arange(0, BLOCK_P)\n"
+            "        pix = oh * OW + ow\n"
+            "    else:  # flattened pixels (gathered where a tile spans rows)\n"
+            "        pix = tl.program_id(2) * BLOCK_P + tl.arange(0, BLOCK_P)\n"
+            "        oh = pix // OW\n"
+            "        ow = pix % OW\n"
+            "    pix_ok = (ow < OW) & (pix < OH * OW)\n",
+        ),
+        ("& (iw < W) & (pix < OH * OW)", "& (iw < W) & pix_ok"),
+        ("BLOCK_CO: tl.constexpr,", "GPP: tl.constexpr, ROW_TILES: tl.constexpr, BLOCK_CO: tl.constexpr,"),
         (
             "    co = tl.program_id(1) * BLOCK_CO + tl.arange(0, BLOCK_CO)\n",
             "    pack = tl.program_id(1) // CO_BLOCKS  # its GPP groups: one block of the packed weight\n"
@@ -66,8 +83,10 @@ KERNEL = _derive(
         ),
     ),
 )
-KERNEL = KERNEL.replace("mask=co < C_OUT,", "mask=valid_co,").replace(
-    "(co[:, None] < C_OUT)", "valid_co[:, None]"
+KERNEL = (
+    KERNEL.replace("mask=co < C_OUT,", "mask=valid_co,")
+    .replace("(co[:, None] < C_OUT)", "valid_co[:, None]")
+    .replace("(pix[None, :] < OH * OW)", "pix_ok[None, :]")
 )
 
 # ModelNew's method packing the weight for the kernel, once per weight storage and version
@@ -102,16 +121,24 @@ _FORWARD = GROUPED_WEIGHT_METHOD + _derive(
             "        block_co = max(16, min(64, triton.next_power_of_2(gpp * co_g)))\n"
             "        block_ci = max(16, min(64 if gpp > 1 else 32, triton.next_power_of_2(gpp * ci_g)))\n"
             "        co_blocks = triton.cdiv(gpp * co_g, block_co)\n"
-            "        grid = (batch, triton.cdiv(groups, gpp) * co_blocks, triton.cdiv(oh * ow, 64))\n",
+            "        # unit-stride rows of 16 columns or more: a program takes one row's (block reads)\n"
+            "        rows = sw == 1 and ow >= 16\n"
+            "        block_p = min(64, triton.next_power_of_2(ow)) if rows else 64\n"
+            "        ow_blocks = triton.cdiv(ow, block_p)\n"
+            "        tiles = oh * ow_blocks if rows else triton.cdiv(oh * ow, 64)\n"
+            "        grid = (batch, triton.cdiv(groups, gpp) * co_blocks, tiles)\n",
         ),
         (
             "kegen_conv_seed_kernel[grid](x, w,",
             "kegen_conv_grouped_kernel[grid](x, self._grouped_weight(w, groups, gpp),",
         ),
-        ("h, w_, oh, ow, eps, KH=kh,", "h, w_, oh, ow, eps, groups, ci_g, co_g, co_blocks, KH=kh,"),
+        (
+            "h, w_, oh, ow, eps, KH=kh,",
+            "h, w_, oh, ow, eps, groups, ci_g, co_g, co_blocks, ow_blocks, KH=kh,",
+        ),
         (
             "BLOCK_CO=32, BLOCK_CI=32, BLOCK_P=64)",
-            "GPP=gpp, BLOCK_CO=block_co, BLOCK_CI=block_ci, BLOCK_P=64)",
+            "GPP=gpp, ROW_TILES=rows, BLOCK_CO=block_co, BLOCK_CI=block_ci, BLOCK_P=block_p)",
         ),
     ),
 )
