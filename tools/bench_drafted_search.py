@@ -91,6 +91,8 @@ def _from_store(db: Path, run_id: str) -> dict[str, Any]:
 
 
 def _origin(description: str, is_root: bool) -> str:
+    if is_root and "drafted from a template" in description and "TorchInductor" not in description:
+        return "template (Inductor drafts nothing)"
     if is_root:
         return "inductor (as written)"
     if "operands' dtype" in description:
