@@ -66,10 +66,12 @@ def fuse_groups(
     {index of a merged group: its drafts}. `draft(problem_path) -> source` is Inductor's drafter."""
     fused: dict[str, Fused] = {}  # keyed by the merged group's first node while indices move
     tried: set[tuple[str, str]] = set()
-    with tempfile.TemporaryDirectory(prefix="kegen-fuse-") as tmp:
+    epilogue_drafts = _epilogue_drafts(draft)
+    with tempfile.TemporaryDirectory(prefix="kegen-fuse-") as tmp_dir:
+        tmp = Path(tmp_dir)
         if constants:
-            part = _fuse_unpacking(part, draft, model, variant, constants, Path(tmp), fused)
-        part = _fuse_gates(part, draft, model, variant, Path(tmp), fused)
+            part = _fuse_unpacking(part, draft, model, variant, constants, tmp, fused)
+        part = _fuse_gates(part, draft, model, variant, tmp, fused)
         changed = True
         while changed:
             changed = False
@@ -82,7 +84,7 @@ def fuse_groups(
                 tried.add((g.nodes[0], part.groups[j].nodes[0]))
                 c = part.groups[j]
                 done = _merge_drafted(
-                    part, [k, j], f"{g.kernel}_{c.kernel}", model, variant, Path(tmp), _epilogue_drafts(draft)
+                    part, [k, j], f"{g.kernel}_{c.kernel}", model, variant, tmp, epilogue_drafts
                 )
                 if done is None:
                     continue
@@ -208,7 +210,7 @@ def _unpacking_producer(part: Partition, g: Group, constants: frozenset[str]) ->
     return None
 
 
-Drafts = tuple[str, str]  # a merged group's Inductor draft (its baseline) and fused draft (its seed)
+GroupDrafts = tuple[str, str]  # a merged group's Inductor draft (its baseline) and fused draft (its seed)
 
 
 def _merge_drafted(
@@ -218,8 +220,8 @@ def _merge_drafted(
     model: str,
     variant: int,
     tmp: Path,
-    drafts: Callable[[Path], Drafts | None],
-) -> tuple[Partition, str, str, Drafts] | None:
+    drafts: Callable[[Path], GroupDrafts | None],
+) -> tuple[Partition, str, str, GroupDrafts] | None:
     """`part` with groups `indices` merged into one group named `name`, the merged group's first node,
     the file name of its problem and its drafts (`drafts(problem_path)`); None where the merge or a
     draft fails (a merge is optional: the groups then stay apart)."""
@@ -239,22 +241,22 @@ def _merge_drafted(
     return None if made is None else (merged_part, merged.nodes[0], path.name, made)
 
 
-def _epilogue_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts]:
+def _epilogue_drafts(draft: Callable[[Path], str]) -> Callable[[Path], GroupDrafts]:
     """Inductor's draft and its kernels fused into one (`mutations.epilogue.fuse_epilogue`)."""
     from kegen.search.operators.mutations.epilogue import fuse_epilogue
 
-    def drafts(path: Path) -> Drafts:
+    def drafts(path: Path) -> GroupDrafts:
         inductor = draft(path)
         return inductor, fuse_epilogue(inductor)
 
     return drafts
 
 
-def _packed_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts | None]:
+def _packed_drafts(draft: Callable[[Path], str]) -> Callable[[Path], GroupDrafts | None]:
     """Inductor's draft and kegen's packed-weight template draft, where the template drafts it."""
     from kegen.search.operators.drafting import analyze
 
-    def drafts(path: Path) -> Drafts | None:
+    def drafts(path: Path) -> GroupDrafts | None:
         source = analyze(path).source
         if source is None or "packed_linear_kernel" not in source:
             return None
@@ -263,12 +265,12 @@ def _packed_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts | No
     return drafts
 
 
-def _gated_drafts(draft: Callable[[Path], str]) -> Callable[[Path], Drafts | None]:
+def _gated_drafts(draft: Callable[[Path], str]) -> Callable[[Path], GroupDrafts | None]:
     """Inductor's draft and the linear template's gated variant (both products in one kernel)."""
     from kegen.search.operators.drafting import analyze
     from kegen.search.operators.drafting.matmul import GATED_VARIANT
 
-    def drafts(path: Path) -> Drafts | None:
+    def drafts(path: Path) -> GroupDrafts | None:
         source = dict(analyze(path).variants).get(GATED_VARIANT)
         return None if source is None else (draft(path), source)
 

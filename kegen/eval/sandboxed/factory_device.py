@@ -44,7 +44,6 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
             kwargs["device"] = _DEVICE
         return original(*args, **kwargs)
 
-    constructor._kegen_factory = True  # type: ignore[attr-defined]
     return constructor
 
 
@@ -53,9 +52,8 @@ def install_factory_device() -> None:
     global _INSTALLED
     if _INSTALLED:
         return
-    for module, name, fn in _constructor_homes():
-        if not getattr(fn, "_kegen_factory", False):
-            setattr(module, name, _wrap(fn))
+    for module, name, fn in _constructor_homes():  # the originals only: a wrapper is no constructor of them
+        setattr(module, name, _wrap(fn))
     _INSTALLED = True
 
 

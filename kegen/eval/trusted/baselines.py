@@ -152,9 +152,9 @@ def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict
             _time_mtia_compile_baseline(ev, times, details)
         return {"times": times, "details": details}
     sets = draws(ev, factory, max(1, ev.cfg.timing_runs))
-    device = ev.device_name if needs_default_device(ref, sets[0], ev.device_name) else "cpu"
-    details["baseline_default_device"] = device != "cpu"
-    times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets, device)
+    needs = needs_default_device(ref, sets[0], ev.device_name)
+    details["baseline_default_device"] = needs
+    times["eager"] = _measure_in_evaluator(ev, lambda x: ref(*x), sets, needs)
     if ev.gpu and ev.cfg.compile_baseline:
         from kegen.eval import timing_gpu
 
@@ -162,7 +162,7 @@ def _reference_baselines(ev: Evaluator, factory: InputFactory, ref: Any) -> dict
         try:
             if fn is None:
                 raise RuntimeError(why)
-            times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets, device)
+            times["compile"] = _measure_in_evaluator(ev, lambda x: fn(*x), sets, needs)
         except Exception as exc:
             details["compile_baseline_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return {"times": times, "details": details}
@@ -208,12 +208,12 @@ def needs_default_device(ref: Any, inputs: list[Any], device: str) -> bool:
     return any(t.device.type != torch.device(device).type for t in outs if isinstance(t, torch.Tensor))
 
 
-def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]], device: str = "cpu") -> float:
-    """Trusted code (the reference, torch.compile of it) timed in the evaluator itself, with
-    `device` the default device (cpu: none; see `needs_default_device`)."""
+def _measure_in_evaluator(ev: Evaluator, call: Any, sets: list[list[Any]], default: bool) -> float:
+    """Trusted code (the reference, torch.compile of it) timed in the evaluator itself, under the
+    evaluator's device as the default device where `default` (see `needs_default_device`)."""
 
     def run(x: list[Any]) -> Any:
-        with torch.no_grad(), default_device(device):
+        with torch.no_grad(), default_device(ev.device_name if default else "cpu"):
             return call(x)
 
     if ev.gpu:
