@@ -13,7 +13,7 @@ import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
 
-LOCAL_STORE_PLANS = ("spread", "compact")
+LOCAL_STORE_PLANS = ("spread", "packed", "compact")  # densest last: the fallback order
 PE_MAPPINGS = ("round_robin", "blocked")  # as lowering.passes.pe_mapping.PE_MAPPINGS
 SRAM_MODES = ("cache", "resident", "off")  # as mtia_sim.timing.sram_cache.SRAM_MODES
 MACHINE_PREFIX = "mtia-"
@@ -41,8 +41,9 @@ class MtiaOptions:
     whose result is unused, on affine blocks with a box mask or on scalar pointers, become one
     RED_ACCUMULATE over the reduction network instead of per-element DMA_ATOMIC),
     `local_store_plan` ("spread": next-fit placement and rotating slots for carried tiles computed
-    ahead, falling back to "compact" when that does not fit; "compact": first-fit placement and one
-    slot per carried tensor; docs/DECISIONS.md D38).
+    ahead; "packed": first-fit placement, rotating slots kept; "compact": first-fit placement and one
+    slot per carried tensor; a plan that does not fit falls back to the next, in that order;
+    docs/DECISIONS.md D38, D87).
     The other fields are what Triton's frontend reads from every backend's options.
     """
 

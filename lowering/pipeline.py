@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from lowering.errors import LocalStoreOverflowError, LoweringError
-from lowering.options import MtiaOptions
+from lowering.options import LOCAL_STORE_PLANS, MtiaOptions
 from lowering.passes.inline_calls import InlineCalls
 from lowering.passes.liveness import LivenessAnalysis
 from lowering.passes.manager import (
@@ -221,7 +221,8 @@ def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = No
         ctx.result("multi-buffering"),
         ctx.result("unit-mapping"),
     )
-    def lowering(compact: bool) -> KernelLowering:
+
+    def lowering(placement: str) -> KernelLowering:
         return KernelLowering(
             fn,
             plan,
@@ -229,17 +230,14 @@ def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = No
             capacity=local_store_capacity(options.machine),
             options=options,
             constexprs=constexprs,
-            compact=compact,
+            placement=placement,
         )
 
-    if getattr(options, "local_store_plan", "spread") == "compact":
-        lowered = lowering(compact=True).lower()
-    else:
-        try:  # spread placement and rotating carried slots; the compact plan when that does not fit
-            lowered = lowering(compact=False).lower()
-        except LocalStoreOverflowError:
-            lowered = lowering(compact=True).lower()
-    header = [f"; kernel {fn.name}", f"; local store: peak {lowered.local_store_peak} B"]
+    lowered = _lower_first_fitting(lowering, getattr(options, "local_store_plan", "spread"))
+    header = [
+        f"; kernel {fn.name}",
+        f"; local store: peak {lowered.local_store_peak} B, plan {lowered.placement}",
+    ]
     header += [f";   {offset:>7} +{size:<7} {label}" for label, offset, size in lowered.buffers]
     header.append(f"; commands issued (static): {lowered.commands}")
     optimized = target.optimize(lowered.llir, options.opt_level)
@@ -251,6 +249,18 @@ def lower_tile(src: str, options: Any, constexprs: Mapping[str, Any] | None = No
         lowered.commands,
         list(lowered.tags),
     )
+
+
+def _lower_first_fitting(lowering: Callable[[str], Any], first: str) -> Any:
+    """Lower with the local-store plan `first`, then with each denser plan while the blocks do not fit:
+    spread -> packed -> compact (docs/DECISIONS.md D38, D87); the last plan's overflow is the error."""
+    plans = LOCAL_STORE_PLANS[LOCAL_STORE_PLANS.index(first) :]
+    for placement in plans[:-1]:
+        try:
+            return lowering(placement).lower()
+        except LocalStoreOverflowError:
+            continue
+    return lowering(plans[-1]).lower()
 
 
 def make_llir(

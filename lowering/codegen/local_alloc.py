@@ -84,6 +84,14 @@ class LocalStoreAllocator:
             pos = max(pos, b.offset + b.size)
         return pos if pos + size <= self.capacity else None
 
+    def _largest_free(self) -> int:
+        """The largest free range's size in bytes."""
+        pos, best = 0, 0
+        for b in sorted(self.live, key=lambda b: b.offset):
+            best = max(best, b.offset - pos)
+            pos = max(pos, b.offset + b.size)
+        return max(best, self.capacity - pos)
+
     def release(self, buf: Buffer) -> None:
         if buf in self.live and not buf.refs and buf.pinned <= 0:
             self.live.remove(buf)
@@ -104,6 +112,8 @@ class LocalStoreAllocator:
         if self.dual_core:
             hint += ", or turn dual_core off (it gives each core only half of the local store)"
         live_text = f"while {used} B are live [{listing}]" if live else "alone"
+        if live and used + size <= self.capacity:
+            live_text += f" (the free space is fragmented: its largest range is {self._largest_free()} B)"
         raise LocalStoreOverflowError(
             f"the kernel's blocks do not fit in the local store: {name} needs {size} B {live_text}; "
             f"capacity is {self.capacity} B"

@@ -49,6 +49,7 @@ class LoweredKernel:
     buffers: list[tuple[str, int, int]]
     commands: int
     tags: list[str]
+    placement: str = "spread"  # the local-store plan it was lowered with (D38, D87)
 
 
 def core_share(capacity: int, dual_core: bool) -> int:
@@ -82,12 +83,14 @@ class KernelLowering(CommandIssuer):
         capacity: int,
         options: Any,
         constexprs: Mapping[str, Any] | None = None,
-        compact: bool = False,
+        placement: str = "spread",
     ) -> None:
         self.fn = fn
-        # compact: the first-fit placement and one slot per carried tensor (docs/DECISIONS.md D38), the
-        # fallback when the spread placement with rotating slots does not fit the local store
-        self.rotate_carried = not compact
+        # the local-store plan (docs/DECISIONS.md D38, D87): "spread" places next-fit with rotating slots
+        # for carried tiles computed ahead; "packed" places first-fit and keeps the rotating slots;
+        # "compact" places first-fit with one slot per carried tensor (the last fallback)
+        self.placement = placement
+        self.rotate_carried = placement != "compact"
         self.plan = plan
         self.rules = rules  # op name -> rule (`lowering.codegen.rules.RULES`)
         self.options = options
@@ -96,7 +99,11 @@ class KernelLowering(CommandIssuer):
         self.dual_core = bool(getattr(options, "dual_core", False))
         self.core_share = core_share(capacity, self.dual_core)
         self.alloc = LocalStoreAllocator(
-            self.core_share, fn.name, dict(constexprs or {}), dual_core=self.dual_core, next_fit=not compact
+            self.core_share,
+            fn.name,
+            dict(constexprs or {}),
+            dual_core=self.dual_core,
+            next_fit=placement == "spread",
         )
         self.core_offset: ir.Value | None = None  # dual_core: byte offset of this core's half
         self.env: dict[int, Lowered] = {}
@@ -146,6 +153,7 @@ class KernelLowering(CommandIssuer):
             list(self.alloc.log),
             self.em.command_count,
             self.tags,
+            self.placement,
         )
 
     def from_slot(self, slot: ir.Value, v: Value) -> ir.Value:
