@@ -4,7 +4,8 @@ interpreter must be on before Triton is first imported): `python gpu_interp.py M
 Modes: `check` (ModelNew against the problem's Model, equal seeded construction and inputs, both in
 eval mode; PROBLEM is a production suite problem's name or a problem file's path),
 `repack` (the same after both models' conv weights change in place), `causal` (the candidate
-against a causal softmax attention; PROBLEM is ignored). Exits non-zero with the mismatch."""
+against a causal softmax attention; PROBLEM is ignored), `ramp` (an attention whose scores grow
+along every row, up to 2^60 beyond the first key block's max; PROBLEM is ignored). Exits non-zero with the mismatch."""
 
 from __future__ import annotations
 
@@ -65,10 +66,24 @@ def causal(candidate: Path, atol: float) -> None:
     torch.testing.assert_close(got, want, atol=atol, rtol=1e-2)
 
 
+def ramp(candidate: Path, atol: float) -> None:
+    mod = _module(candidate, "candidate")
+    torch.manual_seed(1)
+    q = torch.ones(1, 2, 96, 64, dtype=torch.float16)
+    k = torch.linspace(0.0, 6.0, 96)[:, None].expand(1, 2, 96, 64).contiguous().half()
+    v = torch.randn(1, 2, 96, 64, dtype=torch.float16)
+    want = torch.softmax((q.float() @ k.float().transpose(-2, -1)) / 8.0, -1) @ v.float()
+    with torch.no_grad():
+        got = mod.ModelNew()(q, k, v).float()
+    torch.testing.assert_close(got, want, atol=atol, rtol=1e-2)
+
+
 if __name__ == "__main__":
     mode, problem, path, tol = sys.argv[1], sys.argv[2], Path(sys.argv[3]), float(sys.argv[4])
     if mode == "causal":
         causal(path, tol)
+    elif mode == "ramp":
+        ramp(path, tol)
     else:
         check(problem, path, tol, repack=mode == "repack")
     print("ok")

@@ -174,6 +174,30 @@ def test_attention_causal_variant(tmp_path: Path) -> None:
     _run("causal", "-", out, tmp_path, atol=1e-2)
 
 
+def test_attention_on_a_fixed_row_reference(tmp_path: Path) -> None:
+    """`fixed`: every key block exponentiated against the first block's row max; exact on ragged,
+    even, TMA and causal tiles, and on scores that outgrow the reference (the online fallback)."""
+    out = gpu_attention.rewrite(_seed("attention_fwd_fp16"), AttentionConfig(32, 64, 4, 2, fixed=1))
+    assert "ATTN_FIXED = 1" in out and "FIXED=bool(ATTN_FIXED)" in out
+    _check("attention_fwd_fp16", out, tmp_path, atol=1e-2, scale="0.15625")  # seq 160: ragged blocks
+    for config in (AttentionConfig(32, 32, 4, 2, fixed=1), AttentionConfig(32, 32, 4, 2, tma=1, fixed=1)):
+        _check(
+            "attention_fwd_fp16", gpu_attention.set_config(out, config), tmp_path, atol=1e-2, scale="0.15625"
+        )
+    _run("ramp", "-", out, tmp_path, atol=1e-2)  # 96 keys, scores 0..48: p would reach 2^60
+    causal = _seed("attention_fwd_fp16").replace(
+        '        s = tl.where(keys[None, :] < seq, s, float("-inf"))\n',
+        '        s = tl.where((keys[None, :] < seq) & (offs_m[:, None] >= keys[None, :]), s, float("-inf"))\n',
+    )
+    _run(
+        "causal",
+        "-",
+        gpu_attention.rewrite(causal, AttentionConfig(32, 16, 4, 2, fixed=1)),
+        tmp_path,
+        atol=1e-2,
+    )
+
+
 @pytest.mark.parametrize("problem", ["conv1d_fp16", "conv2d_fp16"])
 def test_conv_implicit_gemm(problem: str, tmp_path: Path) -> None:
     out = gpu_conv.rewrite(_seed(problem), ConvConfig(32, 32, 32, 2, 4, 2))  # C_in 16 < 32: masked K

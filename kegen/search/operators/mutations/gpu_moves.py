@@ -75,6 +75,8 @@ ATTENTION_CONFIGS = (
     AttentionConfig(64, 64, 4, 3),
     AttentionConfig(128, 128, 8, 4),
     AttentionConfig(64, 128, 4, 3, tma=1),  # TMA loads: 18-30% slower at this shape (kept for others)
+    AttentionConfig(64, 128, 4, 3, fixed=1),  # fixed row reference (D88): not yet timed on a GPU
+    AttentionConfig(128, 128, 8, 3, fixed=1),
 )
 CONV_CONFIGS = (
     ConvConfig(128, 128, 32, 8, 4, 4),  # conv1d 8x128->256x2048
