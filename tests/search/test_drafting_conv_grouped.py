@@ -1,6 +1,7 @@
 """Grouped convolutions (1 < groups < channels) drafted as one program per group's channel block
-(templates/conv/grouped.py), with the seed template's BatchNorm, activation and residual; each draft
-checked on the simulator and its kernels compiled for an NVIDIA GPU (no GPU needed)."""
+(templates/conv/grouped.py), with the seed template's BatchNorm, activation and residual, and rows of
+16 columns or more as weight-stationary runs (templates/conv/grouped_ws.py); each draft checked on the
+simulator (the kernel its launch takes named) and its kernels compiled for an NVIDIA GPU (no GPU needed)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,29 @@ CASES = {
         "return self.conv(x)",
         "torch.randn(2, 16, 30, dtype=torch.float16)",
     ),
+    # 67 rows for one (image, pack): runs of two rows a program, the last run one row (weights stationary)
+    "stationary_runs": (
+        "self.conv = nn.Conv2d(8, 8, 3, padding=1, groups=2)",
+        "return self.conv(x)",
+        "torch.randn(1, 8, 67, 16)",
+    ),
+    # nine taps in a row: more than the stationary kernel unrolls, so the row kernel
+    "wide_taps_rows": (
+        "self.conv = nn.Conv1d(16, 16, 9, padding=4, groups=4)",
+        "return torch.relu(self.conv(x))",
+        "torch.randn(2, 16, 40)",
+    ),
+}
+# the kernel each case's launch takes: weight-stationary runs of row tiles, the row kernel, or flattened
+# pixels (rows narrower than 16 columns or strided)
+KERNEL = {
+    "resnext_bn_relu": "kegen_conv_grouped_kernel",
+    "wide_groups_strided": "kegen_conv_grouped_kernel",
+    "partial_pack": "kegen_conv_grouped_kernel",
+    "row_tiles_residual": "kegen_conv_grouped_ws_kernel",
+    "conv1d_fp16": "kegen_conv_grouped_ws_kernel",
+    "stationary_runs": "kegen_conv_grouped_ws_kernel",
+    "wide_taps_rows": "kegen_conv_grouped_kernel",
 }
 
 
@@ -63,6 +87,7 @@ def test_grouped_convolution_is_drafted_and_correct(name: str, tmp_path: Path) -
     assert "kegen_conv_grouped_kernel[grid]" in a.source
     r = evaluate(str(problem), a.source, config=EvalConfig(target="mtia", seed=3, trials=2))
     assert r.ok, r.message
+    assert [k["name"] for k in r.profile["kernels"]] == [KERNEL[name]]
 
 
 def test_groups_of_one_keep_the_seed_template(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ so each program's tile is one contiguous read. Groups narrower than the
 dot's smallest side (16) are packed GPP to a program: ResNeXt's 8-channel groups make 64 x 64 dots,
 one in eight of their products useful, instead of 16 x 16 dots three quarters masked. With unit stride
 and rows of 16 columns or more a program takes one output row's columns (`ROW_TILES`), so each tap's
-input tile is one block read instead of a gather (D81, later paragraph). Derived from
+input tile is one block read instead of a gather (D81, later paragraph); where the pack's input channels
+fit one block and every tap's weight tile fits the local store beside the row tiles, the weight-stationary
+kernel of `conv/grouped_ws.py` walks runs of those rows instead (D89). Derived from
 the seed kernel's text, so the two stay one algorithm; the seed's moves (conv_rows, conv_stationary,
 gpu_conv) do not read this kernel.
 """
@@ -20,6 +22,10 @@ from collections.abc import Sequence
 from functools import partial
 
 from kegen.search.operators.templates.conv import seed
+from kegen.search.operators.templates.conv.grouped_ws import grouped_stationary_kernel
+from kegen.search.operators.templates.conv.stationary import KH_MAX, KW_MAX, LOCAL_BYTES
+
+WS_PROGRAMS = 64  # the stationary kernel's programs: about one a PE
 
 
 def _derive(text: str, edits: Sequence[tuple[str, str]]) -> str:
@@ -108,6 +114,28 @@ GROUPED_WEIGHT_METHOD = '''
         return self._kegen_group_weight
 '''
 
+# row tiles whose pack's input channels are one block and whose footprint fits (weights of every tap,
+# accumulator and output tile, two stages of the taps' input tiles): the weight-stationary kernel on
+# mtia (host-side tensors); a GPU keeps the row kernel (every tap's tile held would spill its registers)
+_STATIONARY_LAUNCH = f"""        ws_ci = max(16, triton.next_power_of_2(gpp * ci_g))
+        es = x.element_size()
+        ws_bytes = (kh * kw * block_co * ws_ci * es + block_co * block_p * (4 + es)
+                    + 2 * kh * kw * ws_ci * block_p * es)
+        fits = kh <= {KH_MAX} and kw <= {KW_MAX} and ws_ci <= 128 and ws_bytes <= {LOCAL_BYTES}
+        if not x.is_cuda and rows and fits:
+            pack_blocks = triton.cdiv(groups, gpp) * co_blocks
+            per = triton.cdiv(tiles, max(1, {WS_PROGRAMS} // (batch * pack_blocks)))
+            kegen_conv_grouped_ws_kernel[(batch, pack_blocks, triton.cdiv(tiles, per))](
+                x, self._grouped_weight(w, groups, gpp), w if b is None else b, bn_m, bn_v, bn_g, bn_b,
+                w if r is None else r, y, c_in, c_out, h, w_, oh, ow, eps, groups, ci_g, co_g, co_blocks,
+                ow_blocks, tiles, per, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh, STRIDE_W=sw,
+                DIL_H=dh, DIL_W=dw, HAS_BIAS=b is not None, HAS_BN=bn is not None, BN_AFFINE=affine,
+                HAS_RES=r is not None, ACT=act, GPP=gpp, BLOCK_CO=block_co, BLOCK_CI=ws_ci,
+                BLOCK_P=block_p, num_stages=2)
+            return y
+"""
+
+_ROW_LAUNCH = "        kegen_conv_grouped_kernel[grid]("
 _FORWARD = GROUPED_WEIGHT_METHOD + _derive(
     seed._FORWARD,
     (
@@ -140,9 +168,10 @@ _FORWARD = GROUPED_WEIGHT_METHOD + _derive(
             "BLOCK_CO=32, BLOCK_CI=32, BLOCK_P=64)",
             "GPP=gpp, ROW_TILES=rows, BLOCK_CO=block_co, BLOCK_CI=block_ci, BLOCK_P=block_p)",
         ),
+        ("        kegen_conv_grouped_kernel[grid](", _STATIONARY_LAUNCH + _ROW_LAUNCH),
     ),
 )
 
 
-# the whole candidate: `seed.conv_seed`'s, with this kernel and forward
-conv_grouped = partial(seed.conv_seed, kernel=KERNEL, forward=_FORWARD)
+# the whole candidate: `seed.conv_seed`'s, with these kernels and forward
+conv_grouped = partial(seed.conv_seed, kernel=KERNEL + "\n\n" + grouped_stationary_kernel(), forward=_FORWARD)

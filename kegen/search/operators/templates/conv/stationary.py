@@ -38,7 +38,7 @@ LOCAL_BYTES = 384 * 1024  # mtia-2i's local store per PE
 ALIGN_BYTES = 32  # mtia's DMA alignment (mtia_sim.isa.ALIGNMENT): a misaligned operand costs more bytes
 
 
-def _guarded(lines: list[str], indent: str, kh: int, kw: int, body: list[str]) -> None:
+def guarded(lines: list[str], indent: str, kh: int, kw: int, body: list[str]) -> None:
     """`body` under the constexpr guards of tap (kh, kw), appended to `lines`."""
     for cond in ([f"KH > {kh}"] if kh else []) + ([f"KW > {kw}"] if kw else []):
         lines.append(f"{indent}if {cond}:")
@@ -73,7 +73,7 @@ def _weights_head(name: str, tile_params: str, kh_max: int, kw_max: int) -> list
     for kh in range(kh_max):
         for kw in range(kw_max):
             load = f"w{kh}_{kw} = tl.load(w_tile + ({kh} * KW + {kw}) * C_OUT * C_IN, mask=w_mask, other=0.0)"
-            _guarded(lines, "    ", kh, kw, [load])
+            guarded(lines, "    ", kh, kw, [load])
     return [
         *lines,
         "    if HAS_BIAS:",
@@ -116,7 +116,7 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
             f"iw{kw} = ow * STRIDE_W + ({kw} * DIL_W - PAD_W)",
             f"c{kw} = ci_ok[:, None] & ((iw{kw} >= 0) & (iw{kw} < W))[None, :]",
         ]
-        _guarded(lines, "        ", 0, kw, cols)
+        guarded(lines, "        ", 0, kw, cols)
     for kh in range(kh_max):
         for kw in range(kw_max):
             tap = [
@@ -125,7 +125,7 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
                 "              other=0.0)",
                 f"acc += tl.dot(w{kh}_{kw}, x)",
             ]
-            _guarded(lines, "        ", kh, kw, tap)
+            guarded(lines, "        ", kh, kw, tap)
     lines += _store("oh * OW + ow[None, :]", "((ow >= 0) & (ow < OW))[None, :]")
     return "\n".join(lines) + "\n"
 
@@ -148,7 +148,7 @@ def pixel_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
         "        acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)",
     ]
     for kw in range(kw_max):  # the tile's valid pixels per horizontal tap, then per vertical one
-        _guarded(
+        guarded(
             lines,
             "        ",
             0,
@@ -156,9 +156,7 @@ def pixel_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
             [f"c{kw} = p_ok & (ow + ({kw} - PAD_W) >= 0) & (ow + ({kw} - PAD_W) < W)"],
         )
     for kh in range(kh_max):
-        _guarded(
-            lines, "        ", kh, 0, [f"r{kh} = (oh + ({kh} - PAD_H) >= 0) & (oh + ({kh} - PAD_H) < H)"]
-        )
+        guarded(lines, "        ", kh, 0, [f"r{kh} = (oh + ({kh} - PAD_H) >= 0) & (oh + ({kh} - PAD_H) < H)"])
     for kh in range(kh_max):
         for kw in range(kw_max):
             tap = [
@@ -166,7 +164,7 @@ def pixel_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
                 f"              mask=ci_ok[:, None] & (r{kh} & c{kw})[None, :], other=0.0)",
                 f"acc += tl.dot(w{kh}_{kw}, x)",
             ]
-            _guarded(lines, "        ", kh, kw, tap)
+            guarded(lines, "        ", kh, kw, tap)
     lines += _store("p[None, :]", "p_ok[None, :]")
     return "\n".join(lines) + "\n"
 
