@@ -12,7 +12,7 @@ the launch uses this kernel only where that and the footprint fit, else the row 
 
 from __future__ import annotations
 
-from kegen.search.operators.templates.conv.stationary import KH_MAX, KW_MAX, guarded
+from kegen.search.operators.templates.conv.stationary import KH_MAX, KW_MAX, guarded, row_tap_dots
 from kegen.search.operators.templates.gpu_conv import bn_act_apply, bn_prologue
 
 _HEAD = [
@@ -63,21 +63,7 @@ def grouped_stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str
         "        ow = (t % OW_BLOCKS) * BLOCK_P + tl.arange(0, BLOCK_P)",
         "        acc = tl.zeros((BLOCK_CO, BLOCK_P), dtype=tl.float32)",
     ]
-    for kw in range(kw_max):  # the column masks of this tile, one per horizontal tap
-        cols = [
-            f"iw{kw} = ow * STRIDE_W + ({kw} * DIL_W - PAD_W)",
-            f"c{kw} = valid_ci[:, None] & ((iw{kw} >= 0) & (iw{kw} < W))[None, :]",
-        ]
-        guarded(lines, "        ", 0, kw, cols)
-    for kh in range(kh_max):
-        for kw in range(kw_max):
-            tap = [
-                f"ih = oh * STRIDE_H + ({kh} * DIL_H - PAD_H)",
-                f"x = tl.load(x_img + ih * W + iw{kw}[None, :], mask=c{kw} & ((ih >= 0) & (ih < H)),",
-                "              other=0.0)",
-                f"acc += tl.dot(w{kh}_{kw}, x)",
-            ]
-            guarded(lines, "        ", kh, kw, tap)
+    row_tap_dots(lines, kh_max, kw_max, "valid_ci")
     out_ok = "valid_co[:, None] & (ow < OW)[None, :]"
     lines += [
         "        if HAS_BIAS:",

@@ -94,6 +94,27 @@ def _store(index: str, valid: str) -> list[str]:
     ]
 
 
+def row_tap_dots(lines: list[str], kh_max: int, kw_max: int, ci_ok: str) -> None:
+    """Appends a row tile's tap loop body to `lines` (inside the kernel's `for t` loop): the column
+    mask of each horizontal tap, then each tap's input tile (`x_img`, row `oh`, columns `ow`; channels
+    valid where `ci_ok`) as one load and its dot with the stationary weight tile `w{kh}_{kw}` into `acc`."""
+    for kw in range(kw_max):  # the column masks of this tile, one per horizontal tap
+        cols = [
+            f"iw{kw} = ow * STRIDE_W + ({kw} * DIL_W - PAD_W)",
+            f"c{kw} = {ci_ok}[:, None] & ((iw{kw} >= 0) & (iw{kw} < W))[None, :]",
+        ]
+        guarded(lines, "        ", 0, kw, cols)
+    for kh in range(kh_max):
+        for kw in range(kw_max):
+            tap = [
+                f"ih = oh * STRIDE_H + ({kh} * DIL_H - PAD_H)",
+                f"x = tl.load(x_img + ih * W + iw{kw}[None, :], mask=c{kw} & ((ih >= 0) & (ih < H)),",
+                "              other=0.0)",
+                f"acc += tl.dot(w{kh}_{kw}, x)",
+            ]
+            guarded(lines, "        ", kh, kw, tap)
+
+
 def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
     """The weight-stationary kernel over row tiles (BLOCK_W pixels of one output row), taps unrolled
     up to kh_max x kw_max."""
@@ -111,21 +132,7 @@ def stationary_kernel(kh_max: int = KH_MAX, kw_max: int = KW_MAX) -> str:
         "        ow = (t % N_WB) * BLOCK_W + tl.arange(0, BLOCK_W) - sh",
         "        acc = tl.zeros((BLOCK_CO, BLOCK_W), dtype=tl.float32)",
     ]
-    for kw in range(kw_max):  # the column masks of this tile, one per horizontal tap
-        cols = [
-            f"iw{kw} = ow * STRIDE_W + ({kw} * DIL_W - PAD_W)",
-            f"c{kw} = ci_ok[:, None] & ((iw{kw} >= 0) & (iw{kw} < W))[None, :]",
-        ]
-        guarded(lines, "        ", 0, kw, cols)
-    for kh in range(kh_max):
-        for kw in range(kw_max):
-            tap = [
-                f"ih = oh * STRIDE_H + ({kh} * DIL_H - PAD_H)",
-                f"x = tl.load(x_img + ih * W + iw{kw}[None, :], mask=c{kw} & ((ih >= 0) & (ih < H)),",
-                "              other=0.0)",
-                f"acc += tl.dot(w{kh}_{kw}, x)",
-            ]
-            guarded(lines, "        ", kh, kw, tap)
+    row_tap_dots(lines, kh_max, kw_max, "ci_ok")
     lines += _store("oh * OW + ow[None, :]", "((ow >= 0) & (ow < OW))[None, :]")
     return "\n".join(lines) + "\n"
 
