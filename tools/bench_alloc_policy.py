@@ -1,9 +1,10 @@
 """Benchmark: the mtia local-store plans (docs/DECISIONS.md D38) on the production suite's kernels.
 
 Each kernel is evaluated twice on the simulated chip with the same inputs: as it is (the default
-"spread" plan: next-fit placement, rotating slots for carried tiles computed ahead, "compact" when
-that does not fit) and with `local_store_plan="compact"` on every launch (first-fit placement, one
-slot per carried tensor: the plan before D38). Prints a table and, with --json, the rows.
+"spread" plan: next-fit placement, rotating slots for carried tiles computed ahead, "packed" then
+"compact" when that does not fit, D87) and with `local_store_plan="compact"` on every launch
+(first-fit placement, one slot per carried tensor: the plan before D38). Prints a table and, with
+--json, the rows.
 
     python tools/bench_alloc_policy.py                      # the suite's seeds
     python tools/bench_alloc_policy.py --work runs/X/work   # the best kernels of a production record
