@@ -53,6 +53,12 @@ CASES = {
         "return self.conv(x)",
         "torch.randn(1, 8, 67, 16)",
     ),
+    # groups wider than a channel block (80 output channels a group: two blocks), unit stride (stationary)
+    "wide_groups_rows": (
+        "self.conv = nn.Conv2d(24, 160, 3, padding=1, groups=2)",
+        "return self.conv(x)",
+        "torch.randn(1, 24, 4, 18)",
+    ),
     # nine taps in a row: more than the stationary kernel unrolls, so the row kernel
     "wide_taps_rows": (
         "self.conv = nn.Conv1d(16, 16, 9, padding=4, groups=4)",
@@ -69,6 +75,7 @@ KERNEL = {
     "row_tiles_residual": "kegen_conv_grouped_ws_kernel",
     "conv1d_fp16": "kegen_conv_grouped_ws_kernel",
     "stationary_runs": "kegen_conv_grouped_ws_kernel",
+    "wide_groups_rows": "kegen_conv_grouped_ws_kernel",
     "wide_taps_rows": "kegen_conv_grouped_kernel",
 }
 
