@@ -15,6 +15,7 @@ its local store, so the allocator gets half of it (the code generator shifts cor
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lowering.errors import LocalStoreOverflowError
@@ -73,24 +74,23 @@ class LocalStoreAllocator:
         self.log.append((name, offset, size))
         return buf
 
+    def _free_ranges(self) -> Iterator[tuple[int, int]]:
+        """The free ranges of [0, capacity) in address order, as (offset, size)."""
+        pos = 0
+        for b in sorted(self.live, key=lambda b: b.offset):
+            if b.offset > pos:
+                yield pos, b.offset - pos
+            pos = max(pos, b.offset + b.size)
+        if pos < self.capacity:
+            yield pos, self.capacity - pos
+
     def _fit(self, size: int, start: int) -> int | None:
         """The lowest offset >= `start` where `size` bytes are free, or None."""
-        pos = start
-        for b in sorted(self.live, key=lambda b: b.offset):
-            if b.offset + b.size <= pos:
-                continue
-            if b.offset - pos >= size:
-                return pos
-            pos = max(pos, b.offset + b.size)
-        return pos if pos + size <= self.capacity else None
-
-    def _largest_free(self) -> int:
-        """The largest free range's size in bytes."""
-        pos, best = 0, 0
-        for b in sorted(self.live, key=lambda b: b.offset):
-            best = max(best, b.offset - pos)
-            pos = max(pos, b.offset + b.size)
-        return max(best, self.capacity - pos)
+        for offset, free in self._free_ranges():
+            lo = max(offset, start)
+            if offset + free - lo >= size:
+                return lo
+        return None
 
     def release(self, buf: Buffer) -> None:
         if buf in self.live and not buf.refs and buf.pinned <= 0:
@@ -113,7 +113,8 @@ class LocalStoreAllocator:
             hint += ", or turn dual_core off (it gives each core only half of the local store)"
         live_text = f"while {used} B are live [{listing}]" if live else "alone"
         if live and used + size <= self.capacity:
-            live_text += f" (the free space is fragmented: its largest range is {self._largest_free()} B)"
+            largest = max(n for _, n in self._free_ranges())
+            live_text += f" (the free space is fragmented: its largest range is {largest} B)"
         raise LocalStoreOverflowError(
             f"the kernel's blocks do not fit in the local store: {name} needs {size} B {live_text}; "
             f"capacity is {self.capacity} B"

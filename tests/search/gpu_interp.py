@@ -5,7 +5,7 @@ Modes: `check` (ModelNew against the problem's Model, equal seeded construction 
 eval mode; PROBLEM is a production suite problem's name or a problem file's path),
 `repack` (the same after both models' conv weights change in place), `causal` (the candidate
 against a causal softmax attention; PROBLEM is ignored), `ramp` (an attention whose scores grow
-along every row, up to 2^60 beyond the first key block's max; PROBLEM is ignored). Exits non-zero with the mismatch."""
+along every row, up to 2^46 beyond the first key block's max; PROBLEM is ignored). Exits non-zero with the mismatch."""
 
 from __future__ import annotations
 

@@ -123,9 +123,8 @@ _STATIONARY_LAUNCH = f"""        ws_ci = max(16, triton.next_power_of_2(gpp * ci
                     + 2 * kh * kw * ws_ci * block_p * es)
         fits = kh <= {KH_MAX} and kw <= {KW_MAX} and ws_ci <= 128 and ws_bytes <= {LOCAL_BYTES}
         if not x.is_cuda and rows and fits:
-            pack_blocks = triton.cdiv(groups, gpp) * co_blocks
-            per = triton.cdiv(tiles, max(1, {WS_PROGRAMS} // (batch * pack_blocks)))
-            kegen_conv_grouped_ws_kernel[(batch, pack_blocks, triton.cdiv(tiles, per))](
+            per = triton.cdiv(tiles, max(1, {WS_PROGRAMS} // (batch * grid[1])))  # grid[1]: packs x co blocks
+            kegen_conv_grouped_ws_kernel[(batch, grid[1], triton.cdiv(tiles, per))](
                 x, self._grouped_weight(w, groups, gpp), w if b is None else b, bn_m, bn_v, bn_g, bn_b,
                 w if r is None else r, y, c_in, c_out, h, w_, oh, ow, eps, groups, ci_g, co_g, co_blocks,
                 ow_blocks, tiles, per, KH=kh, KW=kw, PAD_H=ph, PAD_W=pw, STRIDE_H=sh, STRIDE_W=sw,
