@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The whole test command: lint (ruff), the architecture rules (module budget, folder size, layering,
-# no import cycles: tools/check_architecture.py), types (mypy), then the test suite (pytest).
+# no import cycles: tools/check_architecture.py), types (mypy), then the test suite (pytest, spread
+# over the machine's cores by pytest-xdist: at most 4 workers, KEGEN_TEST_WORKERS=N to choose; 0 runs
+# the tests in this process).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 .venv/bin/ruff check kegen lowering mtia_sim tests tools
 .venv/bin/python tools/check_architecture.py
 .venv/bin/mypy
-.venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+nproc_=$(nproc)
+workers="${KEGEN_TEST_WORKERS:-$((nproc_ < 4 ? nproc_ : 4))}"
+.venv/bin/python -m pytest -q -p no:cacheprovider -n "$workers" "$@"

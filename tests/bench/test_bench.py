@@ -197,6 +197,7 @@ def test_plot_is_written(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_cli_writes_results_and_compares(tmp_path: Path, monkeypatch, capsys) -> None:
     fake = Scripted()
     monkeypatch.setattr(adapters, "evaluate_seed", fake.evaluate)

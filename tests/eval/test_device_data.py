@@ -79,6 +79,7 @@ def test_device_copies_fills_and_uploads_work_and_are_charged() -> None:
     assert r.candidate_time_s == pytest.approx(launches_only + charged, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_an_honest_candidate_after_a_hostile_one_gets_its_time_alone() -> None:
     alone = run_eval("vector_add", "vector_add_ok", quick("mtia"))
     for hostile in ("hostile_fill_bless", "hostile_host_output", "vector_add_memory_hog"):

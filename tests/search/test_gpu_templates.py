@@ -151,6 +151,7 @@ def test_moves_per_seed_class() -> None:
         compile(m.apply(_seed("gemm_fp16_512")), m.name, "exec")
 
 
+@pytest.mark.slow
 def test_attention_unmasked_ragged_sequence(tmp_path: Path) -> None:
     out = gpu_attention.rewrite(_seed("attention_fwd_fp16"), AttentionConfig(32, 64, 4, 2))
     assert "CAUSAL=False" in out and "tl.math.exp2" in out
@@ -174,6 +175,7 @@ def test_attention_causal_variant(tmp_path: Path) -> None:
     _run("causal", "-", out, tmp_path, atol=1e-2)
 
 
+@pytest.mark.slow
 def test_attention_on_a_fixed_row_reference(tmp_path: Path) -> None:
     """`fixed`: every key block exponentiated against the first block's row max; exact on ragged,
     even, TMA and causal tiles, and on scores that outgrow the reference (the online fallback)."""
