@@ -14,12 +14,14 @@ nvidia` compiles one kernel for a signature written by hand; this finds the sign
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -139,16 +141,32 @@ class LaunchRecorder:
             self.launches.append(launch)
 
 
+@contextlib.contextmanager
+def tensors_report_cuda() -> Iterator[None]:
+    """Every tensor answers `is_cuda` with True while open: a forward that picks its kernel by device
+    (the grouped convolution's launch takes a weight-stationary kernel on mtia, the row kernel on a GPU)
+    then launches the kernels a GPU runs, though its tensors are on the host."""
+    saved = torch.Tensor.__dict__.get("is_cuda")
+    torch.Tensor.is_cuda = property(lambda self: True)  # type: ignore[assignment,method-assign]
+    try:
+        yield
+    finally:
+        if saved is None:
+            del torch.Tensor.is_cuda
+        else:
+            torch.Tensor.is_cuda = saved  # type: ignore[method-assign]
+
+
 def record_launches(problem: Path, candidate: Path) -> list[Compiled]:
-    """The distinct launches of `candidate`'s forward on the problem's inputs (call in a process started
-    with TRITON_INTERPRET=1)."""
+    """The distinct launches of `candidate`'s forward on the problem's inputs, taking the paths a GPU
+    takes (`tensors_report_cuda`; call in a process started with TRITON_INTERPRET=1)."""
     recorder = LaunchRecorder()
     recorder.install()
     prob = _module(problem, "problem")
     cand = _module(candidate, "candidate")
     torch.manual_seed(0)
     model = cand.ModelNew(*prob.get_init_inputs()).eval()
-    with torch.no_grad():
+    with torch.no_grad(), tensors_report_cuda():
         model(*prob.get_inputs())
     return recorder.launches
 

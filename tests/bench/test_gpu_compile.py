@@ -156,3 +156,17 @@ def test_the_offline_operators_moves_state_exact_dots_on_float32_problems_for_nv
     (nvidia,) = bag_moves("nvidia")
     assert nvidia.count("tl.dot(") == 1 and (IEEE in nvidia) == exact
     assert all(IEEE not in src for src in bag_moves("mtia"))  # mtia's Triton is exact by default
+
+
+def test_launches_are_recorded_on_the_path_a_gpu_takes(tmp_path: Path) -> None:
+    """A grouped convolution's draft picks its kernel by device: the weight-stationary one for host
+    tensors (mtia), the row kernel on a GPU; the check compiles the one a GPU runs."""
+    _needs_nvidia_compiler()
+    problem = FIX / "conv_grouped_fp16.py"
+    source = draft_seeds(problem, inductor=False, target="mtia")[0][0].source
+    assert "kegen_conv_grouped_ws_kernel" in source and "x.is_cuda" in source
+    candidate = tmp_path / "grouped.py"
+    candidate.write_text(source)
+    results = compile_candidate(problem, candidate)
+    assert [r.kernel for r in results] == ["kegen_conv_grouped_kernel"]
+    assert not results[0].error, results[0].error
