@@ -3,9 +3,10 @@
 Inductor's CPU path calls `extern_kernels.mm / addmm / bmm / baddbmm / convolution` (library code
 on the host). Drafted candidates call these launchers instead, so every FLOP runs on the device:
 one batched, strided matmul kernel with an optional `beta * bias` epilogue, and one implicit-GEMM
-convolution kernel for 1-D/2-D/3-D, strided, padded, dilated, grouped (depthwise) and transposed
-convolutions. Their source is copied into candidates (`EXTERN_SOURCES`), where the search tunes the
-module-level block sizes.
+convolution kernel for 1-D/2-D/3-D, strided, padded, dilated, grouped and transposed convolutions
+(depthwise ones, one input channel a group, as multiply-adds over every channel at once). Their
+source is copied into candidates (`EXTERN_SOURCES`), where the search tunes the module-level block
+sizes.
 """
 
 from __future__ import annotations
@@ -99,14 +100,16 @@ def kegen_baddbmm(bias: Any, a: Any, b: Any, alpha: float = 1.0, beta: float = 1
 
 @triton.jit
 def kegen_conv_kernel(
-    x_ptr, w_ptr, bias_ptr, y_ptr, BATCH, D, H, W, OD, OH, OW, KD, KH, KW, C_IN_G, C_OUT_G,
+    x_ptr, w_ptr, bias_ptr, y_ptr, BATCH, D, H, W, OD, OH, OW, KD, KH, KW, C_IN_G, C_OUT_G, MULT,
     sxn, sxc, sxd, sxh, sxw, sw0, sw1, swd, swh, sww, syn, syc, syd, syh, syw,
     stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
-    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr,
+    HAS_BIAS: tl.constexpr, TRANSPOSED: tl.constexpr, DEPTHWISE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):  # fmt: skip
     # implicit GEMM: rows = output positions (n, od, oh, ow), columns = output channels of group g,
-    # reduction = (input channel of the group, kd, kh, kw)
+    # reduction = (input channel of the group, kd, kh, kw). DEPTHWISE (one input channel a group, MULT
+    # output channels each; launched as one group of all C_OUT_G output channels): no reduction over
+    # channels to give a dot, so each tap is a multiply-add of the input tile and the taps' weights.
     g = tl.program_id(2)
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -119,37 +122,54 @@ def kegen_conv_kernel(
     od = t % OD
     n = t // OD
     acc = tl.zeros([BLOCK_M, BLOCK_N], tl.float32)
-    for k0 in range(0, KTOT, BLOCK_K):
-        rk = k0 + tl.arange(0, BLOCK_K)
-        kw = rk % KW
-        t2 = rk // KW
-        kh = t2 % KH
-        t2 = t2 // KH
-        kd = t2 % KD
-        ic = t2 // KD
-        if TRANSPOSED:
-            nd = od[:, None] + pad_d - kd[None, :] * dil_d
-            nh = oh[:, None] + pad_h - kh[None, :] * dil_h
-            nw = ow[:, None] + pad_w - kw[None, :] * dil_w
-            valid = (nd >= 0) & (nh >= 0) & (nw >= 0)
-            valid = valid & (nd % stride_d == 0) & (nh % stride_h == 0) & (nw % stride_w == 0)
-            i_d = tl.where(valid, nd, 0) // stride_d
-            i_h = tl.where(valid, nh, 0) // stride_h
-            i_w = tl.where(valid, nw, 0) // stride_w
-            w_off = (g * C_IN_G + ic)[:, None] * sw0 + rn[None, :] * sw1
-        else:
-            i_d = od[:, None] * stride_d - pad_d + kd[None, :] * dil_d
-            i_h = oh[:, None] * stride_h - pad_h + kh[None, :] * dil_h
-            i_w = ow[:, None] * stride_w - pad_w + kw[None, :] * dil_w
-            valid = (i_d >= 0) & (i_h >= 0) & (i_w >= 0)
-            w_off = (g * C_OUT_G + rn)[None, :] * sw0 + ic[:, None] * sw1
-        valid = valid & (i_d < D) & (i_h < H) & (i_w < W) & (rm[:, None] < M) & (rk[None, :] < KTOT)
-        x_off = n[:, None] * sxn + (g * C_IN_G + ic)[None, :] * sxc
-        x_off += tl.where(valid, i_d * sxd + i_h * sxh + i_w * sxw, 0)
-        a = tl.load(x_ptr + x_off, mask=valid, other=0.0)
-        w_off += kd[:, None] * swd + kh[:, None] * swh + kw[:, None] * sww
-        b = tl.load(w_ptr + w_off, mask=(rk[:, None] < KTOT) & (rn[None, :] < C_OUT_G), other=0.0)
-        acc += tl.dot(a, b)
+    if DEPTHWISE:
+        ic = rn // MULT
+        c_ok = rn < C_OUT_G
+        for tap in range(0, KD * KH * KW):
+            kw = tap % KW
+            kh = (tap // KW) % KH
+            kd = tap // (KW * KH)
+            i_d = od * stride_d - pad_d + kd * dil_d
+            i_h = oh * stride_h - pad_h + kh * dil_h
+            i_w = ow * stride_w - pad_w + kw * dil_w
+            ok = (i_d >= 0) & (i_h >= 0) & (i_w >= 0) & (i_d < D) & (i_h < H) & (i_w < W) & (rm < M)
+            x_pos = n * sxn + tl.where(ok, i_d * sxd + i_h * sxh + i_w * sxw, 0)
+            x_off = x_pos[:, None] + ic[None, :] * sxc
+            a = tl.load(x_ptr + x_off, mask=ok[:, None] & c_ok[None, :], other=0.0)
+            b = tl.load(w_ptr + rn * sw0 + kd * swd + kh * swh + kw * sww, mask=c_ok, other=0.0)
+            acc += a.to(tl.float32) * b.to(tl.float32)[None, :]
+    else:
+        for k0 in range(0, KTOT, BLOCK_K):
+            rk = k0 + tl.arange(0, BLOCK_K)
+            kw = rk % KW
+            t2 = rk // KW
+            kh = t2 % KH
+            t2 = t2 // KH
+            kd = t2 % KD
+            ic = t2 // KD
+            if TRANSPOSED:
+                nd = od[:, None] + pad_d - kd[None, :] * dil_d
+                nh = oh[:, None] + pad_h - kh[None, :] * dil_h
+                nw = ow[:, None] + pad_w - kw[None, :] * dil_w
+                valid = (nd >= 0) & (nh >= 0) & (nw >= 0)
+                valid = valid & (nd % stride_d == 0) & (nh % stride_h == 0) & (nw % stride_w == 0)
+                i_d = tl.where(valid, nd, 0) // stride_d
+                i_h = tl.where(valid, nh, 0) // stride_h
+                i_w = tl.where(valid, nw, 0) // stride_w
+                w_off = (g * C_IN_G + ic)[:, None] * sw0 + rn[None, :] * sw1
+            else:
+                i_d = od[:, None] * stride_d - pad_d + kd[None, :] * dil_d
+                i_h = oh[:, None] * stride_h - pad_h + kh[None, :] * dil_h
+                i_w = ow[:, None] * stride_w - pad_w + kw[None, :] * dil_w
+                valid = (i_d >= 0) & (i_h >= 0) & (i_w >= 0)
+                w_off = (g * C_OUT_G + rn)[None, :] * sw0 + ic[:, None] * sw1
+            valid = valid & (i_d < D) & (i_h < H) & (i_w < W) & (rm[:, None] < M) & (rk[None, :] < KTOT)
+            x_off = n[:, None] * sxn + (g * C_IN_G + ic)[None, :] * sxc
+            x_off += tl.where(valid, i_d * sxd + i_h * sxh + i_w * sxw, 0)
+            a = tl.load(x_ptr + x_off, mask=valid, other=0.0)
+            w_off += kd[:, None] * swd + kh[:, None] * swh + kw[:, None] * sww
+            b = tl.load(w_ptr + w_off, mask=(rk[:, None] < KTOT) & (rn[None, :] < C_OUT_G), other=0.0)
+            acc += tl.dot(a, b)
     oc = g * C_OUT_G + rn
     if HAS_BIAS:
         acc += tl.load(bias_ptr + oc, mask=rn < C_OUT_G, other=0.0).to(tl.float32)[None, :]
@@ -202,12 +222,17 @@ def kegen_convolution(
     x5, w5, y5 = _as_3d(x), _as_3d(weight), _as_3d(y)
     c_in_g = x.shape[1] // groups
     c_out_g = c_out // groups
+    # depthwise (one input channel a group): all output channels as one group, MULT of them a channel
+    depthwise = c_in_g == 1 and groups > 1 and not transposed
+    mult, launch_groups = (c_out_g, 1) if depthwise else (1, groups)
+    if depthwise:
+        c_out_g = c_out
     m = x.shape[0] * outs[0] * outs[1] * outs[2]
-    grid = (triton.cdiv(m, CONV_BLOCK_M), triton.cdiv(c_out_g, CONV_BLOCK_N), groups)
+    grid = (triton.cdiv(m, CONV_BLOCK_M), triton.cdiv(c_out_g, CONV_BLOCK_N), launch_groups)
     kegen_conv_kernel[grid](
-        x5, w5, w5 if bias is None else bias, y5, x.shape[0], *ins, *outs, *ks, c_in_g, c_out_g,
+        x5, w5, w5 if bias is None else bias, y5, x.shape[0], *ins, *outs, *ks, c_in_g, c_out_g, mult,
         *x5.stride(), *w5.stride(), *y5.stride(), *st, *pad, *dil,
-        HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed),
+        HAS_BIAS=bias is not None, TRANSPOSED=bool(transposed), DEPTHWISE=depthwise,
         BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K,
     )  # fmt: skip
     return y

@@ -25,6 +25,10 @@ def test_addmm_and_bmm_match_torch() -> None:
     [
         ((2, 4, 9), (6, 4, 3), dict(stride=2, padding=1, dilation=1, groups=1), False),
         ((1, 6, 7, 7), (6, 1, 3, 3), dict(stride=1, padding=1, dilation=1, groups=6), False),  # depthwise
+        # depthwise with two output channels a channel, strided and dilated; 1-D and 3-D depthwise
+        ((2, 3, 9, 11), (6, 1, 3, 3), dict(stride=2, padding=2, dilation=2, groups=3), False),
+        ((2, 20, 13), (20, 1, 5), dict(stride=1, padding=2, dilation=1, groups=20), False),
+        ((1, 4, 4, 5, 6), (4, 1, 3, 3, 3), dict(stride=1, padding=1, dilation=1, groups=4), False),
         ((1, 4, 8, 8), (4, 2, 3, 3), dict(stride=1, padding=0, dilation=2, groups=2), False),
         ((1, 2, 4, 4, 4), (3, 2, 2, 2, 2), dict(stride=1, padding=0, dilation=1, groups=1), False),
         ((1, 4, 5, 5), (4, 3, 3, 3), dict(stride=2, padding=1, dilation=1, groups=1, output_padding=1), True),
@@ -53,3 +57,16 @@ def test_convolution_matches_torch(x, w, kw, transposed) -> None:
     )
     assert y.shape == ref.shape
     torch.testing.assert_close(y, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_depthwise_convolution_in_half_precision_over_many_channel_blocks() -> None:
+    """A MobileNet-style depthwise 3x3 in fp16 whose 40 channels span three column blocks and whose
+    positions are not a multiple of the row block; accumulated in fp32 like the reference."""
+    torch.manual_seed(0)
+    x, w, bias = torch.randn(2, 40, 10, 9).half(), torch.randn(40, 1, 3, 3).half(), torch.randn(40).half()
+    ref = torch.ops.aten.convolution(
+        x.float(), w.float(), bias.float(), [1, 1], [1, 1], [1, 1], False, [0, 0], 40
+    ).half()
+    y = ek.kegen_convolution(x, w, bias, 1, 1, 1, False, 0, 40)
+    assert y.dtype == torch.float16
+    torch.testing.assert_close(y, ref, atol=2e-3, rtol=2e-3)
