@@ -224,9 +224,7 @@ def kegen_convolution(
     c_out_g = c_out // groups
     # depthwise (one input channel a group): all output channels as one group, MULT of them a channel
     depthwise = c_in_g == 1 and groups > 1 and not transposed
-    mult, launch_groups = (c_out_g, 1) if depthwise else (1, groups)
-    if depthwise:
-        c_out_g = c_out
+    c_out_g, mult, launch_groups = (c_out, c_out_g, 1) if depthwise else (c_out_g, 1, groups)
     m = x.shape[0] * outs[0] * outs[1] * outs[2]
     grid = (triton.cdiv(m, CONV_BLOCK_M), triton.cdiv(c_out_g, CONV_BLOCK_N), launch_groups)
     kegen_conv_kernel[grid](
